@@ -1,0 +1,60 @@
+"""Read-mostly admin: stored responses and readings are evidence, so they are not edited here."""
+from django.contrib import admin
+
+from .models import Dataset, Question, ReaderSpec, Reading, Response, Run
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(Dataset)
+class DatasetAdmin(admin.ModelAdmin):
+    list_display = ("name", "created_at")
+    search_fields = ("name",)
+    fields = ("name", "description")
+
+
+@admin.register(Run)
+class RunAdmin(ReadOnlyAdmin):
+    list_display = ("dataset", "model", "checkpoint", "benchmark", "prompt")
+    list_filter = ("dataset", "checkpoint", "benchmark")
+    search_fields = ("model",)
+
+
+@admin.register(Question)
+class QuestionAdmin(ReadOnlyAdmin):
+    list_display = ("id", "dataset", "benchmark", "short_text", "gold")
+    list_filter = ("dataset", "benchmark")
+    search_fields = ("text",)
+
+    @admin.display(description="question")
+    def short_text(self, obj: Question) -> str:
+        return obj.text[:80]
+
+
+@admin.register(Response)
+class ResponseAdmin(ReadOnlyAdmin):
+    list_display = ("external_id", "dataset", "run", "content_hash")
+    list_filter = ("dataset", "run__checkpoint", "run__benchmark")
+    search_fields = ("external_id",)
+    list_select_related = ("dataset", "run")
+    raw_id_fields = ("question", "run")
+
+
+@admin.register(ReaderSpec)
+class ReaderSpecAdmin(ReadOnlyAdmin):
+    list_display = ("name", "version", "kind", "config_hash", "created_at")
+    list_filter = ("kind",)
+
+
+@admin.register(Reading)
+class ReadingAdmin(ReadOnlyAdmin):
+    list_display = ("response", "reader_spec", "verdict", "answer", "elapsed_ms")
+    list_filter = ("verdict", "reader_spec__name")
+    list_select_related = ("response", "reader_spec")
+    raw_id_fields = ("response",)

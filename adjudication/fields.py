@@ -1,0 +1,58 @@
+"""A text field that stores any Python string losslessly.
+
+Model output is untrusted and arrives verbatim: it can hold NUL characters (which PostgreSQL text
+rejects) and lone surrogates (which no UTF-8 database can store). Such values, and values that
+start with the sentinel itself, are stored as the sentinel followed by their ASCII JSON escape;
+everything else is stored as is, so ordinary text stays readable and searchable in SQL.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.db import models
+
+SENTINEL = "\x01json:"
+
+
+def _storable(value: str) -> bool:
+    if "\x00" in value or value.startswith(SENTINEL):
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def encode_verbatim(value: str) -> str:
+    return value if _storable(value) else SENTINEL + json.dumps(value, ensure_ascii=True)
+
+
+def decode_verbatim(value: str) -> str:
+    return json.loads(value[len(SENTINEL):]) if value.startswith(SENTINEL) else value
+
+
+class VerbatimTextField(models.TextField):
+    def from_db_value(self, value: Any, expression: Any, connection: Any) -> Any:
+        return decode_verbatim(value) if isinstance(value, str) else value
+
+    def to_python(self, value: Any) -> Any:
+        return decode_verbatim(value) if isinstance(value, str) else value
+
+    def get_prep_value(self, value: Any) -> Any:
+        value = super().get_prep_value(value)
+        return encode_verbatim(value) if isinstance(value, str) else value
+
+
+def json_safe(value: Any) -> Any:
+    """Diagnostic JSON (reading details) may be lossy: drop what PostgreSQL jsonb cannot hold."""
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd").encode("utf-8", "replace").decode("utf-8")
+    if isinstance(value, dict):
+        return {json_safe(str(k)): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    return json_safe(str(value))

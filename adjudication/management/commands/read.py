@@ -1,0 +1,59 @@
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from adjudication.services.rows import RowError, iter_rows
+from readers import Item
+from readers import registry as reader_registry
+from readers.summary import render, summarise
+
+
+class Command(BaseCommand):
+    help = ("Run readers on a canonical JSONL file without any database: one output line per (id, reader) "
+            "and a per-reader table of coverage, extraction rate and accuracy.")
+    # No system checks and no ORM: this must work with no database server at all.
+    requires_system_checks: list = []
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("input", type=Path)
+        parser.add_argument("--reader", action="append", dest="readers", required=True,
+                            help="reader name (repeatable); 'all' = every registered rule reader")
+        parser.add_argument("--out", type=Path, default=None, help="JSONL output (default: stdout, table on stderr)")
+        parser.add_argument("--budget", type=float, default=settings.READER_BUDGET_SECONDS,
+                            help="hard wall-clock budget per reading, seconds")
+        parser.add_argument("--processes", type=int, default=settings.READER_PROCESSES)
+
+    def handle(self, *args, input: Path, readers: list[str], out: Path | None, budget: float, processes: int,
+               **options) -> None:  # noqa: A002
+        from adjudication.services.pipeline import default_panel
+        from readers.isolation import IsolatedPool
+
+        names = default_panel() if "all" in readers else readers
+        known = set(reader_registry.names())
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            raise CommandError(f"unknown reader(s): {', '.join(unknown)}. `manage.py readers` lists them.")
+        try:
+            rows = list(iter_rows(input))
+        except RowError as exc:
+            raise CommandError(str(exc)) from exc
+        items = [Item(response=r.response, gold=r.gold, choices=r.choices, question=r.question) for r in rows]
+        records = []
+        sink = open(out, "w", encoding="utf-8", errors="surrogatepass") if out else sys.stdout
+        try:
+            with IsolatedPool(processes=processes, budget_s=budget) as pool:
+                for name in names:
+                    for row, (reading, _ms) in zip(rows, pool.read_many(name, items), strict=True):
+                        sink.write(json.dumps({"id": row.id, "reader": name, "answer": reading.answer,
+                                               "verdict": reading.verdict}, ensure_ascii=False) + "\n")
+                        records.append((name, row.checkpoint or "-", reading.verdict))
+        finally:
+            if out:
+                sink.close()
+        table = render(summarise(records), group_label="checkpoint")
+        (self.stdout if out else self.stderr).write(table)

@@ -1,0 +1,28 @@
+from __future__ import annotations
+
+import json
+
+from django.core.management.base import BaseCommand, CommandParser
+
+from readers.registry import describe
+
+
+class Command(BaseCommand):
+    help = "List every registered reader with its version, config hash and declared contract."
+    requires_system_checks: list = []
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--json", action="store_true")
+
+    def handle(self, *args, json: bool = False, **options) -> None:  # noqa: A002
+        rows = describe()
+        if json:
+            self.stdout.write(_dumps(rows))
+            return
+        self.stdout.write(f"{'reader':<30} {'version':<9} {'kind':<13} {'config':<17} contract")
+        for r in rows:
+            self.stdout.write(f"{r['name']:<30} {r['version']:<9} {r['kind']:<13} {r['config_hash']:<17} {', '.join(r['contract'])}")
+
+
+def _dumps(rows: list) -> str:
+    return json.dumps(rows, indent=2)

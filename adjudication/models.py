@@ -1,0 +1,146 @@
+"""The response store: datasets of generation runs, questions, raw responses, and the readings
+that named, versioned, configured readers made of them."""
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import CheckConstraint, Q, UniqueConstraint
+
+from .fields import VerbatimTextField
+
+
+class Dataset(models.Model):
+    name = models.CharField(max_length=200, unique=True)
+    description = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Run(models.Model):
+    """One generation run: a model checkpoint answering one benchmark with one prompt."""
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="runs")
+    model = models.CharField(max_length=200)
+    checkpoint = models.CharField(max_length=100, help_text="e.g. base, rl, sft")
+    benchmark = models.CharField(max_length=100)
+    prompt = models.CharField(max_length=200, blank=True, default="", help_text="prompt id")
+    generation_params = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["dataset", "model", "checkpoint", "benchmark", "prompt"]
+        constraints = [
+            UniqueConstraint(fields=["dataset", "model", "checkpoint", "benchmark", "prompt"], name="run_identity"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.model}@{self.checkpoint} on {self.benchmark}" + (f" [{self.prompt}]" if self.prompt else "")
+
+
+class Question(models.Model):
+    """A benchmark item. Shared by every run of the dataset that answered it (base and RL answer
+    the same question), identified by a fingerprint of its content."""
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="questions")
+    benchmark = models.CharField(max_length=100)
+    text = VerbatimTextField()
+    choices = models.JSONField(default=list, blank=True, help_text="ordered option texts; empty if open-ended")
+    gold = VerbatimTextField()
+    meta = models.JSONField(default=dict, blank=True)
+    fingerprint = models.CharField(max_length=64)
+
+    class Meta:
+        constraints = [UniqueConstraint(fields=["dataset", "fingerprint"], name="question_identity")]
+
+    def __str__(self) -> str:
+        return self.text[:80]
+
+    @property
+    def is_multiple_choice(self) -> bool:
+        return bool(self.choices)
+
+
+class Response(models.Model):
+    """A model's raw output for a question, stored verbatim (any length, any characters)."""
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="responses")
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="responses")
+    question = models.ForeignKey(Question, on_delete=models.PROTECT, related_name="responses")
+    external_id = models.CharField(max_length=500)
+    text = VerbatimTextField()
+    content_hash = models.CharField(max_length=64, help_text="sha256 of the response text")
+    row_hash = models.CharField(max_length=64, help_text="sha256 of the whole imported row; detects changes")
+    meta = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [UniqueConstraint(fields=["dataset", "external_id"], name="response_external_id")]
+        indexes = [models.Index(fields=["run"])]
+
+    def __str__(self) -> str:
+        return self.external_id
+
+
+class ReaderSpec(models.Model):
+    """The identity of what produced a verdict: reader name, version and config (hashed)."""
+
+    KIND_CHOICES = [("rule", "rule reader"), ("regeneration", "answer regeneration"), ("judge", "LLM judge")]
+
+    name = models.CharField(max_length=200)
+    version = models.CharField(max_length=50)
+    kind = models.CharField(max_length=20, choices=KIND_CHOICES, default="rule")
+    config = models.JSONField(default=dict, blank=True)
+    config_hash = models.CharField(max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name", "version"]
+        constraints = [UniqueConstraint(fields=["name", "version", "config_hash"], name="reader_spec_identity")]
+
+    def __str__(self) -> str:
+        return f"{self.name} {self.version} ({self.config_hash[:8]})"
+
+
+class Verdict(models.TextChoices):
+    CORRECT = "correct"
+    INCORRECT = "incorrect"
+    NO_ANSWER = "no_answer", "no answer"
+    ERROR = "error"
+    TIMEOUT = "timeout"
+
+
+class Reading(models.Model):
+    """One reader's reading of one response. Timeouts, crashes and no-answer are verdict classes
+    of their own, never folded into "incorrect"."""
+
+    response = models.ForeignKey(Response, on_delete=models.CASCADE, related_name="readings")
+    reader_spec = models.ForeignKey(ReaderSpec, on_delete=models.PROTECT, related_name="readings")
+    answer = VerbatimTextField(null=True, blank=True)
+    normalized = VerbatimTextField(null=True, blank=True)
+    verdict = models.CharField(max_length=16, choices=Verdict.choices)
+    span_start = models.PositiveIntegerField(null=True, blank=True)
+    span_end = models.PositiveIntegerField(null=True, blank=True)
+    detail = models.JSONField(default=dict, blank=True)
+    elapsed_ms = models.FloatField(default=0.0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["response_id", "reader_spec_id"]
+        constraints = [
+            UniqueConstraint(fields=["response", "reader_spec"], name="one_reading_per_reader"),
+            CheckConstraint(
+                condition=(Q(span_start__isnull=True) & Q(span_end__isnull=True))
+                | (Q(span_start__isnull=False) & Q(span_end__isnull=False) & Q(span_start__lte=models.F("span_end"))),
+                name="reading_span_well_formed",
+            ),
+        ]
+        indexes = [models.Index(fields=["reader_spec", "verdict"])]
+
+    def __str__(self) -> str:
+        return f"{self.reader_spec.name}: {self.verdict}"

@@ -1,0 +1,20 @@
+"""Celery tasks: take ids, load, re-check what is still missing, call one service."""
+from __future__ import annotations
+
+from celery import shared_task
+
+from .models import ReaderSpec
+from .services.readings import readings_create
+
+
+@shared_task(
+    bind=True,
+    acks_late=True,
+    autoretry_for=(ConnectionError, TimeoutError),
+    retry_backoff=2,
+    retry_backoff_max=60,
+    max_retries=5,
+)
+def read_batch(self, reader_spec_id: int, response_ids: list[int]) -> int:
+    spec = ReaderSpec.objects.get(pk=reader_spec_id)
+    return readings_create(reader_spec=spec, response_ids=response_ids)

@@ -1,0 +1,23 @@
+"""Celery: a broker URL (CELERY_BROKER_URL or REDIS_URL) means real workers; none means eager."""
+from kombu import Queue
+
+from .env import BROKER_URL
+
+CELERY_BROKER_URL = BROKER_URL or "memory://"
+# Results travel through the database (readings), never through a result backend.
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_ALWAYS_EAGER = BROKER_URL is None
+CELERY_TASK_EAGER_PROPAGATES = True
+# A task is acknowledged after it ran, so a worker killed mid-task gives its work back to the queue;
+# tasks are idempotent (they re-check what is missing) so a redelivery cannot duplicate a reading.
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+CELERY_TASK_DEFAULT_QUEUE = "default"
+CELERY_TASK_QUEUES = (Queue("default"), Queue("readers"), Queue("llm"))
+CELERY_TASK_ROUTES = {
+    "adjudication.tasks.read_batch": {"queue": "readers"},
+    "judges.tasks.*": {"queue": "llm"},
+}
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False

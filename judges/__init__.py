@@ -1,0 +1,1 @@
+"""LLM clients: Answer Regeneration and LLM judges over OpenAI-compatible endpoints."""

@@ -1,0 +1,108 @@
+"""The reader contract: what every answer reader takes, returns and declares.
+
+This package is a pure Python library: it must never import Django, so that it runs in
+Celery workers, in killable isolation processes and in `manage.py read` without a database.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+Verdict = Literal["correct", "incorrect", "no_answer", "error", "timeout"]
+VERDICTS: tuple[Verdict, ...] = ("correct", "incorrect", "no_answer", "error", "timeout")
+
+# Answer forms a reader may claim to handle (seed 001 §2.2: the contract matrix). A reader is
+# only scored on forms it claims; anything else is reported as out-of-contract, never a defect.
+ANSWER_FORMS: tuple[str, ...] = (
+    "option_letter", "option_text", "boxed", "plain_number", "latex", "units", "percent", "sets_intervals",
+)
+
+
+@dataclass(frozen=True)
+class Item:
+    """One stored response as a reader sees it. `choices` is empty for open-ended questions."""
+
+    response: str
+    gold: str
+    choices: tuple[str, ...] = ()
+    question: str = ""
+
+    @property
+    def is_multiple_choice(self) -> bool:
+        return bool(self.choices)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What a reader made of one response.
+
+    `answer` is the extracted string (None when nothing was found); `normalized` is the form the
+    reader compares with the gold; `span` is the answer's [start, end) character span in the
+    response, when the reader can point at it.
+    """
+
+    verdict: Verdict
+    answer: str | None = None
+    normalized: str | None = None
+    span: tuple[int, int] | None = None
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "verdict": self.verdict,
+            "answer": self.answer,
+            "normalized": self.normalized,
+            "span": list(self.span) if self.span else None,
+            "detail": self.detail,
+        }
+
+
+def config_hash(config: Any) -> str:
+    """Stable hash of a reader config dataclass (or mapping): the identity stored with every verdict."""
+    data = dataclasses.asdict(config) if dataclasses.is_dataclass(config) else dict(config)
+    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class NoConfig:
+    """For readers with nothing to configure."""
+
+
+class Reader:
+    """A small named component: name + version + config + declared contract.
+
+    Subclasses set the class attributes and implement `read`. `read` must be a pure function of
+    (config, item): the isolation pool may run it in any process, retry it, or kill it mid-way.
+    """
+
+    name: ClassVar[str]
+    version: ClassVar[str]
+    kind: ClassVar[str] = "rule"  # "rule" | "regeneration" | "judge"
+    contract: ClassVar[frozenset[str]] = frozenset()
+    # Which upstream behaviour this reproduces ("lm-eval 0.4.13 gsm8k strict-match"), for the docs.
+    upstream: ClassVar[str] = ""
+    Config: ClassVar[type] = NoConfig
+
+    def __init__(self, config: Any | None = None, *, name: str | None = None) -> None:
+        self.config = config if config is not None else self.Config()
+        if name is not None:
+            # Named configs of one implementation (e.g. lm-eval's RegexFilter as
+            # "gsm8k-strict-match") carry their registry name as their identity.
+            self.name = name  # type: ignore[misc]
+
+    @property
+    def config_hash(self) -> str:
+        return config_hash(self.config)
+
+    def config_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self.config)
+
+    def read(self, item: Item) -> Reading:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"<Reader {self.name} {self.version} {self.config_hash}>"

@@ -1,0 +1,4 @@
+"""Imports every module that registers built-in readers (side effects on the registry)."""
+from . import mc  # noqa: F401  seed 002's five MC extractors, lm-eval named configs, boxed
+from . import fixed  # noqa: F401  our broad model-agnostic reader
+from . import mathreaders  # noqa: F401  math-verify configs, strip-string, sympy-cascade

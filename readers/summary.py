@@ -1,0 +1,65 @@
+"""Per-reader summary table: coverage, extraction rate and accuracy, optionally per group.
+
+Definitions (seed 000 and 001 ask for extraction rate and coverage beside accuracy):
+- coverage: share of responses on which the reader returned a verdict at all
+  (anything but `error` / `timeout`);
+- extraction rate: share of responses from which it extracted an answer (`correct` + `incorrect`);
+- accuracy: `correct` over all responses (a harness scores no-answer as wrong);
+- accuracy_extracted: `correct` over extracted answers.
+"""
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from typing import Iterable
+
+
+@dataclass
+class Row:
+    reader: str
+    group: str
+    n: int
+    counts: Counter
+
+    @property
+    def coverage(self) -> float:
+        return (self.n - self.counts["error"] - self.counts["timeout"]) / self.n if self.n else 0.0
+
+    @property
+    def extraction_rate(self) -> float:
+        return (self.counts["correct"] + self.counts["incorrect"]) / self.n if self.n else 0.0
+
+    @property
+    def accuracy(self) -> float:
+        return self.counts["correct"] / self.n if self.n else 0.0
+
+    @property
+    def accuracy_extracted(self) -> float | None:
+        k = self.counts["correct"] + self.counts["incorrect"]
+        return self.counts["correct"] / k if k else None
+
+    def as_dict(self) -> dict:
+        return {
+            "reader": self.reader, "group": self.group, "n": self.n, "coverage": self.coverage,
+            "extraction_rate": self.extraction_rate, "accuracy": self.accuracy,
+            "accuracy_extracted": self.accuracy_extracted, "verdicts": dict(self.counts),
+        }
+
+
+def summarise(records: Iterable[tuple[str, str, str]]) -> list[Row]:
+    """records: (reader, group, verdict). Returns rows sorted by reader, then group."""
+    counts: dict[tuple[str, str], Counter] = defaultdict(Counter)
+    for reader, group, verdict in records:
+        counts[(reader, group)][verdict] += 1
+    return [Row(r, g, sum(c.values()), c) for (r, g), c in sorted(counts.items())]
+
+
+def render(rows: list[Row], group_label: str = "group") -> str:
+    header = f"{'reader':<26} {group_label:<14} {'n':>6} {'coverage':>9} {'extracted':>10} {'accuracy':>9}"
+    lines = [header, "-" * len(header)]
+    for row in rows:
+        lines.append(
+            f"{row.reader:<26} {row.group:<14} {row.n:>6} {row.coverage:>9.1%} "
+            f"{row.extraction_rate:>10.1%} {row.accuracy:>9.1%}"
+        )
+    return "\n".join(lines)
