@@ -103,3 +103,49 @@ def service_env(tmp_path: Path) -> dict[str, str]:
 def manage(*args: str, env: dict[str, str], timeout: float = 300, check: bool = False) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, str(ROOT / "manage.py"), *args], env=env, cwd=ROOT, capture_output=True,
                           text=True, timeout=timeout, check=check)
+
+
+@pytest.fixture
+def celery_worker(service_env: dict[str, str]):
+    """A real Celery worker process (prefork, 2 children) on Redis, reading this test's database.
+
+    Needs `transactional_db`: the worker is another process and only sees committed rows.
+    """
+    import signal
+    import time
+
+    from config.celery import app
+
+    if app.conf.task_always_eager:
+        pytest.skip("no broker configured (CELERY_BROKER_URL); run the suite with `make test`")
+    app.control.purge()
+    log = open(Path(service_env.get("TMPDIR", "/tmp")) / f"worker-{os.getpid()}.log", "w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "readers,default,llm", "--pool", "prefork",
+         "--concurrency", "2", "--without-gossip", "--without-mingle", "--without-heartbeat", "--loglevel", "INFO",
+         "-n", f"test-{os.getpid()}@%h"],
+        env=service_env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        log.close()
+        app.control.purge()
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float = 120, interval: float = 0.25) -> bool:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return predicate()

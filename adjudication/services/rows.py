@@ -8,6 +8,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -37,15 +38,15 @@ class Row:
     meta: dict[str, Any] = field(default_factory=dict)
     line: int = 0
 
-    @property
+    @cached_property
     def content_hash(self) -> str:
         return sha256(self.response)
 
-    @property
+    @cached_property
     def question_fingerprint(self) -> str:
         return sha256(json.dumps([self.benchmark, self.question, list(self.choices), self.gold], ensure_ascii=True))
 
-    @property
+    @cached_property
     def row_hash(self) -> str:
         payload = [self.id, self.question, self.gold, self.response, list(self.choices), self.model,
                    self.checkpoint, self.benchmark, self.prompt, self.meta]
