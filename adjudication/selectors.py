@@ -23,12 +23,20 @@ def reading_counts(*, dataset: Dataset, reader_spec: ReaderSpec) -> int:
     return Reading.objects.filter(response__dataset=dataset, reader_spec=reader_spec).count()
 
 
-def reader_summary(*, dataset: Dataset, by: str = "checkpoint") -> list[SummaryRow]:
-    """Coverage, extraction rate and accuracy per reader and per run attribute (`by`)."""
-    field = {"checkpoint": "response__run__checkpoint", "model": "response__run__model",
-             "benchmark": "response__run__benchmark"}[by]
-    records = Reading.objects.filter(response__dataset=dataset).values_list("reader_spec__name", field, "verdict")
-    return summarise(records.iterator(chunk_size=5000))
+SUMMARY_GROUPS = {
+    "checkpoint": ("response__run__checkpoint",),
+    "model": ("response__run__model",),
+    "benchmark": ("response__run__benchmark",),
+    "benchmark/checkpoint": ("response__run__benchmark", "response__run__checkpoint"),
+    "model/checkpoint": ("response__run__model", "response__run__checkpoint"),
+}
+
+
+def reader_summary(*, dataset: Dataset, by: str = "benchmark/checkpoint") -> list[SummaryRow]:
+    """Coverage, extraction rate and accuracy per reader and per run attribute(s) (`by`)."""
+    fields = SUMMARY_GROUPS[by]
+    records = Reading.objects.filter(response__dataset=dataset).values_list("reader_spec__name", "verdict", *fields)
+    return summarise((name, "/".join(group), verdict) for name, verdict, *group in records.iterator(chunk_size=5000))
 
 
 def readings_for_export(*, dataset: Dataset) -> QuerySet:

@@ -6,7 +6,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
 
 from .models import Dataset
-from .selectors import reader_summary
+from .selectors import SUMMARY_GROUPS, reader_summary
 
 
 def home(request: HttpRequest) -> HttpResponse:
@@ -16,13 +16,13 @@ def home(request: HttpRequest) -> HttpResponse:
 
 def dataset_detail(request: HttpRequest, dataset_id: int) -> HttpResponse:
     dataset = get_object_or_404(Dataset, pk=dataset_id)
-    by = request.GET.get("by", "checkpoint")
-    if by not in ("checkpoint", "model", "benchmark"):
-        by = "checkpoint"
+    by = request.GET.get("by", "benchmark/checkpoint")
+    if by not in SUMMARY_GROUPS:
+        by = "benchmark/checkpoint"
     rows = reader_summary(dataset=dataset, by=by)
     return render(request, "adjudication/dataset.html", {
         "dataset": dataset, "rows": rows, "by": by,
-        "runs": dataset.runs.all(), "n_responses": dataset.responses.count(),
+        "runs": dataset.runs.all(), "n_responses": dataset.responses.count(), "groupings": list(SUMMARY_GROUPS),
     })
 
 

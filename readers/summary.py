@@ -55,11 +55,11 @@ def summarise(records: Iterable[tuple[str, str, str]]) -> list[Row]:
 
 
 def render(rows: list[Row], group_label: str = "group") -> str:
-    header = f"{'reader':<26} {group_label:<14} {'n':>6} {'coverage':>9} {'extracted':>10} {'accuracy':>9}"
+    header = f"{'reader':<30} {group_label:<16} {'n':>6} {'coverage':>9} {'extracted':>10} {'accuracy':>9}"
     lines = [header, "-" * len(header)]
     for row in rows:
         lines.append(
-            f"{row.reader:<26} {row.group:<14} {row.n:>6} {row.coverage:>9.1%} "
+            f"{row.reader:<30} {row.group:<16} {row.n:>6} {row.coverage:>9.1%} "
             f"{row.extraction_rate:>10.1%} {row.accuracy:>9.1%}"
         )
     return "\n".join(lines)

@@ -29,7 +29,7 @@ class Command(BaseCommand):
         ds = dataset_get(name=dataset)
         self.stdout.write("\nPer-reader summary (coverage = returned a verdict; extracted = found an answer; "
                           "accuracy = correct / all):\n")
-        self.stdout.write(render(reader_summary(dataset=ds, by="checkpoint"), group_label="checkpoint"))
+        self.stdout.write(render(reader_summary(dataset=ds), group_label="benchmark/ckpt"))
         user_model = get_user_model()
         # A known password is only acceptable on the embedded local default, never with a real database.
         if settings.EMBEDDED and not user_model.objects.filter(username="demo").exists():
