@@ -144,3 +144,58 @@ class Reading(models.Model):
 
     def __str__(self) -> str:
         return f"{self.reader_spec.name}: {self.verdict}"
+
+
+class RoutingPolicy(models.Model):
+    """Which responses of a dataset go to human review: the ones a panel of readers disputes,
+    plus an optional random share of undisputed ones as controls (for unbiased accuracy estimates)."""
+
+    class Compare(models.TextChoices):
+        EITHER = "either", "answer or verdict"
+        ANSWER = "answer", "normalised answer"
+        VERDICT = "verdict", "verdict"
+
+    class Priority(models.TextChoices):
+        DISAGREEMENT = "disagreement", "strongest disagreement first"
+        RANDOM = "random", "random order"
+        ORDER = "order", "import order"
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="routing_policies")
+    name = models.CharField(max_length=200)
+    panel = models.ManyToManyField(ReaderSpec, related_name="+")
+    compare = models.CharField(max_length=10, choices=Compare.choices, default=Compare.EITHER)
+    missing_is_disagreement = models.BooleanField(
+        default=False, help_text="count no_answer / timeout / error against a reader that found an answer")
+    control_fraction = models.FloatField(default=0.0, help_text="share of undisputed responses sent as controls")
+    seed = models.IntegerField(default=0)
+    priority = models.CharField(max_length=16, choices=Priority.choices, default=Priority.DISAGREEMENT)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            UniqueConstraint(fields=["dataset", "name"], name="routing_policy_name"),
+            CheckConstraint(condition=Q(control_fraction__gte=0) & Q(control_fraction__lte=1),
+                            name="control_fraction_0_1"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.dataset.name}/{self.name}"
+
+
+class ReviewItem(models.Model):
+    """A response routed to review by a policy: exactly once per (policy, response)."""
+
+    policy = models.ForeignKey(RoutingPolicy, on_delete=models.CASCADE, related_name="items")
+    response = models.ForeignKey(Response, on_delete=models.CASCADE, related_name="review_items")
+    is_control = models.BooleanField(default=False, help_text="undisputed, sampled at random as a control")
+    priority = models.FloatField(default=0.0, help_text="higher is reviewed first")
+    # Which readers said what: manager-facing provenance, never shown to annotators.
+    reason = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [UniqueConstraint(fields=["policy", "response"], name="review_item_once")]
+        indexes = [models.Index(fields=["policy", "-priority", "id"])]
+
+    def __str__(self) -> str:
+        return f"{self.policy}: {self.response.external_id}" + (" (control)" if self.is_control else "")

@@ -19,6 +19,36 @@ def dataset_response_ids(*, dataset: Dataset) -> list[int]:
     return list(Response.objects.filter(dataset=dataset).order_by("id").values_list("id", flat=True))
 
 
+def dataset_progress(*, dataset: Dataset, reader_names: list[str] | None = None) -> dict:
+    """Readings done per reader: every reader with readings in the dataset, or the named ones
+    (in their registry version and config, whether or not any reading exists yet)."""
+    from django.db.models import Count
+
+    from readers import registry as reader_registry
+
+    responses = dataset.responses.count()
+    counts = dict(
+        Reading.objects.filter(response__dataset=dataset).values("reader_spec").annotate(n=Count("id"))
+        .values_list("reader_spec", "n")
+    )
+    if reader_names is None:
+        identities = list(ReaderSpec.objects.filter(id__in=counts).values_list("id", "name", "version", "config_hash"))
+    else:
+        identities = []
+        for name in reader_names:
+            reader = reader_registry.get(name)
+            spec_id = ReaderSpec.objects.filter(name=reader.name, version=reader.version,
+                                                config_hash=reader.config_hash).values_list("id", flat=True).first()
+            identities.append((spec_id, reader.name, reader.version, reader.config_hash))
+    readers = [
+        {"reader": name, "version": version, "config_hash": config_hash, "done": counts.get(spec_id, 0),
+         "total": responses}
+        for spec_id, name, version, config_hash in sorted(identities, key=lambda t: t[1])
+    ]
+    return {"dataset": dataset.name, "responses": responses, "readers": readers,
+            "done": sum(r["done"] for r in readers), "total": responses * len(readers)}
+
+
 def reading_counts(*, dataset: Dataset, reader_spec: ReaderSpec) -> int:
     return Reading.objects.filter(response__dataset=dataset, reader_spec=reader_spec).count()
 

@@ -6,5 +6,6 @@ app_name = "adjudication"
 urlpatterns = [
     path("", views.home, name="home"),
     path("datasets/<int:dataset_id>/", views.dataset_detail, name="dataset"),
+    path("datasets/<int:dataset_id>/run/", views.dataset_run_readers, name="dataset-run"),
     path("healthz", views.healthz, name="healthz"),
 ]

@@ -3,6 +3,8 @@ so that one implementation (e.g. lm-eval's RegexFilter) can be registered severa
 named configs ("gsm8k-strict-match", "mmlu-pro-custom-extract", ...)."""
 from __future__ import annotations
 
+import importlib
+import os
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -25,10 +27,21 @@ def register(name: str, factory: Callable[[], Reader], summary: str = "") -> Non
     _REGISTRY[name] = Entry(name, factory, summary)
 
 
+_plugins_loaded = False
+
+
 def _load_builtin() -> None:
     # Import for side effects: each module registers its readers. Kept lazy so that importing
     # `readers.base` stays cheap (math-verify pulls in SymPy, ~0.4 s).
+    global _plugins_loaded
     from . import builtin  # noqa: F401
+
+    if not _plugins_loaded:
+        _plugins_loaded = True
+        # Users' own readers: READER_PLUGINS="mypkg.readers,other.module" is imported in every
+        # process that reads (CLI, web, each Celery worker), so a plugin registers everywhere.
+        for module in filter(None, (m.strip() for m in os.environ.get("READER_PLUGINS", "").split(","))):
+            importlib.import_module(module)
 
 
 def names() -> list[str]:

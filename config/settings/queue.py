@@ -1,7 +1,7 @@
 """Celery: a broker URL (CELERY_BROKER_URL or REDIS_URL) means real workers; none means eager."""
 from kombu import Queue
 
-from .env import BROKER_URL
+from .env import BROKER_URL, env_str
 
 CELERY_BROKER_URL = BROKER_URL or "memory://"
 # Results travel through the database (readings), never through a result backend.
@@ -13,7 +13,9 @@ CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+# A task a dead worker had taken is redelivered once this many seconds pass without its ack. Tasks
+# are batches that take seconds; a redelivery of a task that is merely slow costs one re-check.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": int(env_str("CELERY_VISIBILITY_TIMEOUT", default="600"))}
 CELERY_TASK_DEFAULT_QUEUE = "default"
 CELERY_TASK_QUEUES = (Queue("default"), Queue("readers"), Queue("llm"))
 CELERY_TASK_ROUTES = {

@@ -1,0 +1,45 @@
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from adjudication.models import Dataset, RoutingPolicy
+from adjudication.selectors import dataset_get
+from adjudication.services.routing import review_items_route, routing_policy_create
+
+
+class Command(BaseCommand):
+    help = ("Route the responses a panel of readers disputes (plus optional random controls) into review items. "
+            "Creates the policy on first use; re-running adds only newly disputed responses.")
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--dataset", required=True)
+        parser.add_argument("--policy", required=True, help="policy name (created with the options below if new)")
+        parser.add_argument("--panel", action="append", default=[], help="reader name (repeatable, at least two)")
+        parser.add_argument("--compare", choices=RoutingPolicy.Compare.values, default="either")
+        parser.add_argument("--missing-disagrees", action="store_true",
+                            help="count no_answer / timeout / error as disagreeing with a found answer")
+        parser.add_argument("--control-fraction", type=float, default=0.0)
+        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--priority", choices=RoutingPolicy.Priority.values, default="disagreement")
+
+    def handle(self, *args, dataset: str, policy: str, panel: list[str], compare: str, missing_disagrees: bool,
+               control_fraction: float, seed: int, priority: str, **options) -> None:
+        try:
+            ds = dataset_get(name=dataset)
+        except Dataset.DoesNotExist:
+            raise CommandError(f"no dataset named {dataset!r}") from None
+        existing = RoutingPolicy.objects.filter(dataset=ds, name=policy).first()
+        if existing is None:
+            try:
+                existing = routing_policy_create(
+                    dataset=ds, name=policy, panel=panel, compare=compare, missing_is_disagreement=missing_disagrees,
+                    control_fraction=control_fraction, seed=seed, priority=priority)
+            except (ValueError, KeyError) as exc:
+                raise CommandError(str(exc)) from exc
+        elif panel and sorted(panel) != sorted(existing.panel.values_list("name", flat=True)):
+            raise CommandError(f"policy {policy!r} exists with another panel; choose a new policy name")
+        report = review_items_route(policy=existing)
+        self.stdout.write(
+            f"policy {existing}: {report.created} new review items ({report.disputed} disputed, {report.controls} "
+            f"controls); {report.agreeing} undisputed; {report.pending} responses still missing a panel reading"
+        )

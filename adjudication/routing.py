@@ -1,0 +1,87 @@
+"""Disagreement routing: which responses a panel of readers disputes, as pure functions.
+
+Kept free of the ORM so the rules are testable on plain tuples and reusable by the analytics.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from typing import Iterable, Literal
+
+MISSING = frozenset({"no_answer", "timeout", "error"})
+Compare = Literal["either", "answer", "verdict"]
+
+
+@dataclass(frozen=True)
+class PanelReading:
+    reader: str
+    answer: str | None
+    verdict: str
+
+
+@dataclass(frozen=True)
+class Decision:
+    disputed: bool
+    # Number of distinct answer keys and verdict classes among the readings that count.
+    distinct_answers: int
+    distinct_verdicts: int
+
+    @property
+    def strength(self) -> float:
+        """Priority for review: more distinct answers first, then split verdicts."""
+        return float(max(self.distinct_answers - 1, 0) * 2 + max(self.distinct_verdicts - 1, 0))
+
+
+_LETTER = re.compile(r"^\(?\s*([A-Za-z])\s*\)?\.?$")
+_SPACES = re.compile(r"\s+")
+
+
+def answer_key(answer: str | None) -> str | None:
+    """A light canonical form so that readers' cosmetic differences ("(B)", "b", "$\\dfrac12$")
+    are not counted as disagreement; real equivalence is each reader's own business."""
+    if answer is None:
+        return None
+    text = answer.strip()
+    letter = _LETTER.match(text)
+    if letter:
+        return letter.group(1).upper()
+    for old, new in (("\\dfrac", "\\frac"), ("\\tfrac", "\\frac"), ("\\left", ""), ("\\right", ""), ("$", ""),
+                     ("\\!", ""), ("\\,", ""), ("\\ ", "")):
+        text = text.replace(old, new)
+    text = _SPACES.sub("", text).rstrip(".")
+    return text or None
+
+
+def decide(readings: Iterable[PanelReading], *, compare: Compare = "either",
+           missing_is_disagreement: bool = False) -> Decision:
+    """Do these readings of one response disagree?
+
+    With `missing_is_disagreement` off, no_answer / timeout / error readings are left out, so a
+    reader that found nothing never disputes one that did; with it on, "found nothing" is an answer
+    of its own (all three classes count as the same missing answer) and disputes any real answer.
+    """
+    counted = [r for r in readings if missing_is_disagreement or r.verdict not in MISSING]
+    answers = {answer_key(r.answer) if r.verdict not in MISSING else None for r in counted}
+    verdicts = {("missing" if r.verdict in MISSING else r.verdict) for r in counted}
+    if compare == "answer":
+        disputed = len(answers) > 1
+    elif compare == "verdict":
+        disputed = len(verdicts) > 1
+    else:
+        disputed = len(answers) > 1 or len(verdicts) > 1
+    return Decision(disputed=disputed, distinct_answers=len(answers), distinct_verdicts=len(verdicts))
+
+
+def is_control(*, seed: int, response_key: str, fraction: float) -> bool:
+    """A deterministic, reproducible draw: the same (seed, response) is always in or out, so
+    re-running the routing never changes which agreeing items were sampled as controls."""
+    if fraction <= 0:
+        return False
+    digest = hashlib.sha256(f"{seed}:{response_key}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < fraction
+
+
+def random_priority(*, seed: int, response_key: str) -> float:
+    digest = hashlib.sha256(f"priority:{seed}:{response_key}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
