@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
+from time import time_ns
 from typing import Any, Callable
 
 import pytest
@@ -105,39 +107,52 @@ def manage(*args: str, env: dict[str, str], timeout: float = 300, check: bool = 
                           text=True, timeout=timeout, check=check)
 
 
+def start_worker(env: dict[str, str], log_path: Path, *, concurrency: int = 2) -> subprocess.Popen:
+    """A real Celery worker (prefork) in its own process group, so a test can kill it whole."""
+    log = open(log_path, "a")
+    return subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "readers,default,llm", "--pool", "prefork",
+         "--concurrency", str(concurrency), "--without-gossip", "--without-mingle", "--without-heartbeat",
+         "--loglevel", "INFO", "-n", f"test-{os.getpid()}-{time_ns()}@%h"],
+        env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )
+
+
+def stop_worker(proc: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, sig)
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        except ProcessLookupError:
+            pass
+
+
 @pytest.fixture
-def celery_worker(service_env: dict[str, str]):
-    """A real Celery worker process (prefork, 2 children) on Redis, reading this test's database.
-
-    Needs `transactional_db`: the worker is another process and only sees committed rows.
-    """
-    import signal
-    import time
-
+def broker():
+    """The Celery app with a real broker, its queues purged before and after the test."""
     from config.celery import app
 
     if app.conf.task_always_eager:
         pytest.skip("no broker configured (CELERY_BROKER_URL); run the suite with `make test`")
     app.control.purge()
-    log = open(Path(service_env.get("TMPDIR", "/tmp")) / f"worker-{os.getpid()}.log", "w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "readers,default,llm", "--pool", "prefork",
-         "--concurrency", "2", "--without-gossip", "--without-mingle", "--without-heartbeat", "--loglevel", "INFO",
-         "-n", f"test-{os.getpid()}@%h"],
-        env=service_env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )
+    yield app
+    app.control.purge()
+
+
+@pytest.fixture
+def celery_worker(service_env: dict[str, str], broker, tmp_path: Path):
+    """A real Celery worker process (prefork, 2 children) on Redis, reading this test's database.
+
+    Needs `transactional_db`: the worker is another process and only sees committed rows.
+    """
+    proc = start_worker(service_env, tmp_path / "worker.log")
     try:
         yield proc
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-        log.close()
-        app.control.purge()
+        stop_worker(proc)
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float = 120, interval: float = 0.25) -> bool:
