@@ -15,6 +15,6 @@ from .services.readings import readings_create
     retry_backoff_max=60,
     max_retries=5,
 )
-def read_batch(self, reader_spec_id: int, response_ids: list[int]) -> int:
-    spec = ReaderSpec.objects.get(pk=reader_spec_id)
-    return readings_create(reader_spec=spec, response_ids=response_ids)
+def read_batch(self, reader_spec_ids: list[int], response_ids: list[int]) -> int:
+    specs = list(ReaderSpec.objects.filter(pk__in=reader_spec_ids).order_by("name"))
+    return readings_create(reader_specs=specs, response_ids=response_ids)

@@ -31,28 +31,32 @@ def default_panel() -> list[str]:
 
 
 def dataset_read(*, dataset: Dataset, reader_names: list[str], batch_size: int = 200,
-                 on_enqueued: Callable[[str, int], None] | None = None) -> list[Enqueued]:
+                 on_enqueued: Callable[[int], None] | None = None) -> list[Enqueued]:
     """Enqueue `read_batch` tasks for every (response, reader) still missing a reading.
 
-    The task re-checks what is missing when it runs, so enqueuing twice (a re-run while the first
-    run is still in flight) costs a query, never a duplicate reading.
+    A task carries a batch of response ids and every selected reader, so the responses are loaded
+    once per batch. The task re-checks what is missing when it runs, so enqueuing twice (a re-run
+    while the first run is still in flight, a redelivery) costs a query, never a duplicate reading.
+    `on_enqueued(n_readings)` is called after each batch (in eager mode: after it was read).
     """
     from ..tasks import read_batch
 
     if batch_size < 1:
         raise ValueError("batch size must be at least 1")
-    out: list[Enqueued] = []
-    for name in reader_names:
-        spec = reader_spec_for(reader=reader_registry.get(name))
-        missing_ids = list(
-            Response.objects.filter(dataset=dataset).exclude(readings__reader_spec=spec)
-            .order_by("id").values_list("id", flat=True)
-        )
-        chunks = [missing_ids[i:i + batch_size] for i in range(0, len(missing_ids), batch_size)]
-        for chunk in chunks:
-            # on_commit: a worker must never receive ids of rows it cannot see yet.
-            transaction.on_commit(lambda spec_id=spec.id, ids=chunk: read_batch.delay(spec_id, ids))
-            if on_enqueued:
-                on_enqueued(name, len(chunk))
-        out.append(Enqueued(reader_spec=spec, missing=len(missing_ids), batches=len(chunks)))
-    return out
+    specs = [reader_spec_for(reader=reader_registry.get(name)) for name in reader_names]
+    response_ids = list(Response.objects.filter(dataset=dataset).order_by("id").values_list("id", flat=True))
+    missing_by_spec: dict[int, set[int]] = {}
+    for spec in specs:
+        missing_by_spec[spec.id] = set(
+            Response.objects.filter(dataset=dataset).exclude(readings__reader_spec=spec).values_list("id", flat=True))
+    needed = [rid for rid in response_ids if any(rid in m for m in missing_by_spec.values())]
+    batches = 0
+    for start in range(0, len(needed), batch_size):
+        chunk = needed[start:start + batch_size]
+        spec_ids = [s.id for s in specs if any(rid in missing_by_spec[s.id] for rid in chunk)]
+        # on_commit: a worker must never receive ids of rows it cannot see yet.
+        transaction.on_commit(lambda spec_ids=spec_ids, ids=chunk: read_batch.delay(spec_ids, ids))
+        batches += 1
+        if on_enqueued:
+            on_enqueued(sum(1 for s in specs for rid in chunk if rid in missing_by_spec[s.id]))
+    return [Enqueued(reader_spec=s, missing=len(missing_by_spec[s.id]), batches=batches) for s in specs]

@@ -52,34 +52,43 @@ def item_for(response: Response) -> Item:
     return Item(response=response.text, gold=q.gold, choices=tuple(q.choices), question=q.text)
 
 
-def responses_missing_reading(*, reader_spec: ReaderSpec, response_ids: Sequence[int]) -> list[Response]:
-    return list(
-        Response.objects.filter(id__in=list(response_ids))
-        .exclude(readings__reader_spec=reader_spec)
-        .select_related("question")
-        .order_by("id")
-    )
+def missing_pairs(*, reader_specs: Sequence[ReaderSpec], response_ids: Sequence[int]) -> dict[int, list[int]]:
+    """For each reader spec, the ids (of `response_ids`) that have no reading by it yet."""
+    have: dict[int, set[int]] = {spec.id: set() for spec in reader_specs}
+    for spec_id, response_id in Reading.objects.filter(
+            reader_spec__in=list(reader_specs), response_id__in=list(response_ids)).values_list("reader_spec_id",
+                                                                                               "response_id"):
+        have[spec_id].add(response_id)
+    return {spec.id: [rid for rid in response_ids if rid not in have[spec.id]] for spec in reader_specs}
 
 
-def readings_create(*, reader_spec: ReaderSpec, response_ids: Sequence[int]) -> int:
-    """Read every response in `response_ids` that has no reading by `reader_spec` yet.
+def readings_create(*, reader_specs: Sequence[ReaderSpec], response_ids: Sequence[int]) -> int:
+    """Read every response in `response_ids` that has no reading by each of `reader_specs` yet.
 
     Safe to run twice concurrently (a redelivered task, two workers): the unique constraint on
     (response, reader_spec) keeps one reading and `ignore_conflicts` drops the loser's row.
-    Returns the number of responses read here.
+    Returns the number of readings computed here.
     """
-    responses = responses_missing_reading(reader_spec=reader_spec, response_ids=response_ids)
-    if not responses:
+    missing = missing_pairs(reader_specs=reader_specs, response_ids=response_ids)
+    needed = sorted({rid for ids in missing.values() for rid in ids})
+    if not needed:
         return 0
-    results = _isolated_pool().read_many(reader_spec.name, [item_for(r) for r in responses])
+    responses = {r.id: r for r in Response.objects.filter(id__in=needed).select_related("question")}
+    items = {rid: item_for(r) for rid, r in responses.items()}
+    pool = _isolated_pool()
     rows = []
-    for response, (reading, elapsed_ms) in zip(responses, results, strict=True):
-        span = reading.span
-        rows.append(Reading(
-            response=response, reader_spec=reader_spec, answer=reading.answer, normalized=reading.normalized,
-            verdict=reading.verdict, span_start=span[0] if span else None, span_end=span[1] if span else None,
-            detail=json_safe(reading.detail), elapsed_ms=elapsed_ms,
-        ))
+    for spec in reader_specs:
+        ids = [rid for rid in missing[spec.id] if rid in responses]  # a response deleted meanwhile is skipped
+        if not ids:
+            continue
+        results = pool.read_many(spec.name, [items[rid] for rid in ids])
+        for rid, (reading, elapsed_ms) in zip(ids, results, strict=True):
+            span = reading.span
+            rows.append(Reading(
+                response_id=rid, reader_spec=spec, answer=reading.answer, normalized=reading.normalized,
+                verdict=reading.verdict, span_start=span[0] if span else None, span_end=span[1] if span else None,
+                detail=json_safe(reading.detail), elapsed_ms=elapsed_ms,
+            ))
     with transaction.atomic():
         Reading.objects.bulk_create(rows, ignore_conflicts=True, batch_size=1000)
     return len(rows)

@@ -40,17 +40,11 @@ class Command(BaseCommand):
         eager = settings.CELERY_TASK_ALWAYS_EAGER
         total = ds.responses.count() * len(names)
         bar = tqdm(total=total, unit="readings", file=sys.stderr, desc="read", leave=False)
-        already = 0
-        enqueued = []
-        for name in names:
-            # Outside a transaction on_commit fires at once: in eager mode each batch is read here,
-            # and the bar moves as it goes; with real workers this only enqueues.
-            result = dataset_read(dataset=ds, reader_names=[name], batch_size=batch_size,
-                                  on_enqueued=(lambda _n, k: bar.update(k)) if eager else None)
-            enqueued.extend(result)
-            done_before = ds.responses.count() - result[0].missing
-            already += done_before
-            bar.update(done_before)
+        # Outside a transaction on_commit fires at once: in eager mode each batch is read right
+        # here and the bar moves as it goes; with real workers this only enqueues.
+        enqueued = dataset_read(dataset=ds, reader_names=names, batch_size=batch_size,
+                                on_enqueued=bar.update if eager else None)
+        bar.update(total - sum(e.missing for e in enqueued))  # what was already read before
         if not eager and not no_wait:
             self._wait(ds, enqueued, bar, total, timeout)
         bar.close()
