@@ -23,6 +23,15 @@ ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = ROOT.parent / "shared" / "data"
 
 
+@pytest.fixture(autouse=True)
+def _plain_http(settings) -> None:
+    """The suite talks plain HTTP to Django's test client and to loopback servers; HTTPS redirects
+    and Secure cookies (production defaults with a PostgreSQL URL) are tested in test_settings."""
+    settings.SECURE_SSL_REDIRECT = False
+    settings.SESSION_COOKIE_SECURE = False
+    settings.CSRF_COOKIE_SECURE = False
+
+
 def shared_data(*parts: str) -> Path:
     """A path under ../shared/data, or a clean skip when that folder is absent."""
     path = SHARED_DATA.joinpath(*parts)
@@ -98,6 +107,7 @@ def service_env(tmp_path: Path) -> dict[str, str]:
     else:
         env["DATABASE_URL"] = f"sqlite:///{settings_dict['NAME']}"
     env.setdefault("SECRET_KEY", "test-only")
+    env.update(SECURE_SSL_REDIRECT="0", SESSION_COOKIE_SECURE="0", CSRF_COOKIE_SECURE="0")
     env["PYTHONPATH"] = str(ROOT)
     return env
 
