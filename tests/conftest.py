@@ -24,9 +24,13 @@ SHARED_DATA = ROOT.parent / "shared" / "data"
 
 
 @pytest.fixture(autouse=True)
-def _plain_http(settings) -> None:
+def _plain_http(request) -> None:
     """The suite talks plain HTTP to Django's test client and to loopback servers; HTTPS redirects
-    and Secure cookies (production defaults with a PostgreSQL URL) are tested in test_settings."""
+    and Secure cookies (production defaults with a PostgreSQL URL) are tested in test_settings.
+    (Reader tests also run without Django, `-p no:django`: then there is nothing to set.)"""
+    if not request.config.pluginmanager.hasplugin("django"):
+        return
+    settings = request.getfixturevalue("settings")
     settings.SECURE_SSL_REDIRECT = False
     settings.SESSION_COOKIE_SECURE = False
     settings.CSRF_COOKIE_SECURE = False

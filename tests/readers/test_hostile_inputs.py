@@ -1,0 +1,43 @@
+"""Every registered reader, through the isolation pool, on a sample of hostile inputs: each gets a
+verdict class within its budget, and no worker is left hanging."""
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from readers import VERDICTS
+from readers import registry
+from readers.hostile import FAMILIES, hostile_items
+from readers.isolation import IsolatedPool
+
+BUDGET_S = 2.0
+# Slack for the parent noticing an overrun and killing the worker, on a loaded 2-core machine.
+SLACK_S = 1.5
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("reader", [n for n in registry.names() if not n.startswith("test-")])
+def test_each_hostile_family_gets_a_verdict_class_within_budget(reader):
+    sample = list(hostile_items(2 * len(FAMILIES), seed=1))  # every family, as MC and as open-ended
+    items = [item for _, item in sample]
+    with IsolatedPool(processes=2, budget_s=BUDGET_S) as pool:
+        started = time.monotonic()
+        results = pool.read_many(reader, items)
+        wall = time.monotonic() - started
+        pids = pool.worker_pids()
+    assert len(results) == len(items)
+    for (family, _), (reading, elapsed_ms) in zip(sample, results, strict=True):
+        assert reading.verdict in VERDICTS, (family, reading)
+        assert elapsed_ms <= (BUDGET_S + SLACK_S) * 1000, (family, elapsed_ms)
+    # Even if every item timed out, two workers finish within the summed budgets.
+    assert wall <= len(items) * (BUDGET_S + SLACK_S) / 2 + 10
+    assert not any(_alive(pid) for pid in pids), "workers survived close()"
