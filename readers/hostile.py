@@ -44,12 +44,26 @@ def _families(rnd: random.Random) -> list[tuple[str, str]]:
     ]
 
 
-def hostile_items(n: int, *, seed: int = 0) -> Iterator[tuple[str, Item]]:
-    """n (family, item) pairs cycling through the families; MC and open-ended golds alternate."""
+# Families that make SymPy-backed readers run to their budget. In a bulk run they are a small share
+# (as in real data), so that 10,000 inputs finish in minutes; `hostile_items(..., weighted=False)`
+# cycles through every family evenly (the test's sample).
+EXPENSIVE = frozenset({"power-tower", "power-tower-boxed", "big-power", "factorial", "nested-frac", "nested-braces",
+                       "sum-of-terms", "megabyte-of-answers", "regex-bomb-answer-is", "think-unclosed"})
+
+
+def hostile_items(n: int, *, seed: int = 0, weighted: bool = False) -> Iterator[tuple[str, Item]]:
+    """n (family, item) pairs; MC and open-ended golds alternate. Unweighted: cycle through the
+    families. Weighted: each expensive family about 0.2 % of items, the cheap ones share the rest;
+    texts vary a little (a salt) so that no reader can answer from a cache."""
     rnd = random.Random(seed)
     families = _families(rnd)
+    weights = [0.002 if name in EXPENSIVE else 1.0 for name, _ in families]
     for i in range(n):
-        family, text = families[i % len(families)]
+        if weighted:
+            family, text = rnd.choices(families, weights=weights)[0]
+            text = f"{text} [{i}]"
+        else:
+            family, text = families[i % len(families)]
         if i % 2:
             yield family, Item(response=text, gold="B", choices=CHOICES, question="Which one?")
         else:

@@ -1,0 +1,527 @@
+"""Mathematical equivalence of an extracted answer and a gold answer, for the `fixed` reader.
+
+Pure Python + SymPy (through latex2sympy2_extended for LaTeX parsing); never imports Django and
+never installs signal handlers, so it is safe in threads. It has no timeout of its own: inputs are
+capped and screened before SymPy sees them, and the isolation layer owns the hard time budget.
+
+The order of rules (first decisive rule wins) is documented in docs/readers-fixed.md; in short:
+string canonical form -> option letters -> structure (sets, tuples, intervals, lists, matrices)
+-> exact rational numbers (with the percent rule) -> SymPy -> plain text.
+
+Deliberate choices, because they decide verdicts:
+* Two distinct integers are never equal (10001 != 10000), whatever the tolerance: seed 001's
+  off-by-one perturbation must be caught. Terminating decimals and fractions compare as exact
+  rationals (3.5 == 7/2, 0.333 != 1/3). Only values that are irrational (sqrt, pi) are compared
+  with the relative tolerance.
+* Percent: "50%" equals "50" and "0.5"; "50%" equals "50%". A percent sign on one side only is
+  the ambiguity of "what percent ..." questions, where writing the number or the fraction both
+  answer the question; we accept exactly those two readings and nothing else (not x100 / /100
+  in general, unlike Qwen's grader, so gold 5 does not accept 500 or 0.05).
+* "1,234" is one thousand two hundred thirty-four only when the commas are valid thousands
+  groups; "2,3" is the list (2, 3), never 2.3 (no decimal comma).
+* A list without brackets ("1, 2") is compared as a multiset (solution lists); brackets decide
+  otherwise: \\{...\\} is a set, (...) and [...] are ordered and their bracket types must match.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import lru_cache
+from typing import Any
+
+__all__ = ["Equivalence", "math_equal", "normalize", "canonical", "parse_number", "letter_of"]
+
+# Anything longer is compared as text only: SymPy time grows fast with input size and the
+# extractor never legitimately produces answers this long.
+MAX_SYMPY_CHARS = 300
+MAX_TEXT_CHARS = 2_000
+
+
+@dataclass(frozen=True)
+class Equivalence:
+    """Outcome of one comparison: `rule` names the rule that decided, for the reading's detail."""
+
+    equal: bool
+    rule: str
+    pred: str
+    gold: str
+
+
+# --------------------------------------------------------------------------------------------
+# Normalisation
+# --------------------------------------------------------------------------------------------
+
+_WRAPPERS = (("$$", "$$"), ("\\[", "\\]"), ("\\(", "\\)"), ("$", "$"))
+_BOX_RE = re.compile(r"^\\(?:boxed|fbox)\s*\{")
+_CMD_SPACES = re.compile(r"\\[!,;: ]|\\quad|\\qquad|~")
+_LEFT_RIGHT = re.compile(r"\\(?:left|right|bigl|bigr|Bigl|Bigr|big|Big)\s*(?=[()\[\]|.]|\\[{}|])")
+_LEFT_RIGHT_DOT = re.compile(r"\\(?:left|right)\s*\.")
+_DEGREES = re.compile(r"\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|\\circ|°|\\degree")
+_STYLE = re.compile(r"\\(?:displaystyle|textstyle|scriptstyle)\s*")
+_FRAC_VARIANTS = re.compile(r"\\[dt]frac")
+_FRAC_SHORT = re.compile(r"\\frac\s*(\d)\s*(\d)")
+_FRAC_SHORT2 = re.compile(r"\\frac\s*(\{[^{}]*\})\s*(\d)")
+_SQRT_SHORT = re.compile(r"\\sqrt\s*(\d+|[a-zA-Z])")
+_UNWRAP_CMD = re.compile(r"\\(?:text|textbf|textit|textrm|mathrm|mathbf|mbox|operatorname|mathit|rm|bf)\s*\{([^{}]*)\}")
+_TRAILING_TEXT = re.compile(r"\s*\\(?:text|textrm|mbox|mathrm)\s*\{[^{}]*\}\s*(?:\^\s*\{?\d\}?)?\s*$")
+_ASSIGN = re.compile(r"^\s*(?:[a-zA-Z]|\\[a-zA-Z]+)(?:_\{?[a-zA-Z0-9]+\}?)?(?:\([a-zA-Z]\))?\s*(?:=|\\in)\s*(?=\S)")
+_MULTI_SPACE = re.compile(r"\s+")
+_CURRENCY = re.compile(r"^(-?)\s*(?:\\\$|\$|€|£|¥|₹|US\$|USD\s*|Rs\.?\s*)\s*(?=[\d.])")
+
+# A number with optional valid thousands groups (comma or thin space), decimals and exponent.
+_NUM_RE = re.compile(
+    r"^(?P<sign>[-+−])?\s*(?P<int>\d{1,3}(?:,\d{3})+|\d{1,3}(?:\{,\}\d{3})+|\d+)?"
+    r"(?:\.(?P<frac>\d+))?(?:[eE](?P<exp>[-+]?\d{1,4}))?\s*(?P<pct>%|\\%|percent)?$"
+)
+_SCI_RE = re.compile(
+    r"^(?P<m>[-+]?\d+(?:\.\d+)?)\s*(?:\\times|\\cdot|\*|x|×)\s*10\s*\^\s*\{?\s*(?P<e>[-+]?\d{1,4})\s*\}?$"
+)
+_FRAC_NUM_RE = re.compile(r"^(?P<sign>-)?\s*\\frac\s*\{\s*(?P<n>-?\d+)\s*\}\s*\{\s*(?P<d>-?\d+)\s*\}$")
+_SLASH_NUM_RE = re.compile(r"^(?P<sign>-)?\s*(?P<n>\d+)\s*/\s*(?P<d>\d+)$")
+_MIXED_RE = re.compile(r"^(?P<sign>-)?\s*(?P<w>\d+)\s*\\frac\s*\{\s*(?P<n>\d+)\s*\}\s*\{\s*(?P<d>\d+)\s*\}$")
+# Units after a number: words (not single letters that could be variables) or known unit letters.
+_UNIT_TAIL = re.compile(
+    r"^(?P<num>[-+]?[\d.,]+(?:\s*\\frac\{\d+\}\{\d+\})?(?:\s*%)?)\s+"
+    r"(?P<unit>(?:[a-zA-Z]{2,}|[mgsLKVAWJNh])(?:[\s./^\-]{1,3}(?:[a-zA-Z]+|\{?\d\}?)){0,6}\.?)$"
+)
+_LETTER_RE = re.compile(r"^\s*(?:\\text\s*\{)?\s*[(（]?\s*([A-Z])\s*[)）]?\s*\}?\s*\.?\s*$")
+
+
+def _strip_wrappers(s: str) -> str:
+    changed = True
+    while changed and s:
+        changed = False
+        for left, right in _WRAPPERS:
+            if len(s) >= len(left) + len(right) and s.startswith(left) and s.endswith(right):
+                inner = s[len(left):len(s) - len(right)].strip()
+                # "$5 and $6" is not a math wrapper: the inner text must not contain the delimiter.
+                if left == "$" and "$" in inner:
+                    continue
+                s, changed = inner, True
+        m = _BOX_RE.match(s)
+        if m and s.endswith("}") and _matching_brace(s, m.end() - 1) == len(s) - 1:
+            s, changed = s[m.end():-1].strip(), True
+    return s
+
+
+def _matching_brace(s: str, open_idx: int) -> int:
+    """Index of the brace closing s[open_idx] (unescaped), or -1. Linear, bounded by len(s)."""
+    depth = 0
+    i = open_idx
+    n = len(s)
+    while i < n:
+        c = s[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    return -1
+
+
+def normalize(s: str) -> str:
+    """LaTeX-level normalisation that keeps meaning: the form both sides are compared in.
+
+    Spaces are kept (single) because they separate list elements from thousands groups
+    ("1, 234" is a list, "1,234" a number); `canonical` removes them.
+    """
+    s = s[:MAX_TEXT_CHARS].replace("\x00", "")
+    # Collapse whitespace first: later end-anchored patterns then never rescan long runs.
+    s = _MULTI_SPACE.sub(" ", s).strip().rstrip(".").strip()
+    s = _strip_wrappers(s)
+    s = _STYLE.sub("", s)
+    s = _FRAC_VARIANTS.sub(r"\\frac", s)
+    s = _LEFT_RIGHT_DOT.sub("", s)
+    s = _LEFT_RIGHT.sub("", s)
+    s = _CMD_SPACES.sub(" ", s)
+    s = s.replace("{,}", ",").replace("\\%", "%").replace("\\$", "$")
+    s = s.replace("\\dots", "...").replace("\\ldots", "...").replace("\\cdots", "...")
+    s = s.replace("−", "-").replace("\\neq", "\\ne").replace("\\leq", "\\le").replace("\\geq", "\\ge")
+    s = _DEGREES.sub("", s)
+    s = _FRAC_SHORT.sub(r"\\frac{\1}{\2}", s)
+    s = _FRAC_SHORT2.sub(r"\\frac\1{\2}", s)
+    s = _SQRT_SHORT.sub(r"\\sqrt{\1}", s)
+    # A unit in \text{} after a value ("5\text{ cm}") is not part of the answer.
+    stripped = _TRAILING_TEXT.sub("", s)
+    if stripped.strip():
+        s = stripped
+    s = _UNWRAP_CMD.sub(r"\1", s)
+    s = _MULTI_SPACE.sub(" ", s).strip().rstrip(".").strip()
+    s = _strip_wrappers(s)
+    m = _ASSIGN.match(s)
+    if m and "=" not in s[m.end():]:
+        s = s[m.end():].strip()
+    s = _CURRENCY.sub(r"\1", s)
+    m2 = _UNIT_TAIL.match(s)
+    if m2 and parse_number(m2.group("num")) is not None:
+        s = m2.group("num")
+    for word in (" dollars", " dollar", " cents", " units", " degrees"):
+        if s.endswith(word) and s[: -len(word)].strip():
+            s = s[: -len(word)].strip()
+    return s
+
+
+def canonical(s: str) -> str:
+    """Compact canonical string (what a Reading stores as `normalized` for math answers)."""
+    n = normalize(s)
+    num = parse_number(n)
+    if num is not None:
+        value, pct = num
+        text = str(value.numerator) if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
+        return text + ("%" if pct else "")
+    return n.replace(" ", "")
+
+
+def letter_of(s: str) -> str | None:
+    """An option letter written as "B", "(B)", "\\text{(B)}", else None."""
+    m = _LETTER_RE.match(normalize(s) if "\\" in s or "$" in s else s)
+    return m.group(1) if m else None
+
+
+# --------------------------------------------------------------------------------------------
+# Numbers
+# --------------------------------------------------------------------------------------------
+
+def parse_number(s: str) -> tuple[Fraction, bool] | None:
+    """Exact value of a plain number (thousands groups, decimals, exponent, fraction, mixed
+    number, currency, percent) as (Fraction, is_percent); None when it is not a plain number."""
+    s = s.strip()
+    if not s or len(s) > 80:
+        return None
+    s = _CURRENCY.sub(r"\1", s)
+    pct = False
+    for suffix in ("\\%", "%", " percent"):
+        if s.endswith(suffix):
+            s, pct = s[: -len(suffix)].strip(), True
+            break
+    m = _NUM_RE.match(s)
+    if m and (m.group("int") or m.group("frac")):
+        digits = (m.group("int") or "0").replace(",", "").replace("{,}", "")
+        frac = m.group("frac") or ""
+        value = Fraction(int(digits + frac), 10 ** len(frac))
+        if m.group("exp"):
+            value *= Fraction(10) ** int(m.group("exp"))
+        if m.group("sign") in ("-", "−"):
+            value = -value
+        return value, pct or bool(m.group("pct"))
+    m = _SCI_RE.match(s)
+    if m:
+        mant = parse_number(m.group("m"))
+        if mant is not None:
+            return mant[0] * Fraction(10) ** int(m.group("e")), pct
+    for rx in (_FRAC_NUM_RE, _SLASH_NUM_RE):
+        m = rx.match(s)
+        if m:
+            n, d = int(m.group("n")), int(m.group("d"))
+            if d == 0:
+                return None
+            value = Fraction(n, d)
+            return (-value if m.group("sign") else value), pct
+    m = _MIXED_RE.match(s)
+    if m:
+        d = int(m.group("d"))
+        if d == 0:
+            return None
+        # MATH writes mixed numbers as 1\frac{1}{10} = 1 + 1/10 (never a product).
+        value = int(m.group("w")) + Fraction(int(m.group("n")), d)
+        return (-value if m.group("sign") else value), pct
+    return None
+
+
+def _numbers_equal(a: tuple[Fraction, bool], b: tuple[Fraction, bool]) -> bool:
+    (va, pa), (vb, pb) = a, b
+    if pa == pb:
+        return va == vb
+    # Exactly one side carries a percent sign: accept the number as written or as a fraction.
+    pv, other = (va, vb) if pa else (vb, va)
+    return other == pv or other == pv / 100
+
+
+# --------------------------------------------------------------------------------------------
+# Structure: sets, tuples, intervals, lists, unions, matrices
+# --------------------------------------------------------------------------------------------
+
+_OPEN = {"(": ")", "[": "]", "{": "}"}
+
+
+def _split_top(s: str, sep: str = ",") -> list[str]:
+    """Split on a separator at bracket depth 0 (LaTeX escaped braces count as brackets)."""
+    parts: list[str] = []
+    depth = 0
+    start = 0
+    i = 0
+    n = len(s)
+    while i < n:
+        c = s[i]
+        if c == "\\" and i + 1 < n and s[i + 1] in "{}":
+            depth += 1 if s[i + 1] == "{" else -1
+            i += 2
+            continue
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        elif depth == 0 and s.startswith(sep, i):
+            parts.append(s[start:i])
+            start = i + len(sep)
+            i = start
+            continue
+        i += 1
+    parts.append(s[start:])
+    return [p.strip() for p in parts]
+
+
+def _encloses(s: str, left: str, right: str) -> bool:
+    """True when s = left ... right and the opening bracket closes at the very end."""
+    if not (s.startswith(left) and s.endswith(right)) or len(s) < len(left) + len(right):
+        return False
+    depth = 0
+    i = 0
+    n = len(s)
+    while i < n:
+        if s.startswith("\\{", i) or s.startswith("\\}", i):
+            depth += 1 if s[i + 1] == "{" else -1
+            i += 2
+        else:
+            c = s[i]
+            if c in "([{":
+                depth += 1
+            elif c in ")]}":
+                depth -= 1
+            i += 1
+        if depth == 0 and i < n:
+            return False
+    return depth == 0
+
+
+_Structure = tuple[str, list[str]]  # (kind, elements); kind encodes bracket types
+
+
+def _structure(s: str) -> _Structure | None:
+    if len(s) > MAX_TEXT_CHARS:
+        return None
+    if "\\cup" in s:
+        parts = _split_top(s, "\\cup")
+        if len(parts) > 1:
+            return "union", parts
+    if s.startswith("\\begin{") and "matrix}" in s[:20]:
+        body = re.sub(r"^\\begin\{[a-z]*matrix\}|\\end\{[a-z]*matrix\}$", "", s).strip()
+        rows = [r.strip() for r in body.split("\\\\") if r.strip()]
+        return f"matrix{len(rows)}", [c.strip() for r in rows for c in r.split("&")]
+    if _encloses(s, "\\{", "\\}"):
+        return "set", _split_top(s[2:-2])
+    if _encloses(s, "{", "}") and len(_split_top(s[1:-1])) > 1:
+        return "set", _split_top(s[1:-1])
+    if len(s) >= 2 and s[0] in "([" and s[-1] in ")]":
+        # "(1,2]" needs a bracket-agnostic check: compare depth using any bracket type.
+        inner = s[1:-1]
+        if _balanced(inner):
+            parts = _split_top(inner)
+            if len(parts) > 1:
+                return f"seq{s[0]}{s[-1]}", parts
+    parts = _split_top(s)
+    if len(parts) > 1 and all(parts) and parse_number(s) is None:
+        return "list", parts
+    return None
+
+
+def _balanced(s: str) -> bool:
+    depth = 0
+    for c in s:
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+            if depth < 0:
+                return False
+    return depth == 0
+
+
+def _multiset_equal(a: list[str], b: list[str], eq: Any) -> bool:
+    if len(a) != len(b):
+        return False
+    remaining = list(b)
+    for x in a:
+        for j, y in enumerate(remaining):
+            if eq(x, y):
+                del remaining[j]
+                break
+        else:
+            return False
+    return True
+
+
+# --------------------------------------------------------------------------------------------
+# SymPy
+# --------------------------------------------------------------------------------------------
+
+# Inputs SymPy must never see: huge exponents or factorials (exact evaluation can run for
+# minutes), and calculus operators whose evaluation is unbounded.
+_DANGEROUS = re.compile(
+    r"\^\s*[{(]?\s*[-+]?\d{4,}|\^\s*\{[^{}]*\^|\^\s*\([^()]*\^|\^\s*[{(]?\s*\d+\s*[})]?\s*\^"
+    r"|\d{4,}\s*!|\)\s*!|\\(?:int|iint|oint|sum|prod|lim|infty\s*!)"
+)
+_SCREEN_CHARS = re.compile(r"[^\x20-\x7e]")
+
+
+@lru_cache(maxsize=4096)
+def _to_sympy(s: str) -> Any:
+    """Parse LaTeX to SymPy, or None. Cached: the same gold is parsed once per process."""
+    if not s or len(s) > MAX_SYMPY_CHARS or _DANGEROUS.search(s) or _SCREEN_CHARS.search(s):
+        return None
+    try:
+        from latex2sympy2_extended import latex2sympy  # noqa: PLC0415 - heavy import, only when needed
+
+        return latex2sympy(s)
+    except Exception:  # noqa: BLE001 - any parse failure means "not parseable", never an error
+        return None
+
+
+def _sympy_equal(a: Any, b: Any, rel_tol: float) -> tuple[bool, str] | None:
+    """Compare two parsed expressions; None when undecidable (caller falls back to text)."""
+    import sympy  # noqa: PLC0415
+
+    try:
+        if isinstance(a, sympy.Equality) and isinstance(b, sympy.Equality):
+            da, db = a.lhs - a.rhs, b.lhs - b.rhs
+            for cand in (da - db, da + db):
+                if _is_zero(cand):
+                    return True, "sympy_equation"
+            return False, "sympy_equation"
+        if isinstance(a, sympy.Equality):
+            a = a.rhs
+        if isinstance(b, sympy.Equality):
+            b = b.rhs
+        if not (isinstance(a, sympy.Expr) and isinstance(b, sympy.Expr)):
+            if a == b:
+                return True, "sympy_structural"
+            return None
+        if a.is_number and b.is_number:
+            return _numeric_sympy_equal(a, b, rel_tol), "sympy_numeric"
+        if a == b:
+            return True, "sympy_structural"
+        if a.free_symbols != b.free_symbols:
+            return False, "sympy_symbols_differ"
+        return _is_zero(a - b), "sympy_symbolic"
+    except Exception:  # noqa: BLE001 - SymPy raises a zoo of types on odd inputs
+        return None
+
+
+def _is_zero(expr: Any) -> bool:
+    import sympy  # noqa: PLC0415
+
+    if sympy.count_ops(expr) > 80:
+        return False
+    if sympy.expand(expr) == 0:
+        return True
+    return bool(sympy.simplify(expr) == 0)
+
+
+def _numeric_sympy_equal(a: Any, b: Any, rel_tol: float) -> bool:
+    import sympy  # noqa: PLC0415
+
+    if a.is_Rational and b.is_Rational:
+        return bool(a == b)
+    fa, fb = sympy.N(a, 50), sympy.N(b, 50)
+    if not (fa.is_real and fb.is_real):
+        return bool(sympy.simplify(a - b) == 0) if sympy.count_ops(a - b) <= 80 else False
+    ia, ib = _as_integer(a, fa), _as_integer(b, fb)
+    if ia is not None and ib is not None:
+        # Never let a tolerance merge two integers (seed 001: 10001 vs 10000).
+        return ia == ib
+    if (ia is not None) != (ib is not None):
+        # An integer against an exact non-integer rational or a written decimal: never equal
+        # (PRM800K's rule); only irrational values get the tolerance below.
+        other = b if ia is not None else a
+        if other.is_Rational or other.is_Float:
+            return False
+    if fa == fb:
+        return True
+    if not (fa.is_finite and fb.is_finite):
+        return False
+    # Relative tolerance in 50-digit arithmetic, so 1e400 vs 1e401 cannot overflow into "equal".
+    return bool(abs(fa - fb) <= sympy.Float(rel_tol, 50) * max(abs(fa), abs(fb)))
+
+
+def _as_integer(expr: Any, value: Any) -> int | None:
+    """The integer an exact expression or a written decimal denotes, else None."""
+    try:
+        if expr.is_Float:
+            return int(expr) if expr == int(expr) else None
+        if expr.is_integer:
+            # Exact integer expressions (10^4, sqrt(16)); the guard in _to_sympy bounds their size.
+            return int(value.round()) if value.is_finite else None
+    except (OverflowError, ValueError, TypeError):
+        return None
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# Entry point
+# --------------------------------------------------------------------------------------------
+
+_TEXT_JUNK = re.compile(r"[\s{}$\\*\"'`.,;:!?]+")
+
+
+def _text_key(s: str) -> str:
+    s = _UNWRAP_CMD.sub(r"\1", s)
+    return _TEXT_JUNK.sub("", s).lower()
+
+
+def math_equal(
+    pred: str, gold: str, *, rel_tol: float = 1e-9, use_sympy: bool = True, max_sympy_chars: int = MAX_SYMPY_CHARS
+) -> Equivalence:
+    """Is the extracted answer `pred` mathematically the gold answer `gold`? (Order matters only
+    for reporting: every rule is symmetric.)"""
+    p, g = normalize(pred), normalize(gold)
+    result = _equal(p, g, rel_tol, use_sympy and len(p) <= max_sympy_chars and len(g) <= max_sympy_chars, depth=0)
+    return Equivalence(result[0], result[1], p, g)
+
+
+def _equal(p: str, g: str, rel_tol: float, use_sympy: bool, depth: int) -> tuple[bool, str]:
+    if not p or not g:
+        return False, "empty"
+    if p == g or p.replace(" ", "") == g.replace(" ", ""):
+        return True, "string"
+    gl = _LETTER_RE.match(g)
+    if gl:
+        pl = _LETTER_RE.match(p)
+        return (bool(pl) and pl.group(1) == gl.group(1)), "letter"  # type: ignore[union-attr]
+    np_, ng = parse_number(p), parse_number(g)
+    if np_ is not None and ng is not None:
+        return _numbers_equal(np_, ng), "number"
+    if depth < 3:
+        sp, sg = _structure(p), _structure(g)
+        if sp is not None or sg is not None:
+            if sp is None or sg is None:
+                return False, "structure_mismatch"
+            (kp, ep), (kg, eg) = sp, sg
+            if {kp, kg} == {"set", "list"}:
+                # "1, 2" and "\{1, 2\}" both state a solution set.
+                kp = kg = "set"
+            if kp != kg or len(ep) != len(eg):
+                return False, "structure_mismatch"
+
+            def eq(x: str, y: str) -> bool:
+                return _equal(normalize(x), normalize(y), rel_tol, use_sympy, depth + 1)[0]
+
+            if kp in ("set", "list", "union"):
+                return _multiset_equal(ep, eg, eq), f"structure_{kp}"
+            return all(eq(x, y) for x, y in zip(ep, eg)), f"structure_{kp}"
+    # Left: at least one side is not a plain number (1.4142135624 vs \sqrt{2}, x^2+2x+1 vs (x+1)^2).
+    if use_sympy:
+        a, b = _to_sympy(p), _to_sympy(g)
+        if a is not None and b is not None:
+            decided = _sympy_equal(a, b, rel_tol)
+            if decided is not None:
+                return decided
+    if _text_key(p) and _text_key(p) == _text_key(g):
+        return True, "text"
+    return False, "no_rule"
