@@ -72,3 +72,18 @@ def describe() -> list[dict[str, Any]]:
             "contract": sorted(r.contract), "upstream": r.upstream, "summary": _REGISTRY[name].summary,
         })
     return out
+
+
+def contract_matrix_markdown() -> str:
+    """The contract matrix (seed 001 §2.2) as a Markdown table: which answer forms each reader
+    claims to handle. Published in docs/contract-matrix.md; the audit scores a reader only on
+    forms it claims, and reports the rest apart as out-of-contract."""
+    from .base import ANSWER_FORMS
+
+    rows = [r for r in describe() if not r["name"].startswith("test-")]
+    head = "| reader | version | kind | " + " | ".join(f.replace("_", " ") for f in ANSWER_FORMS) + " | upstream |"
+    lines = [head, "|" + "---|" * (len(ANSWER_FORMS) + 4)]
+    for r in rows:
+        marks = " | ".join("✔" if f in r["contract"] else "" for f in ANSWER_FORMS)
+        lines.append(f"| `{r['name']}` | {r['version']} | {r['kind']} | {marks} | {r['upstream'] or '—'} |")
+    return "\n".join(lines) + "\n"

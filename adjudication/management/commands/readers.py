@@ -4,7 +4,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from readers.registry import describe
+from readers.registry import contract_matrix_markdown, describe
 
 
 class Command(BaseCommand):
@@ -13,8 +13,12 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--json", action="store_true")
+        parser.add_argument("--markdown", action="store_true", help="the contract matrix as a Markdown table")
 
-    def handle(self, *args, json: bool = False, **options) -> None:  # noqa: A002
+    def handle(self, *args, json: bool = False, markdown: bool = False, **options) -> None:  # noqa: A002
+        if markdown:
+            self.stdout.write(contract_matrix_markdown(), ending="")
+            return
         rows = describe()
         if json:
             self.stdout.write(_dumps(rows))
