@@ -80,7 +80,8 @@ def contract_matrix_markdown() -> str:
     forms it claims, and reports the rest apart as out-of-contract."""
     from .base import ANSWER_FORMS
 
-    rows = [r for r in describe() if not r["name"].startswith("test-")]
+    # Sorted: registration order depends on which reader module a process imported first.
+    rows = sorted((r for r in describe() if not r["name"].startswith("test-")), key=lambda r: r["name"])
     head = "| reader | version | kind | " + " | ".join(f.replace("_", " ") for f in ANSWER_FORMS) + " | upstream |"
     lines = [head, "|" + "---|" * (len(ANSWER_FORMS) + 4)]
     for r in rows:

@@ -1,0 +1,432 @@
+"""readers.isolation: hard budgets, crash containment, order, and clean process hygiene.
+
+Misbehaving readers are registered from this module under "test-" names before any pool forks
+(workers inherit the registry through fork()) and removed when the module is done.
+"""
+from __future__ import annotations
+
+import ctypes
+import multiprocessing
+import os
+import resource
+import signal
+import threading
+import time
+from typing import Any, Callable, Iterator
+
+import pytest
+
+from readers import registry
+from readers.base import VERDICTS, Item, Reader, Reading
+from readers.isolation import IsolatedPool, read_isolated
+
+@pytest.fixture(autouse=True)
+def _plain_http() -> None:
+    """Overrides tests/conftest.py's autouse fixture of the same name, which needs pytest-django's
+    `settings`: readers is a Django-free library and these tests run with `-p no:django`."""
+
+
+SLACK_S = 1.5  # scheduling + SIGKILL + respawn on a loaded 2-core machine
+
+
+class Misbehave(Reader):
+    """Does what the response says: echo, sleep, loop, exit, segv, raise, hog, …"""
+
+    name = "test-misbehave"
+    version = "0"
+
+    def read(self, item: Item) -> Any:
+        cmd = item.response
+        if cmd == "sleep":
+            time.sleep(3600)
+        elif cmd == "loop":
+            while True:
+                pass
+        elif cmd == "exit":
+            os._exit(7)
+        elif cmd == "segv":
+            ctypes.string_at(0)
+        elif cmd == "raise":
+            raise ValueError("boom")
+        elif cmd == "sysexit":
+            raise SystemExit(3)
+        elif cmd == "hog":
+            blocks = []
+            while True:
+                blocks.append(bytes(256 * 1024**2))  # calloc: address space, no page faults
+        elif cmd == "not-a-reading":
+            return "correct"
+        elif cmd == "unpicklable":
+            return Reading("correct", detail={"fn": lambda: None})
+        elif cmd == "rlimit":
+            return Reading("correct", answer=str(resource.getrlimit(resource.RLIMIT_AS)[0]))
+        elif cmd.startswith("nap:"):
+            time.sleep(float(cmd[4:]))
+        elif cmd == "pid":
+            return Reading("correct", answer=str(os.getpid()))
+        return Reading("correct", answer=cmd)
+
+
+class BrokenFactory(Reader):
+    name = "test-broken-factory"
+    version = "0"
+
+    def __init__(self) -> None:
+        raise RuntimeError("cannot build")
+
+
+_ADDED: list[str] = []
+
+
+def register_once(name: str, factory: Callable[[], Reader]) -> None:
+    """registry.register raises on duplicates; tolerate a name that is already there."""
+    if name in registry.names():
+        return
+    try:
+        registry.register(name, factory, "test-only reader")
+    except ValueError:
+        return
+    _ADDED.append(name)
+
+
+def unregister(name: str) -> None:
+    # The registry has no public removal: test-only readers must not outlive this module,
+    # because registry.describe() builds every registered reader.
+    registry._REGISTRY.pop(name, None)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _test_readers() -> Iterator[None]:
+    """Registered before any pool forks (workers inherit the registry), removed afterwards."""
+    register_once("test-misbehave", lambda: Misbehave(name="test-misbehave"))
+    yield
+    while _ADDED:
+        unregister(_ADDED.pop())
+
+
+def items_of(*responses: str) -> list[Item]:
+    return [Item(response=r, gold="g") for r in responses]
+
+
+def child_pids() -> set[int]:
+    """Children of this process, zombies included (a zombie keeps its /proc entry)."""
+    me = os.getpid()
+    found = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        # pid (comm) state ppid ...; comm may contain spaces, so split after the last ")".
+        fields = stat.rsplit(")", 1)[1].split()
+        if int(fields[1]) == me:
+            found.add(int(entry))
+    return found
+
+
+@pytest.fixture
+def no_leftovers() -> Iterator[None]:
+    before = child_pids()
+    yield
+    deadline = time.monotonic() + 5
+    while child_pids() - before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert child_pids() - before == set()
+
+
+@pytest.fixture
+def pool(no_leftovers: None) -> Iterator[IsolatedPool]:
+    with IsolatedPool(processes=2, budget_s=1.0, batch_size=8) as p:
+        yield p
+
+
+# ---------------------------------------------------------------------------------------------
+# ordinary operation
+# ---------------------------------------------------------------------------------------------
+
+def test_results_come_back_in_input_order(pool: IsolatedPool) -> None:
+    responses = [f"r{i}" for i in range(300)]
+    results = pool.read_many("test-misbehave", items_of(*responses))
+    assert [reading.answer for reading, _ in results] == responses
+    assert all(reading.verdict == "correct" and ms >= 0 for reading, ms in results)
+
+
+def test_work_is_spread_over_the_processes(pool: IsolatedPool) -> None:
+    pids = {r.answer for r, _ in pool.read_many("test-misbehave", items_of(*["pid"] * 64))}
+    assert len(pids) == 2 and str(os.getpid()) not in pids
+
+
+def test_processes_run_in_parallel(pool: IsolatedPool) -> None:
+    t0 = time.monotonic()
+    results = pool.read_many("test-misbehave", items_of(*["nap:0.4"] * 4))
+    assert all(r.verdict == "correct" for r, _ in results)
+    assert time.monotonic() - t0 < 1.6 - 0.05  # serial would be 1.6 s
+
+
+def test_empty_input_and_unknown_reader(pool: IsolatedPool) -> None:
+    assert pool.read_many("test-misbehave", []) == []
+    with pytest.raises(KeyError):
+        pool.read_many("no-such-reader", items_of("x"))
+
+
+def test_real_reader_through_the_pool(pool: IsolatedPool) -> None:
+    items = [Item(response="The final answer is $\\boxed{\\dfrac{1}{2}}$.", gold="\\frac{1}{2}"),
+             Item(response="The final answer is $\\boxed{3}$.", gold="4"),
+             Item(response="no idea", gold="4")]
+    verdicts = [r.verdict for r, _ in pool.read_many("math-verify-latex", items)]
+    assert verdicts == ["correct", "incorrect", "no_answer"]
+
+
+# ---------------------------------------------------------------------------------------------
+# budgets
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("cmd", ["sleep", "loop"])
+def test_overrun_is_a_timeout_and_the_pool_keeps_working(pool: IsolatedPool, cmd: str) -> None:
+    t0 = time.monotonic()
+    results = pool.read_many("test-misbehave", items_of("a", cmd, "b", "c"))
+    wall = time.monotonic() - t0
+    verdicts = [r.verdict for r, _ in results]
+    assert verdicts == ["correct", "timeout", "correct", "correct"]
+    timed_out, elapsed_ms = results[1]
+    assert timed_out.detail == {"budget_s": 1.0}
+    assert 1000 <= elapsed_ms <= 1000 + SLACK_S * 1000
+    assert wall <= 1.0 + SLACK_S
+    assert pool.stats["timeouts"] == 1
+    # Replaced worker, same pool: still answers.
+    assert [r.answer for r, _ in pool.read_many("test-misbehave", items_of("x", "y"))] == ["x", "y"]
+
+
+def test_several_overruns_in_one_batch(pool: IsolatedPool) -> None:
+    t0 = time.monotonic()
+    results = pool.read_many("test-misbehave", items_of("sleep", "a", "loop", "b", "sleep", "c"))
+    assert [r.verdict for r, _ in results] == ["timeout", "correct"] * 3
+    # Two workers in parallel: three 1 s budgets take about 2 s, not 3.
+    assert time.monotonic() - t0 <= 3.0 + SLACK_S
+
+
+# ---------------------------------------------------------------------------------------------
+# crashes
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("cmd,needle", [
+    ("exit", "exited with code 7"),
+    ("segv", "SIGSEGV"),
+    ("raise", "ValueError: boom"),
+    ("sysexit", "SystemExit"),
+    ("not-a-reading", "not Reading"),
+    ("unpicklable", "could not be sent"),
+])
+def test_crash_is_an_error_and_the_batch_continues(pool: IsolatedPool, cmd: str, needle: str) -> None:
+    responses = ["a", "b", cmd, "c", "d", "e"]
+    results = pool.read_many("test-misbehave", items_of(*responses))
+    verdicts = [r.verdict for r, _ in results]
+    assert verdicts == ["correct", "correct", "error", "correct", "correct", "correct"]
+    assert needle in results[2][0].detail["error"]
+    assert [r.answer for r, _ in results if r.verdict == "correct"] == ["a", "b", "c", "d", "e"]
+
+
+def test_worker_deaths_are_counted_and_replaced(pool: IsolatedPool) -> None:
+    results = pool.read_many("test-misbehave", items_of("exit", "segv", "exit", "ok"))
+    assert [r.verdict for r, _ in results] == ["error", "error", "error", "correct"]
+    assert pool.stats["deaths"] == 3
+
+
+def test_memory_cap_turns_a_hog_into_an_error(no_leftovers: None) -> None:
+    with IsolatedPool(processes=1, budget_s=20.0, memory_limit_bytes=2 * 1024**3) as p:
+        (limit, _), (hog, _), (after, _) = p.read_many("test-misbehave", items_of("rlimit", "hog", "after"))
+    assert int(limit.answer) >= 2 * 1024**3  # the cap, or the parent's size + headroom if larger
+    assert int(limit.answer) != resource.RLIM_INFINITY
+    assert hog.verdict == "error" and "MemoryError" in hog.detail["error"]
+    assert after.verdict == "correct"
+
+
+def test_reader_that_cannot_be_built(pool: IsolatedPool) -> None:
+    register_once("test-broken-factory", BrokenFactory)
+    try:
+        results = pool.read_many("test-broken-factory", items_of("a", "b"))
+    finally:
+        unregister("test-broken-factory")
+    assert [r.verdict for r, _ in results] == ["error", "error"]
+    assert "cannot build" in results[0][0].detail["error"]
+
+
+# ---------------------------------------------------------------------------------------------
+# hostile inputs through math-verify
+# ---------------------------------------------------------------------------------------------
+
+HOSTILE = {
+    "power tower": r"The final answer is $2^{2^{2^{2^{20}}}}$",
+    "9^9^9": r"$9^{9^{9}}$",
+    "10k nested braces": "$" + "{" * 10_000 + "1" + "}" * 10_000 + "$",
+    "1 MB response": ("Step: we know $\\frac{1}{2} + x = 3$ and so on. " * 25_000)[:1_000_000] + " $\\boxed{2}$",
+    "NUL bytes": "The final\x00 answer is \x00$\\boxed{2}$\x00",
+    "lone surrogate": "The final answer is \ud800 $\\boxed{2}$ \udfff",
+    "HTML/JS": "<script>alert('x')</script><img src=x onerror=alert(1)> $\\boxed{2}$",
+}
+
+
+def test_hostile_inputs_each_get_a_verdict_within_budget(no_leftovers: None) -> None:
+    budget = 3.0
+    items = [Item(response=text, gold="2") for text in HOSTILE.values()]
+    t0 = time.monotonic()
+    with IsolatedPool(processes=2, budget_s=budget) as p:
+        results = p.read_many("math-verify-latex", items)
+        # and the pool is still usable afterwards
+        again = p.read_many("math-verify-latex", [Item(response="$\\boxed{2}$", gold="2")])
+    wall = time.monotonic() - t0
+    for name, (reading, elapsed_ms) in zip(HOSTILE, results):
+        assert reading.verdict in VERDICTS, name
+        assert elapsed_ms <= (budget + SLACK_S) * 1000, (name, elapsed_ms)
+    by_name = {name: reading.verdict for name, (reading, _) in zip(HOSTILE, results)}
+    assert by_name["9^9^9"] in ("timeout", "error")  # never finishes (probe §3b)
+    assert by_name["NUL bytes"] == by_name["lone surrogate"] == by_name["HTML/JS"] == "correct"
+    assert again[0][0].verdict == "correct"
+    # 7 items, at most 3 can overrun, 2 workers in parallel.
+    assert wall <= 2 * budget + 2 * SLACK_S + 5
+
+
+# ---------------------------------------------------------------------------------------------
+# lifecycle and environments
+# ---------------------------------------------------------------------------------------------
+
+def test_sequential_pools_leave_no_processes(no_leftovers: None) -> None:
+    for _ in range(3):
+        with IsolatedPool(processes=2, budget_s=1.0) as p:
+            assert [r.verdict for r, _ in p.read_many("test-misbehave", items_of("a", "sleep", "exit", "b"))] == [
+                "correct", "timeout", "error", "correct"]
+            pids = p.worker_pids()
+        assert pids and not any(os.path.exists(f"/proc/{pid}") for pid in pids)
+
+
+def test_close_is_idempotent_and_final(no_leftovers: None) -> None:
+    p = IsolatedPool(processes=2, budget_s=1.0)
+    p.read_many("test-misbehave", items_of("a", "b", "c"))
+    p.close()
+    p.close()
+    with pytest.raises(RuntimeError):
+        p.read_many("test-misbehave", items_of("a"))
+
+
+def test_garbage_collected_pool_reaps_its_workers(no_leftovers: None) -> None:
+    import gc
+
+    p = IsolatedPool(processes=2, budget_s=1.0)
+    p.read_many("test-misbehave", items_of("a", "b", "c"))
+    del p
+    gc.collect()
+
+
+def test_read_isolated_convenience(no_leftovers: None) -> None:
+    results = read_isolated("test-misbehave", items_of("a", "raise", "b"), processes=2, budget_s=1.0)
+    assert [r.verdict for r, _ in results] == ["correct", "error", "correct"]
+
+
+def test_reader_registered_after_the_workers_forked(pool: IsolatedPool) -> None:
+    pool.read_many("test-misbehave", items_of("warm"))
+    name = f"test-late-{os.getpid()}"
+    register_once(name, lambda: Misbehave(name=name))
+    assert [r.answer for r, _ in pool.read_many(name, items_of("late"))] == ["late"]
+
+
+def test_outer_alarm_survives(pool: IsolatedPool) -> None:
+    # math-verify cancels a caller's SIGALRM when it runs in-process (probe §3a); in the pool it
+    # runs in the child, so the parent's alarm is untouched.
+    fired: list[int] = []
+    old = signal.signal(signal.SIGALRM, lambda *_: fired.append(1))
+    try:
+        signal.alarm(30)
+        pool.read_many("math-verify-latex", [Item(response="$2$", gold="2")])
+        remaining = signal.alarm(0)
+    finally:
+        signal.signal(signal.SIGALRM, old)
+    assert remaining > 0 and not fired
+
+
+def test_pool_in_a_thread(no_leftovers: None) -> None:
+    out: list[Any] = []
+
+    def run() -> None:
+        with IsolatedPool(processes=2, budget_s=1.0) as p:
+            out.extend(r.verdict for r, _ in p.read_many("test-misbehave", items_of("a", "sleep", "b")))
+
+    t = threading.Thread(target=run)
+    t.start()
+    t.join(60)
+    assert out == ["correct", "timeout", "correct"]
+
+
+def _in_daemonic_child(queue: Any) -> None:
+    try:
+        with IsolatedPool(processes=2, budget_s=1.0) as p:
+            verdicts = [r.verdict for r, _ in p.read_many("test-misbehave", items_of("a", "sleep", "segv", "b"))]
+        queue.put(verdicts)
+    except BaseException as exc:  # noqa: BLE001
+        queue.put(repr(exc))
+
+
+def test_pool_inside_a_daemonic_process_like_a_celery_prefork_child(no_leftovers: None) -> None:
+    # multiprocessing refuses to start children from a daemonic process
+    # ("daemonic processes are not allowed to have children"); the pool forks directly.
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=_in_daemonic_child, args=(queue,), daemon=True)
+    proc.start()
+    try:
+        result = queue.get(timeout=60)
+    finally:
+        proc.join(10)
+    assert result == ["correct", "timeout", "error", "correct"]
+    assert proc.exitcode == 0
+
+
+def test_pool_refuses_use_from_a_forked_child(pool: IsolatedPool) -> None:
+    pool.read_many("test-misbehave", items_of("a"))
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.close(r)
+            try:
+                pool.read_many("test-misbehave", items_of("a"))
+            except RuntimeError:
+                code = 0
+            os.write(w, bytes([code]))
+        finally:
+            os._exit(0)
+    os.close(w)
+    got = os.read(r, 1)
+    os.close(r)
+    os.waitpid(pid, 0)
+    assert got == b"\x00"
+    # and the parent's pool is intact
+    assert [x.answer for x, _ in pool.read_many("test-misbehave", items_of("still"))] == ["still"]
+
+
+@pytest.mark.parametrize("kwargs", [{"processes": 0}, {"budget_s": 0}, {"batch_size": 0}])
+def test_invalid_arguments(kwargs: dict[str, Any]) -> None:
+    with pytest.raises(ValueError):
+        IsolatedPool(**kwargs)
+
+
+def test_interrupted_run_does_not_leak_into_the_next(pool: IsolatedPool, monkeypatch: pytest.MonkeyPatch) -> None:
+    import readers.isolation as iso
+
+    real_handle = iso._Run._handle
+    calls = {"n": 0}
+
+    def flaky(self: Any, w: Any, msg: Any) -> None:
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt
+        real_handle(self, w, msg)
+
+    monkeypatch.setattr(iso._Run, "_handle", flaky)
+    with pytest.raises(KeyboardInterrupt):
+        pool.read_many("test-misbehave", items_of(*["nap:0.05"] * 20))
+    monkeypatch.setattr(iso._Run, "_handle", real_handle)
+    assert [r.answer for r, _ in pool.read_many("test-misbehave", items_of("p", "q", "r"))] == ["p", "q", "r"]
