@@ -27,7 +27,10 @@ SAMPLE = ROOT / "adjudication" / "sample_data" / "quickstart.jsonl"
 
 def make_input(path: Path) -> list[dict]:
     rows = [json.loads(line) for line in SAMPLE.read_text(encoding="utf-8").splitlines()]
-    out = [dict(r, id=f"{r['id']}#{c}") for c in range(COPIES) for r in rows]
+    # Each copy's text differs by a lowercase prefix so that no reader (nor math-verify's parse
+    # cache) answers a copy from memory, in the bare loop or in the workers.
+    salts = ["note " + "".join("abcdefghij"[int(d)] for d in str(c)) + ".\n" for c in range(COPIES)]
+    out = [dict(r, id=f"{r['id']}#{c}", response=salts[c] + r["response"]) for c in range(COPIES) for r in rows]
     path.write_text("".join(json.dumps(r) + "\n" for r in out), encoding="utf-8")
     return out
 
@@ -64,7 +67,9 @@ def count_readings(url: str) -> int:
 def main() -> None:
     url = fresh_database("adjudication_bench_pipeline")
     env = service_env(url, BROKER)
-    env["READER_PROCESSES"] = "1"  # 2 worker processes × 1 isolation process each = the machine's 2 cores
+    # Each worker process runs its readers in READER_PROCESSES isolation processes; 2 lets one
+    # isolation process compute while its task's other half waits on the database.
+    env["READER_PROCESSES"] = os.environ.get("READER_PROCESSES", "2")
     manage("migrate", "-v0", env=env)
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "in.jsonl"
