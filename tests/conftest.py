@@ -150,6 +150,8 @@ def broker():
     from config.celery import app
 
     if app.conf.task_always_eager:
+        if os.environ.get("CELERY_BROKER_URL") or os.environ.get("REDIS_URL"):
+            pytest.fail("a broker is configured but Celery runs eagerly: a test leaked task_always_eager")
         pytest.skip("no broker configured (CELERY_BROKER_URL); run the suite with `make test`")
     app.control.purge()
     yield app

@@ -27,8 +27,9 @@ def manager_client(client):
 
 
 @pytest.fixture
-def eager(settings):
-    settings.CELERY_TASK_ALWAYS_EAGER = True
+def eager():
+    """Run tasks inline for this test. Only the Celery app's own flag is touched: Django settings
+    feed app.conf lazily, so overriding them here could leak into the first read of app.conf."""
     from config.celery import app
 
     before = app.conf.task_always_eager
