@@ -199,3 +199,119 @@ class ReviewItem(models.Model):
 
     def __str__(self) -> str:
         return f"{self.policy}: {self.response.external_id}" + (" (control)" if self.is_control else "")
+
+
+class ReviewQueue(models.Model):
+    """Human review of a routing policy's items: each item labelled by `overlap` annotators."""
+
+    name = models.CharField(max_length=200, unique=True)
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="review_queues")
+    policy = models.ForeignKey(RoutingPolicy, on_delete=models.PROTECT, related_name="queues")
+    overlap = models.PositiveSmallIntegerField(default=2, help_text="labels wanted per item (k)")
+    lease_seconds = models.PositiveIntegerField(default=900, help_text="how long a claimed item stays reserved")
+    show_candidates = models.BooleanField(default=True, help_text="show the readers' distinct answers, anonymised")
+    judge_correctness = models.BooleanField(default=False, help_text="annotators also judge correct / incorrect vs gold")
+    created_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [CheckConstraint(condition=Q(overlap__gte=1), name="queue_overlap_positive")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class QueueItem(models.Model):
+    """A review item as it stands in one queue. `label_count` counts annotators who labelled it
+    (not skips); it is only changed under this row's lock, together with the label itself."""
+
+    class Status(models.TextChoices):
+        OPEN = "open", "needs labels"
+        AGREED = "agreed", "labels agree"
+        CONFLICT = "conflict", "labels conflict"
+        ADJUDICATED = "adjudicated", "adjudicated"
+
+    queue = models.ForeignKey(ReviewQueue, on_delete=models.CASCADE, related_name="items")
+    review_item = models.ForeignKey(ReviewItem, on_delete=models.CASCADE, related_name="queue_items")
+    priority = models.FloatField(default=0.0)
+    label_count = models.PositiveSmallIntegerField(default=0)
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.OPEN)
+
+    class Meta:
+        constraints = [UniqueConstraint(fields=["queue", "review_item"], name="queue_item_once")]
+        indexes = [models.Index(fields=["queue", "status", "-priority", "id"])]
+
+    def __str__(self) -> str:
+        return f"{self.queue.name} #{self.pk}"
+
+
+class Lease(models.Model):
+    """A claim on a queue item by an annotator, live until `expires_at` or until it is completed."""
+
+    item = models.ForeignKey(QueueItem, on_delete=models.CASCADE, related_name="leases")
+    annotator = models.ForeignKey("auth.User", on_delete=models.CASCADE, related_name="leases")
+    claimed_at = models.DateTimeField()
+    expires_at = models.DateTimeField()
+    completed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["item", "expires_at"]), models.Index(fields=["annotator", "completed_at"])]
+
+
+class Label(models.Model):
+    """One annotator's label of one item. Append-only: a revision is a new row pointing at the
+    one it revises; the newest row per (item, annotator) is the current one."""
+
+    class Kind(models.TextChoices):
+        OPTION = "option", "an option letter"
+        TEXT = "text", "free text"
+        NO_ANSWER = "no_answer", "no answer"
+        AMBIGUOUS = "ambiguous", "ambiguous"
+        SKIPPED = "skipped", "skipped"
+
+    item = models.ForeignKey(QueueItem, on_delete=models.CASCADE, related_name="labels")
+    annotator = models.ForeignKey("auth.User", on_delete=models.PROTECT, related_name="labels")
+    kind = models.CharField(max_length=12, choices=Kind.choices)
+    answer = VerbatimTextField(blank=True, default="")
+    correctness = models.CharField(max_length=10, blank=True, default="",
+                                   choices=[("", "not judged"), ("correct", "correct"), ("incorrect", "incorrect")])
+    confidence = models.PositiveSmallIntegerField(null=True, blank=True)
+    skip_reason = models.TextField(blank=True, default="")
+    note = models.TextField(blank=True, default="")
+    seconds_spent = models.FloatField(null=True, blank=True)
+    revises = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="revisions")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["item", "annotator", "-created_at"])]
+        constraints = [CheckConstraint(condition=Q(confidence__isnull=True) | Q(confidence__gte=1, confidence__lte=5),
+                                       name="label_confidence_1_5")]
+
+
+class FinalLabel(models.Model):
+    """The label an item ends with, and how it got there. Append-only like Label."""
+
+    class Provenance(models.TextChoices):
+        UNANIMOUS = "unanimous"
+        ADJUDICATED = "adjudicated"
+        UNRESOLVED = "unresolved"
+
+    class ErrorType(models.TextChoices):
+        NONE = "", "—"
+        READER_BUG = "reader_bug", "reader bug"
+        AMBIGUOUS_RESPONSE = "ambiguous_response", "ambiguous response"
+        GUIDELINE_GAP = "guideline_gap", "guideline gap"
+        ANNOTATOR_ERROR = "annotator_error", "annotator error"
+
+    item = models.ForeignKey(QueueItem, on_delete=models.CASCADE, related_name="final_labels")
+    kind = models.CharField(max_length=12, choices=Label.Kind.choices)
+    answer = VerbatimTextField(blank=True, default="")
+    correctness = models.CharField(max_length=10, blank=True, default="")
+    provenance = models.CharField(max_length=12, choices=Provenance.choices)
+    error_type = models.CharField(max_length=24, choices=ErrorType.choices, blank=True, default="")
+    notes = models.TextField(blank=True, default="")
+    decided_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["item", "-created_at"])]

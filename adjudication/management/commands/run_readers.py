@@ -23,13 +23,26 @@ class Command(BaseCommand):
         parser.add_argument("--batch-size", type=int, default=settings.READER_BATCH_SIZE)
         parser.add_argument("--no-wait", action="store_true", help="enqueue and return without waiting for workers")
         parser.add_argument("--timeout", type=float, default=0, help="give up waiting after this many seconds (0 = never)")
+        parser.add_argument("--endpoint", default=None,
+                            help="LLM endpoint (see add_endpoint) for the `regeneration` reader: Answer Regeneration")
 
     def handle(self, *args, dataset: str, readers: list[str] | None, batch_size: int, no_wait: bool,
-               timeout: float, **options) -> None:
+               timeout: float, endpoint: str | None = None, **options) -> None:
         try:
             ds = dataset_get(name=dataset)
         except Dataset.DoesNotExist:
             raise CommandError(f"no dataset named {dataset!r}") from None
+        if readers and "regeneration" in readers:
+            # Answer Regeneration is an LLM reader: it runs on the `llm` queue through the judges app.
+            from judges.management.regeneration import run_regeneration
+
+            readers = [r for r in readers if r != "regeneration"]
+            run_regeneration(self, ds, endpoint=endpoint, batch_size=batch_size, no_wait=no_wait, timeout=timeout,
+                             other_readers=readers)
+            if not readers:
+                return
+        elif endpoint:
+            raise CommandError("--endpoint is for the LLM reader: add --reader regeneration")
         names = default_panel() if not readers or readers == ["all"] else readers
         known = set(reader_registry.names())
         unknown = [n for n in names if n not in known]

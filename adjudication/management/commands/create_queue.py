@@ -1,0 +1,46 @@
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from adjudication.models import Dataset, RoutingPolicy
+from adjudication.selectors import dataset_get
+from adjudication.services.review import ReviewError, queue_create
+
+
+class Command(BaseCommand):
+    help = ("Create a review queue over a dataset's disputed responses. Without --policy, a routing policy is "
+            "made from --panel (default: every rule reader that has read the dataset).")
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--dataset", required=True)
+        parser.add_argument("--name", required=True)
+        parser.add_argument("--policy", default=None, help="an existing routing policy of the dataset")
+        parser.add_argument("--panel", action="append", default=None, help="reader name (repeatable)")
+        parser.add_argument("--overlap", type=int, default=2, help="labels per item (default 2)")
+        parser.add_argument("--lease-seconds", type=int, default=900)
+        parser.add_argument("--hide-candidates", action="store_true", help="do not show the readers' answers")
+        parser.add_argument("--judge-correctness", action="store_true", help="annotators also judge vs the gold")
+        parser.add_argument("--control-fraction", type=float, default=0.0)
+        parser.add_argument("--missing-disagrees", action="store_true")
+        parser.add_argument("--seed", type=int, default=0)
+
+    def handle(self, *args, dataset: str, name: str, policy: str | None, panel: list[str] | None, overlap: int,
+               lease_seconds: int, hide_candidates: bool, judge_correctness: bool, control_fraction: float,
+               missing_disagrees: bool, seed: int, **options) -> None:
+        try:
+            ds = dataset_get(name=dataset)
+        except Dataset.DoesNotExist:
+            raise CommandError(f"no dataset named {dataset!r}") from None
+        routing = None
+        if policy:
+            routing = RoutingPolicy.objects.filter(dataset=ds, name=policy).first()
+            if routing is None:
+                raise CommandError(f"no routing policy {policy!r} on dataset {dataset!r}")
+        try:
+            queue = queue_create(dataset=ds, name=name, policy=routing, panel=panel, overlap=overlap,
+                                 lease_seconds=lease_seconds, show_candidates=not hide_candidates,
+                                 judge_correctness=judge_correctness, control_fraction=control_fraction,
+                                 missing_is_disagreement=missing_disagrees, seed=seed)
+        except (ReviewError, KeyError) as exc:
+            raise CommandError(str(exc)) from exc
+        self.stdout.write(f"queue {queue.name}: {queue.items.count()} items, overlap {queue.overlap}")

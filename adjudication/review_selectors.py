@@ -1,0 +1,188 @@
+"""What the blinded item page shows, and the progress numbers. Nothing here may carry model,
+checkpoint, run, prompt or reader identity into an annotator-facing context."""
+from __future__ import annotations
+
+import random
+import re
+import statistics
+from dataclasses import dataclass, field
+
+from django.contrib.auth.models import User
+from django.db.models import Count, Q
+from django.utils import timezone
+from markdown_it import MarkdownIt
+
+from .models import FinalLabel, Label, Lease, QueueItem, Reading, ReviewQueue
+from .routing import MISSING, answer_key
+
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+_THINK = re.compile(r"<(think|thinking|reasoning)>|</(think|thinking|reasoning)>", re.IGNORECASE)
+# html=False: raw HTML in model text is shown as text, never rendered; markdown-it also refuses
+# javascript:/vbscript:/data: link targets.
+_MD = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
+
+
+@dataclass
+class Segment:
+    text: str
+    mark: int | None = None  # candidate number highlighted here
+
+
+@dataclass
+class Part:
+    think: bool
+    segments: list[Segment] = field(default_factory=list)
+    html: str = ""  # Markdown rendering (safe: html disabled)
+
+
+def split_think(text: str) -> list[tuple[bool, int, int]]:
+    """(is_thinking, start, end) regions. A lone closing tag means everything before it was
+    thinking (chat templates put the opening tag in the prompt); an unclosed one runs to the end."""
+    regions: list[tuple[bool, int, int]] = []
+    pos, inside = 0, False
+    tags = list(_THINK.finditer(text))
+    if tags and tags[0].group(2) and not any(t.group(1) for t in tags[:1]):
+        inside = True
+    for tag in tags:
+        opening = tag.group(1) is not None
+        if opening and not inside:
+            regions.append((False, pos, tag.start()))
+            pos, inside = tag.end(), True
+        elif not opening and inside:
+            regions.append((True, pos, tag.start()))
+            pos, inside = tag.end(), False
+    regions.append((inside, pos, len(text)))
+    return [r for r in regions if r[2] > r[1] or r[0]]
+
+
+def candidates_for(item: QueueItem, annotator: User) -> tuple[list[dict], list[tuple[int, int, int]]]:
+    """Distinct candidate answers of the routing panel, anonymised and shuffled per (item, annotator),
+    with their spans in the response."""
+    readings = Reading.objects.filter(response=item.review_item.response_id,
+                                      reader_spec__in=item.queue.policy.panel.all())
+    by_key: dict[str, dict] = {}
+    for r in readings:
+        if r.verdict in MISSING:
+            continue
+        key = answer_key(r.normalized if r.normalized is not None else r.answer)
+        if not key:
+            continue
+        entry = by_key.setdefault(key, {"answer": (r.answer or key).strip()[:200], "spans": set()})
+        if r.span_start is not None and r.span_end is not None and r.span_end > r.span_start:
+            entry["spans"].add((r.span_start, r.span_end))
+    keys = sorted(by_key)
+    random.Random(f"{item.pk}:{annotator.pk}").shuffle(keys)
+    cands, spans = [], []
+    for number, key in enumerate(keys, start=1):
+        cands.append({"number": number, "answer": by_key[key]["answer"]})
+        spans.extend((s, e, number) for s, e in by_key[key]["spans"])
+    return cands, spans
+
+
+def _segments(text: str, start: int, end: int, spans: list[tuple[int, int, int]]) -> list[Segment]:
+    out, pos = [], start
+    for s, e, number in sorted(spans):
+        s, e = max(s, start), min(e, end)
+        if s < pos or e <= s:
+            continue  # overlapping or outside this part
+        if s > pos:
+            out.append(Segment(text[pos:s]))
+        out.append(Segment(text[s:e], number))
+        pos = e
+    if pos < end:
+        out.append(Segment(text[pos:end]))
+    return out
+
+
+def response_parts(text: str, spans: list[tuple[int, int, int]]) -> list[Part]:
+    parts = []
+    for think, start, end in split_think(text):
+        parts.append(Part(think=think, segments=_segments(text, start, end, spans),
+                          html=_MD.render(text[start:end])))
+    return parts
+
+
+def item_page(*, lease: Lease, annotator: User) -> dict:
+    item = lease.item
+    queue = item.queue
+    response = item.review_item.response
+    question = response.question
+    choices = [(LETTERS[i], text) for i, text in enumerate(question.choices)]
+    cands, spans = candidates_for(item, annotator) if queue.show_candidates else ([], [])
+    return {
+        "lease": lease, "queue_name": queue.name, "question": question.text, "choices": choices,
+        "is_mc": bool(choices), "parts": response_parts(response.text, spans), "candidates": cands,
+        "judge_correctness": queue.judge_correctness, "gold": question.gold if queue.judge_correctness else None,
+        "progress": annotator_progress(queue=queue, annotator=annotator),
+        "expires_at": lease.expires_at,
+    }
+
+
+def current_labels_anonymous(item: QueueItem) -> list[dict]:
+    """The item's current labels as "Annotator 1", "Annotator 2"… in labelling order (for adjudicators)."""
+    from .services.review import current_labels
+
+    labels = sorted(current_labels(item), key=lambda lab: (lab.created_at, lab.id))
+    return [{"who": f"Annotator {n}", "kind": lab.get_kind_display(), "answer": lab.answer,
+             "correctness": lab.correctness, "confidence": lab.confidence, "note": lab.note}
+            for n, lab in enumerate(labels, start=1)]
+
+
+def annotator_progress(*, queue: ReviewQueue, annotator: User) -> dict:
+    done = Label.objects.filter(item__queue=queue, annotator=annotator).values("item").distinct().count()
+    seen = Label.objects.filter(item__queue=queue, annotator=annotator).values("item_id")
+    remaining = (queue.items.filter(status=QueueItem.Status.OPEN, label_count__lt=queue.overlap)
+                 .exclude(id__in=seen).count())
+    return {"done": done, "remaining": remaining}
+
+
+def queue_status(*, queue: ReviewQueue) -> dict:
+    now = timezone.now()
+    counts = dict(queue.items.values_list("status").annotate(n=Count("id")))
+    leased = queue.items.filter(leases__completed_at__isnull=True, leases__expires_at__gt=now).distinct().count()
+    open_items = counts.get(QueueItem.Status.OPEN, 0)
+    labelled = queue.items.filter(label_count__gt=0).count()
+    return {
+        "items": sum(counts.values()), "pending": open_items, "leased": leased, "labelled": labelled,
+        "conflicting": counts.get(QueueItem.Status.CONFLICT, 0), "agreed": counts.get(QueueItem.Status.AGREED, 0),
+        "adjudicated": counts.get(QueueItem.Status.ADJUDICATED, 0),
+    }
+
+
+def annotator_stats(*, queue: ReviewQueue) -> list[dict]:
+    rows = []
+    by_user: dict[int, list[float]] = {}
+    names: dict[int, str] = {}
+    for annotator_id, username, seconds in Label.objects.filter(item__queue=queue, revises__isnull=True).values_list(
+            "annotator_id", "annotator__username", "seconds_spent"):
+        by_user.setdefault(annotator_id, []).append(seconds or 0.0)
+        names[annotator_id] = username
+    for uid, seconds in sorted(by_user.items(), key=lambda kv: names[kv[0]]):
+        rows.append({"annotator": names[uid], "count": len(seconds), "median_seconds": statistics.median(seconds)})
+    return rows
+
+
+def final_labels(*, queue: ReviewQueue) -> list[dict]:
+    """Every item with a final label: the newest final label, its provenance and the individual labels."""
+    out = []
+    items = (queue.items.filter(~Q(status=QueueItem.Status.OPEN))
+             .select_related("review_item__response__run").prefetch_related("final_labels", "labels__annotator"))
+    for item in items.order_by("id"):
+        finals = sorted(item.final_labels.all(), key=lambda f: (f.created_at, f.id))
+        response = item.review_item.response
+        row = {
+            "response_id": response.external_id, "model": response.run.model, "checkpoint": response.run.checkpoint,
+            "benchmark": response.run.benchmark, "is_control": item.review_item.is_control, "status": item.status,
+            "labels": [{"annotator": lab.annotator.username, "kind": lab.kind, "answer": lab.answer,
+                        "correctness": lab.correctness, "confidence": lab.confidence, "created_at": lab.created_at.isoformat(),
+                        "revises": lab.revises_id, "id": lab.id}
+                       for lab in sorted(item.labels.all(), key=lambda x: (x.created_at, x.id))],
+        }
+        if finals:
+            f = finals[-1]
+            row.update(final_kind=f.kind, final_answer=f.answer, final_correctness=f.correctness,
+                       provenance=f.provenance, error_type=f.error_type)
+        else:
+            row.update(final_kind=None, final_answer=None, final_correctness=None, provenance=None, error_type="")
+        out.append(row)
+    return out
