@@ -1,11 +1,17 @@
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView
 
-from . import api
+from . import api, review_api
 
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("datasets/", api.DatasetListApi.as_view(), name="api-datasets"),
     path("datasets/<int:dataset_id>/progress/", api.DatasetProgressApi.as_view(), name="api-dataset-progress"),
     path("datasets/<int:dataset_id>/run-readers/", api.RunReadersApi.as_view(), name="api-run-readers"),
+    path("queues/", review_api.QueueListApi.as_view(), name="api-queues"),
+    path("queues/<int:queue_id>/claim/", review_api.ClaimApi.as_view(), name="api-claim"),
+    path("queues/<int:queue_id>/status/", review_api.QueueStatusApi.as_view(), name="api-queue-status"),
+    path("queues/<int:queue_id>/final-labels/", review_api.FinalLabelsApi.as_view(), name="api-final-labels"),
+    path("leases/<int:lease_id>/", review_api.LeaseApi.as_view(), name="api-lease"),
+    path("leases/<int:lease_id>/label/", review_api.LabelApi.as_view(), name="api-label"),
 ]

@@ -112,7 +112,10 @@ def queue_list(request: HttpRequest) -> HttpResponse:
 def queue_new(request: HttpRequest) -> HttpResponse:
     if not is_manager(request.user):
         raise PermissionDenied("managers only")
-    dataset = get_object_or_404(Dataset, pk=request.POST.get("dataset"))
+    dataset = Dataset.objects.filter(pk=request.POST.get("dataset") or None).first()
+    if dataset is None:
+        messages.error(request, "choose a dataset")
+        return redirect("review:queues")
     try:
         queue_create(dataset=dataset, name=request.POST.get("name", "").strip(),
                      overlap=int(request.POST.get("overlap") or 2),

@@ -20,11 +20,19 @@ from .selectors import SUMMARY_GROUPS, reader_summary
 
 
 def home(request: HttpRequest) -> HttpResponse:
+    # Dataset pages name models and checkpoints: managers only. Others go to their own work.
+    if not is_manager(request.user):
+        from .permissions import has_role
+
+        return redirect("review:adjudicate" if has_role(request.user, "adjudicator") and
+                        not has_role(request.user, "annotator") else "review:home")
     datasets = Dataset.objects.order_by("name")
     return render(request, "adjudication/home.html", {"datasets": datasets})
 
 
 def dataset_detail(request: HttpRequest, dataset_id: int) -> HttpResponse:
+    if not is_manager(request.user):
+        raise PermissionDenied("managers only")
     dataset = get_object_or_404(Dataset, pk=dataset_id)
     by = request.GET.get("by", "benchmark/checkpoint")
     if by not in SUMMARY_GROUPS:

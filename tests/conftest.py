@@ -34,6 +34,7 @@ def _plain_http(request) -> None:
     settings.SECURE_SSL_REDIRECT = False
     settings.SESSION_COOKIE_SECURE = False
     settings.CSRF_COOKIE_SECURE = False
+    settings.SECURE_HSTS_SECONDS = 0  # a browser that saw HSTS on localhost would refuse plain HTTP
 
 
 def shared_data(*parts: str) -> Path:
@@ -111,7 +112,7 @@ def service_env(tmp_path: Path) -> dict[str, str]:
     else:
         env["DATABASE_URL"] = f"sqlite:///{settings_dict['NAME']}"
     env.setdefault("SECRET_KEY", "test-only")
-    env.update(SECURE_SSL_REDIRECT="0", SESSION_COOKIE_SECURE="0", CSRF_COOKIE_SECURE="0")
+    env.update(SECURE_SSL_REDIRECT="0", SESSION_COOKIE_SECURE="0", CSRF_COOKIE_SECURE="0", SECURE_HSTS_SECONDS="0")
     env["PYTHONPATH"] = str(ROOT)
     return env
 

@@ -13,4 +13,5 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "Adjudication platform API",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
 }

@@ -1,0 +1,101 @@
+"""Authorization matrix: anonymous, annotator, adjudicator and manager against every URL."""
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+from django.urls import URLPattern, URLResolver, get_resolver
+
+from adjudication.models import Dataset
+from adjudication.services.review import lease_claim_next
+
+from .conftest import make_user
+
+pytestmark = pytest.mark.django_db
+
+ROLES = ("anonymous", "annotator", "adjudicator", "manager")
+OK, DENIED, LOGIN = "ok", "denied", "login"
+
+# route pattern -> (method, path template, {role: expected}); a role missing from the map is DENIED
+MATRIX: dict[str, tuple[str, str, dict[str, str]]] = {
+    "": ("get", "/", {"annotator": "redirect", "adjudicator": "redirect", "manager": OK}),
+    "healthz": ("get", "/healthz", {"anonymous": OK, "annotator": OK, "adjudicator": OK, "manager": OK}),
+    "accounts/login/": ("get", "/accounts/login/", {"anonymous": OK, "annotator": OK, "adjudicator": OK, "manager": OK}),
+    "accounts/logout/": ("post", "/accounts/logout/", {"annotator": LOGIN, "adjudicator": LOGIN, "manager": LOGIN}),
+    "datasets/<int:dataset_id>/": ("get", "/datasets/{dataset}/", {"manager": OK}),
+    "datasets/<int:dataset_id>/run/": ("post", "/datasets/{dataset}/run/", {"manager": "redirect"}),
+    "review/": ("get", "/review/", {"annotator": "redirect"}),
+    "review/item/<int:lease_id>/": ("get", "/review/item/{lease}/", {"annotator": OK}),
+    "adjudicate/": ("get", "/adjudicate/", {"adjudicator": OK}),
+    "adjudicate/<int:item_id>/": ("get", "/adjudicate/{item}/", {"adjudicator": OK}),
+    "queues/": ("get", "/queues/", {"manager": OK}),
+    "queues/new/": ("post", "/queues/new/", {"manager": "redirect"}),
+    "queues/<int:queue_id>/final-labels.<str:fmt>": ("get", "/queues/{queue}/final-labels.jsonl", {"manager": OK}),
+    "api/schema/": ("get", "/api/schema/", {"annotator": OK, "adjudicator": OK, "manager": OK}),
+    "api/datasets/": ("get", "/api/datasets/", {"manager": OK}),
+    "api/datasets/<int:dataset_id>/progress/": ("get", "/api/datasets/{dataset}/progress/", {"manager": OK}),
+    "api/datasets/<int:dataset_id>/run-readers/": ("post", "/api/datasets/{dataset}/run-readers/",
+                                                   {"manager": OK}),
+    "api/queues/": ("get", "/api/queues/", {"annotator": OK, "manager": OK}),
+    "api/queues/<int:queue_id>/claim/": ("post", "/api/queues/{queue}/claim/", {"annotator": OK}),
+    "api/queues/<int:queue_id>/status/": ("get", "/api/queues/{queue}/status/", {"manager": OK}),
+    "api/queues/<int:queue_id>/final-labels/": ("get", "/api/queues/{queue}/final-labels/", {"manager": OK}),
+    "api/leases/<int:lease_id>/": ("get", "/api/leases/{lease}/", {"annotator": OK}),
+    "api/leases/<int:lease_id>/label/": ("post", "/api/leases/{lease}/label/", {"annotator": "client_error"}),
+}
+
+
+def all_routes(resolver=None, prefix: str = "") -> list[str]:
+    routes = []
+    for entry in (resolver or get_resolver()).url_patterns:
+        if isinstance(entry, URLResolver):
+            if str(entry.pattern).startswith("admin/"):
+                continue  # Django admin: staff only, its own login
+            routes += all_routes(entry, prefix + str(entry.pattern))
+        elif isinstance(entry, URLPattern):
+            routes.append(prefix + str(entry.pattern))
+    return routes
+
+
+def test_the_matrix_covers_every_url():
+    missing = sorted(set(all_routes()) - set(MATRIX))
+    assert not missing, f"add these URLs to the authorization matrix: {missing}"
+
+
+@pytest.fixture
+def world(queue):
+    users = {"annotator": make_user("ann", "annotator"), "adjudicator": make_user("adj", "adjudicator"),
+             "manager": make_user("man", "manager")}
+    lease = lease_claim_next(queue=queue, annotator=users["annotator"]).lease
+    ids = {"dataset": Dataset.objects.get().pk, "queue": queue.pk, "lease": lease.pk, "item": lease.item_id}
+    return users, ids
+
+
+def outcome(response, role: str) -> str:
+    code = response.status_code
+    if code in (401, 403):
+        return DENIED
+    if code == 302 and "/accounts/login/" in response["Location"]:
+        return LOGIN
+    if code == 302:
+        return "redirect"
+    if code in (400, 409):
+        return "client_error"  # allowed in, refused the (empty) payload
+    if code in (200, 201, 202, 204):
+        return OK
+    return f"status {code}"
+
+
+@pytest.mark.parametrize("role", ROLES)
+@pytest.mark.parametrize("route", list(MATRIX))
+def test_authorization_matrix(world, route, role):
+    users, ids = world
+    method, template, expected = MATRIX[route]
+    client = Client()
+    if role != "anonymous":
+        client.force_login(users[role])
+    response = getattr(client, method)(template.format(**ids))
+    want = expected.get(role, LOGIN if role == "anonymous" else DENIED)
+    got = outcome(response, role)
+    if role == "anonymous" and want == LOGIN and route.startswith("api/"):
+        want = DENIED  # the API answers 401/403 instead of redirecting to a login page
+    assert got == want, f"{role} {method.upper()} {template}: {got}, want {want}"

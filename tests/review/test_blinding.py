@@ -1,0 +1,88 @@
+"""No annotator-facing page or API response carries model, checkpoint, prompt, run or reader identity."""
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+from adjudication.models import Reading, Response
+from adjudication.services.readings import reader_spec_for
+from adjudication.services.review import label_submit, lease_claim_next, queue_create
+from readers.base import Item, Reader, Reading as ReaderReading
+from readers import registry
+
+from ..conftest import mc_row, run_command
+from .conftest import make_user
+
+pytestmark = pytest.mark.django_db
+
+CANARIES = ("CANARYMODELQZX", "CANARYCKPTQZX", "CANARYPROMPTQZX", "CANARYBENCHQZX", "test-canaryreaderqzx",
+            "CANARYVERSIONQZX", "strict-match", "math-verify", "sympy-cascade", "reader_spec", "verdict")
+
+
+class CanaryReader(Reader):
+    name = "test-canaryreaderqzx"
+    version = "CANARYVERSIONQZX"
+    contract = frozenset({"option_letter"})
+
+    def read(self, item: Item) -> ReaderReading:
+        return ReaderReading("incorrect", answer="D", normalized="D", span=(0, 1))
+
+
+@pytest.fixture
+def canary_queue(write_jsonl):
+    if "test-canaryreaderqzx" not in registry.names():
+        registry.register("test-canaryreaderqzx", CanaryReader)
+    rows = [mc_row(i, model="CANARYMODELQZX", checkpoint="CANARYCKPTQZX", prompt="CANARYPROMPTQZX",
+                   benchmark="CANARYBENCHQZX", response=f"Thinking {i}. The answer is B. Then again \\boxed{{C}}")
+            for i in range(4)]
+    run_command("import_responses", str(write_jsonl(rows)), dataset="canary", no_progress=True)
+    canary_spec = reader_spec_for(reader=registry.get("test-canaryreaderqzx"))
+    boxed_spec = reader_spec_for(reader=registry.get("boxed"))
+    for response in Response.objects.all():
+        Reading.objects.create(response=response, reader_spec=canary_spec, answer="D", normalized="D",
+                               verdict="incorrect", span_start=0, span_end=1)
+        box = response.text.index("{C}") + 1
+        Reading.objects.create(response=response, reader_spec=boxed_spec, answer="C", normalized="C",
+                               verdict="incorrect", span_start=box, span_end=box + 1)
+    return queue_create(dataset=Response.objects.first().dataset, name="canary-q", overlap=2,
+                        panel=["test-canaryreaderqzx", "boxed"])
+
+
+def assert_blind(body: str, where: str) -> None:
+    for canary in CANARIES:
+        assert canary not in body, f"{canary!r} leaked on {where}"
+
+
+def test_every_annotator_facing_page_and_api_response_is_blind(canary_queue):
+    ann = make_user("ann", "annotator")
+    other = make_user("other", "annotator")
+    # another annotator's label must not show either
+    lease = lease_claim_next(queue=canary_queue, annotator=other).lease
+    label_submit(lease=lease, annotator=other, kind="text", answer="OTHERSLABELQZX", note="OTHERSNOTEQZX")
+    client = Client()
+    client.force_login(ann)
+    pages = []
+    resp = client.get("/review/", follow=True)
+    pages.append(("/review/ → item", resp))
+    assert resp.redirect_chain and "Thinking" in resp.content.decode()
+    lease_id = int(resp.redirect_chain[-1][0].rstrip("/").split("/")[-1])
+    pages.append(("API claim", client.post(f"/api/queues/{canary_queue.id}/claim/")))
+    pages.append(("API lease", client.get(f"/api/leases/{lease_id}/")))
+    pages.append(("API queues", client.get("/api/queues/")))
+    pages.append(("home", client.get("/")))
+    pages.append(("login", Client().get("/accounts/login/")))
+    # label everything, then the "done" page
+    for _ in range(10):
+        r = client.get("/review/", follow=True)
+        pages.append(("item", r))
+        if not r.redirect_chain:
+            break
+        lid = int(r.redirect_chain[-1][0].rstrip("/").split("/")[-1])
+        pages.append(("submit", client.post(f"/review/item/{lid}/", {"kind": "option", "answer": "B"}, follow=True)))
+    for where, response in pages:
+        body = response.content.decode()
+        assert_blind(body, where)
+        assert "OTHERSLABELQZX" not in body and "OTHERSNOTEQZX" not in body, where
+    # the candidate answers are there, anonymously
+    item_html = pages[0][1].content.decode()
+    assert "Candidate 1" in item_html and "Candidate 2" in item_html
