@@ -1,0 +1,49 @@
+"""Endpoints and judges are edited here; judgements and attempts are evidence, read-only."""
+from django.contrib import admin
+
+from .models import Endpoint, Judge, Judgement, LLMAttempt
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(Endpoint)
+class EndpointAdmin(admin.ModelAdmin):
+    list_display = ("name", "model", "base_url", "max_concurrency", "requests_per_minute", "timeout_s", "flavour",
+                    "logprob_method", "api_key_env")
+    search_fields = ("name", "model", "base_url")
+    fieldsets = (
+        (None, {"fields": ("name", "base_url", "model", "api_key_env")}),
+        ("Limits", {"fields": ("max_concurrency", "requests_per_minute", "timeout_s")}),
+        ("Server", {"fields": ("flavour", "logprob_method", "top_logprobs", "extra_body")}),
+    )
+
+
+@admin.register(Judge)
+class JudgeAdmin(admin.ModelAdmin):
+    list_display = ("name", "endpoint", "template", "parser", "temperature", "max_tokens")
+    list_filter = ("template", "parser")
+    search_fields = ("name",)
+    fields = ("name", "endpoint", "template", "custom_template", "parser", "temperature", "max_tokens")
+
+
+@admin.register(Judgement)
+class JudgementAdmin(ReadOnlyAdmin):
+    list_display = ("reading", "judge", "label", "parse_status", "parser", "served_model", "created_at")
+    list_filter = ("parse_status", "label", "judge")
+    raw_id_fields = ("reading",)
+    list_select_related = ("judge", "reading__reader_spec")
+
+
+@admin.register(LLMAttempt)
+class LLMAttemptAdmin(ReadOnlyAdmin):
+    list_display = ("started_at", "endpoint", "purpose", "response", "attempt", "status", "http_status", "latency_ms",
+                    "prompt_tokens", "completion_tokens")
+    list_filter = ("status", "endpoint", "purpose")
+    raw_id_fields = ("response", "reader_spec")
+    list_select_related = ("endpoint", "response")

@@ -1,0 +1,244 @@
+"""Answer Regeneration (seed 002 §5): the question as the model saw it, the model's whole output
+(unfinished thinking included), then "Answer:", sent as a non-reasoning call to a regenerating
+model; its result is a Reading named `regeneration` whose config carries that model.
+
+Multiple choice is answered by log-probability, by the endpoint's `logprob_method`:
+
+* `completions_echo` (default; vLLM's /v1/completions, lm-eval's loglikelihood method): one
+  request whose `prompt` is the list [context + " A", context + " B", ...] with echo=true,
+  logprobs=1, max_tokens=1, temperature=0; each option scores the sum of the log-probabilities of
+  the prompt tokens that cover its continuation (found through `text_offset`). The raw completion
+  prompt has no chat template, so no thinking is started: the call is non-reasoning by itself.
+* `chat_top_logprobs` (/v1/chat/completions; OpenAI, or vLLM without completions): max_tokens=1,
+  logprobs=true, top_logprobs=k at the first generated position; " B", "B", "(B" are merged.
+  On vLLM (flavour "vllm") the output and "Answer:" are the final assistant message, continued
+  (continue_final_message); elsewhere "Answer:" ends a final user turn.
+* `none`, or an endpoint that returns no log-probabilities, or refuses the logprob request with a
+  4xx: a short generation, parsed for an option letter or text (detail.fallback = true).
+
+Open-ended and math questions: a short generation (max 32 tokens, temperature 0), light
+post-processing (first line; \\boxed{}, \\text{}, $ stripped), compared with the gold by
+readers.equivalence.math_equal (the `fixed` reader's equivalence).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Sequence
+
+from adjudication.fields import json_safe
+from adjudication.models import ReaderSpec, Response
+from readers.base import config_hash
+
+from .. import answers, prompts
+from ..client import FATAL, TIMEOUT, EndpointConfig
+from ..models import Endpoint
+from .calls import Caller, CallOutcome, Job, fan_out
+from .records import ReadingResult, internal_failure, work_for, write
+
+NAME = "regeneration"
+VERSION = "1"
+PREFIX = "Answer:"
+GENERATE_MAX_TOKENS = 32
+_RAW_CHARS = 2000
+
+
+def regeneration_config(cfg: EndpointConfig) -> dict[str, Any]:
+    return {
+        "endpoint_model": cfg.model,
+        "method": cfg.logprob_method,
+        "chat_style": "continue" if cfg.flavour == Endpoint.Flavour.VLLM else "turn",
+        "top_logprobs": cfg.top_logprobs if cfg.logprob_method == "chat_top_logprobs" else None,
+        "prefix": PREFIX,
+        "generate_max_tokens": GENERATE_MAX_TOKENS,
+        "prompt": "question+options / output / Answer: v1",
+    }
+
+
+def regeneration_spec_for(endpoint: Endpoint) -> ReaderSpec:
+    config = regeneration_config(EndpointConfig.from_model(endpoint))
+    spec, _ = ReaderSpec.objects.get_or_create(
+        name=NAME, version=VERSION, config_hash=config_hash(config),
+        defaults={"config": json_safe(config), "kind": "regeneration"},
+    )
+    return spec
+
+
+@dataclass(frozen=True)
+class RegenItem:
+    response_id: int
+    spec_id: int
+    replace_id: int | None
+    question: str
+    choices: tuple[str, ...]
+    gold: str
+    output: str
+
+
+def completion_context(item: RegenItem) -> str:
+    return f"{prompts.question_block(item.question, item.choices)}\n\n{item.output.rstrip()}\n\n{PREFIX}"
+
+
+def chat_messages(item: RegenItem, cfg: EndpointConfig) -> tuple[list[dict], dict]:
+    """Messages and extra request fields for a chat call that ends on "Answer:"."""
+    question = prompts.question_block(item.question, item.choices)
+    if cfg.flavour == Endpoint.Flavour.VLLM:
+        messages = [{"role": "user", "content": question},
+                    {"role": "assistant", "content": f"{item.output.rstrip()}\n\n{PREFIX}"}]
+        return messages, {"extra_body": {"continue_final_message": True, "add_generation_prompt": False}}
+    ask = ("Reply with the letter of your final answer only." if item.choices
+           else "Reply with your final answer only, no explanation.")
+    messages = [{"role": "user", "content": question}, {"role": "assistant", "content": item.output},
+                {"role": "user", "content": f"{ask}\n{PREFIX}"}]
+    return messages, {}
+
+
+def _failed(item: RegenItem, out: CallOutcome, detail: dict) -> ReadingResult:
+    detail.update({"failed": "call", "status": out.status, "http_status": out.http_status,
+                   "error": out.error[:1000], "attempts": out.attempts})
+    return ReadingResult(item.response_id, item.spec_id, "timeout" if out.status == TIMEOUT else "error",
+                         detail=detail, replace_id=item.replace_id)
+
+
+def _echo_scores(caller: Caller, item: RegenItem, detail: dict) -> tuple[dict[str, float] | None, CallOutcome]:
+    context = completion_context(item)
+    valid = answers.letters(len(item.choices))
+    texts = [f"{context} {letter}" for letter in valid]
+    out = caller.call("completions", {"prompt": texts, "echo": True, "logprobs": 1, "max_tokens": 1,
+                                      "temperature": 0}, purpose="regen_logprobs")
+    if not out.ok:
+        return None, out
+    scores: dict[str, float] = {}
+    for position, choice in enumerate((out.body or {}).get("choices") or []):
+        index = choice.get("index", position) if isinstance(choice, dict) else position
+        lp = choice.get("logprobs") if isinstance(choice, dict) else None
+        if not isinstance(index, int) or not 0 <= index < len(valid) or not isinstance(lp, dict):
+            continue
+        scored = answers.continuation_logprob(lp, len(context), len(texts[index]))
+        if scored is not None:
+            scores[valid[index]] = scored[0]
+    if len(scores) != len(valid):
+        detail["logprobs_missing"] = sorted(set(valid) - set(scores))
+        return None, out
+    return scores, out
+
+
+def _chat_scores(caller: Caller, item: RegenItem, detail: dict) -> tuple[dict[str, float] | None, CallOutcome]:
+    cfg = caller.endpoint
+    messages, extra = chat_messages(item, cfg)
+    params = {"messages": messages, "max_tokens": 1, "temperature": 0, "logprobs": True,
+              "top_logprobs": cfg.top_logprobs, **extra}
+    out = caller.call("chat", params, purpose="regen_logprobs")
+    if not out.ok:
+        return None, out
+    choice = ((out.body or {}).get("choices") or [{}])[0] or {}
+    content = ((choice.get("logprobs") or {}).get("content") or []) if isinstance(choice, dict) else []
+    if not content or not isinstance(content[0], dict):
+        detail["logprobs_missing"] = True
+        return None, out
+    first = content[0]
+    top = list(first.get("top_logprobs") or []) + [{"token": first.get("token"), "logprob": first.get("logprob")}]
+    # The generated token also appears among its alternatives; count each (token) once.
+    seen, unique = set(), []
+    for alt in top:
+        if isinstance(alt, dict) and alt.get("token") not in seen:
+            seen.add(alt.get("token"))
+            unique.append(alt)
+    scores = answers.letter_scores_from_top(unique, answers.letters(len(item.choices)))
+    if not scores:
+        detail["logprobs_missing"] = "no option letter among the top alternatives"
+        return None, out
+    return scores, out
+
+
+def _generate(caller: Caller, item: RegenItem) -> tuple[str | None, CallOutcome]:
+    cfg = caller.endpoint
+    if cfg.logprob_method == Endpoint.LogprobMethod.COMPLETIONS_ECHO:
+        out = caller.call("completions", {"prompt": completion_context(item), "max_tokens": GENERATE_MAX_TOKENS,
+                                          "temperature": 0}, purpose="regen_generate")
+        if not out.ok:
+            return None, out
+        choice = ((out.body or {}).get("choices") or [{}])[0] or {}
+        text = choice.get("text") if isinstance(choice, dict) else None
+        return (text if isinstance(text, str) else ""), out
+    messages, extra = chat_messages(item, cfg)
+    out = caller.call("chat", {"messages": messages, "max_tokens": GENERATE_MAX_TOKENS, "temperature": 0, **extra},
+                      purpose="regen_generate")
+    if not out.ok:
+        return None, out
+    choice = ((out.body or {}).get("choices") or [{}])[0] or {}
+    content = (choice.get("message") or {}).get("content") if isinstance(choice, dict) else None
+    return (content if isinstance(content, str) else ""), out
+
+
+def _regenerate(caller: Caller, item: RegenItem) -> ReadingResult:
+    cfg = caller.endpoint
+    detail: dict[str, Any] = {"method": cfg.logprob_method, "model": cfg.model}
+    attempts = 0
+    if item.choices:
+        gold = answers.gold_letter(item.gold, item.choices)
+        scores = None
+        if cfg.logprob_method in (Endpoint.LogprobMethod.COMPLETIONS_ECHO, Endpoint.LogprobMethod.CHAT_TOP_LOGPROBS):
+            scorer = _echo_scores if cfg.logprob_method == Endpoint.LogprobMethod.COMPLETIONS_ECHO else _chat_scores
+            scores, out = scorer(caller, item, detail)
+            attempts += out.attempts
+            if not out.ok:
+                if out.status != FATAL:  # the endpoint is failing: a generation would fail the same way
+                    detail["attempts"] = attempts
+                    return _failed(item, out, detail)
+                # refused (4xx): this server does not do log-probabilities this way; generate instead
+                detail["logprobs_refused"] = f"HTTP {out.http_status}: {out.error[:300]}"
+        if scores:
+            letter = answers.best(scores)
+            detail.update({"scores": {k: round(v, 4) for k, v in sorted(scores.items())}, "fallback": False,
+                           "attempts": attempts})
+            if sum(1 for v in scores.values() if v == scores[letter]) > 1:
+                detail["tie"] = True  # equal log-probabilities: the first letter was taken
+        else:
+            text, out = _generate(caller, item)
+            attempts += out.attempts
+            detail["attempts"] = attempts
+            if text is None:
+                return _failed(item, out, detail)
+            letter = answers.letter_from_text(text, list(item.choices))
+            detail.update({"generated": text[:_RAW_CHARS], "fallback": cfg.logprob_method != "none"})
+        if letter is None:
+            return ReadingResult(item.response_id, item.spec_id, "no_answer", detail=detail,
+                                 replace_id=item.replace_id)
+        if gold is None:
+            detail["gold_unresolved"] = item.gold[:200]
+            return ReadingResult(item.response_id, item.spec_id, "error", answer=letter, normalized=letter,
+                                 detail=detail, replace_id=item.replace_id)
+        return ReadingResult(item.response_id, item.spec_id, "correct" if letter == gold else "incorrect",
+                             answer=letter, normalized=letter, detail=detail, replace_id=item.replace_id)
+    text, out = _generate(caller, item)
+    detail["attempts"] = out.attempts
+    if text is None:
+        return _failed(item, out, detail)
+    answer = answers.postprocess(text)
+    detail["generated"] = text[:_RAW_CHARS]
+    verdict, normalized, extra = answers.math_verdict(answer, item.gold)
+    detail.update(extra)
+    return ReadingResult(item.response_id, item.spec_id, verdict, answer=answer or None, normalized=normalized,
+                         detail=detail, replace_id=item.replace_id)
+
+
+def regenerations_create(*, endpoint: Endpoint, response_ids: Sequence[int], retry_errors: bool = False,
+                         tag: str = "") -> int:
+    """Regenerate the answer of every response in `response_ids` that has no `regeneration`
+    reading for this endpoint's model yet (and, with `retry_errors`, of every one whose calls
+    failed). Returns the number of readings written or replaced."""
+    spec = regeneration_spec_for(endpoint)
+    todo = work_for(spec=spec, response_ids=response_ids, retry_errors=retry_errors)
+    if not todo:
+        return 0
+    cfg = EndpointConfig.from_model(endpoint)
+    jobs = []
+    for r in Response.objects.filter(id__in=list(todo)).select_related("question").order_by("id"):
+        q = r.question
+        item = RegenItem(r.id, spec.id, todo[r.id], prompts.sendable(q.text),
+                         tuple(prompts.sendable(c) for c in q.choices or ()), q.gold, prompts.sendable(r.text))
+        jobs.append(Job(key=(r.id, spec.id), endpoint=cfg, run=partial(_regenerate, item=item),
+                        failure=internal_failure(r.id, spec.id, todo[r.id])))
+    fan_out(jobs, write=partial(write, tag=tag))
+    return len(jobs)

@@ -1,0 +1,125 @@
+"""Fan-out of LLM reader work over a dataset: enqueue `llm`-queue tasks for what is missing.
+
+A task carries one batch of response ids (and every selected judge); it re-checks what is missing
+when it runs. Batches are sized so that one task keeps an endpoint's concurrency busy for a while
+yet finishes well inside the broker's visibility timeout.
+"""
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from django.conf import settings
+from django.db import transaction
+
+from adjudication.models import Dataset, ReaderSpec, Reading, Response
+from adjudication.services.pipeline import Enqueued
+
+from ..models import Endpoint, Judge
+from .judging import judge_spec_for
+from .records import RETRYABLE_VERDICTS
+from .regeneration import regeneration_spec_for
+
+DEFAULT_BATCH = 200
+
+
+@dataclass
+class LLMRun:
+    """What a run enqueued, and how to tell when the workers are done with it."""
+
+    dataset: Dataset
+    enqueued: list[Enqueued]
+    tag: str = ""
+    retrying: dict[int, list[int]] = field(default_factory=dict)  # spec id -> failed reading ids redone
+
+    @property
+    def total(self) -> int:
+        return self.dataset.responses.count() * len(self.enqueued)
+
+    def done(self) -> int:
+        """Readings that exist and are not still waiting for their retry."""
+        n = 0
+        for e in self.enqueued:
+            n += Reading.objects.filter(response__dataset=self.dataset, reader_spec=e.reader_spec).count()
+            waiting = self.retrying.get(e.reader_spec.id)
+            if waiting:
+                still = Reading.objects.filter(id__in=waiting, verdict__in=RETRYABLE_VERDICTS).values_list("detail",
+                                                                                                       flat=True)
+                n -= sum(1 for d in still if isinstance(d, dict) and "failed" in d and d.get("retry_tag") != self.tag)
+        return n
+
+
+def batch_size_default() -> int:
+    return int(getattr(settings, "LLM_BATCH_SIZE", DEFAULT_BATCH))
+
+
+def _failed(dataset: Dataset, spec: ReaderSpec) -> dict[int, int]:
+    """Response id -> reading id of the failed readings `--retry-errors` redoes."""
+    return dict(Reading.objects.filter(response__dataset=dataset, reader_spec=spec, verdict__in=RETRYABLE_VERDICTS,
+                                       detail__has_key="failed").values_list("response_id", "id"))
+
+
+def _missing(dataset: Dataset, spec: ReaderSpec) -> set[int]:
+    missing = Response.objects.filter(dataset=dataset).exclude(readings__reader_spec=spec)
+    return set(missing.values_list("id", flat=True))
+
+
+def dataset_judge(*, dataset: Dataset, judges: Sequence[Judge], retry_errors: bool = False,
+                  batch_size: int | None = None, on_enqueued: Callable[[int], None] | None = None) -> LLMRun:
+    """Enqueue `judge_batch` tasks so every response gets one reading by every judge."""
+    from ..tasks import judge_batch
+
+    batch_size = batch_size or batch_size_default()
+    if batch_size < 1:
+        raise ValueError("batch size must be at least 1")
+    run = LLMRun(dataset=dataset, enqueued=[], tag=uuid.uuid4().hex if retry_errors else "")
+    specs = [(judge, judge_spec_for(judge)) for judge in judges]
+    todo: dict[int, set[int]] = {}
+    for judge, spec in specs:
+        todo[judge.pk] = _missing(dataset, spec)
+        if retry_errors:
+            failed = _failed(dataset, spec)
+            todo[judge.pk] |= set(failed)
+            run.retrying[spec.id] = list(failed.values())
+    order = list(Response.objects.filter(dataset=dataset).order_by("id").values_list("id", flat=True))
+    needed = [rid for rid in order if any(rid in ids for ids in todo.values())]
+    batches = 0
+    for start in range(0, len(needed), batch_size):
+        chunk = needed[start:start + batch_size]
+        judge_ids = [j.pk for j, _ in specs if any(rid in todo[j.pk] for rid in chunk)]
+        # on_commit: a worker must never receive ids of rows it cannot see yet.
+        transaction.on_commit(lambda j=judge_ids, c=chunk: judge_batch.delay(j, c, retry_errors, run.tag))
+        batches += 1
+        if on_enqueued:
+            on_enqueued(sum(1 for j, _ in specs for rid in chunk if rid in todo[j.pk]))
+    run.enqueued = [Enqueued(reader_spec=spec, missing=len(todo[judge.pk]), batches=batches) for judge, spec in specs]
+    return run
+
+
+def dataset_regenerate(*, dataset: Dataset, endpoint: Endpoint, retry_errors: bool = False,
+                       batch_size: int | None = None, on_enqueued: Callable[[int], None] | None = None) -> LLMRun:
+    """Enqueue `regenerate_batch` tasks so every response gets one `regeneration` reading by this
+    endpoint's model."""
+    from ..tasks import regenerate_batch
+
+    batch_size = batch_size or batch_size_default()
+    if batch_size < 1:
+        raise ValueError("batch size must be at least 1")
+    run = LLMRun(dataset=dataset, enqueued=[], tag=uuid.uuid4().hex if retry_errors else "")
+    spec = regeneration_spec_for(endpoint)
+    todo = _missing(dataset, spec)
+    if retry_errors:
+        failed = _failed(dataset, spec)
+        todo |= set(failed)
+        run.retrying[spec.id] = list(failed.values())
+    needed = sorted(todo)
+    batches = 0
+    for start in range(0, len(needed), batch_size):
+        chunk = needed[start:start + batch_size]
+        transaction.on_commit(lambda c=chunk: regenerate_batch.delay(endpoint.pk, c, retry_errors, run.tag))
+        batches += 1
+        if on_enqueued:
+            on_enqueued(len(chunk))
+    run.enqueued = [Enqueued(reader_spec=spec, missing=len(todo), batches=batches)]
+    return run
