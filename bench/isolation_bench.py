@@ -9,8 +9,13 @@
 2. ~10,000 synthetic 2,000-character CoT responses to A-J multiple-choice questions, read
    in-process by `strict-match` from the registry (or, if absent, a literal
    `answer is \\(?([A-J])\\)?` last-match reader).
+3. Per-item cost of the pool for a FAST reader: 5,000 shorter (300-character) CoT responses read
+   by `strict-match` (~20-40 us per item, like most readers of the panel), bare in-process loop vs
+   IsolatedPool(processes=2) (start-up and close included), interleaved in 10 slices; the pool is
+   called the way a Celery reading task calls it: read_many on 100 items at a time.
 
 Prints, last:
+  RESULT isolation_fast_reader_ratio <isolated ÷ bare verdicts/s for the fast reader>
   RESULT regex_verdicts_per_s <value>
   RESULT isolation_ratio <isolated verdicts/s ÷ bare verdicts/s>
 Run: python bench/isolation_bench.py   (no arguments, no services needed)
@@ -37,6 +42,8 @@ from readers.isolation import IsolatedPool  # noqa: E402
 N_MATH = 2000
 N_COT = 10_000
 COT_CHARS = 2000
+N_FAST = 5000
+FAST_CHARS = 300
 
 
 # ---------------------------------------------------------------------------------------------
@@ -118,17 +125,17 @@ _COT_ENDINGS = [
 ]
 
 
-def cot_items(n: int = N_COT, seed: int = 7) -> list[Item]:
+def cot_items(n: int = N_COT, seed: int = 7, chars: int = COT_CHARS) -> list[Item]:
     rnd = random.Random(seed)
     choices = tuple(f"choice {c}" for c in "ABCDEFGHIJ")
     items = []
     for _ in range(n):
         parts: list[str] = []
-        while sum(len(p) + 1 for p in parts) < COT_CHARS - 60:
+        while sum(len(p) + 1 for p in parts) < chars - 60:
             parts.append(rnd.choice(_COT_SENTENCES))
         gold = rnd.choice("ABCDEFGHIJ")
         pick = gold if rnd.random() < 0.6 else rnd.choice("ABCDEFGHIJ")
-        body = " ".join(parts)[: COT_CHARS - 40]
+        body = " ".join(parts)[: chars - 40]
         items.append(Item(response=body + " " + rnd.choice(_COT_ENDINGS).format(L=pick), gold=gold, choices=choices))
     return items
 
@@ -218,9 +225,59 @@ def bench_regex() -> float:
     return len(items) / elapsed
 
 
+def _fast_reader() -> Reader:
+    try:
+        return registry.get("strict-match")
+    except KeyError:
+        if _LiteralRegexReader.name not in registry.names():
+            registry.register(_LiteralRegexReader.name, _LiteralRegexReader, "bench fallback")
+        return registry.get(_LiteralRegexReader.name)
+
+
+def bench_fast_reader(n: int = N_FAST, call_size: int = 100, rounds: int = 10) -> float:
+    """Isolated ÷ bare verdicts/s for a fast regex reader: with so little work per item, what
+    shows is the pool's own per-item and per-call cost. Interleaved like bench_math."""
+    items = cot_items(n, seed=11, chars=FAST_CHARS)
+    reader = _fast_reader()
+    for item in items[:100]:
+        reader.read(item)
+    size = -(-n // rounds)
+    slices = [items[i:i + size] for i in range(0, n, size)]
+    bare: list[Reading] = []
+    isolated: list[tuple[Reading, float]] = []
+    bare_s = 0.0
+    t0 = time.perf_counter()
+    pool = IsolatedPool(processes=2)
+    isolated_s = time.perf_counter() - t0
+    try:
+        for k, chunk in enumerate(slices):
+            for side in (("bare", "iso") if k % 2 == 0 else ("iso", "bare")):
+                t0 = time.perf_counter()
+                if side == "bare":
+                    bare.extend(reader.read(item) for item in chunk)
+                    bare_s += time.perf_counter() - t0
+                else:
+                    for i in range(0, len(chunk), call_size):
+                        isolated.extend(pool.read_many(reader.name, chunk[i:i + call_size]))
+                    isolated_s += time.perf_counter() - t0
+    finally:
+        t0 = time.perf_counter()
+        pool.close()
+        isolated_s += time.perf_counter() - t0
+    same = sum(a == b for a, (b, _) in zip(bare, isolated))
+    bare_rate, iso_rate = n / bare_s, n / isolated_s
+    print(f"fast reader {reader.name}: {n} responses, read_many on {call_size} at a time; readings "
+          f"identical bare vs isolated on {same}/{n}")
+    print(f"fast reader bare in-process: {bare_rate:.0f} verdicts/s ({bare_s * 1e6 / n:.1f} us/item); "
+          f"isolated, IsolatedPool(processes=2): {iso_rate:.0f} verdicts/s ({isolated_s * 1e6 / n:.1f} us/item)")
+    return iso_rate / bare_rate
+
+
 def main() -> None:
+    fast_ratio = bench_fast_reader()
     regex_rate = bench_regex()
     ratio = bench_math()
+    result("isolation_fast_reader_ratio", fast_ratio)
     result("regex_verdicts_per_s", regex_rate)
     result("isolation_ratio", ratio)
 

@@ -12,13 +12,27 @@ prefork child, which is a daemonic process, and multiprocessing refuses to start
 daemonic process. fork() also makes workers start warm: the parent has already imported the
 readers (SymPy, math-verify), so a replacement worker costs a few milliseconds, not 0.5 s.
 
-Protocol (one duplex socketpair per worker, multiprocessing.connection framing + pickle):
-    parent -> child: (reader_name, [Item, ...])   one batch; None = exit
-    child -> parent: ("ready",)                    reader built, first item starts now
-                     ("done", i, Reading, ms)      item i of the batch finished; i+1 starts now
-                     ("fatal", message)            the reader could not be built
-Because the child streams one message per item, the parent always knows which item is in flight
-and (to within one message latency, which only ever extends the budget) when it started.
+Protocol. Each worker has one duplex socketpair (multiprocessing.connection framing, pickle) and
+one 64-byte slot in a shared anonymous mmap created before any fork:
+    parent -> child: (batch_id, reader_name, [item fields, ...])    one batch; None = exit
+    child -> parent: ("r", batch_id, first_pos, [elapsed_ms, ...], plain, [reading fields, ...])
+                                         results of consecutive items of a batch
+                     ("fatal", batch_id, message)    the reader could not be built
+    shared slot:     seq, batch_id, pos, start_ns    the item in flight (pos -1: building the
+                                                     reader) and when it started
+The child writes the slot before every item (a seqlock: seq is odd while it writes) with
+time.monotonic_ns(), the same system-wide CLOCK_MONOTONIC the parent reads. Results are
+buffered and sent in chunks: at the end of every batch, and within a batch whenever ≥ 5 ms
+passed since the last send. So a fast reader costs one message per batch, not one per item, and
+the parent still knows exactly which item is in flight and since when: the deadline of an item
+is its own start time + budget, independent of when messages arrive. (Publishing does not wake
+the parent: while a worker builds a reader or is between items, the parent looks again at least
+every budget_s, so the next item's deadline is never missed.)
+On overrun (or death) the parent SIGKILLs (reaps) the worker, reads whatever the child had sent,
+and then: the item in flight gets timeout (error); items the child had finished but not yet sent
+are re-run on the replacement worker (readers are pure functions); later items continue there.
+The parent keeps up to two batches queued per worker (the second only when small enough to sit
+in the socket buffer), so a worker goes straight on to its next batch without a round trip.
 
 Not thread-safe by design: read_many holds a lock, so concurrent callers are serialised.
 """
@@ -26,16 +40,22 @@ from __future__ import annotations
 
 import gc
 import math
+import mmap
 import os
+import pickle
 import resource
+import select
 import signal
+import socket
 import threading
 import time
 import weakref
 from collections import deque
-from dataclasses import dataclass, field
+from itertools import starmap
+from dataclasses import dataclass, field, fields
 from multiprocessing import Pipe
-from multiprocessing.connection import Connection, wait
+from multiprocessing.connection import Connection
+from operator import attrgetter
 from typing import Any, Sequence
 
 from . import registry
@@ -142,6 +162,65 @@ def _child_setup(memory_limit: int | None, pdeathsig: bool, parent_pid: int) -> 
             pass
 
 
+
+
+# ---------------------------------------------------------------------------------------------
+# wire format and shared state
+# ---------------------------------------------------------------------------------------------
+
+_PICKLE = pickle.HIGHEST_PROTOCOL
+# One 64-byte slot (8 int64) per worker in the shared mmap; the first four words are used.
+_SLOT_WORDS = 8
+_SEQ, _BID, _POS, _T0 = 0, 1, 2, 3
+# The child sends buffered results at the end of a batch, after this much time, or this many items.
+_FLUSH_NS = 5_000_000
+_FLUSH_ITEMS = 1024
+# How many batches the parent keeps queued on one worker; a batch is only queued behind another
+# when its pickle is at most this large (a fraction of the socket buffer, so the send can never
+# block while the child is busy: the parent must always stay free to watch deadlines).
+_DEPTH = 2
+_PREFETCH_BYTES = 64 * 1024
+# Batch sizing for readers known to be fast: at least this much work per batch, and at least
+# this many batches per worker.
+_BATCH_MS = 4.0
+_FAST_SPLIT = 1
+
+# Plain Item / Reading objects cross the pipe as tuples of their fields: ~2x cheaper to pickle.
+_ITEM_FIELDS = attrgetter(*(f.name for f in fields(Item)))
+_READING_FIELDS = attrgetter(*(f.name for f in fields(Reading)))
+
+
+def _encode_item(item: Item) -> Any:
+    return _ITEM_FIELDS(item) if type(item) is Item else item
+
+
+def _decode_item(data: Any) -> Item:
+    return Item(*data) if type(data) is tuple else data
+
+
+def _pack_readings(readings: list[Reading]) -> tuple[bool, list]:
+    """(True, [field tuple, ...]) when every reading is a plain Reading, else (False, readings)."""
+    if all(type(r) is Reading for r in readings):
+        return True, [_READING_FIELDS(r) for r in readings]
+    return False, readings  # a Reading subclass travels as itself
+
+
+def _unpack_readings(plain: bool, packed: list) -> list[Reading]:
+    return list(starmap(Reading, packed)) if plain else packed
+
+
+def _send(conn: Connection, msg: Any) -> None:
+    conn.send_bytes(pickle.dumps(msg, _PICKLE))
+
+
+def _recv(conn: Connection) -> Any:
+    return pickle.loads(conn.recv_bytes())
+
+
+# ---------------------------------------------------------------------------------------------
+# child side
+# ---------------------------------------------------------------------------------------------
+
 def _read_one(reader: Any, item: Item) -> Reading:
     try:
         reading = reader.read(item)
@@ -154,52 +233,120 @@ def _read_one(reader: Any, item: Item) -> Reading:
     return reading
 
 
-def _child_main(conn: Connection) -> None:
+def _pickle_results(bid: int, first: int, times: list[float], readings: list[Reading]) -> bytes:
+    """("r", batch_id, first_pos, [elapsed_ms, ...], plain, packed readings), pickled."""
+    try:
+        return pickle.dumps(("r", bid, first, times, *_pack_readings(readings)), _PICKLE)
+    except Exception:  # noqa: BLE001 - e.g. an unpicklable object in some reading's detail
+        pass
+    for k, reading in enumerate(readings):
+        try:
+            pickle.dumps(reading, _PICKLE)
+        except Exception as exc:  # noqa: BLE001
+            readings[k] = Reading("error", detail={
+                "error": f"reading could not be sent to the parent: {_describe_exception(exc)}"})
+    return pickle.dumps(("r", bid, first, times, *_pack_readings(readings)), _PICKLE)
+
+
+def _child_main(conn: Connection, state: memoryview, base: int) -> None:
     readers: dict[str, Any] = {}
+    clock = time.monotonic_ns
+    i_seq, i_bid, i_pos, i_t0 = base + _SEQ, base + _BID, base + _POS, base + _T0
     while True:
         try:
-            msg = conn.recv()
+            msg = _recv(conn)
         except (EOFError, OSError):
             return  # parent closed or died
         if msg is None:
             return
-        reader_name, items = msg
+        bid, reader_name, items = msg
+        # seqlock write: the parent never uses a half-written (odd seq) slot
+        state[i_seq] += 1
+        state[i_bid], state[i_pos], state[i_t0] = bid, -1, clock()
+        state[i_seq] += 1
         reader = readers.get(reader_name)
         if reader is None:
             try:
                 reader = registry.get(reader_name)
             except BaseException as exc:  # noqa: BLE001
-                conn.send(("fatal", _describe_exception(exc)))
+                try:
+                    _send(conn, ("fatal", bid, _describe_exception(exc)))
+                except (OSError, EOFError):
+                    return
                 continue
             readers[reader_name] = reader
-        conn.send(("ready",))
-        for i, item in enumerate(items):
-            t0 = time.perf_counter()
+        last = len(items) - 1
+        first = 0
+        times: list[float] = []
+        readings: list[Reading] = []
+        flushed = clock()
+        for pos, data in enumerate(items):
+            item = _decode_item(data)
+            t0 = clock()
+            state[i_seq] += 1
+            state[i_pos], state[i_t0] = pos, t0
+            state[i_seq] += 1
             reading = _read_one(reader, item)
-            elapsed_ms = (time.perf_counter() - t0) * 1000.0
-            try:
-                conn.send(("done", i, reading, elapsed_ms))
-            except (BrokenPipeError, ConnectionResetError, EOFError):
-                return
-            except Exception as exc:  # noqa: BLE001 - e.g. an unpicklable object in detail
-                conn.send(("done", i, Reading("error", detail={
-                    "error": f"reading could not be sent to the parent: {_describe_exception(exc)}"}), elapsed_ms))
+            t1 = clock()
+            readings.append(reading)
+            times.append((t1 - t0) / 1e6)
+            # Pickling and sending happen while `pos` is still the published item in flight, so
+            # the time they take counts against its budget, like the reading itself.
+            if pos == last or t1 - flushed >= _FLUSH_NS or len(times) >= _FLUSH_ITEMS:
+                try:
+                    conn.send_bytes(_pickle_results(bid, first, times, readings))
+                except (OSError, EOFError):
+                    return
+                first, times, readings, flushed = pos + 1, [], [], clock()
 
 
 # ---------------------------------------------------------------------------------------------
 # parent side
 # ---------------------------------------------------------------------------------------------
 
+class _Batch:
+    """Items (global indices) sent to a worker as one message; `done` results have come back."""
+
+    __slots__ = ("bid", "indices", "done", "data")
+
+    def __init__(self, bid: int, indices: list[int]) -> None:
+        self.bid = bid
+        self.indices = indices
+        self.done = 0
+        self.data: bytes | None = None  # the pickled message, once built
+
+
 @dataclass
 class _Worker:
     pid: int
     conn: Connection
     known_readers: frozenset[str]
-    # current batch: global item indices; `pos` = index into batch of the item in flight
-    batch: list[int] = field(default_factory=list)
-    phase: str = "idle"  # "idle" | "building" | "running"
-    pos: int = 0
-    started: float = 0.0  # monotonic start of the build or of the item in flight
+    slot: int
+    # batches sent and not fully answered, in the order the child works through them
+    batches: deque[_Batch] = field(default_factory=deque)
+    # monotonic ns of the last message from the child (or of a dispatch to an idle child): the
+    # start of the gap when the child is between items
+    gap_start: int = 0
+    poller: Any = None  # select.poll on conn alone (Connection.poll builds a selector per call)
+
+    def __post_init__(self) -> None:
+        self.poller = select.poll()
+        self.poller.register(self.conn.fileno(), select.POLLIN)
+
+    def readable(self) -> bool:
+        return bool(self.poller.poll(0))
+
+
+@dataclass
+class _Culprit:
+    """Where a worker is: building the reader for `batch` (pos -1) or reading batch.indices[pos],
+    since `start` (monotonic ns)."""
+
+    batch: _Batch
+    pos: int
+    start: int
+    seq: int
+    from_state: bool  # False: between items; batch/pos is the next item, which has not started
 
 
 def _reap(pid: int, block: bool = True) -> int | None:
@@ -222,7 +369,8 @@ def _shutdown(workers: list[_Worker | None], owner_pid: int) -> None:
         workers[i] = None
     for w in alive:
         try:
-            w.conn.send(None)
+            if not w.batches:
+                _send(w.conn, None)
         except (OSError, ValueError):
             pass
         try:
@@ -250,6 +398,9 @@ class IsolatedPool:
     (the worker is SIGKILLed and replaced); Reading("error", detail={"error": ...}) when the
     reader raised, or when the worker died (segfault, OOM kill, os._exit) with that item in
     flight. The rest of a batch continues on a replacement worker either way.
+
+    `stats`: workers spawned, timeouts, deaths, and reruns (items a killed or dead worker had
+    finished but not yet sent, read again by its replacement).
     """
 
     def __init__(self, processes: int = 2, budget_s: float = 5.0, batch_size: int = 64, *,
@@ -268,9 +419,16 @@ class IsolatedPool:
         # Building a reader in the child is normally instant (imports are inherited through fork),
         # but a reader registered after the pool forked must import in the child.
         self.start_timeout_s = max(float(start_timeout_s), self.budget_s)
-        self.stats: dict[str, int] = {"spawned": 0, "timeouts": 0, "deaths": 0}
+        self.stats: dict[str, int] = {"spawned": 0, "timeouts": 0, "deaths": 0, "reruns": 0}
         self._owner_pid = os.getpid()
         self._workers: list[_Worker | None] = [None] * processes
+        # Shared with every child (MAP_SHARED|MAP_ANONYMOUS, inherited through fork).
+        self._shm = mmap.mmap(-1, processes * _SLOT_WORDS * 8)
+        self._state = memoryview(self._shm).cast("q")
+        self._next_bid = 0
+        self._prefetch_bytes: int | None = None
+        # mean ms per item of each reader seen by this pool (exponentially weighted)
+        self._item_ms: dict[str, float] = {}
         self._lock = threading.Lock()
         self._closed = False
         self._finalizer = weakref.finalize(self, _shutdown, self._workers, self._owner_pid)
@@ -295,6 +453,10 @@ class IsolatedPool:
         other_fds = [w.conn.fileno() for w in self._workers if w is not None]
         forked_from_main = threading.current_thread() is threading.main_thread()
         parent_pid = os.getpid()
+        base = slot * _SLOT_WORDS
+        for k in range(_SLOT_WORDS):  # the previous worker of this slot is dead and reaped
+            self._state[base + k] = 0
+        self._state[base + _BID] = self._state[base + _POS] = -1
         pid = os.fork()
         if pid == 0:  # child: never return into the parent's stack (it would go on running it)
             code = 0
@@ -313,15 +475,17 @@ class IsolatedPool:
                 # that thread is the main thread (a pool built in a request thread would lose
                 # its workers when the thread ends).
                 _child_setup(self.memory_limit_bytes, forked_from_main, parent_pid)
-                _child_main(child_conn)
+                _child_main(child_conn, self._state, base)
             except BaseException:  # noqa: BLE001
                 code = 1
             finally:
                 os._exit(code)
         child_conn.close()
-        worker = _Worker(pid=pid, conn=parent_conn, known_readers=known)
+        worker = _Worker(pid=pid, conn=parent_conn, known_readers=known, slot=slot)
         self._workers[slot] = worker
         self.stats["spawned"] += 1
+        if self._prefetch_bytes is None:
+            self._prefetch_bytes = _prefetch_limit(parent_conn)
         return worker
 
     def _retire(self, slot: int, kill: bool) -> int | None:
@@ -341,6 +505,22 @@ class IsolatedPool:
             pass
         return status
 
+    def _read_state(self, slot: int) -> tuple[bool, int, int, int, int]:
+        """(consistent, seq, batch_id, pos, start_ns) of the worker in `slot`."""
+        mv, base = self._state, slot * _SLOT_WORDS
+        for _ in range(100):
+            seq = mv[base + _SEQ]
+            if not seq & 1:
+                bid, pos, t0 = mv[base + _BID], mv[base + _POS], mv[base + _T0]
+                if mv[base + _SEQ] == seq:
+                    return True, seq, bid, pos, t0
+        # The child is in the middle of publishing a new item (or was killed right then).
+        return False, mv[base + _SEQ], mv[base + _BID], mv[base + _POS], mv[base + _T0]
+
+    def _new_batch(self, indices: list[int]) -> _Batch:
+        self._next_bid += 1
+        return _Batch(self._next_bid, indices)
+
     # -- reading -----------------------------------------------------------------------------
     def read_many(self, reader_name: str, items: Sequence[Item]) -> list[tuple[Reading, float]]:
         """(reading, elapsed_ms) per item, in input order."""
@@ -359,15 +539,30 @@ class IsolatedPool:
             for slot, w in enumerate(self._workers):
                 if w is not None and reader_name not in w.known_readers:
                     self._retire(slot, kill=True)
+            ok = False
             try:
-                return _Run(self, reader_name, items, known).run()
-            except BaseException:
-                # Interrupted mid-run (KeyboardInterrupt, a bug): a worker still busy with this
-                # run's batch would stream results into the next run's indices. Kill them.
+                results = _Run(self, reader_name, items, known).run()
+                ok = True
+                return results
+            finally:
+                # Interrupted mid-run (KeyboardInterrupt, a bug), or a worker somehow still owes
+                # results: it would stream them into the next run's batches. Kill it.
                 for slot, w in enumerate(self._workers):
-                    if w is not None and w.phase != "idle":
+                    if w is not None and (w.batches or not ok):
                         self._retire(slot, kill=True)
-                raise
+
+
+def _prefetch_limit(conn: Connection) -> int:
+    """How large a batch may be to be queued behind another: well inside the socket buffer."""
+    try:
+        sock = socket.socket(fileno=os.dup(conn.fileno()))
+        try:
+            sndbuf = sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF)
+        finally:
+            sock.close()
+    except OSError:
+        return 0
+    return max(0, min(_PREFETCH_BYTES, sndbuf // 4))
 
 
 class _Run:
@@ -379,84 +574,199 @@ class _Run:
         self.items = items
         self.known = known
         self.results: list[tuple[Reading, float] | None] = [None] * len(items)
-        # Small inputs are split so that every worker gets a share; large ones use batch_size.
-        size = min(pool.batch_size, max(1, math.ceil(len(items) / (pool.processes * 4))))
-        self.queue: deque[list[int]] = deque(
-            list(range(i, min(i + size, len(items)))) for i in range(0, len(items), size))
-        self.remaining = len(items)
+        self.budget_ns = int(pool.budget_s * 1e9)
+        self.start_ns = int(pool.start_timeout_s * 1e9)
+        n, p = len(items), pool.processes
+        # Small inputs are split so that every worker gets a share (four batches each, so a slow
+        # worker can be overtaken); large ones use batch_size. Every batch costs two messages, so
+        # for a reader this pool has seen to be fast a batch holds at least ~_BATCH_MS of work,
+        # down to one batch per worker.
+        size = math.ceil(n / (p * 4))
+        mean_ms = pool._item_ms.get(reader_name)
+        if mean_ms is not None:
+            size = max(size, min(math.ceil(n / (p * _FAST_SPLIT)), math.ceil(_BATCH_MS / max(mean_ms, 1e-3))))
+        size = min(pool.batch_size, max(1, size))
+        self.queue: deque[_Batch] = deque(pool._new_batch(list(range(i, min(i + size, n))))
+                                          for i in range(0, n, size))
+        self.remaining = n
+        self.ms_sum = 0.0
+        self.ms_count = 0
 
     def _set(self, index: int, reading: Reading, elapsed_ms: float) -> None:
         if self.results[index] is None:
             self.remaining -= 1
         self.results[index] = (reading, elapsed_ms)
 
-    def _dispatch(self, slot: int, batch: list[int]) -> None:
+    # -- sending -----------------------------------------------------------------------------
+    def _fill(self) -> None:
+        """Give every worker up to _DEPTH batches, round-robin (one each first)."""
         pool = self.pool
-        w = pool._workers[slot] or pool._spawn(slot, self.known)
+        for depth in range(_DEPTH):
+            for slot in range(pool.processes):
+                if not self.queue:
+                    return
+                w = pool._workers[slot]
+                if w is not None and len(w.batches) > depth:
+                    continue
+                if self._dispatch(slot, self.queue[0]):
+                    self.queue.popleft()
+
+    def _dispatch(self, slot: int, batch: _Batch) -> bool:
+        pool = self.pool
+        if batch.data is None:
+            batch.data = pickle.dumps(
+                (batch.bid, self.reader_name, [_encode_item(self.items[i]) for i in batch.indices]), _PICKLE)
+        w = pool._workers[slot]
+        if w is not None and w.batches and len(batch.data) > (pool._prefetch_bytes or 0):
+            return False  # too large to queue behind the running batch: wait until it is done
+        if w is None:
+            w = pool._spawn(slot, self.known)
         try:
-            w.conn.send((self.reader_name, [self.items[i] for i in batch]))
+            w.conn.send_bytes(batch.data)
         except (OSError, ValueError):
+            if w.batches:
+                return False  # died while busy: the EOF is handled by the main loop
             # Died while idle (e.g. OOM-killed between batches): replace and retry once.
             pool._retire(slot, kill=True)
             w = pool._spawn(slot, self.known)
-            w.conn.send((self.reader_name, [self.items[i] for i in batch]))
-        w.batch, w.phase, w.pos, w.started = batch, "building", 0, time.monotonic()
+            w.conn.send_bytes(batch.data)
+        if not w.batches:
+            w.gap_start = time.monotonic_ns()
+        w.batches.append(batch)
+        batch.data = None
+        return True
 
-    def _deadline(self, w: _Worker) -> float:
-        limit = self.pool.start_timeout_s if w.phase == "building" else self.pool.budget_s
-        return w.started + limit
-
+    # -- receiving ---------------------------------------------------------------------------
     def _handle(self, w: _Worker, msg: Any) -> None:
-        now = time.monotonic()
         kind = msg[0]
-        if kind == "ready":
-            w.phase, w.pos, w.started = "running", 0, now
-        elif kind == "done":
-            _, i, reading, elapsed_ms = msg
-            self._set(w.batch[i], reading, float(elapsed_ms))
-            w.pos, w.started = i + 1, now
-            if w.pos >= len(w.batch):
-                w.phase, w.batch = "idle", []
+        if kind == "r":
+            _, bid, first, times, plain, packed = msg
+            b = w.batches[0]
+            done = first + len(times)
+            if b.bid != bid or b.done != first or done > len(b.indices):  # pragma: no cover - protocol bug
+                raise RuntimeError(f"unexpected results for batch {bid}@{first}, expected {b.bid}@{b.done}")
+            results = self.results
+            for index, reading, ms in zip(b.indices[first:done], _unpack_readings(plain, packed), times):
+                if results[index] is None:
+                    self.remaining -= 1
+                results[index] = (reading, ms)
+            self.ms_sum += sum(times)
+            self.ms_count += len(times)
+            b.done = done
+            if done == len(b.indices):
+                w.batches.popleft()
         elif kind == "fatal":
-            for index in w.batch:
-                self._set(index, Reading("error", detail={"error": f"reader could not be built: {msg[1]}"}), 0.0)
-            w.phase, w.batch = "idle", []
+            _, bid, message = msg
+            b = w.batches.popleft()
+            if b.bid != bid:  # pragma: no cover - protocol bug
+                raise RuntimeError(f"unexpected fatal for batch {bid}, expected {b.bid}")
+            for index in b.indices[b.done:]:
+                self._set(index, Reading("error", detail={"error": f"reader could not be built: {message}"}), 0.0)
         else:  # pragma: no cover - protocol bug
             raise RuntimeError(f"unexpected worker message {kind!r}")
+        w.gap_start = time.monotonic_ns()
 
     def _drain(self, w: _Worker) -> bool:
         """Handle every message already available; False if the worker's pipe hit EOF."""
         while True:
             try:
-                if not w.conn.poll(0):
+                if not w.readable():
                     return True
-                msg = w.conn.recv()
+                msg = _recv(w.conn)
             except (EOFError, OSError):
                 return False
             self._handle(w, msg)
 
-    def _requeue_rest(self, w: _Worker, start: int) -> None:
-        rest = w.batch[start:]
+    def _drain_dead(self, w: _Worker) -> None:
+        """Everything a dead (reaped) child sent before dying; a torn last message is dropped."""
+        try:
+            os.set_blocking(w.conn.fileno(), False)
+        except OSError:
+            return
+        while True:
+            try:
+                if not w.readable():
+                    return
+                msg = _recv(w.conn)
+            except (EOFError, OSError, pickle.UnpicklingError):
+                return
+            self._handle(w, msg)
+
+    # -- where is a worker -------------------------------------------------------------------
+    def _locate(self, w: _Worker) -> _Culprit | None:
+        """The item (or reader build) the worker is busy with; None if unknowable right now
+        (the child is publishing a new item at this very moment)."""
+        ok, seq, bid, pos, t0 = self.pool._read_state(w.slot)
+        if not ok:
+            return None
+        for b in w.batches:
+            if b.bid == bid:
+                if pos < 0 or pos >= b.done:
+                    return _Culprit(b, pos, t0, seq, True)
+                break  # that item's result is already here: between items
+        # Between items (its last published item is answered) or not started on its batches.
+        head = w.batches[0]
+        return _Culprit(head, -1 if head.done == 0 else head.done, w.gap_start, seq, False)
+
+    def _deadline(self, c: _Culprit | None) -> int:
+        if c is None:
+            return time.monotonic_ns() + self.budget_ns  # it has just started something
+        return c.start + (self.start_ns if c.pos < 0 else self.budget_ns)
+
+    def _wake_at(self, c: _Culprit | None) -> int:
+        """When to look at the worker again. The child publishes a new item without waking the
+        parent; an item in flight can only be followed by later deadlines, but a reader build or
+        a gap between items can turn into an item whose deadline is as early as now + budget."""
+        now = time.monotonic_ns()
+        if c is None:
+            return now + 1_000_000
+        deadline = self._deadline(c)
+        if c.from_state and c.pos >= 0:
+            return deadline
+        return min(deadline, now + self.budget_ns)
+
+    def _requeue(self, w: _Worker, state: tuple[bool, int, int, int, int]) -> None:
+        """Send every unanswered item of the (retired) worker's batches back to the queue."""
+        ok, _seq, sbid, spos, _t0 = state
+        rest: list[int] = []
+        reran = 0
+        counting = ok and any(b.bid == sbid for b in w.batches)
+        for b in w.batches:
+            for k in range(b.done, len(b.indices)):
+                index = b.indices[k]
+                if self.results[index] is None:
+                    rest.append(index)
+                    if counting and (b.bid != sbid or k < spos):
+                        reran += 1  # finished by the child, but never sent
+            if b.bid == sbid:
+                counting = False
+        w.batches.clear()
+        self.pool.stats["reruns"] += reran
         if rest:
-            self.queue.appendleft(rest)
-        w.batch, w.phase = [], "idle"
+            self.queue.appendleft(self.pool._new_batch(rest))
 
     def _on_death(self, slot: int) -> None:
-        """The worker's pipe closed while it owned a batch: it died."""
+        """The worker's pipe closed while it owned batches: it died."""
         pool = self.pool
         w = pool._workers[slot]
         assert w is not None
-        now = time.monotonic()
-        status = pool._retire(slot, kill=True)
+        status = pool._retire(slot, kill=True)  # the pipe hit EOF: everything sent has been read
         pool.stats["deaths"] += 1
         why = _describe_status(status)
-        if w.phase == "building":
-            for index in w.batch:
-                self._set(index, Reading("error", detail={"error": f"{why} while building the reader"}), 0.0)
-            w.batch, w.phase = [], "idle"
-        elif w.phase == "running":
-            self._set(w.batch[w.pos], Reading("error", detail={"error": why}), (now - w.started) * 1000.0)
-            self._requeue_rest(w, w.pos + 1)
+        now = time.monotonic_ns()
+        state = pool._read_state(slot)
+        if w.batches:
+            c = self._locate(w)
+            if c is None:  # killed while publishing a new item: blame the next unanswered one
+                head = w.batches[0]
+                c = _Culprit(head, -1 if head.done == 0 else head.done, w.gap_start, 0, False)
+            if c.pos < 0:
+                for index in c.batch.indices[c.batch.done:]:
+                    self._set(index, Reading("error", detail={"error": f"{why} while building the reader"}), 0.0)
+            else:
+                self._set(c.batch.indices[c.pos], Reading("error", detail={"error": why}),
+                          max(0, now - c.start) / 1e6)
+        self._requeue(w, state)
 
     def _on_overrun(self, slot: int) -> None:
         pool = self.pool
@@ -466,61 +776,68 @@ class _Run:
         if not self._drain(w):
             self._on_death(slot)
             return
-        if w.phase == "idle" or time.monotonic() < self._deadline(w):
+        if not w.batches:
             return
-        phase, pos, started = w.phase, w.pos, w.started
-        os.kill(w.pid, signal.SIGKILL)
-        # Race: the item may have finished between the last poll and the kill. Whatever the child
-        # managed to send before dying is a real result, so read the pipe up to EOF first.
-        while True:
-            try:
-                if not w.conn.poll(1.0):
-                    break
-                self._handle(w, w.conn.recv())
-            except (EOFError, OSError):
-                break
-        now = time.monotonic()
-        pool._retire(slot, kill=True)
-        if phase == "building":
-            if w.phase == "building":
-                for index in w.batch:
+        c = self._locate(w)
+        if c is None or time.monotonic_ns() < self._deadline(c):
+            return
+        try:
+            os.kill(w.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        _reap(w.pid)
+        # Race: the item may have finished between the last look and the kill. Whatever the child
+        # managed to send before dying is a real result, so read the pipe first.
+        self._drain_dead(w)
+        state = pool._read_state(slot)
+        now = time.monotonic_ns()
+        pool._workers[slot] = None  # reaped above: no second waitpid on a pid that may be reused
+        try:
+            w.conn.close()
+        except OSError:
+            pass
+        moved = not state[0] or state[1] != c.seq  # the child published a new item after our look
+        pending = c.batch in w.batches and (c.pos < 0 and c.batch.done == 0 or c.pos >= c.batch.done)
+        if pending and not moved:
+            if c.pos < 0:
+                for index in c.batch.indices:
                     self._set(index, Reading("error", detail={
                         "error": f"reader build exceeded {pool.start_timeout_s:g} s"}), 0.0)
-                w.batch, w.phase = [], "idle"
-            elif w.phase == "running":
-                self._requeue_rest(w, w.pos)
-            return
-        if w.phase == "running" and w.pos == pos:
-            pool.stats["timeouts"] += 1
-            self._set(w.batch[pos], Reading("timeout", detail={"budget_s": pool.budget_s}),
-                      (now - started) * 1000.0)
-            self._requeue_rest(w, pos + 1)
-        elif w.phase == "running":
-            # The overdue item did finish; the one after it had barely started: run it again.
-            self._requeue_rest(w, w.pos)
+            else:
+                pool.stats["timeouts"] += 1
+                self._set(c.batch.indices[c.pos], Reading("timeout", detail={"budget_s": pool.budget_s}),
+                          max(0, now - c.start) / 1e6)
+        # else: the overdue item did finish (its result was sent, or it is among the finished but
+        # unsent ones); nothing to blame, everything unanswered is read again.
+        self._requeue(w, state)
 
     def run(self) -> list[tuple[Reading, float]]:
         pool = self.pool
         while self.remaining:
-            for slot in range(pool.processes):
-                w = pool._workers[slot]
-                if (w is None or w.phase == "idle") and self.queue:
-                    self._dispatch(slot, self.queue.popleft())
-            busy = {w.conn: slot for slot, w in enumerate(pool._workers) if w is not None and w.phase != "idle"}
+            self._fill()
+            busy = {w.conn.fileno(): slot for slot, w in enumerate(pool._workers) if w is not None and w.batches}
             if not busy:  # pragma: no cover - remaining > 0 implies queued or in-flight work
                 raise RuntimeError("isolation pool lost track of items")
-            now = time.monotonic()
-            next_deadline = min(self._deadline(pool._workers[s]) for s in busy.values())  # type: ignore[arg-type]
-            for conn in wait(list(busy), timeout=max(0.0, next_deadline - now)):
-                slot = busy[conn]  # type: ignore[index]
+            wake_at = min(self._wake_at(self._locate(pool._workers[s]))  # type: ignore[arg-type]
+                          for s in busy.values())
+            timeout_ms = math.ceil(max(0, wake_at - time.monotonic_ns()) / 1e6)
+            poller = select.poll()
+            for fd in busy:
+                poller.register(fd, select.POLLIN)
+            for fd, _events in poller.poll(timeout_ms):  # EINTR is retried by Python (PEP 475)
+                slot = busy[fd]
                 w = pool._workers[slot]
                 if w is not None and not self._drain(w):
                     self._on_death(slot)
-            now = time.monotonic()
+            now = time.monotonic_ns()
             for slot in busy.values():
                 w = pool._workers[slot]
-                if w is not None and w.phase != "idle" and now >= self._deadline(w):
+                if w is not None and w.batches and now >= self._deadline(self._locate(w)):
                     self._on_overrun(slot)
+        if self.ms_count:
+            old = pool._item_ms.get(self.reader_name)
+            mean = self.ms_sum / self.ms_count
+            pool._item_ms[self.reader_name] = mean if old is None else 0.5 * old + 0.5 * mean
         return [r for r in self.results if r is not None]
 
 

@@ -64,7 +64,13 @@ class Misbehave(Reader):
             time.sleep(float(cmd[4:]))
         elif cmd == "pid":
             return Reading("correct", answer=str(os.getpid()))
+        elif cmd == "subclass":
+            return TaggedReading("correct", answer=cmd)
         return Reading("correct", answer=cmd)
+
+
+class TaggedReading(Reading):
+    """A Reading subclass: crosses the pipe as itself, not as a plain Reading."""
 
 
 class BrokenFactory(Reader):
@@ -287,6 +293,133 @@ def test_hostile_inputs_each_get_a_verdict_within_budget(no_leftovers: None) -> 
     assert again[0][0].verdict == "correct"
     # 7 items, at most 3 can overrun, 2 workers in parallel.
     assert wall <= 2 * budget + 2 * SLACK_S + 5
+
+
+# ---------------------------------------------------------------------------------------------
+# buffered results: the child sends finished readings in chunks, the deadline comes from the
+# start time it publishes in shared memory
+# ---------------------------------------------------------------------------------------------
+
+@pytest.fixture
+def never_flush_early(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Children forked while this is active send results only at the end of a batch, so every
+    item finished before a hang or crash in the same batch is still unsent when it happens."""
+    import readers.isolation as iso
+
+    monkeypatch.setattr(iso, "_FLUSH_NS", 10**15)
+
+
+def echo_ok(results: list[tuple[Reading, float]], responses: list[str], skip: set[int]) -> None:
+    for i, ((reading, ms), response) in enumerate(zip(results, responses, strict=True)):
+        if i not in skip:
+            assert (reading.verdict, reading.answer) == ("correct", response), i
+            assert ms >= 0
+
+
+@pytest.mark.parametrize("cmd", ["loop", "sleep"])
+def test_hang_after_many_fast_items_in_one_batch(no_leftovers: None, never_flush_early: None, cmd: str) -> None:
+    # 251 items, one process: the first batch (items 0-62) holds the 51 fast items and the hang.
+    responses = [f"f{i}" for i in range(51)] + [cmd] + [f"g{i}" for i in range(199)]
+    with IsolatedPool(processes=1, budget_s=1.0) as p:
+        t0 = time.monotonic()
+        results = p.read_many("test-misbehave", items_of(*responses))
+        wall = time.monotonic() - t0
+        stats = dict(p.stats)
+    timed_out, elapsed_ms = results[51]
+    assert timed_out.verdict == "timeout" and timed_out.detail == {"budget_s": 1.0}
+    echo_ok(results, responses, skip={51})
+    # the deadline counts from the item's own start (published by the child), not from the last
+    # message, which here was none at all
+    assert 1000 <= elapsed_ms <= 1000 + SLACK_S * 1000
+    assert wall <= 1.0 + SLACK_S + 2
+    # items 0-50 were read but still buffered when the worker was killed: read again
+    assert stats["timeouts"] == 1 and stats["reruns"] == 51 and stats["spawned"] == 2
+
+
+def test_hang_after_many_fast_items_default_flushing(pool: IsolatedPool) -> None:
+    responses = [f"f{i}" for i in range(150)] + ["loop"] + [f"g{i}" for i in range(149)]
+    t0 = time.monotonic()
+    results = pool.read_many("test-misbehave", items_of(*responses))
+    assert time.monotonic() - t0 <= 1.0 + SLACK_S + 2
+    assert results[150][0].verdict == "timeout"
+    assert 1000 <= results[150][1] <= 1000 + SLACK_S * 1000
+    echo_ok(results, responses, skip={150})
+    assert pool.stats["timeouts"] == 1
+
+
+@pytest.mark.parametrize("cmd,needle", [("segv", "SIGSEGV"), ("exit", "exited with code 7")])
+def test_crash_after_many_fast_items(no_leftovers: None, never_flush_early: None, cmd: str, needle: str) -> None:
+    responses = [f"f{i}" for i in range(120)] + [cmd] + [f"g{i}" for i in range(130)]
+    with IsolatedPool(processes=1, budget_s=5.0) as p:
+        results = p.read_many("test-misbehave", items_of(*responses))
+        stats = dict(p.stats)
+        # and the replacement goes on serving
+        assert [r.answer for r, _ in p.read_many("test-misbehave", items_of("z"))] == ["z"]
+    assert results[120][0].verdict == "error" and needle in results[120][0].detail["error"]
+    echo_ok(results, responses, skip={120})
+    assert stats["deaths"] == 1 and stats["timeouts"] == 0
+    assert stats["reruns"] > 0  # the finished, unsent items of the crashed batch
+
+
+def test_several_hangs_and_crashes_among_many_fast_items(pool: IsolatedPool) -> None:
+    responses = [f"r{i}" for i in range(400)]
+    bad = {37: "loop", 38: "segv", 200: "sleep", 201: "exit", 399: "loop"}
+    for i, cmd in bad.items():
+        responses[i] = cmd
+    results = pool.read_many("test-misbehave", items_of(*responses))
+    assert {i: results[i][0].verdict for i in bad} == {37: "timeout", 38: "error", 200: "timeout",
+                                                      201: "error", 399: "timeout"}
+    echo_ok(results, responses, skip=set(bad))
+    assert pool.stats["timeouts"] == 3 and pool.stats["deaths"] == 2
+
+
+def test_hang_on_the_first_item_after_a_slow_reader_build(no_leftovers: None) -> None:
+    # The parent looks while the child is still building the reader (start_timeout_s applies);
+    # the child then starts the hanging item without sending anything. Detection must follow
+    # that item's own budget, not the 60 s build allowance.
+    name = "test-slow-build"
+
+    def slow_factory() -> Reader:
+        time.sleep(0.3)
+        return Misbehave(name=name)
+
+    register_once(name, slow_factory)
+    try:
+        with IsolatedPool(processes=1, budget_s=1.0, start_timeout_s=60.0) as p:
+            t0 = time.monotonic()
+            results = p.read_many(name, items_of("loop", "a"))
+            wall = time.monotonic() - t0
+    finally:
+        unregister(name)
+    assert [r.verdict for r, _ in results] == ["timeout", "correct"]
+    assert 1000 <= results[0][1] <= 1000 + SLACK_S * 1000
+    assert wall <= 0.3 + 1.0 + SLACK_S + 1
+
+
+def test_fast_readings_travel_in_chunks(no_leftovers: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    import readers.isolation as iso
+
+    messages = {"n": 0}
+    real_handle = iso._Run._handle
+
+    def counting(self: Any, w: Any, msg: Any) -> None:
+        messages["n"] += 1
+        real_handle(self, w, msg)
+
+    monkeypatch.setattr(iso._Run, "_handle", counting)
+    responses = [f"r{i}" for i in range(2000)]
+    with IsolatedPool(processes=2, budget_s=5.0, batch_size=64) as p:
+        results = p.read_many("test-misbehave", items_of(*responses))
+    echo_ok(results, responses, skip=set())
+    # one message per batch of 64 (plus one per 5 ms of reading, which a loaded machine may
+    # add), not one per item
+    assert messages["n"] <= 100
+
+
+def test_reading_subclass_and_plain_readings_in_one_chunk(pool: IsolatedPool) -> None:
+    results = pool.read_many("test-misbehave", items_of("a", "subclass", "b"))
+    assert [type(r).__name__ for r, _ in results] == ["Reading", "TaggedReading", "Reading"]
+    assert [r.answer for r, _ in results] == ["a", "subclass", "b"]
 
 
 # ---------------------------------------------------------------------------------------------
