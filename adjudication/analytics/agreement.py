@@ -1,0 +1,312 @@
+"""Reader agreement with the final human labels, human–human agreement, and the selection note.
+
+Pure functions over plain records (the database selectors build them; tests build them by hand).
+Definitions (docs/analytics.md has the full list):
+
+Per reader, over the whole dataset (no humans needed), with Wilson intervals:
+  accuracy = correct / n, extraction rate = (correct + incorrect) / n,
+  coverage = (n − error − timeout) / n, where n = every response the reader read.
+
+Per reader against the final human labels (items with a usable final label):
+  verdict agreement = the reader's verdict equals the human verdict (= `accuracy` of bias.py, with
+  no_answer counted as incorrect and error/timeout left out), Cohen's κ on those verdicts, and the
+  whole judge-bias block (bias.py); answer agreement = the reader's answer equals the human answer
+  (a reader's no_answer agrees with a human "no answer"; error/timeout left out; judges give
+  verdicts, not answers, so they have none).
+
+Selection (routing by disagreement): review items are (a) every response the routing panel
+disputed and (b) optionally a random share `control_fraction` of the undisputed ones (controls).
+Estimates over all reviewed items are therefore conditional on "the readers disagreed or were
+sampled", not population estimates: reader–human agreement, κ, accuracy against humans, bias and
+false-accept/false-reject rates, and human–human agreement (disputed items are the hard ones)
+are all biased by that selection. Controls are a random sample of the undisputed stratum, so
+estimates on them are unbiased for that stratum; the population estimate combines both strata,
+weighting each by its size (disputed: every routed disputed response; undisputed: every response
+the panel read minus the disputed ones), with a stratified bootstrap interval.
+"""
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+
+from ..routing import answer_key
+from .bias import judge_bias, producer_binary
+from .stats import all_agree_rate, krippendorff_alpha, pairwise, percentile_interval, proportion
+
+NO_ANSWER = "∅"  # the answer key of "no answer" (reader no_answer, human label kind no_answer)
+DIMENSIONS = ("model", "checkpoint", "benchmark")
+
+
+@dataclass(frozen=True)
+class ReaderObs:
+    """One reading of one response."""
+
+    response: str
+    reader: str
+    verdict: str
+    answer: str | None = None  # the reader's normalized answer (None when it found none)
+    kind: str = "rule"  # rule | regeneration | judge
+    model: str = ""
+    checkpoint: str = ""
+    benchmark: str = ""
+
+
+@dataclass(frozen=True)
+class HumanObs:
+    """The current final human label of one response."""
+
+    response: str
+    verdict: str | None  # correct / incorrect; None = no usable verdict (ambiguous, unresolved)
+    answer: str | None  # the human answer; NO_ANSWER for "no answer"; None when ambiguous
+    is_control: bool = False
+    policy: str = ""
+
+
+def answers_agree(reader_answer: str | None, human_answer: str) -> bool:
+    """Same answer? Light canonical forms first (routing.answer_key), then for non-letters the
+    fixed reader's equivalence rules without SymPy (exact numbers, fractions, sets, text)."""
+    if human_answer == NO_ANSWER or reader_answer is None:
+        return (reader_answer is None) and human_answer == NO_ANSWER
+    a, b = answer_key(reader_answer), answer_key(human_answer)
+    if a == b:
+        return True
+    if a is None or b is None or (len(a) == 1 and len(b) == 1):
+        return False
+    from readers.equivalence import math_equal
+
+    return math_equal(reader_answer, human_answer, use_sympy=False).equal
+
+
+def human_verdict(kind: str, answer: str, correctness: str, gold: str,
+                  choices: list[str] | tuple[str, ...] = ()) -> tuple[str | None, str | None]:
+    """(verdict, answer) of a final human label.
+
+    The label's own correctness wins when the queue asked for it. Otherwise: an option letter is
+    correct iff it is the gold letter; option text on a multiple-choice question iff it is the gold
+    option's text (case and spacing ignored); free text on an open question iff the fixed
+    reader's equivalence rules (without SymPy) find it equal to the gold; "no answer" is
+    incorrect (the response gives none); ambiguous / unresolved / skipped give no verdict."""
+    letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    if kind == "no_answer":
+        return (correctness or "incorrect"), NO_ANSWER
+    if kind not in ("option", "text"):
+        return None, None
+    text = (answer or "").strip()
+    if correctness in ("correct", "incorrect"):
+        return correctness, text or None
+    g = gold.strip().strip("()").strip().upper()
+    if kind == "option":
+        return ("correct" if text.strip("()").strip().upper() == g else "incorrect"), text
+    if choices:
+        # Option text stands for its letter (so it can agree with a reader's letter).
+        key = " ".join(text.split()).casefold()
+        picked = next((letters[i] for i, c in enumerate(choices) if " ".join(c.split()).casefold() == key), None)
+        if picked is None:
+            return "incorrect", text  # not any option's text: not the gold option
+        return ("correct" if picked == g else "incorrect"), picked
+    from readers.equivalence import math_equal
+
+    return ("correct" if math_equal(text, gold, use_sympy=False).equal else "incorrect"), text
+
+
+# ---------------------------------------------------------------------------------------------
+# readers alone
+# ---------------------------------------------------------------------------------------------
+
+def reader_overview(obs: Iterable[ReaderObs], by: str | None = None) -> dict[str, dict[str, Any]]:
+    """{reader: {group: {n, verdicts, accuracy, extraction_rate, coverage (each with k/n/rate/ci)}}}."""
+    counts: dict[str, dict[str, Counter]] = defaultdict(lambda: defaultdict(Counter))
+    for o in obs:
+        group = (getattr(o, by) or "-") if by else "all"
+        counts[o.reader][group][o.verdict] += 1
+    out: dict[str, dict[str, Any]] = {}
+    for reader in sorted(counts):
+        out[reader] = {}
+        for group, c in sorted(counts[reader].items()):
+            n = sum(c.values())
+            out[reader][group] = {
+                "n": n, "verdicts": dict(sorted(c.items())),
+                "accuracy": proportion(c["correct"], n),
+                "extraction_rate": proportion(c["correct"] + c["incorrect"], n),
+                "coverage": proportion(n - c["error"] - c["timeout"], n),
+            }
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# readers against humans
+# ---------------------------------------------------------------------------------------------
+
+def _vs_human_one(pairs: list[tuple[ReaderObs, HumanObs]], *, seed: int) -> dict[str, Any]:
+    stats = judge_bias([(r.verdict, h.verdict) for r, h in pairs], seed=seed)
+    judges = {r.kind for r, _ in pairs} == {"judge"}
+    usable = [(r, h) for r, h in pairs if h.answer is not None and r.verdict not in ("error", "timeout")]
+    if judges:
+        stats["answer_agreement"] = None
+        stats["answer_agreement_reason"] = "a judge gives verdicts, not answers"
+    else:
+        agree = sum(answers_agree(r.answer if r.verdict in ("correct", "incorrect") else None, h.answer)
+                    for r, h in usable)
+        stats["answer_agreement"] = proportion(agree, len(usable))
+    return stats
+
+
+def vs_human(obs: Iterable[ReaderObs], human: Mapping[str, HumanObs], *, scope: str = "reviewed",
+             by: str | None = None, seed: int = 0) -> dict[str, dict[str, Any]]:
+    """{reader: {group: stats}} on the reviewed items of `scope`: "reviewed" (all), "controls"
+    (is_control) or "disputed" (routed by disagreement)."""
+    grouped: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
+    for o in obs:
+        h = human.get(o.response)
+        if h is None or not _in_scope(h, scope):
+            continue
+        group = (getattr(o, by) or "-") if by else "all"
+        grouped[o.reader][group].append((o, h))
+    return {reader: {g: _vs_human_one(pairs, seed=seed) for g, pairs in sorted(groups.items())}
+            for reader, groups in sorted(grouped.items())}
+
+
+def _in_scope(h: HumanObs, scope: str) -> bool:
+    return scope == "reviewed" or (scope == "controls") == h.is_control
+
+
+# ---------------------------------------------------------------------------------------------
+# the population estimate (stratified by routing)
+# ---------------------------------------------------------------------------------------------
+
+def stratified(obs: Iterable[ReaderObs], human: Mapping[str, HumanObs], *, policy: str, n_disputed: int,
+               n_undisputed: int, n_boot: int = 2000, seed: int = 0) -> dict[str, Any]:
+    """Population estimates for one routing policy: each stratum's rate weighted by its size.
+
+    n_disputed: responses the policy routed as disputed; n_undisputed: responses the panel read
+    and agreed on (controls were drawn from these). Rates per stratum are over labelled items."""
+    out: dict[str, Any] = {"policy": policy, "n_disputed": n_disputed, "n_undisputed": n_undisputed, "readers": {}}
+    total = n_disputed + n_undisputed
+    if total == 0:
+        out["error"] = "the policy routed nothing"
+        return out
+    w = {"disputed": n_disputed / total, "controls": n_undisputed / total}
+    per_reader: dict[str, dict[str, list]] = defaultdict(lambda: {"disputed": [], "controls": []})
+    for o in obs:
+        h = human.get(o.response)
+        if h is None or h.policy != policy:
+            continue
+        jb, hb = producer_binary(o.verdict), h.verdict if h.verdict in ("correct", "incorrect") else None
+        if jb is None or hb is None:
+            continue
+        per_reader[o.reader]["controls" if h.is_control else "disputed"].append(
+            (jb == hb, jb == "correct", hb == "correct"))
+    rng_seed = seed
+    for reader, strata in sorted(per_reader.items()):
+        missing = [s for s in ("disputed", "controls") if w[s] > 0 and not strata[s]]
+        entry: dict[str, Any] = {"n_labelled": {s: len(v) for s, v in strata.items()}}
+        if missing:
+            entry["error"] = (f"no labelled {' or '.join(missing)} item(s): that stratum "
+                              f"({', '.join(f'{w[s]:.1%}' for s in missing)} of the population) is unobserved")
+            out["readers"][reader] = entry
+            continue
+        arrays = {s: np.array(v, dtype=float).reshape(-1, 3) for s, v in strata.items()}
+
+        def estimate(means: dict[str, np.ndarray]) -> np.ndarray:
+            return sum(w[s] * means[s] for s in arrays if w[s] > 0)
+
+        point = estimate({s: a.mean(axis=0) for s, a in arrays.items() if a.size})
+        rng = np.random.default_rng(rng_seed)
+        # Stratified bootstrap: each stratum resampled within itself, n_boot times at once.
+        boot_means = {s: a[rng.integers(0, len(a), size=(n_boot, len(a)))].mean(axis=1)
+                      for s, a in arrays.items() if a.size and n_boot > 0}
+        boots = n_boot > 0
+        boots_arr = estimate(boot_means) if boots else np.zeros((0, 3))
+        names = ("accuracy", "judge_correct_rate", "human_correct_rate")
+        for j, name in enumerate(names):
+            entry[name] = float(point[j])
+            ci = percentile_interval(boots_arr[:, j]) if boots else None
+            entry[f"{name}_ci"] = list(ci) if ci else None
+        entry["bias"] = float(point[1] - point[2])
+        ci = percentile_interval(boots_arr[:, 1] - boots_arr[:, 2]) if boots else None
+        entry["bias_ci"] = list(ci) if ci else None
+        out["readers"][reader] = entry
+    out["weights"] = w
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# humans against humans
+# ---------------------------------------------------------------------------------------------
+
+def human_human(ratings: Mapping[str, Mapping[str, str]], *, level: str = "nominal",
+                value_order: list | None = None) -> dict[str, Any]:
+    """{annotator: {item: category}} -> percent agreement (all raters equal, items with ≥ 2
+    ratings), pairwise agreement and Cohen's κ, and Krippendorff's α."""
+    return {
+        "annotators": len(ratings),
+        "items_with_two_or_more": all_agree_rate(ratings)["n"],
+        "percent_agreement": all_agree_rate(ratings),
+        "pairwise": pairwise(ratings),
+        "krippendorff_alpha": krippendorff_alpha(ratings, level=level, value_order=value_order),
+        "level": level,
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# the whole report
+# ---------------------------------------------------------------------------------------------
+
+BIASED_BY_SELECTION = (
+    "reader–human verdict agreement, answer agreement and Cohen's κ", "accuracy against humans",
+    "judge bias, false-accept and false-reject rates", "human–human agreement",
+)
+
+
+def selection_note(human: Mapping[str, HumanObs]) -> dict[str, Any]:
+    disputed = sum(not h.is_control for h in human.values())
+    controls = sum(h.is_control for h in human.values())
+    routed = disputed > 0
+    note: dict[str, Any] = {"labelled_disputed": disputed, "labelled_controls": controls,
+                            "routed_by_disagreement": routed}
+    if not human:
+        note["text"] = "No final human labels yet: nothing to compare the readers with."
+        note["preferred_scope"] = "reviewed"
+    elif routed:
+        note["biased_estimates"] = list(BIASED_BY_SELECTION)
+        note["text"] = (
+            "Review items were routed by reader disagreement, so estimates over all reviewed items describe "
+            "disputed responses (the hard ones), not the dataset. "
+            + ("Estimates on the control items (a random sample of undisputed responses) are unbiased for the "
+               "undisputed stratum; the population estimate weights both strata by their size."
+               if controls else
+               "No control items are labelled: nothing here is a population estimate. Route with a "
+               "control_fraction > 0 to get one."))
+        note["preferred_scope"] = "controls" if controls else "reviewed"
+    else:
+        note["text"] = "Only control items (a random sample) are labelled: estimates are unbiased for the sampled stratum."
+        note["preferred_scope"] = "reviewed"
+    return note
+
+
+def report(obs: list[ReaderObs], human: Mapping[str, HumanObs], *, annotator_ratings: Mapping[str, Mapping[str, str]]
+           | None = None, control_ids: set[str] | None = None, strata: list[dict[str, Any]] | None = None,
+           seed: int = 0) -> dict[str, Any]:
+    note = selection_note(human)
+    scopes = ["reviewed"] + (["disputed", "controls"] if note["labelled_controls"] and note["labelled_disputed"] else [])
+    out: dict[str, Any] = {
+        "selection": note,
+        "readers": reader_overview(obs),
+        "readers_by": {d: reader_overview(obs, by=d) for d in DIMENSIONS},
+        "vs_human": {s: vs_human(obs, human, scope=s, seed=seed) for s in scopes},
+        "vs_human_by": {d: vs_human(obs, human, scope=note["preferred_scope"], by=d, seed=seed) for d in DIMENSIONS},
+        "population": [stratified(obs, human, seed=seed, **s) for s in (strata or [])],
+    }
+    if annotator_ratings is not None:
+        hh = {"reviewed": human_human(annotator_ratings)}
+        if control_ids:
+            hh["controls"] = human_human({a: {i: v for i, v in r.items() if i in control_ids}
+                                          for a, r in annotator_ratings.items()})
+        out["human_human"] = hh
+    preferred = out["vs_human"].get(note["preferred_scope"], {})
+    out["producers"] = {reader: {"scope": note["preferred_scope"], **groups["all"]}
+                        for reader, groups in preferred.items()}
+    return out

@@ -1,0 +1,75 @@
+"""Model rankings per reader, and where readers disagree about the order (seed 002 §4).
+
+Input: for each reader, each model's (correct, n). Accuracy = correct / n over all the model's
+responses (no_answer, error and timeout count as not correct, as a harness scores them).
+
+* rank: competition ranking by accuracy, best = 1; exact ties (compared as fractions) share a
+  rank ("1, 2, 2, 4").
+* flip: a pair of models ordered one way by reader X and strictly the other way by reader Y
+  (a tie under either reader is not a flip). `separated` says whether the two models' Wilson
+  intervals are disjoint under both readers: a flip between overlapping intervals may be noise.
+* Kendall's τ-b (scipy) between two readers' accuracy vectors over the models both readers scored.
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+from itertools import combinations
+from typing import Any, Mapping
+
+from .stats import kendall_tau, wilson
+
+
+def rank(scores: Mapping[str, tuple[int, int]]) -> list[dict[str, Any]]:
+    """[{model, k, n, accuracy, ci, rank}] best first; ties share a rank, then order by name."""
+    rows = []
+    for model, (k, n) in scores.items():
+        rows.append({"model": model, "k": k, "n": n, "accuracy": (k / n) if n else None,
+                     "ci": list(wilson(k, n)) if n else None, "_exact": Fraction(k, n) if n else Fraction(-1)})
+    rows.sort(key=lambda r: (-r["_exact"], r["model"]))
+    for i, r in enumerate(rows):
+        r["rank"] = rows[i - 1]["rank"] if i and r["_exact"] == rows[i - 1]["_exact"] else i + 1
+    for r in rows:
+        del r["_exact"]
+    return rows
+
+
+def _disjoint(a: list[float] | None, b: list[float] | None) -> bool:
+    return bool(a and b and (a[1] < b[0] or b[1] < a[0]))
+
+
+def compare(tables: Mapping[str, Mapping[str, tuple[int, int]]], reference: str | None = None) -> dict[str, Any]:
+    """Rankings of every reader, flips between every pair of readers (or, with `reference`, between
+    the reference and each other reader), and the Kendall τ matrix."""
+    rankings = {reader: rank(scores) for reader, scores in tables.items()}
+    readers = list(tables)
+    if reference is not None and reference not in tables:
+        raise ValueError(f"reference reader {reference!r} has no scores")
+    pairs = ([(reference, r) for r in readers if r != reference] if reference else list(combinations(readers, 2)))
+    by_model = {reader: {row["model"]: row for row in rows} for reader, rows in rankings.items()}
+    flips = []
+    taus = []
+    for x, y in pairs:
+        common = sorted(set(by_model[x]) & set(by_model[y]))
+        for a, b in combinations(common, 2):
+            ax, bx = Fraction(tables[x][a][0], tables[x][a][1]), Fraction(tables[x][b][0], tables[x][b][1])
+            ay, by = Fraction(tables[y][a][0], tables[y][a][1]), Fraction(tables[y][b][0], tables[y][b][1])
+            if (ax - bx) * (ay - by) < 0:
+                hi_x, lo_x = (a, b) if ax > bx else (b, a)
+                flips.append({
+                    "readers": [x, y], "models": [hi_x, lo_x],
+                    x: {m: {"accuracy": by_model[x][m]["accuracy"], "rank": by_model[x][m]["rank"]} for m in (a, b)},
+                    y: {m: {"accuracy": by_model[y][m]["accuracy"], "rank": by_model[y][m]["rank"]} for m in (a, b)},
+                    "separated": _disjoint(by_model[x][a]["ci"], by_model[x][b]["ci"])
+                    and _disjoint(by_model[y][a]["ci"], by_model[y][b]["ci"]),
+                })
+        tau = kendall_tau([by_model[x][m]["accuracy"] for m in common], [by_model[y][m]["accuracy"] for m in common])
+        taus.append({"readers": [x, y], "n_models": len(common), **tau})
+    moved = {}
+    if reference:
+        for r in readers:
+            if r == reference:
+                continue
+            moved[r] = sorted(m for m in by_model[r] if m in by_model[reference]
+                              and by_model[r][m]["rank"] != by_model[reference][m]["rank"])
+    return {"rankings": rankings, "flips": flips, "kendall_tau": taus, "reference": reference,
+            "rank_changes_vs_reference": moved}

@@ -1,0 +1,175 @@
+"""Inline SVG plots, drawn server-side from the numbers (no JavaScript, no CDN).
+
+Every function returns a complete <svg> element as a string. All text that comes from data
+(reader, model, benchmark names) goes through html.escape, so the result is safe to mark_safe.
+"""
+from __future__ import annotations
+
+from html import escape
+from typing import Any, Sequence
+
+FONT = 'font-family="system-ui, sans-serif" font-size="12"'
+INK, MUTED, GRID = "#1d2330", "#6b7383", "#d6dae2"
+REPORTED, FIXED, ACCENT = "#d9822b", "#1f6fb2", "#a61b1b"
+
+
+def _t(x: float, y: float, text: str, anchor: str = "start", fill: str = INK, extra: str = "") -> str:
+    return (f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}" fill="{fill}" {extra}>'
+            f"{escape(str(text))}</text>")
+
+
+def _svg(width: float, height: float, body: list[str], title: str) -> str:
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" role="img" width="{width:.0f}" height="{height:.0f}" '
+            f'viewBox="0 0 {width:.0f} {height:.0f}" {FONT}><title>{escape(title)}</title>'
+            + "".join(body) + "</svg>")
+
+
+def _short(text: str, n: int = 34) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def interval_chart(rows: Sequence[dict[str, Any]], *, title: str, label_width: int = 230, plot_width: int = 380) -> str:
+    """Dots with whiskers on a 0–100 % axis: rows of {"label", "value", "ci": [lo, hi] | None,
+    "note"} (values are fractions)."""
+    row_h, top = 22, 26
+    height = top + row_h * max(len(rows), 1) + 24
+    width = label_width + plot_width + 120
+    x0 = label_width
+
+    def x(v: float) -> float:
+        return x0 + max(0.0, min(1.0, v)) * plot_width
+
+    body = []
+    for tick in (0, 0.25, 0.5, 0.75, 1.0):
+        body.append(f'<line x1="{x(tick):.1f}" y1="{top - 6}" x2="{x(tick):.1f}" y2="{height - 22}" stroke="{GRID}"/>')
+        body.append(_t(x(tick), height - 8, f"{tick:.0%}", "middle", MUTED))
+    for i, r in enumerate(rows):
+        y = top + row_h * i + row_h / 2
+        body.append(_t(x0 - 8, y + 4, _short(r["label"]), "end"))
+        if r.get("value") is None:
+            body.append(_t(x0 + 4, y + 4, "–", fill=MUTED))
+            continue
+        if r.get("ci"):
+            lo, hi = r["ci"]
+            body.append(f'<line x1="{x(lo):.1f}" y1="{y:.1f}" x2="{x(hi):.1f}" y2="{y:.1f}" stroke="{FIXED}" stroke-width="2"/>')
+            for v in (lo, hi):
+                body.append(f'<line x1="{x(v):.1f}" y1="{y - 5:.1f}" x2="{x(v):.1f}" y2="{y + 5:.1f}" stroke="{FIXED}"/>')
+        body.append(f'<circle cx="{x(r["value"]):.1f}" cy="{y:.1f}" r="4" fill="{INK}"/>')
+        body.append(_t(x0 + plot_width + 10, y + 4, f"{r['value']:.1%}" + (f"  {r['note']}" if r.get("note") else ""),
+                       fill=MUTED))
+    return _svg(width, height, body, title)
+
+
+def gain_bars(comparisons: Sequence[dict[str, Any]], *, title: str = "Reported vs fixed gain per comparison") -> str:
+    """Per comparison: the reported gain (orange) and the fixed gain (blue), in points, and the share."""
+    label_w, plot_w, group_h, top = 250, 360, 34, 34
+    comps = list(comparisons)
+    values = [v for c in comps for v in (c.get("reported_gain"), c.get("fixed_gain")) if v is not None]
+    lo, hi = min([0.0] + values), max([1.0] + values)
+    span = hi - lo or 1.0
+    height = top + group_h * max(len(comps), 1) + 26
+    width = label_w + plot_w + 150
+
+    def x(v: float) -> float:
+        return label_w + (v - lo) / span * plot_w
+
+    body = [f'<rect x="{label_w}" y="6" width="10" height="10" fill="{REPORTED}"/>', _t(label_w + 14, 15, "reported gain"),
+            f'<rect x="{label_w + 120}" y="6" width="10" height="10" fill="{FIXED}"/>', _t(label_w + 134, 15, "fixed gain"),
+            f'<line x1="{x(0):.1f}" y1="{top - 6}" x2="{x(0):.1f}" y2="{height - 22}" stroke="{MUTED}"/>',
+            _t(x(lo), height - 8, f"{lo:+.0f}", "middle", MUTED), _t(x(hi), height - 8, f"{hi:+.0f} pts", "middle", MUTED)]
+    for i, c in enumerate(comps):
+        y = top + group_h * i
+        label = f"{c['model']} · {c['benchmark']} · {c['prompt'] or '-'} · {c['rl_checkpoint']}"
+        body.append(_t(label_w - 8, y + 17, _short(label, 40), "end", INK if c.get("eligible") else MUTED))
+        for j, (key, colour) in enumerate((("reported_gain", REPORTED), ("fixed_gain", FIXED))):
+            v = c.get(key)
+            if v is None:
+                continue
+            x1, x2 = sorted((x(0), x(v)))
+            body.append(f'<rect x="{x1:.1f}" y="{y + 4 + 13 * j:.1f}" width="{max(x2 - x1, 1):.1f}" height="11" '
+                        f'fill="{colour}"><title>{escape(key)}: {v:+.2f} points</title></rect>')
+        share = c.get("format_share")
+        note = f"share {share:.1%}" if share is not None else "share undefined"
+        if not c.get("eligible"):
+            note += " (not eligible)"
+        body.append(_t(label_w + plot_w + 10, y + 19, note, fill=INK if share is not None else ACCENT))
+    return _svg(width, height, body, title)
+
+
+def _blend(t: float) -> str:
+    """White → blue at t ∈ [0, 1]."""
+    t = max(0.0, min(1.0, t))
+    r, g, b = (int(255 + (c - 255) * t) for c in (0x1f, 0x6f, 0xb2))
+    return f"#{r:02x}{g:02x}{b:02x}"
+
+
+def heatmap(matrix: Sequence[Sequence[int]], *, title: str, row_title: str = "producer", col_title: str = "human",
+            labels: Sequence[str] = ("correct", "incorrect")) -> str:
+    """A confusion-matrix heat map; each cell shows its count and its share of all items."""
+    cell, left, top = 64, 96, 40
+    n = sum(sum(r) for r in matrix) or 1
+    peak = max(max(r) for r in matrix) or 1
+    width, height = left + cell * len(labels) + 16, top + cell * len(labels) + 28
+    body = [_t(left + cell * len(labels) / 2, 14, f"{col_title}", "middle", MUTED)]
+    for j, lab in enumerate(labels):
+        body.append(_t(left + cell * j + cell / 2, top - 8, lab, "middle"))
+    for i, lab in enumerate(labels):
+        body.append(_t(left - 6, top + cell * i + cell / 2 + 4, lab, "end"))
+        for j in range(len(labels)):
+            v = matrix[i][j]
+            fill = _blend(v / peak)
+            ink = "#ffffff" if v / peak > 0.55 else INK
+            x, y = left + cell * j, top + cell * i
+            name = {(0, 0): "TP", (0, 1): "FP (false accept)", (1, 0): "FN (false reject)", (1, 1): "TN"}.get((i, j), "")
+            body.append(f'<rect x="{x}" y="{y}" width="{cell}" height="{cell}" fill="{fill}" stroke="{GRID}">'
+                        f"<title>{escape(name)}: {v}</title></rect>")
+            body.append(_t(x + cell / 2, y + cell / 2, str(v), "middle", ink, 'font-weight="600"'))
+            body.append(_t(x + cell / 2, y + cell / 2 + 15, f"{v / n:.0%}", "middle", ink))
+    body.append(_t(8, top + cell * len(labels) + 20, f"rows: {row_title}", "start", MUTED))
+    return _svg(width, height, body, title)
+
+
+def slope_chart(rankings: dict[str, list[dict[str, Any]]], *, flipped: set[str], title: str = "Rank per reader") -> str:
+    """Models' ranks across readers (columns); models in a rank flip are drawn in the accent colour."""
+    readers = list(rankings)
+    models = sorted({r["model"] for rows in rankings.values() for r in rows})
+    if not readers or not models:
+        return _svg(300, 40, [_t(8, 24, "no rankings", fill=MUTED)], title)
+    col_w, left, right, top, row_h = 130, 210, 210, 44, 26
+    width = left + col_w * (len(readers) - 1) + right
+    height = top + row_h * len(models) + 10
+    rank_of = {reader: {r["model"]: r["rank"] for r in rows} for reader, rows in rankings.items()}
+    # Rows are drawn at each model's position in the reader's order, so tied models do not overlap
+    # (the labels give the competition rank). Ties keep the previous column's order, so a tie never
+    # draws a crossing that looks like a flip.
+    slot: dict[str, dict[str, int]] = {}
+    previous: dict[str, int] = {}
+    for reader in readers:
+        ordered = sorted(rankings[reader], key=lambda r: (r["rank"], previous.get(r["model"], 10**6), r["model"]))
+        slot[reader] = previous = {r["model"]: k + 1 for k, r in enumerate(ordered)}
+
+    def pos(i: int, model: str) -> tuple[float, float]:
+        return left + col_w * i, top + row_h * (slot[readers[i]][model] - 1)
+
+    body = []
+    for i, reader in enumerate(readers):
+        x = left + col_w * i
+        body.append(f'<line x1="{x}" y1="{top - 10}" x2="{x}" y2="{height - 10}" stroke="{GRID}"/>')
+        body.append(_t(x, 16 + (i % 2) * 13, _short(reader, 22), "middle"))
+    for model in models:
+        pts = [pos(i, model) for i, r in enumerate(readers) if model in rank_of[r]]
+        hot = model in flipped
+        colour, w = (ACCENT, 2.5) if hot else (MUTED, 1.2)
+        body.append(f'<polyline fill="none" stroke="{colour}" stroke-width="{w}" points="'
+                    + " ".join(f"{x:.1f},{y:.1f}" for x, y in pts) + f'"><title>{escape(model)}</title></polyline>')
+        for x, y in pts:
+            body.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3.5" fill="{colour}"/>')
+        first = next((i for i, r in enumerate(readers) if model in rank_of[r]), None)
+        last = next((i for i in reversed(range(len(readers))) if model in rank_of[readers[i]]), None)
+        if first is not None:
+            x, y = pos(first, model)
+            body.append(_t(x - 8, y + 4, f"{_short(model, 28)} ({rank_of[readers[first]][model]})", "end", colour))
+        if last is not None and last != first:
+            x, y = pos(last, model)
+            body.append(_t(x + 8, y + 4, f"({rank_of[readers[last]][model]}) {_short(model, 28)}", "start", colour))
+    return _svg(width, height, body, title)
