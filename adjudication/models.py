@@ -315,3 +315,33 @@ class FinalLabel(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["item", "-created_at"])]
+
+
+class AuditRun(models.Model):
+    """A metamorphic verifier audit (seed 001) of some readers on a dataset's distinct golds, run as
+    a Celery job. The report is kept in `summary` (readers.audit.runner's summary.json) so the page
+    never depends on files; the full outputs (verdicts.jsonl, the CSVs) are written to `out_dir`."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="audit_runs")
+    readers = models.JSONField(default=list, help_text="registry names of the audited readers")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    n_golds = models.PositiveIntegerField(default=0)
+    out_dir = models.CharField(max_length=500, blank=True, default="")
+    summary = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True, default="")
+    created_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"audit #{self.pk} of {self.dataset.name} ({self.status})"

@@ -9,5 +9,7 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/", include("adjudication.api_urls")),
     path("", include("adjudication.review_urls")),
+    path("", include("adjudication.analytics_urls")),
+    path("", include("adjudication.audit_urls")),
     path("", include("adjudication.urls")),
 ]

@@ -5,7 +5,7 @@ import pytest
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from adjudication.models import Dataset
+from adjudication.models import AuditRun, Dataset
 from adjudication.services.review import lease_claim_next
 
 from .conftest import make_user
@@ -41,6 +41,10 @@ MATRIX: dict[str, tuple[str, str, dict[str, str]]] = {
     "api/queues/<int:queue_id>/final-labels/": ("get", "/api/queues/{queue}/final-labels/", {"manager": OK}),
     "api/leases/<int:lease_id>/": ("get", "/api/leases/{lease}/", {"annotator": OK}),
     "api/leases/<int:lease_id>/label/": ("post", "/api/leases/{lease}/label/", {"annotator": "client_error"}),
+    "analytics/<int:dataset_id>/": ("get", "/analytics/{dataset}/", {"manager": OK}),
+    "analytics/<int:dataset_id>/<slug:table>.<slug:fmt>": ("get", "/analytics/{dataset}/agreement.csv", {"manager": OK}),
+    "audit/": ("get", "/audit/", {"manager": OK}),
+    "audit/<int:audit_id>/": ("get", "/audit/{audit}/", {"manager": OK}),
 }
 
 
@@ -67,6 +71,7 @@ def world(queue):
              "manager": make_user("man", "manager")}
     lease = lease_claim_next(queue=queue, annotator=users["annotator"]).lease
     ids = {"dataset": Dataset.objects.get().pk, "queue": queue.pk, "lease": lease.pk, "item": lease.item_id}
+    ids["audit"] = AuditRun.objects.create(dataset_id=ids["dataset"], readers=["strip-string"]).pk
     return users, ids
 
 

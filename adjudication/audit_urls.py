@@ -1,0 +1,9 @@
+from django.urls import path
+
+from . import audit_views as views
+
+app_name = "audit"
+urlpatterns = [
+    path("audit/", views.audit_home, name="home"),
+    path("audit/<int:audit_id>/", views.audit_report, name="report"),
+]
