@@ -42,7 +42,8 @@ def review_home(request: HttpRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def review_item(request: HttpRequest, lease_id: int) -> HttpResponse:
     _require(request, "annotator")
-    lease = get_object_or_404(Lease.objects.select_related("item__queue", "item__review_item__response__question"),
+    lease = get_object_or_404(Lease.objects.select_related("item__queue__policy",
+                                                            "item__review_item__response__question"),
                               pk=lease_id, annotator=request.user)
     if lease.completed_at is not None:
         return redirect("review:home")

@@ -13,13 +13,14 @@ from datetime import timedelta
 
 from django.contrib.auth.models import User
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Count, F, OuterRef, Q, Subquery
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from ..models import Dataset, FinalLabel, Label, Lease, QueueItem, Reading, ReviewItem, ReviewQueue, RoutingPolicy
 from .routing import review_items_route, routing_policy_create
 
-CLAIM_WINDOW = 25  # rows locked per claim attempt; others skip past them
+CLAIM_ATTEMPTS = 25  # rows tried (one locked at a time) per claim before reporting "busy"
 
 
 class ReviewError(Exception):
@@ -81,7 +82,11 @@ def _live(now):
 
 def lease_claim_next(*, queue: ReviewQueue, annotator: User) -> Claim:
     """The annotator's next item: an unfinished live lease first; else the highest-priority open
-    item they have not labelled or skipped, whose labels + live leases leave room."""
+    item they have not labelled or skipped, whose labels + live leases leave room.
+
+    One row is locked per attempt (LIMIT 1 FOR UPDATE SKIP LOCKED over the items with room), so
+    concurrent claims and label submissions do not queue behind a window of locked rows; the room
+    is re-counted under the lock, since the query's snapshot may predate a lease committed since."""
     now = timezone.now()
     with transaction.atomic():
         current = (Lease.objects.filter(_live(now), item__queue=queue, annotator=annotator)
@@ -89,27 +94,30 @@ def lease_claim_next(*, queue: ReviewQueue, annotator: User) -> Claim:
         if current is not None:
             return Claim(current)
         seen = Label.objects.filter(item__queue=queue, annotator=annotator).values("item_id")
-        open_items = (QueueItem.objects.filter(queue=queue, status=QueueItem.Status.OPEN,
-                                               label_count__lt=queue.overlap)
-                      .exclude(id__in=seen).order_by("-priority", "id"))
-        for item in open_items.select_for_update(skip_locked=True)[:CLAIM_WINDOW]:
+        live_leases = (Lease.objects.filter(_live(now), item=OuterRef("pk")).order_by()
+                       .values("item").annotate(n=Count("id")).values("n"))
+        with_room = (QueueItem.objects.filter(queue=queue, status=QueueItem.Status.OPEN,
+                                              label_count__lt=queue.overlap)
+                     .exclude(id__in=seen)
+                     .annotate(live=Coalesce(Subquery(live_leases), 0))
+                     .filter(label_count__lt=queue.overlap - F("live"))
+                     .order_by("-priority", "id"))
+        tried: list[int] = []
+        for _ in range(CLAIM_ATTEMPTS):
+            item = with_room.exclude(id__in=tried).select_for_update(skip_locked=True).first()
+            if item is None:
+                break
             live = Lease.objects.filter(_live(now), item=item).count()
             if item.label_count + live < queue.overlap:
                 lease = Lease.objects.create(item=item, annotator=annotator, claimed_at=now,
                                              expires_at=now + timedelta(seconds=queue.lease_seconds))
                 return Claim(lease)
-        # Nothing claimable among the rows we could lock. If rows exist that others held locked
-        # (or that our window did not reach), report busy rather than "done".
-        if open_items.exists() and _has_room(queue, open_items, now):
+            tried.append(item.pk)
+        # Nothing claimable among the rows we could lock. If items with room exist that others
+        # hold locked right now, report busy rather than "done".
+        if with_room.exclude(id__in=tried).exists():
             return Claim(None, busy=True)
         return Claim(None)
-
-
-def _has_room(queue: ReviewQueue, open_items, now) -> bool:
-    for item in open_items[:500]:
-        if item.label_count + Lease.objects.filter(_live(now), item=item).count() < queue.overlap:
-            return True
-    return False
 
 
 _SPACES = re.compile(r"\s+")
@@ -174,8 +182,8 @@ def label_submit(*, lease: Lease, annotator: User, kind: str, answer: str = "", 
     """Record the annotator's label for the leased item and complete the lease."""
     now = timezone.now()
     with transaction.atomic():
-        item = QueueItem.objects.select_for_update().select_related("queue", "review_item__response__question").get(
-            pk=lease.item_id)
+        item = (QueueItem.objects.select_for_update(of=("self",))  # not the queue, response, question rows
+                .select_related("queue", "review_item__response__question").get(pk=lease.item_id))
         lease = Lease.objects.select_for_update().get(pk=lease.pk)
         queue = item.queue
         if lease.annotator_id != annotator.id:
@@ -209,8 +217,8 @@ def label_revise(*, label: Label, annotator: User, kind: str, answer: str = "", 
                  confidence: int | None = None, note: str = "") -> Label:
     """A new label row revising the annotator's earlier one (the old row is kept)."""
     with transaction.atomic():
-        item = QueueItem.objects.select_for_update().select_related("queue", "review_item__response__question").get(
-            pk=label.item_id)
+        item = (QueueItem.objects.select_for_update(of=("self",))  # not the queue, response, question rows
+                .select_related("queue", "review_item__response__question").get(pk=label.item_id))
         if label.annotator_id != annotator.id:
             raise ReviewError("only the author can revise a label")
         if item.status == QueueItem.Status.ADJUDICATED:
@@ -251,8 +259,8 @@ def adjudication_queue(*, queue: ReviewQueue) -> list[tuple[QueueItem, float]]:
 def final_label_adjudicate(*, item: QueueItem, adjudicator: User, kind: str, answer: str = "", correctness: str = "",
                            error_type: str = "", notes: str = "", unresolved: bool = False) -> FinalLabel:
     with transaction.atomic():
-        item = QueueItem.objects.select_for_update().select_related("queue", "review_item__response__question").get(
-            pk=item.pk)
+        item = (QueueItem.objects.select_for_update(of=("self",))  # not the queue, response, question rows
+                .select_related("queue", "review_item__response__question").get(pk=item.pk))
         if item.status not in (QueueItem.Status.CONFLICT, QueueItem.Status.ADJUDICATED):
             raise ReviewError("only items whose labels conflict are adjudicated")
         if error_type not in FinalLabel.ErrorType.values:

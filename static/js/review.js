@@ -43,7 +43,16 @@
   }
 
   const form = $("#label-form");
-  if (!form) return;
+  if (!form) {
+    // Pages without a label form (the adjudicator's) still switch views with v, as they advertise.
+    document.addEventListener("keydown", (event) => {
+      if (["INPUT", "SELECT", "TEXTAREA"].includes(document.activeElement.tagName)) return;
+      if (event.key !== "v" || event.ctrlKey || event.metaKey || event.altKey) return;
+      const rendered = $("#response-rendered");
+      if (rendered) { event.preventDefault(); showView(rendered.hidden ? "rendered" : "source"); }
+    });
+    return;
+  }
   const free = $("#free-text");
   let skipping = false;
 
