@@ -67,9 +67,9 @@ def count_readings(url: str) -> int:
 def main() -> None:
     url = fresh_database("adjudication_bench_pipeline")
     env = service_env(url, BROKER)
-    # Each worker process runs its readers in READER_PROCESSES isolation processes; 2 lets one
-    # isolation process compute while its task's other half waits on the database.
-    env["READER_PROCESSES"] = os.environ.get("READER_PROCESSES", "2")
+    # Each worker process runs its readers in READER_PROCESSES isolation processes: 2 worker
+    # processes × 1 = the machine's 2 cores (the README's advice when concurrency = cores).
+    env["READER_PROCESSES"] = os.environ.get("READER_PROCESSES", "1")
     manage("migrate", "-v0", env=env)
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "in.jsonl"
