@@ -11,7 +11,12 @@ def has_role(user, role: str) -> bool:
         return False
     if user.is_superuser:
         return True
-    return user.groups.filter(name=role).exists()
+    # One query per request, not one per check: the user object lives as long as the request.
+    names = getattr(user, "_role_names", None)
+    if names is None:
+        names = frozenset(user.groups.values_list("name", flat=True))
+        user._role_names = names
+    return role in names
 
 
 def is_manager(user) -> bool:

@@ -24,6 +24,9 @@ SECURE_HSTS_SECONDS = int(env_str("SECURE_HSTS_SECONDS", default="0" if LOCAL el
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SESSION_COOKIE_HTTPONLY = True
+# Signed-cookie sessions: no session-table read and write on every request of every annotator
+# (a session holds only the login); signed with SECRET_KEY, HttpOnly, Secure in production.
+SESSION_ENGINE = "django.contrib.sessions.backends.signed_cookies"
 X_FRAME_OPTIONS = "DENY"
 
 AUTH_PASSWORD_VALIDATORS = [
