@@ -101,16 +101,17 @@ def _strip_wrappers(s: str) -> str:
                     continue
                 s, changed = inner, True
         m = _BOX_RE.match(s)
-        if m and s.endswith("}") and _matching_brace(s, m.end() - 1) == len(s) - 1:
+        if m and s.endswith("}") and matching_brace(s, m.end() - 1) == len(s) - 1:
             s, changed = s[m.end():-1].strip(), True
     return s
 
 
-def _matching_brace(s: str, open_idx: int) -> int:
-    """Index of the brace closing s[open_idx] (unescaped), or -1. Linear, bounded by len(s)."""
+def matching_brace(s: str, open_idx: int, limit: int | None = None) -> int:
+    """Index of the brace closing s[open_idx] (escaped \\{ \\} ignored), or -1. Linear: it looks no
+    further than `limit` (default: the end of s), so hostile nesting costs at most that much."""
     depth = 0
     i = open_idx
-    n = len(s)
+    n = len(s) if limit is None else min(limit, len(s))
     while i < n:
         c = s[i]
         if c == "\\":

@@ -909,7 +909,7 @@ def _math_boxes(region: str, limit: int, max_candidates: int) -> list[_Cand]:
 def _box_content(region: str, pos: int, limit: int) -> tuple[int, int] | None:
     """(start, end) of the box content whose opener is at/after `pos`. Bounded scan."""
     if pos < limit and region[pos] == "{":
-        close = _match_brace(region, pos, min(limit, pos + 5_000))
+        close = eq.matching_brace(region, pos, min(limit, pos + 5_000))
         if close < 0:
             return None
         return pos + 1, close
@@ -917,24 +917,6 @@ def _box_content(region: str, pos: int, limit: int) -> tuple[int, int] | None:
     if m:
         return pos + m.start(1), pos + m.end(1)
     return None
-
-
-def _match_brace(s: str, open_idx: int, limit: int) -> int:
-    depth = 0
-    i = open_idx
-    while i < limit:
-        c = s[i]
-        if c == "\\":
-            i += 2
-            continue
-        if c == "{":
-            depth += 1
-        elif c == "}":
-            depth -= 1
-            if depth == 0:
-                return i
-        i += 1
-    return -1
 
 
 def _math_phrases(region: str, limit: int, rx: re.Pattern[str], rule: str, max_candidates: int) -> list[_Cand]:

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..services.rows import Row, RowError, iter_rows
+from ..services.rows import Row, RowError, iter_json_lines, iter_rows
 from .bias import VERDICTS
 from .format_share import Observation, has_box
 
@@ -104,52 +104,33 @@ def agreement_records(path: Path) -> list[dict[str, Any]]:
     incorrect, or null (no usable human verdict: counted as excluded)."""
     out: list[dict[str, Any]] = []
     seen: dict[tuple[str, str], int] = {}
-    try:
-        handle = open(path, encoding="utf-8")
-    except OSError as exc:
-        raise InputError(path, f"cannot open: {exc.strerror}") from exc
-    with handle:
-        line_no = 0
-        while True:
-            try:
-                raw = handle.readline()
-            except UnicodeDecodeError as exc:
-                raise RowError(path, line_no + 1, None, f"not valid UTF-8 ({exc.reason})") from exc
-            if not raw:
-                break
-            line_no += 1
-            if not raw.strip():
-                continue
-            try:
-                obj = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise RowError(path, line_no, None, f"not valid JSON ({exc.msg} at column {exc.colno})") from exc
-            if not isinstance(obj, dict):
-                raise RowError(path, line_no, None, f"expected a JSON object, got {type(obj).__name__}")
-            for key in ("id", "producer", "verdict"):
-                if key not in obj or obj[key] is None:
-                    raise RowError(path, line_no, key, "missing required field")
-            if "human_verdict" not in obj:
-                raise RowError(path, line_no, "human_verdict", "missing required field (null if there is none)")
-            if not isinstance(obj["id"], (str, int)) or isinstance(obj["id"], bool):
-                raise RowError(path, line_no, "id", f"must be a string or an integer, got {type(obj['id']).__name__}")
-            if not isinstance(obj["producer"], str) or not obj["producer"].strip():
-                raise RowError(path, line_no, "producer", "must be a non-empty string")
-            if obj["verdict"] not in VERDICTS:
-                raise RowError(path, line_no, "verdict", f"must be one of {', '.join(VERDICTS)}, got {obj['verdict']!r}")
-            if obj["human_verdict"] not in (*BINARY, None):
-                raise RowError(path, line_no, "human_verdict",
-                               f"must be correct, incorrect or null, got {obj['human_verdict']!r}")
-            for key in AGREEMENT_OPTIONAL:
-                if obj.get(key) is not None and not isinstance(obj[key], str):
-                    raise RowError(path, line_no, key, f"must be a string, got {type(obj[key]).__name__}")
-            key = (str(obj["id"]), obj["producer"])
-            if key in seen:
-                raise RowError(path, line_no, "id", f"duplicate (id, producer) {key!r} (first seen on line {seen[key]})")
-            seen[key] = line_no
-            out.append({"id": str(obj["id"]), "producer": obj["producer"], "verdict": obj["verdict"],
-                        "human_verdict": obj["human_verdict"], **{k: obj.get(k) for k in AGREEMENT_OPTIONAL},
-                        "line": line_no})
+    for line_no, obj in iter_json_lines(path):
+        if not isinstance(obj, dict):
+            raise RowError(path, line_no, None, f"expected a JSON object, got {type(obj).__name__}")
+        for key in ("id", "producer", "verdict"):
+            if key not in obj or obj[key] is None:
+                raise RowError(path, line_no, key, "missing required field")
+        if "human_verdict" not in obj:
+            raise RowError(path, line_no, "human_verdict", "missing required field (null if there is none)")
+        if not isinstance(obj["id"], (str, int)) or isinstance(obj["id"], bool):
+            raise RowError(path, line_no, "id", f"must be a string or an integer, got {type(obj['id']).__name__}")
+        if not isinstance(obj["producer"], str) or not obj["producer"].strip():
+            raise RowError(path, line_no, "producer", "must be a non-empty string")
+        if obj["verdict"] not in VERDICTS:
+            raise RowError(path, line_no, "verdict", f"must be one of {', '.join(VERDICTS)}, got {obj['verdict']!r}")
+        if obj["human_verdict"] not in (*BINARY, None):
+            raise RowError(path, line_no, "human_verdict",
+                           f"must be correct, incorrect or null, got {obj['human_verdict']!r}")
+        for key in AGREEMENT_OPTIONAL:
+            if obj.get(key) is not None and not isinstance(obj[key], str):
+                raise RowError(path, line_no, key, f"must be a string, got {type(obj[key]).__name__}")
+        key = (str(obj["id"]), obj["producer"])
+        if key in seen:
+            raise RowError(path, line_no, "id", f"duplicate (id, producer) {key!r} (first seen on line {seen[key]})")
+        seen[key] = line_no
+        out.append({"id": str(obj["id"]), "producer": obj["producer"], "verdict": obj["verdict"],
+                    "human_verdict": obj["human_verdict"], **{k: obj.get(k) for k in AGREEMENT_OPTIONAL},
+                    "line": line_no})
     if not out:
         raise InputError(path, "no rows")
     return out

@@ -199,16 +199,9 @@ def lm_eval_row(obj: Any, path: Path, line: int, *, task: str, model: str, check
     )
 
 
-def iter_rows(path: Path, *, fmt: str = "canonical", model: str = "", checkpoint: str = "",
-              task: str | None = None) -> Iterator[Row]:
-    """Stream validated rows from a file; raises RowError at the first bad line."""
-    if fmt not in ("canonical", "lm-eval"):
-        raise ValueError(f"unknown format {fmt!r}")
-    if fmt == "lm-eval":
-        task = task or lm_eval_task_from_filename(path)
-        if not task:
-            raise RowError(path, 0, None, "cannot tell the task from the file name (expected samples_<task>_<date>.jsonl); pass --task")
-    seen: dict[str, int] = {}
+def iter_json_lines(path: Path) -> Iterator[tuple[int, Any]]:
+    """(line number, parsed JSON) per non-blank line, streaming; a file that cannot be opened,
+    bad UTF-8 or bad JSON raises RowError naming the file and the line."""
     try:
         handle = open(path, encoding="utf-8", newline="")
     except OSError as exc:
@@ -221,26 +214,39 @@ def iter_rows(path: Path, *, fmt: str = "canonical", model: str = "", checkpoint
             except UnicodeDecodeError as exc:
                 raise RowError(path, line_no + 1, None, f"not valid UTF-8 ({exc.reason})") from exc
             if not raw:
-                break
+                return
             line_no += 1
             if not raw.strip():
                 continue
             try:
-                obj = json.loads(raw)
+                yield line_no, json.loads(raw)
             except json.JSONDecodeError as exc:
                 raise RowError(path, line_no, None, f"not valid JSON ({exc.msg} at column {exc.colno})") from exc
-            if fmt == "canonical":
-                row = canonical_row(obj, path, line_no)
-            else:
-                row = lm_eval_row(obj, path, line_no, task=task or "", model=model, checkpoint=checkpoint)
-            if not row.model and model:
-                row = _replace(row, model=model)
-            if not row.checkpoint and checkpoint:
-                row = _replace(row, checkpoint=checkpoint)
-            if row.id in seen:
-                raise RowError(path, line_no, "id", f"duplicate id {row.id!r} (first seen on line {seen[row.id]})")
-            seen[row.id] = line_no
-            yield row
+
+
+def iter_rows(path: Path, *, fmt: str = "canonical", model: str = "", checkpoint: str = "",
+              task: str | None = None) -> Iterator[Row]:
+    """Stream validated rows from a file; raises RowError at the first bad line."""
+    if fmt not in ("canonical", "lm-eval"):
+        raise ValueError(f"unknown format {fmt!r}")
+    if fmt == "lm-eval":
+        task = task or lm_eval_task_from_filename(path)
+        if not task:
+            raise RowError(path, 0, None, "cannot tell the task from the file name (expected samples_<task>_<date>.jsonl); pass --task")
+    seen: dict[str, int] = {}
+    for line_no, obj in iter_json_lines(path):
+        if fmt == "canonical":
+            row = canonical_row(obj, path, line_no)
+        else:
+            row = lm_eval_row(obj, path, line_no, task=task or "", model=model, checkpoint=checkpoint)
+        if not row.model and model:
+            row = _replace(row, model=model)
+        if not row.checkpoint and checkpoint:
+            row = _replace(row, checkpoint=checkpoint)
+        if row.id in seen:
+            raise RowError(path, line_no, "id", f"duplicate id {row.id!r} (first seen on line {seen[row.id]})")
+        seen[row.id] = line_no
+        yield row
 
 
 def _replace(row: Row, **changes: Any) -> Row:

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Callable, Iterable
 
+from ..equivalence import matching_brace
+
 CERTIFIED = "CERTIFIED-EQUIV"
 CONTRACT_DEP = "CONTRACT-DEP"
 ADVERSARIAL = "ADVERSARIAL"
@@ -123,21 +125,7 @@ def _read_arg(s: str, i: int) -> tuple[str, int]:
 
 def match_brace(s: str, i: int) -> int:
     """Index of the "}" closing the "{" at s[i] (escaped \\{ \\} ignored), or -1."""
-    depth = 0
-    k = i
-    while k < len(s):
-        ch = s[k]
-        if ch == "\\":
-            k += 2
-            continue
-        if ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth == 0:
-                return k
-        k += 1
-    return -1
+    return matching_brace(s, i)
 
 
 @dataclass(frozen=True)
