@@ -80,11 +80,16 @@ def candidates_for(item: QueueItem, annotator: User) -> tuple[list[dict], list[t
 
 
 def _segments(text: str, start: int, end: int, spans: list[tuple[int, int, int]]) -> list[Segment]:
-    out, pos = [], start
-    for s, e, number in sorted(spans):
+    # Marks cannot overlap. Shorter spans are kept first, so that an answer nested inside another
+    # reader's long match (a boxed "C" inside "C. Then again \\boxed{C") still gets its mark.
+    chosen: list[tuple[int, int, int]] = []
+    for s, e, number in sorted(spans, key=lambda t: (t[1] - t[0], t[0])):
         s, e = max(s, start), min(e, end)
-        if s < pos or e <= s:
-            continue  # overlapping or outside this part
+        if e <= s or any(s < ce and cs < e for cs, ce, _ in chosen):
+            continue
+        chosen.append((s, e, number))
+    out, pos = [], start
+    for s, e, number in sorted(chosen):
         if s > pos:
             out.append(Segment(text[pos:s]))
         out.append(Segment(text[s:e], number))

@@ -132,3 +132,18 @@ def test_unresolved_adjudication(queue):
     final = final_label_adjudicate(item=item, adjudicator=adj, kind="", unresolved=True,
                                    error_type="ambiguous_response")
     assert final.provenance == FinalLabel.Provenance.UNRESOLVED
+
+
+def test_nested_candidate_spans_each_keep_a_mark():
+    from adjudication.review_selectors import response_parts
+
+    text = "So the answer is B. Then again \\boxed{C} it is."
+    outer = (text.index("B. Then"), text.index("{C}") + 2, 1)  # a long, greedy regex match
+    inner = (text.index("{C}") + 1, text.index("{C}") + 2, 2)
+    marks = [(seg.text, seg.mark) for part in response_parts(text, [outer, inner]) for seg in part.segments if seg.mark]
+    assert marks == [("C", 2)]
+    # disjoint spans are all marked, in text order
+    b = (text.index("B."), text.index("B.") + 1, 1)
+    marks = [(seg.text, seg.mark) for part in response_parts(text, [inner, b]) for seg in part.segments if seg.mark]
+    assert marks == [("B", 1), ("C", 2)]
+    assert "".join(seg.text for part in response_parts(text, [outer, inner]) for seg in part.segments) == text
