@@ -8,6 +8,7 @@ from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
 from .models import Dataset, FinalLabel, Label, Lease, QueueItem, ReviewQueue
@@ -60,6 +61,9 @@ def review_item(request: HttpRequest, lease_id: int) -> HttpResponse:
                              confidence=int(confidence) if confidence else None, note=request.POST.get("note", ""))
         except (ReviewError, ValueError) as exc:
             messages.error(request, str(exc))
+            if lease.expires_at <= timezone.now():
+                # The item went back to the pool and filled up: nothing to do here, take the next one.
+                return redirect(f"/review/?queue={lease.item.queue.name}")
             return redirect("review:item", lease_id=lease.pk)
         return redirect(f"/review/?queue={lease.item.queue.name}")
     return render(request, "review/item.html", item_page(lease=lease, annotator=request.user))

@@ -147,3 +147,19 @@ def test_nested_candidate_spans_each_keep_a_mark():
     marks = [(seg.text, seg.mark) for part in response_parts(text, [inner, b]) for seg in part.segments if seg.mark]
     assert marks == [("B", 1), ("C", 2)]
     assert "".join(seg.text for part in response_parts(text, [outer, inner]) for seg in part.segments) == text
+
+
+def test_a_refused_late_label_sends_the_annotator_on_to_the_next_item(queue):
+    from django.test import Client
+
+    a, b, c = (make_user(n, "annotator") for n in "abc")
+    la = lease_claim_next(queue=queue, annotator=a).lease
+    Lease.objects.filter(pk=la.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+    label_next(queue, b)
+    label_next(queue, c)
+    client = Client()
+    client.force_login(a)
+    resp = client.post(f"/review/item/{la.pk}/", {"kind": "option", "answer": "B"})
+    assert resp.status_code == 302 and resp["Location"].startswith("/review/?queue=")
+    nxt = client.get(resp["Location"])
+    assert nxt.status_code == 302 and f"/review/item/{la.pk}/" not in nxt["Location"]
