@@ -87,12 +87,18 @@ class Reader:
     upstream: ClassVar[str] = ""
     Config: ClassVar[type] = NoConfig
 
-    def __init__(self, config: Any | None = None, *, name: str | None = None) -> None:
+    def __init__(self, config: Any | None = None, *, name: str | None = None,
+                 contract: frozenset[str] | None = None, upstream: str | None = None) -> None:
         self.config = config if config is not None else self.Config()
+        # Named configs of one implementation (e.g. lm-eval's RegexFilter as "gsm8k-strict-match",
+        # or lm-eval's port of strip_string) carry their own registry name, and may claim another
+        # contract and cite another upstream than the class default.
         if name is not None:
-            # Named configs of one implementation (e.g. lm-eval's RegexFilter as
-            # "gsm8k-strict-match") carry their registry name as their identity.
             self.name = name  # type: ignore[misc]
+        if contract is not None:
+            self.contract = contract  # type: ignore[misc]
+        if upstream is not None:
+            self.upstream = upstream  # type: ignore[misc]
 
     @property
     def config_hash(self) -> str:

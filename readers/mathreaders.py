@@ -154,11 +154,7 @@ class MathVerifyReader(Reader):
 
     def __init__(self, config: MathVerifyConfig | None = None, *, name: str | None = None,
                  contract: frozenset[str] | None = None, upstream: str | None = None) -> None:
-        super().__init__(config, name=name)
-        if contract is not None:
-            self.contract = contract  # type: ignore[misc]
-        if upstream is not None:
-            self.upstream = upstream  # type: ignore[misc]
+        super().__init__(config, name=name, contract=contract, upstream=upstream)
         # LatexExtractionConfig is a frozen, hashable dataclass; math-verify caches its compiled
         # regexes per config object (lru_cache), so build the list once per reader.
         self._configs = _extraction_configs(self.config)
@@ -453,14 +449,6 @@ class StripStringReader(Reader):
     )
     Config = StripStringConfig
 
-    def __init__(self, config: StripStringConfig | None = None, *, name: str | None = None,
-                 contract: frozenset[str] | None = None, upstream: str | None = None) -> None:
-        super().__init__(config, name=name)
-        if contract is not None:
-            self.contract = contract  # type: ignore[misc]
-        if upstream is not None:
-            self.upstream = upstream  # type: ignore[misc]
-
     def _normalize(self, s: str) -> str | None:
         try:
             return strip_string(s, percent=self.config.percent, slash=self.config.slash)
@@ -632,12 +620,6 @@ class SympyCascadeReader(Reader):
         f"(|a-b| <= rel_tol*|gold|) -> simplify(parse_expr(a)-parse_expr(b)) == 0; sympy {SYMPY_VERSION}"
     )
     Config = CascadeConfig
-
-    def __init__(self, config: CascadeConfig | None = None, *, name: str | None = None,
-                 upstream: str | None = None) -> None:
-        super().__init__(config, name=name)
-        if upstream is not None:
-            self.upstream = upstream  # type: ignore[misc]
 
     # -- numeric step ------------------------------------------------------------------------
     def _number(self, s: str, parsed: dict[str, Any]) -> tuple[float, Fraction | None] | None:
