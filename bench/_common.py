@@ -39,4 +39,5 @@ def service_env(database_url: str, broker_url: str | None = None) -> dict[str, s
 
 
 def result(name: str, value: float) -> None:
-    print(f"RESULT {name} {value:.4g}", flush=True)
+    text = str(value) if isinstance(value, int) else f"{value:.4g}"
+    print(f"RESULT {name} {text}", flush=True)
