@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import json
 
-from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from judges.management.validation import save_validated
 from judges.models import Endpoint
 
 
@@ -69,11 +69,7 @@ class Command(BaseCommand):
             if not isinstance(body, dict):
                 raise CommandError("--extra-body must be a JSON object")
             endpoint.extra_body = body
-        try:
-            endpoint.full_clean()
-        except ValidationError as exc:
-            raise CommandError("; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items())) from None
-        endpoint.save()
+        save_validated(endpoint)
         self.stdout.write(f"{'added' if created else 'updated'} endpoint {endpoint.name}: {endpoint.model} at "
                           f"{endpoint.base_url}, concurrency {endpoint.max_concurrency}, "
                           f"rpm {endpoint.requests_per_minute or 'unlimited'}, timeout {endpoint.timeout_s:g}s, "

@@ -2,10 +2,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from judges import parsers, prompts
+from judges.management.validation import save_validated
 from judges.models import Endpoint, Judge
 from readers import registry as reader_registry
 
@@ -56,11 +56,7 @@ class Command(BaseCommand):
             if max_tokens < 1:
                 raise CommandError("--max-tokens must be at least 1")
             judge.max_tokens = max_tokens
-        try:
-            judge.full_clean()
-        except ValidationError as exc:
-            raise CommandError("; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items())) from None
-        judge.save()
+        save_validated(judge)
         self.stdout.write(f"{'added' if created else 'updated'} judge {judge.name}: template {judge.template}, "
                           f"parser {parsers.resolve(judge.parser, judge.template)}, endpoint {ep.name} ({ep.model}), "
                           f"temperature {judge.temperature:g}")
