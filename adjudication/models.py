@@ -270,6 +270,9 @@ class Label(models.Model):
         SKIPPED = "skipped", "skipped"
 
     item = models.ForeignKey(QueueItem, on_delete=models.CASCADE, related_name="labels")
+    # The item's queue, copied: an annotator's progress ("done", "remaining") is counted on every
+    # item page, and without it that count joins each of their labels to its item.
+    queue = models.ForeignKey(ReviewQueue, on_delete=models.CASCADE, related_name="+")
     annotator = models.ForeignKey("auth.User", on_delete=models.PROTECT, related_name="labels")
     kind = models.CharField(max_length=12, choices=Kind.choices)
     answer = VerbatimTextField(blank=True, default="")
@@ -283,9 +286,15 @@ class Label(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        indexes = [models.Index(fields=["item", "annotator", "-created_at"])]
+        indexes = [models.Index(fields=["item", "annotator", "-created_at"]),
+                   models.Index(fields=["queue", "annotator", "item"])]
         constraints = [CheckConstraint(condition=Q(confidence__isnull=True) | Q(confidence__gte=1, confidence__lte=5),
                                        name="label_confidence_1_5")]
+
+    def save(self, *args, **kwargs) -> None:
+        if self.queue_id is None and self.item_id is not None:
+            self.queue_id = self.item.queue_id
+        super().save(*args, **kwargs)
 
 
 class FinalLabel(models.Model):

@@ -6,13 +6,16 @@ import random
 import re
 import statistics
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from django.contrib.auth.models import User
+from django.db import connection
 from django.db.models import Count, Q
 from django.utils import timezone
 from markdown_it import MarkdownIt
 
-from .models import FinalLabel, Label, Lease, QueueItem, Reading, ReviewQueue
+from .models import FinalLabel, Label, Lease, Question, QueueItem, Reading, Response, ReviewQueue
+from .rawsql import fetch_all, fetch_one
 from .routing import MISSING, answer_key
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -55,27 +58,41 @@ def split_think(text: str) -> list[tuple[bool, int, int]]:
     return [r for r in regions if r[2] > r[1] or r[0]]
 
 
+_PANEL_READINGS_SQL = """
+    SELECT r.answer, r.normalized, r.verdict, r.span_start, r.span_end FROM adjudication_reading r
+    WHERE r.response_id = %s AND r.reader_spec_id IN (
+        SELECT p.readerspec_id FROM adjudication_routingpolicy_panel p WHERE p.routingpolicy_id = %s)
+    ORDER BY r.reader_spec_id"""
+_PANEL_READING_FIELDS = [Reading._meta.get_field(name) for name in
+                         ("answer", "normalized", "verdict", "span_start", "span_end")]
+
+
 def candidates_for(item: QueueItem, annotator: User) -> tuple[list[dict], list[tuple[int, int, int]]]:
+    return panel_candidates(response_id=item.review_item.response_id, policy_id=item.queue.policy_id,
+                            item_id=item.pk, annotator_id=annotator.pk)
+
+
+def panel_candidates(*, response_id: int, policy_id: int, item_id: int,
+                     annotator_id: int) -> tuple[list[dict], list[tuple[int, int, int]]]:
     """Distinct candidate answers of the routing panel, anonymised and shuffled per (item, annotator),
     with their spans in the response."""
-    readings = Reading.objects.filter(response=item.review_item.response_id,
-                                      reader_spec__in=item.queue.policy.panel.all())
     by_key: dict[str, dict] = {}
-    for r in readings:
-        if r.verdict in MISSING:
+    for answer, normalized, verdict, span_start, span_end in fetch_all(
+            _PANEL_READINGS_SQL, [response_id, policy_id], _PANEL_READING_FIELDS):
+        if verdict in MISSING:
             continue
-        key = answer_key(r.normalized if r.normalized is not None else r.answer)
+        key = answer_key(normalized if normalized is not None else answer)
         if not key:
             continue
-        entry = by_key.setdefault(key, {"answer": (r.answer or key).strip()[:200], "spans": set()})
-        if r.span_start is not None and r.span_end is not None and r.span_end > r.span_start:
-            entry["spans"].add((r.span_start, r.span_end))
+        entry = by_key.setdefault(key, {"answer": (answer or key).strip()[:200], "spans": set()})
+        if span_start is not None and span_end is not None and span_end > span_start:
+            entry["spans"].add((span_start, span_end))
     keys = sorted(by_key)
-    random.Random(f"{item.pk}:{annotator.pk}").shuffle(keys)
+    random.Random(f"{item_id}:{annotator_id}").shuffle(keys)
     cands, spans = [], []
     for number, key in enumerate(keys, start=1):
         cands.append({"number": number, "answer": by_key[key]["answer"]})
-        spans.extend((s, e, number) for s, e in by_key[key]["spans"])
+        spans.extend((s, e, number) for s, e in sorted(by_key[key]["spans"]))
     return cands, spans
 
 
@@ -107,19 +124,66 @@ def response_parts(text: str, spans: list[tuple[int, int, int]]) -> list[Part]:
     return parts
 
 
-def item_page(*, lease: Lease, annotator: User) -> dict:
-    item = lease.item
-    queue = item.queue
-    response = item.review_item.response
-    question = response.question
-    choices = [(LETTERS[i], text) for i, text in enumerate(question.choices)]
-    cands, spans = candidates_for(item, annotator) if queue.show_candidates else ([], [])
+@dataclass(frozen=True)
+class LeasedItem:
+    """What the annotator's item page needs, loaded in one statement (the page is the hot path of
+    the review loop). Blinded by construction: no run, model, checkpoint or reader columns."""
+
+    lease_id: int
+    item_id: int
+    claimed_at: datetime
+    expires_at: datetime
+    completed_at: datetime | None
+    queue_id: int
+    queue_name: str
+    overlap: int
+    show_candidates: bool
+    judge_correctness: bool
+    policy_id: int
+    response_id: int
+    response_text: str
+    question_text: str
+    choices: list
+    gold: str
+
+
+_LEASED_ITEM_SQL = """
+    SELECT l.id, l.item_id, l.claimed_at, l.expires_at, l.completed_at, q.id, q.name, q.overlap,
+           q.show_candidates, q.judge_correctness, q.policy_id, r.id, r.text, qu.text, qu.choices, qu.gold
+    FROM adjudication_lease l
+    JOIN adjudication_queueitem qi ON qi.id = l.item_id
+    JOIN adjudication_reviewqueue q ON q.id = qi.queue_id
+    JOIN adjudication_reviewitem ri ON ri.id = qi.review_item_id
+    JOIN adjudication_response r ON r.id = ri.response_id
+    JOIN adjudication_question qu ON qu.id = r.question_id
+    WHERE l.id = %s AND l.annotator_id = %s"""
+_LEASED_ITEM_FIELDS = [
+    *(Lease._meta.get_field(n) for n in ("id", "item", "claimed_at", "expires_at", "completed_at")),
+    *(ReviewQueue._meta.get_field(n) for n in ("id", "name", "overlap", "show_candidates", "judge_correctness",
+                                               "policy")),
+    *(Response._meta.get_field(n) for n in ("id", "text")),
+    *(Question._meta.get_field(n) for n in ("text", "choices", "gold")),
+]
+
+
+def leased_item(*, lease_id: int, annotator: User) -> LeasedItem | None:
+    """The annotator's own lease (None for anybody else's: a lease id reveals nothing)."""
+    row = fetch_one(_LEASED_ITEM_SQL, [lease_id, annotator.pk], _LEASED_ITEM_FIELDS)
+    return None if row is None else LeasedItem(*row)
+
+
+def item_page(*, leased: LeasedItem, annotator: User) -> dict:
+    choices = [(LETTERS[i], text) for i, text in enumerate(leased.choices)]
+    cands, spans = (panel_candidates(response_id=leased.response_id, policy_id=leased.policy_id,
+                                     item_id=leased.item_id, annotator_id=annotator.pk)
+                    if leased.show_candidates else ([], []))
     return {
-        "lease": lease, "queue_name": queue.name, "question": question.text, "choices": choices,
-        "is_mc": bool(choices), "parts": response_parts(response.text, spans), "candidates": cands,
-        "judge_correctness": queue.judge_correctness, "gold": question.gold if queue.judge_correctness else None,
-        "progress": annotator_progress(queue=queue, annotator=annotator),
-        "expires_at": lease.expires_at,
+        "lease_id": leased.lease_id, "queue_name": leased.queue_name, "question": leased.question_text,
+        "choices": choices, "is_mc": bool(choices), "parts": response_parts(leased.response_text, spans),
+        "candidates": cands, "judge_correctness": leased.judge_correctness,
+        "gold": leased.gold if leased.judge_correctness else None,
+        "progress": progress_counts(queue_id=leased.queue_id, overlap=leased.overlap, annotator_id=annotator.pk),
+        "expires_at": leased.expires_at,
     }
 
 
@@ -138,11 +202,30 @@ def current_labels_anonymous(item: QueueItem) -> list[dict]:
 REMAINING_CAP = 1000
 
 
+# One statement, two counts. Both read the annotator's labels in this queue from the (queue,
+# annotator, item) index, with no join; NOT IN (item_id is never null) lets PostgreSQL hash that
+# list once rather than probe the labels per open item. Open items are counted only up to
+# REMAINING_CAP + 1, so a 100,000-item queue costs what a 1,000-item one does.
+_PROGRESS_SQL = """
+    SELECT (SELECT count(DISTINCT lab.item_id) FROM adjudication_label lab
+            WHERE lab.queue_id = %(queue)s AND lab.annotator_id = %(annotator)s),
+           (SELECT count(*) FROM (
+                SELECT 1 FROM adjudication_queueitem qi
+                WHERE qi.queue_id = %(queue)s AND qi.status = 'open' AND qi.label_count < %(overlap)s
+                  AND qi.id NOT IN (SELECT lab.item_id FROM adjudication_label lab
+                                    WHERE lab.queue_id = %(queue)s AND lab.annotator_id = %(annotator)s)
+                LIMIT %(limit)s) open_items)"""
+
+
 def annotator_progress(*, queue: ReviewQueue, annotator: User) -> dict:
-    done = Label.objects.filter(item__queue=queue, annotator=annotator).values("item").distinct().count()
-    seen = Label.objects.filter(item__queue=queue, annotator=annotator).values("item_id")
-    remaining = (queue.items.filter(status=QueueItem.Status.OPEN, label_count__lt=queue.overlap)
-                 .exclude(id__in=seen).order_by()[:REMAINING_CAP + 1].count())
+    return progress_counts(queue_id=queue.pk, overlap=queue.overlap, annotator_id=annotator.pk)
+
+
+def progress_counts(*, queue_id: int, overlap: int, annotator_id: int) -> dict:
+    with connection.cursor() as cursor:
+        cursor.execute(_PROGRESS_SQL, {"queue": queue_id, "annotator": annotator_id, "overlap": overlap,
+                                       "limit": REMAINING_CAP + 1})
+        done, remaining = cursor.fetchone()
     return {"done": done, "remaining": min(remaining, REMAINING_CAP), "remaining_more": remaining > REMAINING_CAP}
 
 

@@ -3,18 +3,20 @@ from __future__ import annotations
 
 import csv
 import json
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
 from .models import Dataset, FinalLabel, Label, Lease, QueueItem, ReviewQueue
 from .permissions import has_role, is_manager
 from .review_selectors import (annotator_stats, candidates_for, current_labels_anonymous, final_labels, item_page,
-                               queue_status, response_parts)
+                               leased_item, queue_status, response_parts)
 from .services.review import (ReviewError, adjudication_queue, final_label_adjudicate, label_submit,
                               lease_claim_next, queue_create)
 
@@ -40,18 +42,23 @@ def review_home(request: HttpRequest) -> HttpResponse:
     return render(request, "review/done.html", {"busy": busy, "queues": [q.name for q in queues]})
 
 
+def _next_item_url(queue_name: str) -> str:
+    return f"{reverse('review:home')}?{urlencode({'queue': queue_name})}"
+
+
 @require_http_methods(["GET", "POST"])
 def review_item(request: HttpRequest, lease_id: int) -> HttpResponse:
     _require(request, "annotator")
-    lease = get_object_or_404(Lease.objects.select_related("item__queue__policy",
-                                                            "item__review_item__response__question"),
-                              pk=lease_id, annotator=request.user)
-    if lease.completed_at is not None:
+    leased = leased_item(lease_id=lease_id, annotator=request.user)
+    if leased is None:
+        raise Http404("no such lease of yours")
+    if leased.completed_at is not None:
         return redirect("review:home")
     if request.method == "POST":
-        action = request.POST.get("action", "label")
+        lease = Lease(id=leased.lease_id, item_id=leased.item_id, annotator=request.user,
+                      claimed_at=leased.claimed_at, expires_at=leased.expires_at)
         try:
-            if action == "skip":
+            if request.POST.get("action", "label") == "skip":
                 label_submit(lease=lease, annotator=request.user, kind=Label.Kind.SKIPPED,
                              skip_reason=request.POST.get("skip_reason", ""), note=request.POST.get("note", ""))
             else:
@@ -61,12 +68,12 @@ def review_item(request: HttpRequest, lease_id: int) -> HttpResponse:
                              confidence=int(confidence) if confidence else None, note=request.POST.get("note", ""))
         except (ReviewError, ValueError) as exc:
             messages.error(request, str(exc))
-            if lease.expires_at <= timezone.now():
+            if leased.expires_at <= timezone.now():
                 # The item went back to the pool and filled up: nothing to do here, take the next one.
-                return redirect(f"/review/?queue={lease.item.queue.name}")
-            return redirect("review:item", lease_id=lease.pk)
-        return redirect(f"/review/?queue={lease.item.queue.name}")
-    return render(request, "review/item.html", item_page(lease=lease, annotator=request.user))
+                return redirect(_next_item_url(leased.queue_name))
+            return redirect("review:item", lease_id=leased.lease_id)
+        return redirect(_next_item_url(leased.queue_name))
+    return render(request, "review/item.html", item_page(leased=leased, annotator=request.user))
 
 
 def adjudicate_list(request: HttpRequest) -> HttpResponse:

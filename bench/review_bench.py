@@ -48,8 +48,8 @@ from _common import ROOT, fresh_database, manage, result, service_env  # noqa: E
 N = int(os.environ.get("BENCH_ROWS", "100000"))
 ANNOTATORS = int(os.environ.get("BENCH_ANNOTATORS", "10"))
 ITERATIONS = int(os.environ.get("BENCH_ITERATIONS", "40"))
-WORKERS = os.environ.get("BENCH_WORKERS", "3")
-THREADS = os.environ.get("BENCH_THREADS", "4")
+WORKERS = os.environ.get("BENCH_WORKERS", "")  # default: config/gunicorn.conf.py's
+THREADS = os.environ.get("BENCH_THREADS", "")
 # The RESULT comes from the closed loop (no pause at all between an annotator's requests: a
 # throughput-bound worst case). A second, informational pass pauses THINK_MS on each item page
 # before submitting (a human takes seconds), so it measures latency without saturating the CPUs.
@@ -257,12 +257,16 @@ def p95(values: list[float]) -> float:
 
 
 def start_server(env: dict[str, str], port: int, log: Path) -> subprocess.Popen:
+    """The deployment's gunicorn (config/gunicorn.conf.py, as docker-compose runs it), DEBUG off."""
     server_env = dict(env, DEBUG="0", ALLOWED_HOSTS="127.0.0.1", SECURE_SSL_REDIRECT="0",
-                      SESSION_COOKIE_SECURE="0", CSRF_COOKIE_SECURE="0")
+                      SESSION_COOKIE_SECURE="0", CSRF_COOKIE_SECURE="0", GUNICORN_BIND=f"127.0.0.1:{port}",
+                      GUNICORN_LOGLEVEL="warning")
+    if WORKERS:
+        server_env["GUNICORN_WORKERS"] = WORKERS
+    if THREADS:
+        server_env["GUNICORN_THREADS"] = THREADS
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "config.wsgi:application", "--bind", f"127.0.0.1:{port}",
-         "--worker-class", "gthread", "--workers", WORKERS, "--threads", THREADS, "--keep-alive", "30",
-         "--log-level", "warning"],
+        [sys.executable, "-m", "gunicorn", "-c", str(ROOT / "config" / "gunicorn.conf.py"), "config.wsgi:application"],
         env=server_env, cwd=ROOT, stdout=open(log, "w"), stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:

@@ -12,12 +12,13 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.contrib.auth.models import User
-from django.db import transaction
-from django.db.models import Count, F, OuterRef, Q, Subquery
-from django.db.models.functions import Coalesce
+from django.db import connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
-from ..models import Dataset, FinalLabel, Label, Lease, QueueItem, Reading, ReviewItem, ReviewQueue, RoutingPolicy
+from ..models import (Dataset, FinalLabel, Label, Lease, Question, QueueItem, Reading, ReviewItem, ReviewQueue,
+                      RoutingPolicy)
+from ..rawsql import convert_row, fetch_one
 from .routing import review_items_route, routing_policy_create
 
 CLAIM_ATTEMPTS = 25  # rows tried (one locked at a time) per claim before reporting "busy"
@@ -80,6 +81,34 @@ def _live(now):
     return Q(completed_at__isnull=True, expires_at__gt=now)
 
 
+# Raw SQL: the claim runs on every "next item", and building these statements through the ORM
+# cost more CPU than PostgreSQL spends executing them (bench/review_bench.py).
+_CURRENT_LEASE_SQL = """
+    SELECT l.id FROM adjudication_lease l
+    JOIN adjudication_queueitem qi ON qi.id = l.item_id
+    WHERE qi.queue_id = %(queue)s AND l.annotator_id = %(annotator)s
+      AND l.completed_at IS NULL AND l.expires_at > %(now)s
+    ORDER BY l.claimed_at, l.id LIMIT 1"""
+_WITH_ROOM_SQL = """
+    SELECT qi.id FROM adjudication_queueitem qi
+    WHERE qi.queue_id = %(queue)s AND qi.status = 'open' AND qi.label_count < %(overlap)s
+      AND NOT EXISTS (SELECT 1 FROM adjudication_label lab
+                      WHERE lab.item_id = qi.id AND lab.annotator_id = %(annotator)s)
+      AND qi.label_count + (SELECT count(*) FROM adjudication_lease l
+                            WHERE l.item_id = qi.id AND l.completed_at IS NULL AND l.expires_at > %(now)s)
+          < %(overlap)s"""
+_BY_PRIORITY = " ORDER BY qi.priority DESC, qi.id LIMIT 1"
+# A statement of its own, so that under READ COMMITTED it counts the leases committed while we
+# waited for the row lock: the candidate query's snapshot may predate them.
+_LEASE_IF_ROOM_SQL = """
+    INSERT INTO adjudication_lease (item_id, annotator_id, claimed_at, expires_at, completed_at)
+    SELECT qi.id, %(annotator)s, %(now)s, %(expires)s, NULL FROM adjudication_queueitem qi
+    WHERE qi.id = %(item)s AND qi.label_count + (
+        SELECT count(*) FROM adjudication_lease l
+        WHERE l.item_id = qi.id AND l.completed_at IS NULL AND l.expires_at > %(now)s) < %(overlap)s
+    RETURNING id"""
+
+
 def lease_claim_next(*, queue: ReviewQueue, annotator: User) -> Claim:
     """The annotator's next item: an unfinished live lease first; else the highest-priority open
     item they have not labelled or skipped, whose labels + live leases leave room.
@@ -88,36 +117,38 @@ def lease_claim_next(*, queue: ReviewQueue, annotator: User) -> Claim:
     concurrent claims and label submissions do not queue behind a window of locked rows; the room
     is re-counted under the lock, since the query's snapshot may predate a lease committed since."""
     now = timezone.now()
-    with transaction.atomic():
-        current = (Lease.objects.filter(_live(now), item__queue=queue, annotator=annotator)
-                   .select_related("item").order_by("claimed_at").first())
-        if current is not None:
-            return Claim(current)
-        seen = Label.objects.filter(item__queue=queue, annotator=annotator).values("item_id")
-        live_leases = (Lease.objects.filter(_live(now), item=OuterRef("pk")).order_by()
-                       .values("item").annotate(n=Count("id")).values("n"))
-        with_room = (QueueItem.objects.filter(queue=queue, status=QueueItem.Status.OPEN,
-                                              label_count__lt=queue.overlap)
-                     .exclude(id__in=seen)
-                     .annotate(live=Coalesce(Subquery(live_leases), 0))
-                     .filter(label_count__lt=queue.overlap - F("live"))
-                     .order_by("-priority", "id"))
+    expires = now + timedelta(seconds=queue.lease_seconds)
+    adapt = connection.ops.adapt_datetimefield_value
+    params = {"queue": queue.pk, "annotator": annotator.pk, "now": adapt(now), "overlap": queue.overlap,
+              "expires": adapt(expires)}
+    lock = " FOR UPDATE SKIP LOCKED" if connection.features.has_select_for_update_skip_locked else ""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(_CURRENT_LEASE_SQL, params)
+        row = cursor.fetchone()
+        if row is not None:
+            return Claim(Lease.objects.get(pk=row[0]))
         tried: list[int] = []
+
+        def with_room() -> str:
+            # Rows whose room ran out under our lock are passed over in the next attempt.
+            not_tried = "".join(f" AND qi.id <> {int(pk)}" for pk in tried)
+            return _WITH_ROOM_SQL + not_tried + _BY_PRIORITY
+
         for _ in range(CLAIM_ATTEMPTS):
-            item = with_room.exclude(id__in=tried).select_for_update(skip_locked=True).first()
-            if item is None:
+            cursor.execute(with_room() + lock, params)
+            row = cursor.fetchone()
+            if row is None:
                 break
-            live = Lease.objects.filter(_live(now), item=item).count()
-            if item.label_count + live < queue.overlap:
-                lease = Lease.objects.create(item=item, annotator=annotator, claimed_at=now,
-                                             expires_at=now + timedelta(seconds=queue.lease_seconds))
-                return Claim(lease)
-            tried.append(item.pk)
+            cursor.execute(_LEASE_IF_ROOM_SQL, {**params, "item": row[0]})
+            granted = cursor.fetchone()
+            if granted is not None:
+                return Claim(Lease(id=granted[0], item_id=row[0], annotator=annotator, claimed_at=now,
+                                   expires_at=expires))
+            tried.append(row[0])
         # Nothing claimable among the rows we could lock. If items with room exist that others
         # hold locked right now, report busy rather than "done".
-        if with_room.exclude(id__in=tried).exists():
-            return Claim(None, busy=True)
-        return Claim(None)
+        cursor.execute(with_room(), params)
+        return Claim(None, busy=cursor.fetchone() is not None)
 
 
 _SPACES = re.compile(r"\s+")
@@ -151,12 +182,41 @@ def agreement(labels: list[Label], judge_correctness: bool) -> float:
     return counts.most_common(1)[0][1] / len(labels)
 
 
-def _validate(queue: ReviewQueue, item: QueueItem, kind: str, answer: str, correctness: str,
+_LOCK_ITEM_SQL = """
+    SELECT qi.id, qi.queue_id, qi.review_item_id, qi.priority, qi.label_count, qi.status,
+           q.id, q.name, q.overlap, q.judge_correctness, qu.choices
+    FROM adjudication_queueitem qi
+    JOIN adjudication_reviewqueue q ON q.id = qi.queue_id
+    JOIN adjudication_reviewitem ri ON ri.id = qi.review_item_id
+    JOIN adjudication_response r ON r.id = ri.response_id
+    JOIN adjudication_question qu ON qu.id = r.question_id
+    WHERE qi.id = %s"""
+_ITEM_COLUMNS = ["id", "queue_id", "review_item_id", "priority", "label_count", "status"]
+_QUEUE_COLUMNS = ["id", "name", "overlap", "judge_correctness"]
+_LOCK_ITEM_FIELDS = [*(QueueItem._meta.get_field(n.removesuffix("_id")) for n in _ITEM_COLUMNS),
+                     *(ReviewQueue._meta.get_field(n) for n in _QUEUE_COLUMNS),
+                     Question._meta.get_field("choices")]
+
+
+def _lock_item(item_id: int) -> tuple[QueueItem, list]:
+    """The item, locked (only its own row: not the queue, response or question), with its queue
+    (the fields labelling needs; others load on access) and the question's options.
+    Must run inside a transaction."""
+    lock = " FOR UPDATE OF qi" if connection.features.has_select_for_update_of else ""
+    row = fetch_one(_LOCK_ITEM_SQL + lock, [item_id], _LOCK_ITEM_FIELDS)
+    if row is None:
+        raise QueueItem.DoesNotExist(f"queue item {item_id}")
+    n = len(_ITEM_COLUMNS)
+    item = QueueItem.from_db("default", _ITEM_COLUMNS, row[:n])
+    item.queue = ReviewQueue.from_db("default", _QUEUE_COLUMNS, row[n:n + len(_QUEUE_COLUMNS)])
+    return item, row[-1]
+
+
+def _validate(queue: ReviewQueue, choices: list, kind: str, answer: str, correctness: str,
               confidence: int | None) -> str:
     if kind not in Label.Kind.values:
         raise ReviewError(f"unknown label kind {kind!r}")
     if kind == Label.Kind.OPTION:
-        choices = item.review_item.response.question.choices
         letter = answer.strip().strip("()").strip().upper()
         letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"[: len(choices)]
         if len(letter) != 1 or letter not in letters:
@@ -177,35 +237,47 @@ def _validate(queue: ReviewQueue, item: QueueItem, kind: str, answer: str, corre
     return answer
 
 
+_LOCK_LEASE_SQL = """
+    SELECT l.annotator_id, l.claimed_at, l.expires_at, l.completed_at,
+           EXISTS (SELECT 1 FROM adjudication_label lab
+                   WHERE lab.item_id = l.item_id AND lab.annotator_id = %(annotator)s)
+    FROM adjudication_lease l WHERE l.id = %(lease)s"""
+_LOCK_LEASE_FIELDS = [Lease._meta.get_field(n) for n in ("annotator", "claimed_at", "expires_at", "completed_at")]
+
+
 def label_submit(*, lease: Lease, annotator: User, kind: str, answer: str = "", correctness: str = "",
                  confidence: int | None = None, note: str = "", skip_reason: str = "") -> Label:
     """Record the annotator's label for the leased item and complete the lease."""
     now = timezone.now()
+    lock = " FOR UPDATE OF l" if connection.features.has_select_for_update_of else ""
     with transaction.atomic():
-        item = (QueueItem.objects.select_for_update(of=("self",))  # not the queue, response, question rows
-                .select_related("queue", "review_item__response__question").get(pk=lease.item_id))
-        lease = Lease.objects.select_for_update().get(pk=lease.pk)
+        item, choices = _lock_item(lease.item_id)
         queue = item.queue
-        if lease.annotator_id != annotator.id:
+        with connection.cursor() as cursor:
+            cursor.execute(_LOCK_LEASE_SQL + lock, {"annotator": annotator.pk, "lease": lease.pk})
+            row = cursor.fetchone()
+        if row is None:
+            raise ReviewError("no such lease")
+        annotator_id, claimed_at, expires_at, completed_at = convert_row(row[:4], _LOCK_LEASE_FIELDS)
+        if annotator_id != annotator.id:
             raise ReviewError("this item is leased to someone else")
-        if lease.completed_at is not None:
+        if completed_at is not None:
             raise ReviewError("this item was already labelled; revise the label instead")
-        if Label.objects.filter(item=item, annotator=annotator).exists():
+        if row[4]:
             raise ReviewError("you have already labelled this item")
-        if lease.expires_at <= now and kind != Label.Kind.SKIPPED:
+        if expires_at <= now and kind != Label.Kind.SKIPPED:
             # An expired lease went back to the pool; honour it only if the item still has room.
             others = Lease.objects.filter(_live(now), item=item).exclude(annotator=annotator).count()
             if item.label_count + others >= queue.overlap:
                 raise ReviewError("your lease expired and the item has been labelled by others meanwhile")
-        answer = _validate(queue, item, kind, answer, correctness, confidence)
+        answer = _validate(queue, choices, kind, answer, correctness, confidence)
         if kind == Label.Kind.SKIPPED and not skip_reason.strip():
             raise ReviewError("a skip needs a reason")
         label = Label.objects.create(
-            item=item, annotator=annotator, kind=kind, answer=answer, correctness=correctness,
+            item=item, queue=queue, annotator=annotator, kind=kind, answer=answer, correctness=correctness,
             confidence=confidence, note=note, skip_reason=skip_reason.strip(),
-            seconds_spent=(now - lease.claimed_at).total_seconds())
-        lease.completed_at = now
-        lease.save(update_fields=["completed_at"])
+            seconds_spent=(now - claimed_at).total_seconds())
+        Lease.objects.filter(pk=lease.pk).update(completed_at=now)
         if kind != Label.Kind.SKIPPED:
             item.label_count += 1
             _settle(item, queue)
@@ -217,15 +289,14 @@ def label_revise(*, label: Label, annotator: User, kind: str, answer: str = "", 
                  confidence: int | None = None, note: str = "") -> Label:
     """A new label row revising the annotator's earlier one (the old row is kept)."""
     with transaction.atomic():
-        item = (QueueItem.objects.select_for_update(of=("self",))  # not the queue, response, question rows
-                .select_related("queue", "review_item__response__question").get(pk=label.item_id))
+        item, choices = _lock_item(label.item_id)
         if label.annotator_id != annotator.id:
             raise ReviewError("only the author can revise a label")
         if item.status == QueueItem.Status.ADJUDICATED:
             raise ReviewError("the item is adjudicated; ask an adjudicator")
         if kind == Label.Kind.SKIPPED:
             raise ReviewError("a label cannot be revised into a skip")
-        answer = _validate(item.queue, item, kind, answer, correctness, confidence)
+        answer = _validate(item.queue, choices, kind, answer, correctness, confidence)
         new = Label.objects.create(item=item, annotator=annotator, kind=kind, answer=answer, correctness=correctness,
                                    confidence=confidence, note=note, revises=label)
         if label.kind == Label.Kind.SKIPPED:
@@ -259,8 +330,7 @@ def adjudication_queue(*, queue: ReviewQueue) -> list[tuple[QueueItem, float]]:
 def final_label_adjudicate(*, item: QueueItem, adjudicator: User, kind: str, answer: str = "", correctness: str = "",
                            error_type: str = "", notes: str = "", unresolved: bool = False) -> FinalLabel:
     with transaction.atomic():
-        item = (QueueItem.objects.select_for_update(of=("self",))  # not the queue, response, question rows
-                .select_related("queue", "review_item__response__question").get(pk=item.pk))
+        item, choices = _lock_item(item.pk)
         if item.status not in (QueueItem.Status.CONFLICT, QueueItem.Status.ADJUDICATED):
             raise ReviewError("only items whose labels conflict are adjudicated")
         if error_type not in FinalLabel.ErrorType.values:
@@ -270,7 +340,7 @@ def final_label_adjudicate(*, item: QueueItem, adjudicator: User, kind: str, ans
         elif kind == Label.Kind.SKIPPED:
             raise ReviewError("a final label cannot be a skip")
         else:
-            answer = _validate(item.queue, item, kind, answer, correctness, None)
+            answer = _validate(item.queue, choices, kind, answer, correctness, None)
         final = FinalLabel.objects.create(
             item=item, kind=kind, answer=answer, correctness=correctness, error_type=error_type, notes=notes,
             provenance=FinalLabel.Provenance.UNRESOLVED if unresolved else FinalLabel.Provenance.ADJUDICATED,
