@@ -52,3 +52,20 @@ def test_a_production_database_without_a_secret_key_refuses_to_start():
 def test_debug_and_allowed_hosts_come_from_the_environment():
     out = json.loads(settings_with(DATABASE_URL="postgres://u@db/prod", DEBUG="1", ALLOWED_HOSTS="a.example,b.example").stdout)
     assert out["debug"] is True and out["hosts"] == ["a.example", "b.example"] and out["ssl"] is False
+
+
+def test_postgres_prepares_statements_unless_told_not_to():
+    probe = ("import django, json; django.setup(); from django.conf import settings as s; "
+             "print(json.dumps(s.DATABASES['default'].get('OPTIONS', {})))")
+
+    def options(**env: str) -> dict:
+        clean = {k: v for k, v in os.environ.items() if k not in VARS and k != "DATABASE_SERVER_SIDE_BINDING"}
+        clean.update(env, DJANGO_SETTINGS_MODULE="config.settings", PYTHONPATH=str(ROOT))
+        proc = subprocess.run([sys.executable, "-c", probe], env=clean, cwd=ROOT, capture_output=True, text=True,
+                              timeout=60)
+        return json.loads(proc.stdout)
+
+    prod = {"DATABASE_URL": "postgres://u@db/prod", "SECRET_KEY": "s"}
+    assert options(**prod) == {"server_side_binding": True, "prepare_threshold": 5}
+    # Behind PgBouncer in transaction mode, prepared statements break: one variable turns them off.
+    assert options(**prod, DATABASE_SERVER_SIDE_BINDING="0") == {}

@@ -12,9 +12,9 @@ else:
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # Server-side parameters let psycopg prepare a statement after its 5th run on a connection
     # (connections persist, CONN_MAX_AGE): PostgreSQL then skips parsing and planning, which for
-    # the review loop's joins cost more than executing them (bench/review_bench.py: its CPU per
-    # labelled item halved). Not compatible with PgBouncer in transaction mode: set
-    # DATABASE_SERVER_SIDE_BINDING=0 behind one.
+    # the review item page's five-way join took 3-4 ms against 0.4 ms to execute it (EXPLAIN
+    # ANALYZE on bench/review_bench.py's data). Prepared statements break behind PgBouncer in
+    # transaction mode: set DATABASE_SERVER_SIDE_BINDING=0 there.
     if env_bool("DATABASE_SERVER_SIDE_BINDING", default=True):
         # Django turns psycopg's automatic preparation off (prepare_threshold None) unless asked.
         DATABASES["default"].setdefault("OPTIONS", {}).update(server_side_binding=True, prepare_threshold=5)
