@@ -11,7 +11,7 @@ from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.models import User
 from django.db import connections, router
 
-from .rawsql import convert_row
+from .rawsql import convert_row, execute
 
 _FIELDS = list(User._meta.concrete_fields)
 _ATTNAMES = [f.attname for f in _FIELDS]
@@ -28,7 +28,7 @@ class RoleModelBackend(ModelBackend):
         columns = ", ".join(f"u.{quote(f.column)}" for f in _FIELDS)
         # One row per group (or one row with a NULL name for a user without any).
         with connections[alias].cursor() as cursor:
-            cursor.execute(f"SELECT {columns}, g.name FROM auth_user u "
+            execute(cursor, f"SELECT {columns}, g.name FROM auth_user u "
                            "LEFT JOIN auth_user_groups ug ON ug.user_id = u.id "
                            "LEFT JOIN auth_group g ON g.id = ug.group_id WHERE u.id = %s", [user_id])
             rows = cursor.fetchall()

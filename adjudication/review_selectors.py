@@ -15,7 +15,7 @@ from django.utils import timezone
 from markdown_it import MarkdownIt
 
 from .models import FinalLabel, Label, Lease, Question, QueueItem, Reading, Response, ReviewQueue
-from .rawsql import fetch_all, fetch_one
+from .rawsql import execute, fetch_all, fetch_one
 from .routing import MISSING, answer_key
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -223,7 +223,7 @@ def annotator_progress(*, queue: ReviewQueue, annotator: User) -> dict:
 
 def progress_counts(*, queue_id: int, overlap: int, annotator_id: int) -> dict:
     with connection.cursor() as cursor:
-        cursor.execute(_PROGRESS_SQL, {"queue": queue_id, "annotator": annotator_id, "overlap": overlap,
+        execute(cursor, _PROGRESS_SQL, {"queue": queue_id, "annotator": annotator_id, "overlap": overlap,
                                        "limit": REMAINING_CAP + 1})
         done, remaining = cursor.fetchone()
     return {"done": done, "remaining": min(remaining, REMAINING_CAP), "remaining_more": remaining > REMAINING_CAP}

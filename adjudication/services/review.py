@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from ..models import (Dataset, FinalLabel, Label, Lease, Question, QueueItem, Reading, ReviewItem, ReviewQueue,
                       RoutingPolicy)
-from ..rawsql import convert_row, fetch_one
+from ..rawsql import convert_row, execute, fetch_one
 from .routing import review_items_route, routing_policy_create
 
 CLAIM_ATTEMPTS = 25  # rows tried (one locked at a time) per claim before reporting "busy"
@@ -123,7 +123,7 @@ def lease_claim_next(*, queue: ReviewQueue, annotator: User) -> Claim:
               "expires": adapt(expires)}
     lock = " FOR UPDATE SKIP LOCKED" if connection.features.has_select_for_update_skip_locked else ""
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(_CURRENT_LEASE_SQL, params)
+        execute(cursor, _CURRENT_LEASE_SQL, params)
         row = cursor.fetchone()
         if row is not None:
             return Claim(Lease.objects.get(pk=row[0]))
@@ -135,11 +135,11 @@ def lease_claim_next(*, queue: ReviewQueue, annotator: User) -> Claim:
             return _WITH_ROOM_SQL + not_tried + _BY_PRIORITY
 
         for _ in range(CLAIM_ATTEMPTS):
-            cursor.execute(with_room() + lock, params)
+            execute(cursor, with_room() + lock, params)
             row = cursor.fetchone()
             if row is None:
                 break
-            cursor.execute(_LEASE_IF_ROOM_SQL, {**params, "item": row[0]})
+            execute(cursor, _LEASE_IF_ROOM_SQL, {**params, "item": row[0]})
             granted = cursor.fetchone()
             if granted is not None:
                 return Claim(Lease(id=granted[0], item_id=row[0], annotator=annotator, claimed_at=now,
@@ -147,7 +147,7 @@ def lease_claim_next(*, queue: ReviewQueue, annotator: User) -> Claim:
             tried.append(row[0])
         # Nothing claimable among the rows we could lock. If items with room exist that others
         # hold locked right now, report busy rather than "done".
-        cursor.execute(with_room(), params)
+        execute(cursor, with_room(), params)
         return Claim(None, busy=cursor.fetchone() is not None)
 
 
@@ -254,7 +254,7 @@ def label_submit(*, lease: Lease, annotator: User, kind: str, answer: str = "", 
         item, choices = _lock_item(lease.item_id)
         queue = item.queue
         with connection.cursor() as cursor:
-            cursor.execute(_LOCK_LEASE_SQL + lock, {"annotator": annotator.pk, "lease": lease.pk})
+            execute(cursor, _LOCK_LEASE_SQL + lock, {"annotator": annotator.pk, "lease": lease.pk})
             row = cursor.fetchone()
         if row is None:
             raise ReviewError("no such lease")

@@ -10,14 +10,13 @@ else:
     DATABASES = {"default": dj_database_url.parse(f"sqlite:///{BASE_DIR / 'var' / 'embedded.sqlite3'}")}
 
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
-    # Server-side parameters let psycopg prepare a statement after its 5th run on a connection
-    # (connections persist, CONN_MAX_AGE): PostgreSQL then skips parsing and planning, which for
-    # the review item page's five-way join took 3-4 ms against 0.4 ms to execute it (EXPLAIN
-    # ANALYZE on bench/review_bench.py's data). Prepared statements break behind PgBouncer in
-    # transaction mode: set DATABASE_SERVER_SIDE_BINDING=0 there.
+    # Server-side parameters let the review loop's hand-written statements be prepared
+    # (adjudication/rawsql.py): PostgreSQL then stops re-planning them. Django's own queries are
+    # not prepared (its default prepare_threshold None stays): see rawsql.execute for why.
+    # Prepared statements break behind PgBouncer in transaction mode: set
+    # DATABASE_SERVER_SIDE_BINDING=0 there.
     if env_bool("DATABASE_SERVER_SIDE_BINDING", default=True):
-        # Django turns psycopg's automatic preparation off (prepare_threshold None) unless asked.
-        DATABASES["default"].setdefault("OPTIONS", {}).update(server_side_binding=True, prepare_threshold=5)
+        DATABASES["default"].setdefault("OPTIONS", {}).update(server_side_binding=True)
 
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Persistent connections are pointless for a file, and WAL lets the UI read while an import writes.
