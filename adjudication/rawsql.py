@@ -36,9 +36,12 @@ def execute(cursor: Any, sql: str, params: Sequence[Any] | dict[str, Any]) -> No
     Only these statements are prepared, never the ORM's: a prepared statement soon runs a generic
     plan, chosen without the parameters' values, and for the ORM's varying shapes (an import's
     `external_id IN (...)` of 500 values) that plan can be a scan of the whole table per batch.
-    Ours are key lookups, where the generic plan is the custom one without the planning."""
+    Ours are key lookups, where the generic plan is the custom one without the planning.
+    When queries are being logged (DEBUG, assertNumQueries, debug toolbars) they go through
+    Django's cursor unprepared, so that they are seen."""
     connection = cursor.db
-    if connection.vendor == "postgresql" and connection.settings_dict.get("OPTIONS", {}).get("server_side_binding"):
+    if (connection.vendor == "postgresql" and not connection.queries_logged
+            and connection.settings_dict.get("OPTIONS", {}).get("server_side_binding")):
         connection.validate_no_broken_transaction()
         with connection.wrap_database_errors:
             cursor.cursor.execute(sql, params, prepare=True)

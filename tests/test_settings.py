@@ -66,6 +66,6 @@ def test_postgres_prepares_statements_unless_told_not_to():
         return json.loads(proc.stdout)
 
     prod = {"DATABASE_URL": "postgres://u@db/prod", "SECRET_KEY": "s"}
-    assert options(**prod) == {"server_side_binding": True}
+    assert options(**prod) == {"server_side_binding": True, "prepare_threshold": 10**9}
     # Behind PgBouncer in transaction mode, prepared statements break: one variable turns them off.
     assert options(**prod, DATABASE_SERVER_SIDE_BINDING="0") == {}

@@ -274,7 +274,7 @@ def label_submit(*, lease: Lease, annotator: User, kind: str, answer: str = "", 
         if kind == Label.Kind.SKIPPED and not skip_reason.strip():
             raise ReviewError("a skip needs a reason")
         label = Label.objects.create(
-            item=item, queue=queue, annotator=annotator, kind=kind, answer=answer, correctness=correctness,
+            item=item, annotator=annotator, kind=kind, answer=answer, correctness=correctness,
             confidence=confidence, note=note, skip_reason=skip_reason.strip(),
             seconds_spent=(now - claimed_at).total_seconds())
         Lease.objects.filter(pk=lease.pk).update(completed_at=now)

@@ -12,11 +12,12 @@ else:
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # Server-side parameters let the review loop's hand-written statements be prepared
     # (adjudication/rawsql.py): PostgreSQL then stops re-planning them. Django's own queries are
-    # not prepared (its default prepare_threshold None stays): see rawsql.execute for why.
-    # Prepared statements break behind PgBouncer in transaction mode: set
-    # DATABASE_SERVER_SIDE_BINDING=0 there.
+    # not, see rawsql.execute for why: psycopg would prepare any statement after
+    # `prepare_threshold` runs, and None (Django's default) refuses even an explicit prepare, so
+    # the threshold is set out of reach. Prepared statements break behind PgBouncer in
+    # transaction mode: set DATABASE_SERVER_SIDE_BINDING=0 there.
     if env_bool("DATABASE_SERVER_SIDE_BINDING", default=True):
-        DATABASES["default"].setdefault("OPTIONS", {}).update(server_side_binding=True)
+        DATABASES["default"].setdefault("OPTIONS", {}).update(server_side_binding=True, prepare_threshold=10**9)
 
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Persistent connections are pointless for a file, and WAL lets the UI read while an import writes.

@@ -138,3 +138,26 @@ def test_the_review_loop_runs_on_the_embedded_sqlite_default(tmp_path):
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "labels 6 agreed 3" in proc.stdout
+
+
+def test_hot_statements_are_prepared_on_postgresql_and_still_seen_when_queries_are_logged(queue):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    if connection.vendor != "postgresql":
+        pytest.skip("prepared statements are a PostgreSQL feature")
+    a = make_user("a", "annotator")
+    lease = lease_claim_next(queue=queue, annotator=a).lease
+
+    def prepared() -> int:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE %s",
+                           ["%JOIN adjudication_question qu ON qu.id = r.question_id%WHERE l.id =%"])
+            return cursor.fetchone()[0]
+
+    assert prepared() == 0
+    leased_item(lease_id=lease.pk, annotator=a)
+    assert prepared() == 1
+    with CaptureQueriesContext(connection) as seen:
+        assert leased_item(lease_id=lease.pk, annotator=a).item_id == lease.item_id
+    assert any("JOIN adjudication_question qu" in q["sql"] for q in seen.captured_queries)
