@@ -34,8 +34,8 @@ def execute(cursor: Any, sql: str, params: Sequence[Any] | dict[str, Any]) -> No
     """cursor.execute, preparing the statement on PostgreSQL when parameters are bound server-side.
 
     Only these statements are prepared, never the ORM's: a prepared statement soon runs a generic
-    plan, chosen without the parameters' values, and for the ORM's varying shapes (an import's
-    `external_id IN (...)` of 500 values) that plan can be a scan of the whole table per batch.
+    plan, chosen without the parameters' values. With every statement prepared, an import's
+    `external_id IN (...)` of 500 values kept PostgreSQL busy for minutes (bench/review_bench.py set-up).
     Ours are key lookups, where the generic plan is the custom one without the planning.
     When queries are being logged (DEBUG, assertNumQueries, debug toolbars) they go through
     Django's cursor unprepared, so that they are seen."""
