@@ -158,23 +158,22 @@ class _LiteralRegexReader(Reader):
 # measurements
 # ---------------------------------------------------------------------------------------------
 
-def bench_math(rounds: int = 8) -> float:
-    """Bare and isolated runs interleaved in `rounds` slices (alternating which goes first), so
-    that both sides see the same background load: on a shared 2-core machine a load spike
-    during one contiguous half would otherwise decide the ratio."""
-    items, labels = math_items()
-    reader = registry.get("math-verify-latex")
-    for item in items[:20]:  # grammar / regex warm-up, so neither side pays it in the timing
-        reader.read(item)
-
+def _interleaved(reader: Reader, items: list[Item], rounds: int, call_size: int | None = None
+                 ) -> tuple[list[Reading], list[tuple[Reading, float]], float, float]:
+    """Bare and isolated runs over `items` interleaved in `rounds` slices (alternating which goes
+    first), so that both sides see the same background load: on a shared 2-core machine a load
+    spike during one contiguous half would otherwise decide the ratio. The isolated side pays
+    the pool's start-up and close; it sends `call_size` items per read_many (default: a slice).
+    Returns (bare readings, isolated readings, bare seconds, isolated seconds)."""
     size = -(-len(items) // rounds)
     slices = [items[i:i + size] for i in range(0, len(items), size)]
+    call_size = call_size or size
     bare: list[Reading] = []
     isolated: list[tuple[Reading, float]] = []
     bare_s = 0.0
     t0 = time.perf_counter()
     pool = IsolatedPool(processes=2)
-    isolated_s = time.perf_counter() - t0  # pool start-up counts against isolation
+    isolated_s = time.perf_counter() - t0
     try:
         for k, chunk in enumerate(slices):
             for side in (("bare", "iso") if k % 2 == 0 else ("iso", "bare")):
@@ -183,16 +182,27 @@ def bench_math(rounds: int = 8) -> float:
                     bare.extend(reader.read(item) for item in chunk)
                     bare_s += time.perf_counter() - t0
                 else:
-                    isolated.extend(pool.read_many("math-verify-latex", chunk))
+                    for i in range(0, len(chunk), call_size):
+                        isolated.extend(pool.read_many(reader.name, chunk[i:i + call_size]))
                     isolated_s += time.perf_counter() - t0
     finally:
         t0 = time.perf_counter()
         pool.close()
         isolated_s += time.perf_counter() - t0
+    return bare, isolated, bare_s, isolated_s
+
+
+def bench_math(rounds: int = 8) -> float:
+    """math-verify-latex isolated ÷ bare, interleaved (see _interleaved)."""
+    items, labels = math_items()
+    reader = registry.get("math-verify-latex")
+    for item in items[:20]:  # grammar / regex warm-up, so neither side pays it in the timing
+        reader.read(item)
+    bare, isolated, bare_s, isolated_s = _interleaved(reader, items, rounds)
 
     same = sum(a.verdict == b.verdict for a, (b, _) in zip(bare, isolated))
     agree = sum((r.verdict == "correct") == lab for r, lab in zip(bare, labels))
-    print(f"math pairs: {len(items)} in {len(slices)} interleaved slices; bare verdicts "
+    print(f"math pairs: {len(items)} in {rounds} interleaved rounds; bare verdicts "
           f"{dict(Counter(r.verdict for r in bare))}")
     print(f"bare and isolated verdicts identical on {same}/{len(items)}; "
           f"bare agrees with the generator's label on {agree}/{len(items)}")
@@ -236,34 +246,12 @@ def _fast_reader() -> Reader:
 
 def bench_fast_reader(n: int = N_FAST, call_size: int = 100, rounds: int = 10) -> float:
     """Isolated ÷ bare verdicts/s for a fast regex reader: with so little work per item, what
-    shows is the pool's own per-item and per-call cost. Interleaved like bench_math."""
+    shows is the pool's own per-item and per-call cost. Interleaved (see _interleaved)."""
     items = cot_items(n, seed=11, chars=FAST_CHARS)
     reader = _fast_reader()
     for item in items[:100]:
         reader.read(item)
-    size = -(-n // rounds)
-    slices = [items[i:i + size] for i in range(0, n, size)]
-    bare: list[Reading] = []
-    isolated: list[tuple[Reading, float]] = []
-    bare_s = 0.0
-    t0 = time.perf_counter()
-    pool = IsolatedPool(processes=2)
-    isolated_s = time.perf_counter() - t0
-    try:
-        for k, chunk in enumerate(slices):
-            for side in (("bare", "iso") if k % 2 == 0 else ("iso", "bare")):
-                t0 = time.perf_counter()
-                if side == "bare":
-                    bare.extend(reader.read(item) for item in chunk)
-                    bare_s += time.perf_counter() - t0
-                else:
-                    for i in range(0, len(chunk), call_size):
-                        isolated.extend(pool.read_many(reader.name, chunk[i:i + call_size]))
-                    isolated_s += time.perf_counter() - t0
-    finally:
-        t0 = time.perf_counter()
-        pool.close()
-        isolated_s += time.perf_counter() - t0
+    bare, isolated, bare_s, isolated_s = _interleaved(reader, items, rounds, call_size)
     same = sum(a == b for a, (b, _) in zip(bare, isolated))
     bare_rate, iso_rate = n / bare_s, n / isolated_s
     print(f"fast reader {reader.name}: {n} responses, read_many on {call_size} at a time; readings "
