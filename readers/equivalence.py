@@ -252,8 +252,9 @@ def _numbers_equal(a: tuple[Fraction, bool], b: tuple[Fraction, bool]) -> bool:
 _OPEN = {"(": ")", "[": "]", "{": "}"}
 
 
-def _split_top(s: str, sep: str = ",") -> list[str]:
-    """Split on a separator at bracket depth 0 (LaTeX escaped braces count as brackets)."""
+def split_top_level(s: str, sep: str = ",") -> list[str]:
+    """Split on a separator at bracket depth 0 (LaTeX escaped braces count as brackets; brackets of
+    mixed intervals pair up by depth). Parts are returned as they stand, spaces included."""
     parts: list[str] = []
     depth = 0
     start = 0
@@ -276,7 +277,11 @@ def _split_top(s: str, sep: str = ",") -> list[str]:
             continue
         i += 1
     parts.append(s[start:])
-    return [p.strip() for p in parts]
+    return parts
+
+
+def _split_top(s: str, sep: str = ",") -> list[str]:
+    return [p.strip() for p in split_top_level(s, sep)]
 
 
 def _encloses(s: str, left: str, right: str) -> bool:

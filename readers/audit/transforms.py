@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Callable, Iterable
 
-from ..equivalence import matching_brace
+from ..equivalence import matching_brace, split_top_level
 
 CERTIFIED = "CERTIFIED-EQUIV"
 CONTRACT_DEP = "CONTRACT-DEP"
@@ -193,34 +193,12 @@ def is_plain_number(gold: str) -> bool:
     return bool(int_value(g) is not None or _DECIMAL.fullmatch(g) or _SLASH.fullmatch(g))
 
 
-def top_level_split(s: str, sep: str = ",") -> list[str]:
-    """Split at `sep` outside (), [], {} (brackets of mixed intervals pair up by depth)."""
-    parts, depth, start, k = [], 0, 0, 0
-    while k < len(s):
-        ch = s[k]
-        if ch == "\\" and k + 1 < len(s) and s[k + 1] in "{}":
-            depth += 1 if s[k + 1] == "{" else -1
-            k += 2
-            continue
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif ch == sep and depth == 0:
-            # 10,\!080 keeps its thousands separator: not a list comma
-            parts.append(s[start:k])
-            start = k + 1
-        k += 1
-    parts.append(s[start:])
-    return parts
-
-
 def _is_setlike(g: str) -> bool:
     if _SETLIKE.search(g):
         return True
     if int_value(g) is not None:
         return False
-    return len(top_level_split(g)) > 1 or bool(re.fullmatch(r"\s*(\\left)?\s*[\[(].*,.*[\])]\s*", g))
+    return len(split_top_level(g)) > 1 or bool(re.fullmatch(r"\s*(\\left)?\s*[\[(].*,.*[\])]\s*", g))
 
 
 def gold_forms(gold: str) -> frozenset[str]:
@@ -716,7 +694,7 @@ def t_set_reverse(g: str) -> str | None:
     body = _set_body(g)
     if not body:
         return None
-    items = [x.strip() for x in top_level_split(body[1])]
+    items = [x.strip() for x in split_top_level(body[1])]
     if len(items) < 2 or len(set(items)) < 2:
         return None
     return body[0] + ", ".join(reversed(items)) + body[2]
@@ -819,7 +797,7 @@ def t_final_answer(g: str) -> str:
 
 
 def t_assignment(g: str) -> str | None:
-    return f"x = {g.strip()}" if not _RELATION.search(g) and len(top_level_split(g)) == 1 else None
+    return f"x = {g.strip()}" if not _RELATION.search(g) and len(split_top_level(g)) == 1 else None
 
 
 def t_percent_sign(g: str) -> str | None:
@@ -867,7 +845,7 @@ def t_list_reverse(g: str) -> str | None:
     s = g.strip()
     if _THOUSANDS.fullmatch(s) or s[:1] in "([{" or s.startswith("\\"):
         return None
-    items = [x.strip() for x in top_level_split(s)]
+    items = [x.strip() for x in split_top_level(s)]
     if len(items) < 2 or len(set(items)) < 2:
         return None
     return ", ".join(reversed(items))
@@ -922,7 +900,7 @@ def t_wrong_fraction(g: str) -> str | None:
 def t_dropped_term(g: str) -> str | None:
     """The last top-level term dropped: 6 - 5i -> 6, 1 \\pm \\sqrt{19} -> 1."""
     s = g.strip()
-    if _RELATION.search(s) or len(top_level_split(s)) > 1 or _SETLIKE.search(s) or _UNITS.search(s) \
+    if _RELATION.search(s) or len(split_top_level(s)) > 1 or _SETLIKE.search(s) or _UNITS.search(s) \
             or "\\begin" in s:
         return None
     terms = additive_terms(s)
@@ -951,7 +929,7 @@ def t_tuple_swap(g: str) -> str | None:
     m = re.fullmatch(r"\s*(\\left\s*)?([(\[])(.*?)(\\right\s*)?([)\]])\s*", g, re.S)
     if not m or "\\cup" in g:
         return None
-    items = [x.strip() for x in top_level_split(m.group(3))]
+    items = [x.strip() for x in split_top_level(m.group(3))]
     if len(items) != 2 or items[0] == items[1]:
         return None
     return f"{m.group(1) or ''}{m.group(2)}{items[1]}, {items[0]}{m.group(4) or ''}{m.group(5)}"
