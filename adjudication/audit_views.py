@@ -7,12 +7,15 @@ from typing import Any
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_POST
 
 from readers.audit.runner import BUCKETS
 
 from .models import AuditRun, Dataset
 from .permissions import is_manager
-from .services.audit import audit_reader_choices, audit_run_start, default_audit_readers
+from .services.audit import (audit_claim_is_stale, audit_last_seen, audit_lease_seconds, audit_reader_choices,
+                             audit_run_resume, audit_run_start, default_audit_readers)
 
 
 def _require_manager(request: HttpRequest) -> None:
@@ -47,7 +50,9 @@ def audit_home(request: HttpRequest) -> HttpResponse:
         if not errors:
             run = audit_run_start(dataset=selected_dataset, reader_names=selected, user=request.user)
             return redirect("audit:report", audit_id=run.pk)
-    runs = AuditRun.objects.select_related("dataset").order_by("-created_at", "-id")[:50]
+    now = timezone.now()
+    runs = [(run, audit_claim_is_stale(run, now=now))
+            for run in AuditRun.objects.select_related("dataset").order_by("-created_at", "-id")[:50]]
     return render(request, "adjudication/audit_home.html", {
         "datasets": Dataset.objects.order_by("name"), "choices": choices, "selected": selected,
         "selected_dataset": selected_dataset, "runs": runs, "errors": errors,
@@ -109,7 +114,23 @@ def _report_context(summary: dict[str, Any]) -> dict[str, Any]:
 def audit_report(request: HttpRequest, audit_id: int) -> HttpResponse:
     _require_manager(request)
     run = get_object_or_404(AuditRun.objects.select_related("dataset"), pk=audit_id)
-    context: dict[str, Any] = {"run": run}
+    now = timezone.now()
+    stale = audit_claim_is_stale(run, now=now)
+    seen = audit_last_seen(run)
+    context: dict[str, Any] = {
+        "run": run, "stale": stale, "lease_seconds": round(audit_lease_seconds()),
+        "silent_seconds": round((now - seen).total_seconds()) if stale and seen else None,
+        # Only while something is happening: a finished, failed or stale run would refresh forever.
+        "refreshing": run.status == AuditRun.Status.QUEUED or (run.status == AuditRun.Status.RUNNING and not stale),
+    }
     if run.status == AuditRun.Status.DONE and run.summary:
         context.update(_report_context(run.summary))
     return render(request, "adjudication/audit_report.html", context)
+
+
+@require_POST
+def audit_resume(request: HttpRequest, audit_id: int) -> HttpResponse:
+    _require_manager(request)
+    run = get_object_or_404(AuditRun, pk=audit_id)
+    audit_run_resume(run=run)
+    return redirect("audit:report", audit_id=run.pk)

@@ -346,8 +346,14 @@ class AuditRun(models.Model):
     error = models.TextField(blank=True, default="")
     created_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True, help_text="when the current attempt claimed the run")
     finished_at = models.DateTimeField(null=True, blank=True)
+    # The claim is a lease: the worker running the audit beats every AUDIT_LEASE_SECONDS / 4, and a
+    # running row without a beat for a lease belongs to a dead worker and may be claimed again.
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    # Claims so far; also the fencing token: a worker writes only while the row still carries its
+    # attempt, so one that lost its claim (paused past the lease) cannot overwrite its successor.
+    attempts = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -71,3 +71,9 @@ LOGOUT_REDIRECT_URL = "login"
 READER_BUDGET_SECONDS = float(env_str("READER_BUDGET_SECONDS", default="5"))
 READER_PROCESSES = int(env_str("READER_PROCESSES", default="2"))
 READER_BATCH_SIZE = int(env_str("READER_BATCH_SIZE", default="200"))
+
+# The verifier audit job: its worker beats every lease / 4; a running audit without a beat for a
+# lease is reclaimed by the next delivery of its task, at most AUDIT_MAX_ATTEMPTS claims in all.
+AUDIT_LEASE_SECONDS = float(env_str("AUDIT_LEASE_SECONDS", default="120"))
+AUDIT_MAX_ATTEMPTS = int(env_str("AUDIT_MAX_ATTEMPTS", default="3"))
+AUDIT_OUTPUT_DIR = BASE_DIR / env_str("AUDIT_OUTPUT_DIR", default="var/audit")  # an absolute path wins

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pytest
 from django.test import Client
+from django.utils import timezone
 
 from adjudication.models import AuditRun, Dataset
 from adjudication.services.audit import audit_run_execute, dataset_golds
@@ -59,6 +60,7 @@ def test_audit_job_end_to_end(eager, dataset, django_capture_on_commit_callbacks
     assert run.status == AuditRun.Status.DONE, run.error
     assert run.readers == ["sympy-cascade", "math-verify-latex", "strip-string"]
     assert run.n_golds == len(GOLDS) and run.started_at and run.finished_at and run.created_by == manager
+    assert run.attempts == 1 and run.error == ""
     s = run.summary
     assert s["off_by_one"]["sympy-cascade"]["1e4"] == 1.0 and s["off_by_one"]["sympy-cascade"][">=1e5"] == 1.0
     assert s["off_by_one"]["sympy-cascade"]["1e1"] == 0.0 and s["off_by_one"]["math-verify-latex"]["1e4"] == 0.0
@@ -80,16 +82,17 @@ def test_audit_job_end_to_end(eager, dataset, django_capture_on_commit_callbacks
     assert run.status == AuditRun.Status.DONE and run.finished_at == before
 
 
-def test_only_queued_runs_execute(dataset):
-    run = AuditRun.objects.create(dataset=dataset, readers=["strip-string"], status=AuditRun.Status.RUNNING)
-    assert audit_run_execute(audit_run_id=run.pk) == AuditRun.Status.RUNNING
-    assert audit_run_execute(audit_run_id=10**9) == "missing"
+def test_a_live_running_run_is_not_executed_again(dataset):
+    run = AuditRun.objects.create(dataset=dataset, readers=["strip-string"], status=AuditRun.Status.RUNNING,
+                                  started_at=timezone.now(), attempts=1)
+    assert audit_run_execute(audit_run_id=run.pk).status == AuditRun.Status.RUNNING
+    assert audit_run_execute(audit_run_id=10**9).status == "missing"
 
 
 def test_a_failing_audit_is_recorded(dataset, write_jsonl):
     empty = Dataset.objects.create(name="mc-only")
     run = AuditRun.objects.create(dataset=empty, readers=["strip-string"])
-    assert audit_run_execute(audit_run_id=run.pk) == AuditRun.Status.FAILED
+    assert audit_run_execute(audit_run_id=run.pk).status == AuditRun.Status.FAILED
     run.refresh_from_db()
     assert run.status == AuditRun.Status.FAILED and "no open-ended golds" in run.error
 
