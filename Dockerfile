@@ -4,6 +4,7 @@ WORKDIR /app
 COPY requirements/ requirements/
 RUN pip install --no-cache-dir -r requirements/base.txt
 COPY . .
-RUN useradd --create-home app && mkdir -p var && chown -R app var
+# Static files are collected into the image (var/static), not on every start of the web service.
+RUN python manage.py collectstatic --noinput -v0 && useradd --create-home app && mkdir -p var && chown -R app var
 USER app
 EXPOSE 8000
