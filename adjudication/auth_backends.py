@@ -11,7 +11,7 @@ from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.models import User
 from django.db import connections, router
 
-from .rawsql import convert_row, execute
+from .rawsql import convert_row, raw_all
 
 _FIELDS = list(User._meta.concrete_fields)
 _ATTNAMES = [f.attname for f in _FIELDS]
@@ -27,11 +27,9 @@ class RoleModelBackend(ModelBackend):
         quote = connections[alias].ops.quote_name
         columns = ", ".join(f"u.{quote(f.column)}" for f in _FIELDS)
         # One row per group (or one row with a NULL name for a user without any).
-        with connections[alias].cursor() as cursor:
-            execute(cursor, f"SELECT {columns}, g.name FROM auth_user u "
-                           "LEFT JOIN auth_user_groups ug ON ug.user_id = u.id "
-                           "LEFT JOIN auth_group g ON g.id = ug.group_id WHERE u.id = %s", [user_id])
-            rows = cursor.fetchall()
+        rows = raw_all(f"SELECT {columns}, g.name FROM auth_user u "
+                       "LEFT JOIN auth_user_groups ug ON ug.user_id = u.id "
+                       "LEFT JOIN auth_group g ON g.id = ug.group_id WHERE u.id = %s", [user_id], alias)
         if not rows:
             return None
         user = User.from_db(alias, _ATTNAMES, convert_row(rows[0][:-1], _FIELDS, alias))

@@ -11,10 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from django.conf import settings
 from django.db import connections
 from django.db.models import Field
 
 _converters: dict[tuple[str, tuple[int, ...]], list[list[Callable]]] = {}
+Params = Sequence[Any] | dict[str, Any]
 
 
 def _converters_for(alias: str, fields: Sequence[Field]) -> list[tuple[Any, list[Callable]]]:
@@ -30,23 +32,43 @@ def _converters_for(alias: str, fields: Sequence[Field]) -> list[tuple[Any, list
     return cached
 
 
-def execute(cursor: Any, sql: str, params: Sequence[Any] | dict[str, Any]) -> None:
-    """cursor.execute, preparing the statement on PostgreSQL when parameters are bound server-side.
+def _prepares(connection: Any) -> bool:
+    return (connection.vendor == "postgresql" and not connection.queries_logged
+            and getattr(settings, "PREPARED_STATEMENTS", False))
+
+
+def _run(alias: str, sql: str, params: Params, fetch: Callable[[Any], Any]) -> Any:
+    """Execute `sql` and return `fetch(cursor)`, preparing the statement on PostgreSQL.
 
     Only these statements are prepared, never the ORM's: a prepared statement soon runs a generic
     plan, chosen without the parameters' values. With every statement prepared, an import's
     `external_id IN (...)` of 500 values kept PostgreSQL busy for minutes (bench/review_bench.py set-up).
     Ours are key lookups, where the generic plan is the custom one without the planning.
-    When queries are being logged (DEBUG, assertNumQueries, debug toolbars) they go through
-    Django's cursor unprepared, so that they are seen."""
-    connection = cursor.db
-    if (connection.vendor == "postgresql" and not connection.queries_logged
-            and connection.settings_dict.get("OPTIONS", {}).get("server_side_binding")):
+    They run on a server-binding cursor of their own over Django's connection (same transaction),
+    because the ORM's cursors bind client-side and cannot prepare. When queries are being logged
+    (DEBUG, assertNumQueries, debug toolbars) they go through Django's cursor unprepared, so that
+    they are seen."""
+    connection = connections[alias]
+    if _prepares(connection):
+        import psycopg
+
+        connection.ensure_connection()
         connection.validate_no_broken_transaction()
-        with connection.wrap_database_errors:
-            cursor.cursor.execute(sql, params, prepare=True)
-    else:
+        with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
+            cursor.execute(sql, params, prepare=True)
+            return fetch(cursor)
+    with connection.cursor() as cursor:
         cursor.execute(sql, params)
+        return fetch(cursor)
+
+
+def raw_one(sql: str, params: Params, alias: str = "default") -> tuple | None:
+    """The first row of `sql` as the driver gives it (no conversion), or None."""
+    return _run(alias, sql, params, lambda cursor: cursor.fetchone())
+
+
+def raw_all(sql: str, params: Params, alias: str = "default") -> list[tuple]:
+    return _run(alias, sql, params, lambda cursor: cursor.fetchall())
 
 
 def convert_row(row: Sequence[Any], fields: Sequence[Field], alias: str = "default") -> list[Any]:
@@ -59,18 +81,11 @@ def convert_row(row: Sequence[Any], fields: Sequence[Field], alias: str = "defau
     return out
 
 
-def fetch_one(sql: str, params: Sequence[Any] | dict[str, Any], fields: Sequence[Field],
-              alias: str = "default") -> list[Any] | None:
+def fetch_one(sql: str, params: Params, fields: Sequence[Field], alias: str = "default") -> list[Any] | None:
     """One row of `sql`, whose columns are `fields` in order, converted; None when there is none."""
-    with connections[alias].cursor() as cursor:
-        execute(cursor, sql, params)
-        row = cursor.fetchone()
+    row = raw_one(sql, params, alias)
     return None if row is None else convert_row(row, fields, alias)
 
 
-def fetch_all(sql: str, params: Sequence[Any] | dict[str, Any], fields: Sequence[Field],
-              alias: str = "default") -> list[list[Any]]:
-    with connections[alias].cursor() as cursor:
-        execute(cursor, sql, params)
-        rows = cursor.fetchall()
-    return [convert_row(row, fields, alias) for row in rows]
+def fetch_all(sql: str, params: Params, fields: Sequence[Field], alias: str = "default") -> list[list[Any]]:
+    return [convert_row(row, fields, alias) for row in raw_all(sql, params, alias)]

@@ -54,18 +54,20 @@ def test_debug_and_allowed_hosts_come_from_the_environment():
     assert out["debug"] is True and out["hosts"] == ["a.example", "b.example"] and out["ssl"] is False
 
 
-def test_postgres_prepares_statements_unless_told_not_to():
+def test_postgres_prepares_only_the_hand_written_statements_unless_told_not_to():
     probe = ("import django, json; django.setup(); from django.conf import settings as s; "
-             "print(json.dumps(s.DATABASES['default'].get('OPTIONS', {})))")
+             "print(json.dumps([s.DATABASES['default'].get('OPTIONS', {}), s.PREPARED_STATEMENTS]))")
 
-    def options(**env: str) -> dict:
-        clean = {k: v for k, v in os.environ.items() if k not in VARS and k != "DATABASE_SERVER_SIDE_BINDING"}
+    def options(**env: str) -> list:
+        clean = {k: v for k, v in os.environ.items() if k not in VARS and k != "DATABASE_PREPARED_STATEMENTS"}
         clean.update(env, DJANGO_SETTINGS_MODULE="config.settings", PYTHONPATH=str(ROOT))
         proc = subprocess.run([sys.executable, "-c", probe], env=clean, cwd=ROOT, capture_output=True, text=True,
                               timeout=60)
         return json.loads(proc.stdout)
 
     prod = {"DATABASE_URL": "postgres://u@db/prod", "SECRET_KEY": "s"}
-    assert options(**prod) == {"server_side_binding": True, "prepare_threshold": 10**9}
+    # The ORM binds client-side (no server_side_binding): server-side binding let psycopg wrap
+    # out-of-range integers into the column instead of failing.
+    assert options(**prod) == [{"prepare_threshold": 10**9}, True]
     # Behind PgBouncer in transaction mode, prepared statements break: one variable turns them off.
-    assert options(**prod, DATABASE_SERVER_SIDE_BINDING="0") == {}
+    assert options(**prod, DATABASE_PREPARED_STATEMENTS="0") == [{}, False]

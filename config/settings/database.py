@@ -9,15 +9,19 @@ else:
     (BASE_DIR / "var").mkdir(exist_ok=True)
     DATABASES = {"default": dj_database_url.parse(f"sqlite:///{BASE_DIR / 'var' / 'embedded.sqlite3'}")}
 
-if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
-    # Server-side parameters let the review loop's hand-written statements be prepared
-    # (adjudication/rawsql.py): PostgreSQL then stops re-planning them. Django's own queries are
-    # not, see rawsql.execute for why: psycopg would prepare any statement after
-    # `prepare_threshold` runs, and None (Django's default) refuses even an explicit prepare, so
-    # the threshold is set out of reach. Prepared statements break behind PgBouncer in
-    # transaction mode: set DATABASE_SERVER_SIDE_BINDING=0 there.
-    if env_bool("DATABASE_SERVER_SIDE_BINDING", default=True):
-        DATABASES["default"].setdefault("OPTIONS", {}).update(server_side_binding=True, prepare_threshold=10**9)
+# The review loop's few hand-written statements (adjudication/rawsql.py) are prepared on PostgreSQL,
+# through a server-binding cursor of their own, so PostgreSQL stops re-planning them. The ORM keeps
+# Django's default client-side binding: with server-side binding ORM-wide, psycopg's binary integer
+# dumpers wrapped out-of-range values (an overlap of 65538 was stored as 2) instead of failing.
+# Prepared statements break behind PgBouncer in transaction mode (before 1.21): set
+# DATABASE_PREPARED_STATEMENTS=0 there.
+PREPARED_STATEMENTS = (DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
+                       and env_bool("DATABASE_PREPARED_STATEMENTS", default=True))
+if PREPARED_STATEMENTS:
+    # psycopg refuses an explicit prepare while prepare_threshold is None (Django's default); a
+    # threshold out of reach keeps it from preparing anything on its own. Client-side cursors (the
+    # ORM's) never prepare whatever the threshold.
+    DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = 10**9
 
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Persistent connections are pointless for a file, and WAL lets the UI read while an import writes.
