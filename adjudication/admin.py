@@ -1,10 +1,28 @@
-"""Read-mostly admin: stored responses and readings are evidence, so they are not edited here."""
+"""Read-mostly admin: stored responses and readings are evidence, so they are not edited here.
+
+Access follows the platform's roles, not Django's per-model permissions: managers (staff by
+add_user) see every model here and edit the editable ones; deleting stays with superusers."""
 from django.contrib import admin
 
 from .models import Dataset, Question, ReaderSpec, Reading, Response, Run
+from .permissions import is_manager
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
+class ManagerAdmin(admin.ModelAdmin):
+    def has_module_permission(self, request) -> bool:
+        return is_manager(request.user)
+
+    def has_view_permission(self, request, obj=None) -> bool:
+        return is_manager(request.user)
+
+    def has_add_permission(self, request) -> bool:
+        return is_manager(request.user)
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return is_manager(request.user)
+
+
+class ReadOnlyAdmin(ManagerAdmin):
     def has_add_permission(self, request, obj=None) -> bool:
         return False
 
@@ -13,7 +31,7 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
 
 @admin.register(Dataset)
-class DatasetAdmin(admin.ModelAdmin):
+class DatasetAdmin(ManagerAdmin):
     list_display = ("name", "created_at")
     search_fields = ("name",)
     fields = ("name", "description")

@@ -2,14 +2,16 @@
 that named, versioned, configured readers made of them."""
 from __future__ import annotations
 
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import CheckConstraint, Q, UniqueConstraint
 
 from .fields import VerbatimTextField
+from .validators import INT_MAX, INT_MIN, SMALLINT_MAX, validate_name
 
 
 class Dataset(models.Model):
-    name = models.CharField(max_length=200, unique=True)
+    name = models.CharField(max_length=200, unique=True, validators=[validate_name])
     description = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -161,13 +163,14 @@ class RoutingPolicy(models.Model):
         ORDER = "order", "import order"
 
     dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="routing_policies")
-    name = models.CharField(max_length=200)
+    name = models.CharField(max_length=200, validators=[validate_name])
     panel = models.ManyToManyField(ReaderSpec, related_name="+")
     compare = models.CharField(max_length=10, choices=Compare.choices, default=Compare.EITHER)
     missing_is_disagreement = models.BooleanField(
         default=False, help_text="count no_answer / timeout / error against a reader that found an answer")
-    control_fraction = models.FloatField(default=0.0, help_text="share of undisputed responses sent as controls")
-    seed = models.IntegerField(default=0)
+    control_fraction = models.FloatField(default=0.0, help_text="share of undisputed responses sent as controls",
+                                         validators=[MinValueValidator(0.0), MaxValueValidator(1.0)])
+    seed = models.IntegerField(default=0, validators=[MinValueValidator(INT_MIN), MaxValueValidator(INT_MAX)])
     priority = models.CharField(max_length=16, choices=Priority.choices, default=Priority.DISAGREEMENT)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -191,6 +194,9 @@ class ReviewItem(models.Model):
     priority = models.FloatField(default=0.0, help_text="higher is reviewed first")
     # Which readers said what: manager-facing provenance, never shown to annotators.
     reason = models.JSONField(default=dict, blank=True)
+    # When the response's text was last replaced (import --replace) after this item was routed: the
+    # labels made on the old text were invalidated then and the item re-opened. Null: never.
+    replaced_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -204,11 +210,15 @@ class ReviewItem(models.Model):
 class ReviewQueue(models.Model):
     """Human review of a routing policy's items: each item labelled by `overlap` annotators."""
 
-    name = models.CharField(max_length=200, unique=True)
+    name = models.CharField(max_length=200, unique=True, validators=[validate_name])
     dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="review_queues")
     policy = models.ForeignKey(RoutingPolicy, on_delete=models.PROTECT, related_name="queues")
-    overlap = models.PositiveSmallIntegerField(default=2, help_text="labels wanted per item (k)")
-    lease_seconds = models.PositiveIntegerField(default=900, help_text="how long a claimed item stays reserved")
+    overlap = models.PositiveSmallIntegerField(default=2, help_text="labels wanted per item (k)",
+                                               validators=[MinValueValidator(1), MaxValueValidator(SMALLINT_MAX)])
+    lease_seconds = models.PositiveIntegerField(default=900, help_text="how long a claimed item stays reserved",
+                                                validators=[MinValueValidator(10), MaxValueValidator(INT_MAX)])
+    # Seeds the tie-break shuffle of equal priorities (QueueItem.tiebreak).
+    seed = models.IntegerField(default=0, validators=[MinValueValidator(INT_MIN), MaxValueValidator(INT_MAX)])
     show_candidates = models.BooleanField(default=True, help_text="show the readers' distinct answers, anonymised")
     judge_correctness = models.BooleanField(default=False, help_text="annotators also judge correct / incorrect vs gold")
     created_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
@@ -234,12 +244,17 @@ class QueueItem(models.Model):
     queue = models.ForeignKey(ReviewQueue, on_delete=models.CASCADE, related_name="items")
     review_item = models.ForeignKey(ReviewItem, on_delete=models.CASCADE, related_name="queue_items")
     priority = models.FloatField(default=0.0)
+    # Equal priorities are broken by a seeded per-queue shuffle, never by import order: rows are
+    # imported run by run, so id order would hand out all base items before the RL items of the
+    # same questions and tell the annotator which checkpoint they are reading.
+    tiebreak = models.BigIntegerField(default=0)
     label_count = models.PositiveSmallIntegerField(default=0)
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.OPEN)
 
     class Meta:
         constraints = [UniqueConstraint(fields=["queue", "review_item"], name="queue_item_once")]
-        indexes = [models.Index(fields=["queue", "status", "-priority", "id"])]
+        indexes = [models.Index(fields=["queue", "status", "-priority", "tiebreak", "id"],
+                                name="queueitem_claim_order")]
 
     def __str__(self) -> str:
         return f"{self.queue.name} #{self.pk}"
@@ -256,6 +271,15 @@ class Lease(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["item", "expires_at"]), models.Index(fields=["annotator", "completed_at"])]
+
+
+class ValidManager(models.Manager):
+    """Rows that still stand: labels made on a response text that was later replaced are kept as
+    history (`invalidated_at` set) but count nowhere. Reverse relations (item.labels) use this
+    manager too, so every ORM reader of labels sees only valid ones; `all_objects` sees all."""
+
+    def get_queryset(self) -> models.QuerySet:
+        return super().get_queryset().filter(invalidated_at__isnull=True)
 
 
 class Label(models.Model):
@@ -284,8 +308,15 @@ class Label(models.Model):
     seconds_spent = models.FloatField(null=True, blank=True)
     revises = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="revisions")
     created_at = models.DateTimeField(auto_now_add=True)
+    invalidated_at = models.DateTimeField(null=True, blank=True,
+                                          help_text="set when the labelled response text was replaced")
+
+    objects = ValidManager()
+    all_objects = models.Manager()
 
     class Meta:
+        default_manager_name = "objects"
+        base_manager_name = "all_objects"
         indexes = [models.Index(fields=["item", "annotator", "-created_at"]),
                    models.Index(fields=["queue", "annotator", "item"])]
         constraints = [CheckConstraint(condition=Q(confidence__isnull=True) | Q(confidence__gte=1, confidence__lte=5),
@@ -321,8 +352,15 @@ class FinalLabel(models.Model):
     notes = models.TextField(blank=True, default="")
     decided_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
+    invalidated_at = models.DateTimeField(null=True, blank=True,
+                                          help_text="set when the labelled response text was replaced")
+
+    objects = ValidManager()
+    all_objects = models.Manager()
 
     class Meta:
+        default_manager_name = "objects"
+        base_manager_name = "all_objects"
         indexes = [models.Index(fields=["item", "-created_at"])]
 
 

@@ -2,11 +2,6 @@
 prompt or reader identity, no other annotators' labels."""
 from __future__ import annotations
 
-import csv
-import io
-import json
-
-from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
@@ -15,10 +10,13 @@ from rest_framework.permissions import BasePermission
 from rest_framework.response import Response as ApiResponse
 from rest_framework.views import APIView
 
+from .exports import table_download
 from .models import Dataset, Lease, ReviewQueue
 from .permissions import IsManager, has_role
-from .review_selectors import annotator_progress, candidates_for, final_labels, queue_status
+from .review_selectors import FINAL_LABEL_COLUMNS, annotator_progress, candidates_for, final_labels, queue_status
 from .services.review import ReviewError, label_submit, lease_claim_next, queue_create
+from .text import displayable
+from .validators import INT_MAX, INT_MIN, SMALLINT_MAX, validate_name
 
 
 class IsAnnotator(BasePermission):
@@ -33,14 +31,16 @@ class QueueSerializer(serializers.ModelSerializer):
 
 
 class QueueCreateSerializer(serializers.Serializer):
-    dataset = serializers.CharField()
-    name = serializers.CharField(max_length=200)
-    panel = serializers.ListField(child=serializers.CharField(), required=False)
-    overlap = serializers.IntegerField(min_value=1, default=2)
-    lease_seconds = serializers.IntegerField(min_value=10, default=900)
+    # Bounds are the columns' (the model fields' validators): a value that does not fit is a 400.
+    dataset = serializers.CharField(max_length=200)
+    name = serializers.CharField(max_length=200, validators=[validate_name])
+    panel = serializers.ListField(child=serializers.CharField(max_length=200), required=False, max_length=100)
+    overlap = serializers.IntegerField(min_value=1, max_value=SMALLINT_MAX, default=2)
+    lease_seconds = serializers.IntegerField(min_value=10, max_value=INT_MAX, default=900)
     show_candidates = serializers.BooleanField(default=True)
     judge_correctness = serializers.BooleanField(default=False)
     control_fraction = serializers.FloatField(min_value=0, max_value=1, default=0.0)
+    seed = serializers.IntegerField(min_value=INT_MIN, max_value=INT_MAX, default=0)
 
 
 class BlindedItemSerializer(serializers.Serializer):
@@ -155,13 +155,9 @@ class FinalLabelsApi(APIView):
 
     @extend_schema(parameters=[OpenApiParameter("fmt", str, enum=["jsonl", "csv"])], responses={200: None})
     def get(self, request, queue_id: int):
-        rows = final_labels(queue=get_object_or_404(ReviewQueue, pk=queue_id))
-        if request.query_params.get("fmt", "jsonl") == "csv":
-            buf = io.StringIO()
-            writer = csv.DictWriter(buf, fieldnames=[k for k in rows[0]] if rows else ["response_id"])
-            writer.writeheader()
-            for r in rows:
-                writer.writerow({**r, "labels": json.dumps(r["labels"], ensure_ascii=False)})
-            return HttpResponse(buf.getvalue(), content_type="text/csv")
-        return HttpResponse("".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in rows),
-                            content_type="application/x-ndjson")
+        queue = get_object_or_404(ReviewQueue, pk=queue_id)
+        fmt = request.query_params.get("fmt", "jsonl")
+        if fmt not in ("jsonl", "csv"):
+            raise ValidationError({"fmt": "jsonl or csv"})
+        return table_download(fmt=fmt, filename_stem=f"{queue.name}-final-labels", rows=final_labels(queue=queue),
+                              columns=FINAL_LABEL_COLUMNS)

@@ -9,14 +9,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.contrib.auth.models import User
-from django.db import connection
 from django.db.models import Count, Q
 from django.utils import timezone
 from markdown_it import MarkdownIt
 
-from .models import FinalLabel, Label, Lease, Question, QueueItem, Reading, Response, ReviewQueue
-from .rawsql import execute, fetch_all, fetch_one
+from .models import FinalLabel, Label, Lease, Question, QueueItem, Reading, Response, ReviewItem, ReviewQueue
+from .rawsql import fetch_all, fetch_one, raw_one
 from .routing import MISSING, answer_key
+from .text import displayable
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _THINK = re.compile(r"<(think|thinking|reasoning)>|</(think|thinking|reasoning)>", re.IGNORECASE)
@@ -172,19 +172,63 @@ def leased_item(*, lease_id: int, annotator: User) -> LeasedItem | None:
     return None if row is None else LeasedItem(*row)
 
 
-def item_page(*, leased: LeasedItem, annotator: User) -> dict:
-    choices = [(LETTERS[i], text) for i, text in enumerate(leased.choices)]
-    cands, spans = (panel_candidates(response_id=leased.response_id, policy_id=leased.policy_id,
-                                     item_id=leased.item_id, annotator_id=annotator.pk)
-                    if leased.show_candidates else ([], []))
+def shown_item(*, question: str, choices: list, gold: str, response: str, show_gold: bool,
+               candidates: tuple[list[dict], list[tuple[int, int, int]]]) -> dict:
+    """What the item pages show of an item: question, options, the response in parts, candidate
+    answers and (when asked) the gold, all made displayable."""
+    cands, spans = candidates
     return {
-        "lease_id": leased.lease_id, "queue_name": leased.queue_name, "question": leased.question_text,
-        "choices": choices, "is_mc": bool(choices), "parts": response_parts(leased.response_text, spans),
-        "candidates": cands, "judge_correctness": leased.judge_correctness,
-        "gold": leased.gold if leased.judge_correctness else None,
+        "question": displayable(question),
+        "choices": [(LETTERS[i], displayable(str(text))) for i, text in enumerate(choices)],
+        "is_mc": bool(choices),
+        "parts": response_parts(displayable(response), spans),
+        "candidates": [{**c, "answer": displayable(c["answer"])} for c in cands],
+        "gold": displayable(gold) if show_gold else None,
+    }
+
+
+def item_page(*, leased: LeasedItem, annotator: User) -> dict:
+    cands = (panel_candidates(response_id=leased.response_id, policy_id=leased.policy_id,
+                              item_id=leased.item_id, annotator_id=annotator.pk)
+             if leased.show_candidates else ([], []))
+    return {
+        "lease_id": leased.lease_id, "queue_name": leased.queue_name,
+        **shown_item(question=leased.question_text, choices=leased.choices, gold=leased.gold,
+                     response=leased.response_text, show_gold=leased.judge_correctness, candidates=cands),
+        "judge_correctness": leased.judge_correctness,
         "progress": progress_counts(queue_id=leased.queue_id, overlap=leased.overlap, annotator_id=annotator.pk),
         "expires_at": leased.expires_at,
     }
+
+
+def adjudication_page(*, item: QueueItem, adjudicator: User) -> dict:
+    """The adjudicator's view of a conflicting item: what annotators saw, the gold, and the
+    labels as "Annotator 1 / 2"."""
+    response = item.review_item.response
+    question = response.question
+    cands = candidates_for(item, adjudicator) if item.queue.show_candidates else ([], [])
+    return {
+        "item": item,
+        **shown_item(question=question.text, choices=question.choices, gold=question.gold, response=response.text,
+                     show_gold=True, candidates=cands),
+        "labels": current_labels_anonymous(item), "judge_correctness": item.queue.judge_correctness,
+    }
+
+
+def adjudication_queue(*, queue: ReviewQueue, adjudicator: User) -> list[tuple[QueueItem, float]]:
+    """Conflicting items this adjudicator may decide (not ones they labelled), lowest agreement first."""
+    from .services.review import agreement, current_labels
+
+    mine = Label.objects.filter(queue=queue, annotator=adjudicator).values("item_id")
+    items = list(queue.items.filter(status=QueueItem.Status.CONFLICT).exclude(id__in=mine)
+                 .prefetch_related("labels"))
+    scored = [(item, agreement(current_labels(item), queue.judge_correctness)) for item in items]
+    return sorted(scored, key=lambda pair: (pair[1], -pair[0].priority, pair[0].tiebreak, pair[0].id))
+
+
+def policy_items_missing(*, queue: ReviewQueue) -> int:
+    """How many of its policy's items the queue does not hold (routed since it was last synced)."""
+    return ReviewItem.objects.filter(policy_id=queue.policy_id).exclude(queue_items__queue=queue).count()
 
 
 def current_labels_anonymous(item: QueueItem) -> list[dict]:
@@ -192,7 +236,7 @@ def current_labels_anonymous(item: QueueItem) -> list[dict]:
     from .services.review import current_labels
 
     labels = sorted(current_labels(item), key=lambda lab: (lab.created_at, lab.id))
-    return [{"who": f"Annotator {n}", "kind": lab.get_kind_display(), "answer": lab.answer,
+    return [{"who": f"Annotator {n}", "kind": lab.get_kind_display(), "answer": displayable(lab.answer),
              "correctness": lab.correctness, "confidence": lab.confidence, "note": lab.note}
             for n, lab in enumerate(labels, start=1)]
 
@@ -208,12 +252,13 @@ REMAINING_CAP = 1000
 # REMAINING_CAP + 1, so a 100,000-item queue costs what a 1,000-item one does.
 _PROGRESS_SQL = """
     SELECT (SELECT count(DISTINCT lab.item_id) FROM adjudication_label lab
-            WHERE lab.queue_id = %(queue)s AND lab.annotator_id = %(annotator)s),
+            WHERE lab.queue_id = %(queue)s AND lab.annotator_id = %(annotator)s AND lab.invalidated_at IS NULL),
            (SELECT count(*) FROM (
                 SELECT 1 FROM adjudication_queueitem qi
                 WHERE qi.queue_id = %(queue)s AND qi.status = 'open' AND qi.label_count < %(overlap)s
                   AND qi.id NOT IN (SELECT lab.item_id FROM adjudication_label lab
-                                    WHERE lab.queue_id = %(queue)s AND lab.annotator_id = %(annotator)s)
+                                    WHERE lab.queue_id = %(queue)s AND lab.annotator_id = %(annotator)s
+                                      AND lab.invalidated_at IS NULL)
                 LIMIT %(limit)s) open_items)"""
 
 
@@ -222,10 +267,8 @@ def annotator_progress(*, queue: ReviewQueue, annotator: User) -> dict:
 
 
 def progress_counts(*, queue_id: int, overlap: int, annotator_id: int) -> dict:
-    with connection.cursor() as cursor:
-        execute(cursor, _PROGRESS_SQL, {"queue": queue_id, "annotator": annotator_id, "overlap": overlap,
-                                       "limit": REMAINING_CAP + 1})
-        done, remaining = cursor.fetchone()
+    done, remaining = raw_one(_PROGRESS_SQL, {"queue": queue_id, "annotator": annotator_id, "overlap": overlap,
+                                              "limit": REMAINING_CAP + 1})
     return {"done": done, "remaining": min(remaining, REMAINING_CAP), "remaining_more": remaining > REMAINING_CAP}
 
 
@@ -255,6 +298,10 @@ def annotator_stats(*, queue: ReviewQueue) -> list[dict]:
     return rows
 
 
+FINAL_LABEL_COLUMNS = ("response_id", "model", "checkpoint", "benchmark", "is_control", "status", "final_kind",
+                       "final_answer", "final_correctness", "provenance", "error_type", "replaced_at", "labels")
+
+
 def final_labels(*, queue: ReviewQueue) -> list[dict]:
     """Every item with a final label: the newest final label, its provenance and the individual labels."""
     out = []
@@ -266,6 +313,7 @@ def final_labels(*, queue: ReviewQueue) -> list[dict]:
         row = {
             "response_id": response.external_id, "model": response.run.model, "checkpoint": response.run.checkpoint,
             "benchmark": response.run.benchmark, "is_control": item.review_item.is_control, "status": item.status,
+            "replaced_at": item.review_item.replaced_at.isoformat() if item.review_item.replaced_at else None,
             "labels": [{"annotator": lab.annotator.username, "kind": lab.kind, "answer": lab.answer,
                         "correctness": lab.correctness, "confidence": lab.confidence, "created_at": lab.created_at.isoformat(),
                         "revises": lab.revises_id, "id": lab.id}

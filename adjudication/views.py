@@ -4,26 +4,23 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_not_required
 from django.core.exceptions import PermissionDenied
-from django.shortcuts import redirect
+from django.db import connection
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from readers import registry as reader_registry
 
-from .permissions import is_manager
-from .services.pipeline import dataset_read, default_panel
-from django.db import connection
-from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import get_object_or_404, render
-
+from .forms import RunReadersForm, form_errors
 from .models import Dataset
+from .permissions import has_role, is_manager
 from .selectors import SUMMARY_GROUPS, reader_summary
+from .services.pipeline import dataset_read, default_panel
 
 
 def home(request: HttpRequest) -> HttpResponse:
     # Dataset pages name models and checkpoints: managers only. Others go to their own work.
     if not is_manager(request.user):
-        from .permissions import has_role
-
         return redirect("review:adjudicate" if has_role(request.user, "adjudicator") and
                         not has_role(request.user, "annotator") else "review:home")
     datasets = Dataset.objects.order_by("name")
@@ -50,8 +47,12 @@ def dataset_run_readers(request: HttpRequest, dataset_id: int) -> HttpResponse:
     if not is_manager(request.user):
         raise PermissionDenied("managers only")
     dataset = get_object_or_404(Dataset, pk=dataset_id)
-    known = set(reader_registry.names())
-    names = [n for n in request.POST.getlist("reader") if n in known] or default_panel()
+    form = RunReadersForm(request.POST, readers=list(reader_registry.names()))
+    if not form.is_valid():
+        # Nothing ticked is a mistake to point out, not a request for every reader.
+        messages.error(request, form_errors(form))
+        return redirect("adjudication:dataset", dataset_id=dataset.id)
+    names = form.cleaned_data["reader"]
     dataset_read(dataset=dataset, reader_names=names, batch_size=settings.READER_BATCH_SIZE)
     messages.info(request, f"Reading with {len(names)} reader(s); progress below.")
     return redirect("adjudication:dataset", dataset_id=dataset.id)

@@ -1,19 +1,13 @@
 """Endpoints and judges are edited here; judgements and attempts are evidence, read-only."""
 from django.contrib import admin
 
-from .models import Endpoint, Judge, Judgement, LLMAttempt
+from adjudication.admin import ManagerAdmin, ReadOnlyAdmin
 
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
+from .models import Endpoint, Judge, Judgement, LLMAttempt, LLMBatch
 
 
 @admin.register(Endpoint)
-class EndpointAdmin(admin.ModelAdmin):
+class EndpointAdmin(ManagerAdmin):
     list_display = ("name", "model", "base_url", "max_concurrency", "requests_per_minute", "timeout_s", "flavour",
                     "logprob_method", "api_key_env")
     search_fields = ("name", "model", "base_url")
@@ -25,7 +19,7 @@ class EndpointAdmin(admin.ModelAdmin):
 
 
 @admin.register(Judge)
-class JudgeAdmin(admin.ModelAdmin):
+class JudgeAdmin(ManagerAdmin):
     list_display = ("name", "endpoint", "template", "parser", "temperature", "max_tokens")
     list_filter = ("template", "parser")
     search_fields = ("name",)
@@ -47,3 +41,11 @@ class LLMAttemptAdmin(ReadOnlyAdmin):
     list_filter = ("status", "endpoint", "purpose")
     raw_id_fields = ("response", "reader_spec")
     list_select_related = ("endpoint", "response")
+
+
+@admin.register(LLMBatch)
+class LLMBatchAdmin(ReadOnlyAdmin):
+    list_display = ("created_at", "kind", "dataset", "responses", "status", "deliveries", "run")
+    list_filter = ("status", "kind")
+    search_fields = ("run",)
+    list_select_related = ("dataset",)

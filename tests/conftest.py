@@ -146,6 +146,19 @@ def stop_worker(proc: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
 
 
 @pytest.fixture
+def eager():
+    """Run tasks inline for this test, as the embedded default does. Only the Celery app's own flag
+    is touched: Django settings feed app.conf lazily, so overriding them here could leak into the
+    first read of app.conf."""
+    from config.celery import app
+
+    before = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    yield
+    app.conf.task_always_eager = before
+
+
+@pytest.fixture
 def broker():
     """The Celery app with a real broker, its queues purged before and after the test."""
     from config.celery import app

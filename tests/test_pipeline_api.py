@@ -26,17 +26,6 @@ def manager_client(client):
     return client
 
 
-@pytest.fixture
-def eager():
-    """Run tasks inline for this test. Only the Celery app's own flag is touched: Django settings
-    feed app.conf lazily, so overriding them here could leak into the first read of app.conf."""
-    from config.celery import app
-
-    before = app.conf.task_always_eager
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = before
-
 
 def test_api_run_readers_then_progress_reports_every_reader_done(dataset, manager_client, eager,
                                                                   django_capture_on_commit_callbacks):

@@ -1,16 +1,12 @@
 """Manager pages: /analytics/<dataset_id>/ (tables and inline SVG plots) and its downloads."""
 from __future__ import annotations
 
-import csv
-import io
-import json
-import re
-
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils.safestring import mark_safe
 
+from ..exports import CONTENT_TYPES, attachment, download_name, json_text, table_download
 from ..models import Dataset
 from ..permissions import is_manager
 from . import svg
@@ -102,36 +98,19 @@ def analytics_page(request: HttpRequest, dataset_id: int) -> HttpResponse:
     })
 
 
-def _cell(value):
-    # Spreadsheet formula injection: a text cell must not start with a formula character.
-    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
-        return "'" + value
-    return "" if value is None else value
-
-
 def analytics_export(request: HttpRequest, dataset_id: int, table: str, fmt: str) -> HttpResponse:
     _require_manager(request)
     dataset = get_object_or_404(Dataset, pk=dataset_id)
     if fmt not in ("csv", "json") or (table not in TABLES and not (table == "report" and fmt == "json")):
         raise Http404("unknown table or format")
     rep = build(dataset, Params.from_query(request.GET))
-    filename = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{dataset.name}-{table}.{fmt}")
     if table == "report":
         body = {"dataset": dataset.name, "agreement": rep.agreement, "format_share": rep.format_share,
                 "format_share_error": rep.format_share_error or None, "ranking": rep.ranking}
-        response = HttpResponse(json.dumps(body, indent=2, ensure_ascii=False), content_type="application/json")
     elif fmt == "json":
-        rows = rep.tables[table]["rows"]
-        response = HttpResponse(json.dumps({"dataset": dataset.name, "table": table, "rows": rows}, indent=2,
-                                           ensure_ascii=False), content_type="application/json")
+        body = {"dataset": dataset.name, "table": table, "rows": rep.tables[table]["rows"]}
     else:
         rows = rep.tables[table]["rows"]
-        cols = columns(rows)
-        buf = io.StringIO()
-        writer = csv.writer(buf)
-        writer.writerow(cols)
-        for r in rows:
-            writer.writerow([_cell(r.get(c)) for c in cols])
-        response = HttpResponse(buf.getvalue(), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
-    return response
+        return table_download(fmt="csv", filename_stem=f"{dataset.name}-{table}", rows=rows, columns=columns(rows))
+    response = HttpResponse(json_text(body, indent=2), content_type=CONTENT_TYPES["json"])
+    return attachment(response, download_name(f"{dataset.name}-{table}", fmt))

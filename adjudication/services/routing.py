@@ -1,14 +1,18 @@
-"""Routing disputed responses (and controls) into review items."""
+"""Routing disputed responses (and controls) into review items, and keeping the queues built on a
+policy in step with it."""
 from __future__ import annotations
 
+import hashlib
 from collections import defaultdict
 from dataclasses import dataclass
 
-from django.db import transaction
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
 
 from readers import registry as reader_registry
 
-from ..models import Dataset, ReaderSpec, Reading, Response, ReviewItem, RoutingPolicy
+from ..fields import json_safe
+from ..models import Dataset, QueueItem, ReaderSpec, Reading, Response, ReviewItem, ReviewQueue, RoutingPolicy
 from ..routing import PanelReading, decide, is_control, random_priority
 from .readings import reader_spec_for
 
@@ -22,6 +26,15 @@ class RouteReport:
     agreeing: int = 0
     pending: int = 0  # responses still missing a reading by some panel reader
     created: int = 0
+    refreshed: int = 0  # items whose response was replaced, routed again on the new readings
+    queued: int = 0  # queue items added to the queues built on the policy
+
+
+def validation_message(exc: ValidationError) -> str:
+    """A model ValidationError as one line: "field: message; field: message"."""
+    if hasattr(exc, "error_dict"):
+        return "; ".join(f"{field}: {' '.join(msgs)}" for field, msgs in exc.message_dict.items())
+    return " ".join(exc.messages)
 
 
 def routing_policy_create(
@@ -30,29 +43,59 @@ def routing_policy_create(
 ) -> RoutingPolicy:
     if len(panel) < 2:
         raise ValueError("a routing panel needs at least two readers to disagree")
-    if not 0.0 <= control_fraction <= 1.0:
-        raise ValueError("control fraction must be between 0 and 1")
-    if compare not in RoutingPolicy.Compare.values:
-        raise ValueError(f"compare must be one of {', '.join(RoutingPolicy.Compare.values)}")
-    if priority not in RoutingPolicy.Priority.values:
-        raise ValueError(f"priority must be one of {', '.join(RoutingPolicy.Priority.values)}")
+    policy = RoutingPolicy(dataset=dataset, name=name, compare=compare, missing_is_disagreement=missing_is_disagreement,
+                           control_fraction=control_fraction, seed=seed, priority=priority)
+    try:
+        # The model's validators are the bounds: a seed that does not fit the column is refused here.
+        policy.full_clean()
+    except ValidationError as exc:
+        raise ValueError(validation_message(exc)) from None
     specs = [reader_spec_for(reader=reader_registry.get(n)) for n in panel]
-    with transaction.atomic():
-        policy = RoutingPolicy.objects.create(
-            dataset=dataset, name=name, compare=compare, missing_is_disagreement=missing_is_disagreement,
-            control_fraction=control_fraction, seed=seed, priority=priority,
-        )
-        policy.panel.set(specs)
+    try:
+        with transaction.atomic():
+            policy.save()
+            policy.panel.set(specs)
+    except IntegrityError:
+        raise ValueError(f"a routing policy named {name!r} exists already on dataset {dataset.name!r}") from None
     return policy
 
 
+def tiebreak(*, queue: ReviewQueue, review_item_id: int) -> int:
+    """A reproducible shuffle key of the item within the queue (63 bits, fits a bigint)."""
+    digest = hashlib.sha256(f"tiebreak:{queue.pk}:{queue.seed}:{review_item_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+def queue_items_sync(*, queue: ReviewQueue) -> int:
+    """Add to the queue every item of its policy it does not hold yet; returns how many."""
+    missing = (ReviewItem.objects.filter(policy_id=queue.policy_id).exclude(queue_items__queue=queue)
+               .values_list("id", "priority"))
+    items = [QueueItem(queue=queue, review_item_id=ri_id, priority=priority,
+                       tiebreak=tiebreak(queue=queue, review_item_id=ri_id)) for ri_id, priority in missing]
+    # ignore_conflicts: two syncs racing for the same queue add each item once (queue_item_once).
+    QueueItem.objects.bulk_create(items, ignore_conflicts=True, batch_size=1000)
+    return len(items)
+
+
+def _reason(panel_readings: list[PanelReading], decision) -> dict:
+    # Reader answers are model text: NUL and lone surrogates cannot go into a jsonb column.
+    return json_safe({"readings": {r.reader: {"answer": r.answer, "verdict": r.verdict} for r in panel_readings},
+                      "distinct_answers": decision.distinct_answers,
+                      "distinct_verdicts": decision.distinct_verdicts})
+
+
 def review_items_route(*, policy: RoutingPolicy) -> RouteReport:
-    """Create a review item for every response the panel disputes, plus controls. Idempotent:
-    each (policy, response) becomes an item at most once, however often this runs."""
+    """Create a review item for every response the panel disputes, plus controls, and add them to
+    every queue built on the policy. Idempotent: each (policy, response) becomes an item at most
+    once, however often this runs. An item whose response was replaced since it was routed gets
+    its reason and priority from the new readings once they are all in."""
     report = RouteReport()
     specs: list[ReaderSpec] = list(policy.panel.all())
     spec_names = {s.id: s.name for s in specs}
     ids = list(Response.objects.filter(dataset=policy.dataset).order_by("id").values_list("id", "external_id"))
+    replaced = dict(ReviewItem.objects.filter(policy=policy, replaced_at__isnull=False)
+                    .values_list("response_id", "reason"))
+    replaced = {rid: reason for rid, reason in replaced.items() if "readings" not in reason}
     before = ReviewItem.objects.filter(policy=policy).count()
     for start in range(0, len(ids), CHUNK):
         chunk = ids[start:start + CHUNK]
@@ -70,6 +113,18 @@ def review_items_route(*, policy: RoutingPolicy) -> RouteReport:
                 continue
             decision = decide(panel_readings, compare=policy.compare,
                               missing_is_disagreement=policy.missing_is_disagreement)
+            if rid in replaced:
+                # Already in review (its labels were invalidated and it was re-opened when the text
+                # changed): it stays, with the new readings as its reason and the old one kept.
+                priority = _priority(policy, rid, external_id, decision)
+                ReviewItem.objects.filter(policy=policy, response_id=rid).update(
+                    reason={**_reason(panel_readings, decision), "before_replacement": replaced[rid].get(
+                        "before_replacement")},
+                    priority=priority)
+                QueueItem.objects.filter(review_item__policy=policy, review_item__response_id=rid).update(
+                    priority=priority)
+                report.refreshed += 1
+                continue
             control = False
             if not decision.disputed:
                 report.agreeing += 1
@@ -80,18 +135,20 @@ def review_items_route(*, policy: RoutingPolicy) -> RouteReport:
                 report.disputed += 1
             else:
                 report.controls += 1
-            if policy.priority == RoutingPolicy.Priority.RANDOM:
-                priority = random_priority(seed=policy.seed, response_key=external_id)
-            elif policy.priority == RoutingPolicy.Priority.ORDER:
-                priority = -float(rid)
-            else:
-                priority = decision.strength
-            items.append(ReviewItem(
-                policy=policy, response_id=rid, is_control=control, priority=priority,
-                reason={"readings": {r.reader: {"answer": r.answer, "verdict": r.verdict} for r in panel_readings},
-                        "distinct_answers": decision.distinct_answers,
-                        "distinct_verdicts": decision.distinct_verdicts},
-            ))
+            items.append(ReviewItem(policy=policy, response_id=rid, is_control=control,
+                                    priority=_priority(policy, rid, external_id, decision),
+                                    reason=_reason(panel_readings, decision)))
         ReviewItem.objects.bulk_create(items, ignore_conflicts=True, batch_size=1000)
     report.created = ReviewItem.objects.filter(policy=policy).count() - before
+    for queue in ReviewQueue.objects.filter(policy=policy):
+        report.queued += queue_items_sync(queue=queue)
     return report
+
+
+def _priority(policy: RoutingPolicy, rid: int, external_id: str, decision) -> float:
+    if policy.priority == RoutingPolicy.Priority.RANDOM:
+        return random_priority(seed=policy.seed, response_key=external_id)
+    if policy.priority == RoutingPolicy.Priority.ORDER:
+        return -float(rid)
+    return decision.strength
+

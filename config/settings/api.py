@@ -25,6 +25,11 @@ REST_FRAMEWORK = {
     # The client address of an anonymous call behind TLS-terminating proxies (X-Forwarded-For).
     "NUM_PROXIES": TRUSTED_PROXY_COUNT or None,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # Model text may hold lone surrogates: escaped in JSON rather than a 500 (adjudication/renderers.py).
+    "DEFAULT_RENDERER_CLASSES": [
+        "adjudication.renderers.VerbatimJSONRenderer",
+        "rest_framework.renderers.BrowsableAPIRenderer",
+    ],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 100,
 }

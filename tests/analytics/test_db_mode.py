@@ -15,7 +15,8 @@ from django.test import Client
 
 from adjudication.models import Dataset, FinalLabel, QueueItem, ReaderSpec, Reading, Response
 from adjudication.services.readings import reader_spec_by_name, readings_create
-from adjudication.services.review import (adjudication_queue, final_label_adjudicate, label_submit, lease_claim_next,
+from adjudication.review_selectors import adjudication_queue
+from adjudication.services.review import (final_label_adjudicate, label_submit, lease_claim_next,
                                           queue_create)
 
 from ..conftest import run_command
@@ -80,7 +81,7 @@ def labelled(write_jsonl):
                 said = "ABCD"[("ABCD".index(said) + 1) % 4]  # one disagreement, adjudicated below
             label_submit(lease=lease, annotator=annotator, kind="option", answer=said)
     adj = make_user("judy", "adjudicator")
-    for item, _ in adjudication_queue(queue=queue):
+    for item, _ in adjudication_queue(queue=queue, adjudicator=adj):
         response = item.review_item.response
         gold, base, rl = truth(int(response.external_id.split("-")[1]))
         final_label_adjudicate(item=item, adjudicator=adj, kind="option",

@@ -6,7 +6,7 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
 from adjudication.models import AuditRun, Dataset
-from adjudication.services.review import lease_claim_next
+from adjudication.services.review import label_submit, lease_claim_next
 
 from .conftest import make_user
 
@@ -29,6 +29,7 @@ MATRIX: dict[str, tuple[str, str, dict[str, str]]] = {
     "adjudicate/<int:item_id>/": ("get", "/adjudicate/{item}/", {"adjudicator": OK}),
     "queues/": ("get", "/queues/", {"manager": OK}),
     "queues/new/": ("post", "/queues/new/", {"manager": "redirect"}),
+    "queues/<int:queue_id>/sync/": ("post", "/queues/{queue}/sync/", {"manager": "redirect"}),
     "queues/<int:queue_id>/final-labels.<str:fmt>": ("get", "/queues/{queue}/final-labels.jsonl", {"manager": OK}),
     "api/schema/": ("get", "/api/schema/", {"annotator": OK, "adjudicator": OK, "manager": OK}),
     "api/datasets/": ("get", "/api/datasets/", {"manager": OK}),
@@ -69,8 +70,13 @@ def test_the_matrix_covers_every_url():
 def world(queue):
     users = {"annotator": make_user("ann", "annotator"), "adjudicator": make_user("adj", "adjudicator"),
              "manager": make_user("man", "manager")}
+    # An item in conflict (adjudicators see only those), labelled by two other annotators.
+    for name, answer in (("x", "B"), ("y", "C")):
+        other = make_user(name, "annotator")
+        conflict = lease_claim_next(queue=queue, annotator=other).lease
+        label_submit(lease=conflict, annotator=other, kind="option", answer=answer)
     lease = lease_claim_next(queue=queue, annotator=users["annotator"]).lease
-    ids = {"dataset": Dataset.objects.get().pk, "queue": queue.pk, "lease": lease.pk, "item": lease.item_id}
+    ids = {"dataset": Dataset.objects.get().pk, "queue": queue.pk, "lease": lease.pk, "item": conflict.item_id}
     ids["audit"] = AuditRun.objects.create(dataset_id=ids["dataset"], readers=["strip-string"]).pk
     return users, ids
 

@@ -7,7 +7,8 @@ import pytest
 from django.utils import timezone
 
 from adjudication.models import FinalLabel, Label, Lease, QueueItem
-from adjudication.services.review import (ReviewError, adjudication_queue, final_label_adjudicate, label_revise,
+from adjudication.review_selectors import adjudication_queue
+from adjudication.services.review import (ReviewError, final_label_adjudicate, label_revise,
                                           label_submit, lease_claim_next)
 
 from .conftest import make_user
@@ -81,13 +82,13 @@ def test_conflicts_go_to_adjudication_lowest_agreement_first_and_keep_provenance
     a, b, adj = make_user("a", "annotator"), make_user("b", "annotator"), make_user("j", "adjudicator")
     first = label_next(queue, a, "B").item_id
     label_next(queue, b, "C")
-    conflicts = adjudication_queue(queue=queue)
+    conflicts = adjudication_queue(queue=queue, adjudicator=adj)
     assert [item.pk for item, _ in conflicts] == [first] and conflicts[0][1] == 0.5
     final = final_label_adjudicate(item=conflicts[0][0], adjudicator=adj, kind="option", answer="C",
                                    error_type="reader_bug", notes="box is the final commitment")
     assert final.provenance == "adjudicated" and final.decided_by == adj
     assert QueueItem.objects.get(pk=first).status == QueueItem.Status.ADJUDICATED
-    assert adjudication_queue(queue=queue) == []
+    assert adjudication_queue(queue=queue, adjudicator=adj) == []
 
 
 def test_skips_need_a_reason_and_do_not_fill_a_slot(queue):
@@ -128,7 +129,7 @@ def test_unresolved_adjudication(queue):
     a, b, adj = make_user("a", "annotator"), make_user("b", "annotator"), make_user("j", "adjudicator")
     label_next(queue, a, kind="no_answer", answer="")
     label_next(queue, b, "B")
-    item = adjudication_queue(queue=queue)[0][0]
+    item = adjudication_queue(queue=queue, adjudicator=adj)[0][0]
     final = final_label_adjudicate(item=item, adjudicator=adj, kind="", unresolved=True,
                                    error_type="ambiguous_response")
     assert final.provenance == FinalLabel.Provenance.UNRESOLVED

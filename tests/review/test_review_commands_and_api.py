@@ -72,6 +72,6 @@ def test_the_api_flow_claim_label_and_export(write_jsonl):
     csv_body = manager.get(f"/api/queues/{queue_id}/final-labels/?fmt=csv").content.decode()
     assert csv_body.splitlines()[0].startswith("response_id,") and len(csv_body.splitlines()) == 3
     page = manager.get(f"/queues/{queue_id}/final-labels.csv")
-    assert page.status_code == 200 and b"unanimous" in b"".join(page.streaming_content)
+    assert page.status_code == 200 and b"unanimous" in page.content
     queues_page = manager.get("/queues/").content.decode()
     assert "2 labelled" in queues_page and "ann" in queues_page

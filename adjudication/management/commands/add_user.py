@@ -32,8 +32,13 @@ class Command(BaseCommand):
         except ValidationError as exc:
             raise CommandError("; ".join(exc.messages)) from exc
         user.set_password(password)
-        user.is_staff = "manager" in role
         user.save()
         for name in role:
             user.groups.add(Group.objects.get_or_create(name=name)[0])
+        # Roles only accumulate here, so staff status (the admin) follows the roles the user ends up
+        # with: adding "annotator" to a manager must not take the admin away.
+        roles = set(user.groups.values_list("name", flat=True))
+        if user.is_staff != ("manager" in roles or user.is_superuser):
+            user.is_staff = "manager" in roles or user.is_superuser
+            user.save(update_fields=["is_staff"])
         self.stdout.write(f"user {username}: {', '.join(sorted(user.groups.values_list('name', flat=True)))}")

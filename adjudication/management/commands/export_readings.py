@@ -1,18 +1,19 @@
 from __future__ import annotations
 
-import csv
-import json
-import sys
+import tempfile
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from adjudication.exports import csv_lines, jsonl_lines
 from adjudication.models import Dataset
 from adjudication.selectors import EXPORT_FIELDS, dataset_get, export_rows
 
 
 class Command(BaseCommand):
-    help = "Export one row per reading: response id, model, checkpoint, benchmark, reader, version, config hash, answer, verdict."
+    help = ("Export one row per reading: response id, model, checkpoint, benchmark, reader, version, config hash, "
+            "answer, verdict. Valid UTF-8 always (JSONL keeps lone surrogates as \\udXXX escapes); CSV cells that a "
+            "spreadsheet would run as formulas are prefixed with an apostrophe.")
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--dataset", required=True)
@@ -24,24 +25,31 @@ class Command(BaseCommand):
             ds = dataset_get(name=dataset)
         except Dataset.DoesNotExist:
             raise CommandError(f"no dataset named {dataset!r}") from None
-        # Write to a temporary sibling and rename, so a failed export never leaves half a file.
-        target = out.with_name(out.name + ".partial") if out else None
-        handle = open(target, "w", encoding="utf-8", newline="", errors="surrogatepass") if target else sys.stdout
-        n = 0
-        try:
-            if fmt == "csv":
-                writer = csv.DictWriter(handle, fieldnames=EXPORT_FIELDS)
-                writer.writeheader()
-                for row in export_rows(dataset=ds):
-                    writer.writerow(row)
+        rows = export_rows(dataset=ds)
+        lines = csv_lines(EXPORT_FIELDS, rows) if fmt == "csv" else jsonl_lines(rows)
+        # The whole export is written to a file beside the target (or a temporary one for stdout)
+        # before anything reaches its destination: a failure midway never leaves half an export.
+        directory = out.resolve().parent if out else None
+        with tempfile.NamedTemporaryFile("w", encoding="utf-8", newline="", dir=directory, delete=False,
+                                         prefix=".export-", suffix=".partial") as handle:
+            staged = Path(handle.name)
+            try:
+                n = -1 if fmt == "csv" else 0  # the CSV header is a line too
+                for line in lines:
+                    handle.write(line)
                     n += 1
-            else:
-                for row in export_rows(dataset=ds):
-                    handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-                    n += 1
-        finally:
-            if target:
+            except BaseException:
                 handle.close()
-        if target and out:
-            target.replace(out)
+                staged.unlink(missing_ok=True)
+                raise
+        if out:
+            staged.replace(out)
             self.stderr.write(f"{n} readings written to {out}")
+            return
+        try:
+            with open(staged, encoding="utf-8", newline="") as source:
+                for chunk in iter(lambda: source.read(1 << 16), ""):
+                    self.stdout.write(chunk, ending="")
+                self.stdout.flush()
+        finally:
+            staged.unlink(missing_ok=True)

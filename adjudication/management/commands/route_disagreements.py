@@ -42,4 +42,6 @@ class Command(BaseCommand):
         self.stdout.write(
             f"policy {existing}: {report.created} new review items ({report.disputed} disputed, {report.controls} "
             f"controls); {report.agreeing} undisputed; {report.pending} responses still missing a panel reading"
+            + (f"; {report.refreshed} replaced responses routed again" if report.refreshed else "")
+            + f"; {report.queued} items added to the policy's queues"
         )

@@ -1,0 +1,50 @@
+"""Bounds and rules for what users type: the same checks for the API, the forms and the commands.
+
+Integer bounds are the columns' own: a value that does not fit must be refused with a message,
+never stored as something else. Names appear in URLs, download headers, logs and tables, so they
+are one printable line."""
+from __future__ import annotations
+
+import unicodedata
+
+from django.core.exceptions import ValidationError
+
+SMALLINT_MAX = 32_767
+INT_MIN, INT_MAX = -(2**31), 2**31 - 1
+
+
+def unprintable(value: str) -> str | None:
+    """The first character of `value` that has no place in a one-line name, described; None if all fit.
+    Control and format characters (NUL, newline, tab, bidi overrides), lone surrogates, unassigned."""
+    for ch in value:
+        if unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"):
+            return f"U+{ord(ch):04X}"
+    return None
+
+
+def validate_name(value: str) -> None:
+    if not value.strip():
+        raise ValidationError("must not be blank")
+    if value != value.strip():
+        raise ValidationError("must not start or end with spaces")
+    bad = unprintable(value)
+    if bad:
+        raise ValidationError(f"must be one line of printable text (found {bad})")
+
+
+def free_text_problem(value: str) -> str | None:
+    """Why human free text (notes, reasons, answers) cannot be stored, or None. Newlines are fine
+    there; NUL and lone surrogates have no meaning in anything a person types."""
+    if "\x00" in value:
+        return "must not contain NUL characters"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return "must be valid Unicode text (found a lone surrogate)"
+    return None
+
+
+def validate_free_text(value: str) -> None:
+    problem = free_text_problem(value)
+    if problem:
+        raise ValidationError(problem)
