@@ -60,8 +60,8 @@ class DatasetProgressApi(APIView):
 
 
 class RunReadersSerializer(serializers.Serializer):
-    readers = serializers.ListField(child=serializers.CharField(), required=False,
-                                    help_text="reader names; default: the rule-reader panel")
+    readers = serializers.ListField(child=serializers.CharField(max_length=200), required=False, allow_empty=False,
+                                    help_text="reader names; omitted: the rule-reader panel")
     batch_size = serializers.IntegerField(min_value=1, max_value=10000, required=False)
 
     def validate_readers(self, value: list[str]) -> list[str]:

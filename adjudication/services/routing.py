@@ -3,6 +3,7 @@ policy in step with it."""
 from __future__ import annotations
 
 import hashlib
+import math
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -43,6 +44,10 @@ def routing_policy_create(
 ) -> RoutingPolicy:
     if len(panel) < 2:
         raise ValueError("a routing panel needs at least two readers to disagree")
+    if not (isinstance(control_fraction, (int, float)) and math.isfinite(control_fraction)
+            and 0.0 <= control_fraction <= 1.0):
+        # NaN passes every comparison-based validator and PostgreSQL orders it above 1.
+        raise ValueError("control fraction must be a number between 0 and 1")
     policy = RoutingPolicy(dataset=dataset, name=name, compare=compare, missing_is_disagreement=missing_is_disagreement,
                            control_fraction=control_fraction, seed=seed, priority=priority)
     try:

@@ -408,3 +408,30 @@ def test_managers_see_and_use_the_admin_the_docs_send_them_to(write_jsonl):
     annotator.is_staff = True  # even a staff flag set by hand gives an annotator nothing here
     annotator.save()
     assert "/admin/adjudication/dataset/" not in logged_in(annotator).get("/admin/").content.decode()
+
+
+@pytest.mark.parametrize("options", [{"control_fraction": float("nan")}, {"control_fraction": 1.5},
+                                     {"seed": -(2**31) - 1}, {"overlap": 0}, {"lease_seconds": 9},
+                                     {"name": "x" * 201}])
+def test_create_queue_refuses_what_its_columns_cannot_hold(write_jsonl, options):
+    disputed_dataset(write_jsonl, 2)
+    with pytest.raises(CommandError):
+        run_command("create_queue", dataset="rv", **{"name": "q", **options})
+    assert not ReviewQueue.objects.exists() and not RoutingPolicy.objects.exists()
+
+
+def test_route_disagreements_refuses_a_nan_control_fraction(write_jsonl):
+    disputed_dataset(write_jsonl, 2)
+    with pytest.raises(CommandError, match="control fraction"):
+        run_command("route_disagreements", dataset="rv", policy="p", panel=["strict-match", "boxed"],
+                    control_fraction=float("nan"))
+    assert not RoutingPolicy.objects.exists()
+
+
+def test_the_run_readers_api_refuses_an_empty_reader_list_instead_of_running_all(write_jsonl, eager):
+    run_command("import_responses", str(write_jsonl([mc_row(0)])), dataset="r", no_progress=True)
+    ds = Dataset.objects.get(name="r")
+    reply = logged_in(make_user("man", "manager")).post(f"/api/datasets/{ds.pk}/run-readers/", {"readers": []},
+                                                         content_type="application/json")
+    assert reply.status_code == 400 and "readers" in reply.json()
+    assert not Reading.objects.exists()
