@@ -77,6 +77,8 @@ def queue_items_sync(*, queue: ReviewQueue) -> int:
                .values_list("id", "priority"))
     items = [QueueItem(queue=queue, review_item_id=ri_id, priority=priority,
                        tiebreak=tiebreak(queue=queue, review_item_id=ri_id)) for ri_id, priority in missing]
+    # Created in shuffled order, so that item ids (in adjudication URLs) do not follow import order.
+    items.sort(key=lambda item: item.tiebreak)
     # ignore_conflicts: two syncs racing for the same queue add each item once (queue_item_once).
     QueueItem.objects.bulk_create(items, ignore_conflicts=True, batch_size=1000)
     return len(items)
