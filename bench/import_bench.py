@@ -6,6 +6,8 @@ table (the floor any importer pays to move the bytes). Prints, last:
   RESULT import_rows_per_s <value>
   RESULT import_peak_rss_mb <peak RSS of the import process>
 Run: python bench/import_bench.py   (PostgreSQL on 127.0.0.1:5432; override BENCH_DATABASE_SERVER, BENCH_ROWS)
+With DATABASE_URL set, the throwaway database is named after it (<name>_bench_import), so engineers
+sharing one server do not drop each other's bench database.
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from urllib.parse import urlparse
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import fresh_database, manage, result, service_env  # noqa: E402
@@ -58,8 +61,13 @@ def copy_baseline(url: str, path: Path) -> float:
     return N / elapsed
 
 
+def bench_database_name() -> str:
+    own = urlparse(os.environ.get("DATABASE_URL", "")).path.lstrip("/")
+    return f"{own}_bench_import" if own else "adjudication_bench_import"
+
+
 def main() -> None:
-    url = fresh_database("adjudication_bench_import")
+    url = fresh_database(bench_database_name())
     env = service_env(url)
     manage("migrate", "-v0", env=env)
     with tempfile.TemporaryDirectory() as tmp:

@@ -10,9 +10,23 @@ from typing import Callable, Iterable
 from django.db import transaction
 
 from ..models import Dataset, Question, Reading, Response, Run
-from .rows import Row, RowError, count_lines, iter_rows
+from .rows import Row, RowError, count_lines, identity_problem, iter_rows
 
 BATCH = 1000
+
+
+def _max_length(model: type, field_name: str) -> int:
+    return model._meta.get_field(field_name).max_length
+
+
+# What each identity field of a row may hold: the max_length of the column it is stored in.
+ROW_MAX_LENGTHS: dict[str, int] = {
+    "id": _max_length(Response, "external_id"),
+    "model": _max_length(Run, "model"),
+    "checkpoint": _max_length(Run, "checkpoint"),
+    "benchmark": min(_max_length(Run, "benchmark"), _max_length(Question, "benchmark")),
+    "prompt": _max_length(Run, "prompt"),
+}
 
 
 class ImportFailed(Exception):
@@ -46,13 +60,37 @@ def responses_import(
     progress: Callable[[int], None] | None = None,
 ) -> ImportReport:
     """Import a file into a dataset in one transaction. Any bad line rolls everything back."""
-    rows = iter_rows(path, fmt=fmt, model=model, checkpoint=checkpoint, task=task)
+    _check_names(dataset_name=dataset_name, model=model, checkpoint=checkpoint, task=task)
+    rows = iter_rows(path, fmt=fmt, model=model, checkpoint=checkpoint, task=task, max_lengths=ROW_MAX_LENGTHS)
     try:
         with transaction.atomic():
             dataset, _ = Dataset.objects.get_or_create(name=dataset_name)
+            # Imports into one dataset take turns. Two that share questions insert the same unique rows
+            # (question fingerprints, run identities): PostgreSQL makes the second wait for the first and
+            # then fail, and two multi-batch imports meeting shared questions in opposite orders deadlock
+            # (each holds rows the other inserts next). Holding the dataset row makes the second wait,
+            # then see all the first committed. NO KEY: rows that merely reference the dataset (audits,
+            # policies) are still created meanwhile.
+            dataset = Dataset.objects.select_for_update(no_key=True).get(pk=dataset.pk)
             return _import_rows(dataset, rows, path=path, replace=replace, progress=progress)
     except RowError as exc:
         raise ImportFailed(str(exc)) from exc
+
+
+def _check_names(*, dataset_name: str, model: str, checkpoint: str, task: str | None) -> None:
+    """The names given on the command line must fit their columns like the names in the file."""
+    if not dataset_name.strip():
+        raise ImportFailed("--dataset: a dataset name must not be blank")
+    for option, value, max_length in (
+        ("dataset", dataset_name, _max_length(Dataset, "name")),
+        ("model", model, ROW_MAX_LENGTHS["model"]),
+        ("checkpoint", checkpoint, ROW_MAX_LENGTHS["checkpoint"]),
+        ("task", task or "", ROW_MAX_LENGTHS["benchmark"]),
+    ):
+        problem = identity_problem(value, max_length)
+        if problem:
+            preview = ascii(value[:40] + ("…" if len(value) > 40 else ""))
+            raise ImportFailed(f"--{option}: the name {preview} {problem}")
 
 
 class _Importer:
@@ -141,13 +179,18 @@ def _import_rows(dataset: Dataset, rows: Iterable[Row], *, path: Path, replace: 
                  progress: Callable[[int], None] | None) -> ImportReport:
     importer = _Importer(dataset, path, replace)
     batch: list[Row] = []
+    seen_any = False
     for row in rows:
+        seen_any = True
         batch.append(row)
         if len(batch) >= BATCH:
             importer.flush(batch)
             if progress:
                 progress(len(batch))
             batch = []
+    if not seen_any:
+        # An empty file is almost always a failed export upstream; importing it would only create an empty dataset.
+        raise RowError(path, 0, None, "no rows to import: the file is empty or holds only blank lines")
     importer.flush(batch)
     if progress and batch:
         progress(len(batch))
@@ -158,5 +201,8 @@ def progress_bar(path: Path, *, enabled: bool = True):
     """A tqdm bar on stderr sized by the file's line count (a cheap streaming pre-pass)."""
     from tqdm import tqdm
 
-    total = count_lines(path) if enabled else None
+    try:
+        total = count_lines(path) if enabled else None
+    except OSError:
+        total = None  # the import itself reports an unreadable file, with its reason
     return tqdm(total=total, unit="rows", file=sys.stderr, disable=not enabled, desc="import", leave=False)

@@ -1,26 +1,42 @@
 """Parsing and validating input rows (canonical JSONL and lm-eval samples) into one shape.
 
-Pure Python (no ORM): the file-only commands (`read`, `format_share --input`) use it too.
+Pure Python (no ORM): the file-only commands (`read`, `format_share --input`) use it too. Whatever a row
+holds is checked here against what the database can store, so that a bad file fails with a line and a
+field instead of a traceback from the driver: text fields keep any character (they are stored verbatim,
+see adjudication/fields.py), names (id, model, checkpoint, benchmark, prompt) hold no NUL or lone
+surrogate and fit their column (the importer passes the columns' lengths in), and JSON values (choices,
+meta, extra fields) hold nothing PostgreSQL's jsonb refuses.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
+import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterator
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+# Far below Python's recursion limit, so that hashing, Django and psycopg can walk any value that passed;
+# real metadata is a few levels deep.
+MAX_JSON_DEPTH = 100
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class RowError(ValueError):
-    """A bad input row. The message names the file, the line and the field."""
+    """A bad input row. The message names the file, the line and the field (line 0: the file as a whole)."""
 
     def __init__(self, path: str | Path, line: int, field_name: str | None, message: str) -> None:
         self.path, self.line, self.field_name = str(path), line, field_name
-        where = f"{Path(path).name}, line {line}" + (f", field '{field_name}'" if field_name else "")
+        where = Path(path).name + (f", line {line}" if line > 0 else "")
+        if field_name is not None:
+            # Field names come from the file too (unknown keys): show control characters as escapes.
+            shown = field_name if field_name.isprintable() else ascii(field_name)[1:-1]
+            where += f", field '{shown}'"
         super().__init__(f"{where}: {message}")
 
 
@@ -74,6 +90,97 @@ OPTIONAL_STR = ("model", "checkpoint", "benchmark", "prompt")
 KNOWN = set(REQUIRED) | set(OPTIONAL_STR) | {"choices", "meta"}
 
 
+def _has_lone_surrogate(value: str) -> bool:
+    return not value.isascii() and _LONE_SURROGATE.search(value) is not None
+
+
+def identity_problem(value: str, max_length: int | None = None) -> str | None:
+    """Why `value` cannot be a name (an id, a model, a dataset name …) stored in its column, or None.
+
+    Names are compared, indexed and shown as they are, so unlike response text they are not escaped
+    into storable form: NUL (which PostgreSQL text refuses) and lone surrogates (which UTF-8 cannot
+    encode) are refused instead."""
+    if "\x00" in value:
+        return "contains a NUL character, which a name cannot hold"
+    if _has_lone_surrogate(value):
+        return "contains a lone surrogate (a half of a UTF-16 pair, not a character), which a name cannot hold"
+    if max_length is not None and len(value) > max_length:
+        return f"is {len(value)} characters long; at most {max_length} characters fit"
+    return None
+
+
+def json_problem(value: Any) -> str | None:
+    """Why `value` cannot be stored in a PostgreSQL jsonb column, or None.
+
+    jsonb refuses NUL characters, lone surrogates and the non-standard NaN / Infinity that Python's json
+    reads. Iterative, so that depth is something checked rather than something that crashes."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                return "contains a NUL character, which JSON columns cannot store"
+            if _has_lone_surrogate(item):
+                return ("contains a lone surrogate (a half of a UTF-16 pair, not a character), "
+                        "which JSON columns cannot store")
+        elif isinstance(item, float):
+            if math.isnan(item):
+                return "contains NaN, which JSON columns cannot store"
+            if math.isinf(item):
+                return "contains Infinity, which JSON columns cannot store"
+        elif isinstance(item, (list, tuple, dict)):
+            if depth >= MAX_JSON_DEPTH:
+                return f"is nested more than {MAX_JSON_DEPTH} levels deep"
+            if isinstance(item, dict):
+                stack.extend((key, depth + 1) for key in item)
+                stack.extend((child, depth + 1) for child in item.values())
+            else:
+                stack.extend((child, depth + 1) for child in item)
+    return None
+
+
+# Once a line has parsed, only these can have put into its values what the database refuses: \\u escapes
+# (NUL and lone surrogates: text decoded from UTF-8 holds no surrogate, and JSON forbids raw control
+# characters) and NaN / Infinity (float literals too large for a double are refused by the parser).
+# A line without any of them, and with fewer brackets than the depth limit, skips the value walk.
+_MAYBE_UNSTORABLE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])|NaN|Infinity")
+
+
+def _values_need_checking(text: str) -> bool:
+    return _MAYBE_UNSTORABLE.search(text) is not None or text.count("[") + text.count("{") >= MAX_JSON_DEPTH
+
+
+@dataclass(frozen=True)
+class _LineChecks:
+    """What one line's values are checked against. `values=False` when the raw line shows no value can
+    hold NUL, a lone surrogate, NaN / Infinity or deep nesting: then only lengths are checked."""
+
+    path: Path
+    line: int
+    max_lengths: Mapping[str, int]
+    values: bool = True
+
+    def identity(self, value: str, key: str, field_name: str | None = None) -> None:
+        max_length = self.max_lengths.get(key)
+        if not self.values and (max_length is None or len(value) <= max_length):
+            return
+        problem = identity_problem(value, max_length)
+        if problem:
+            raise RowError(self.path, self.line, field_name or key, problem)
+
+    def json(self, value: Any, field_name: str) -> None:
+        if self.values:
+            problem = json_problem(value)
+            if problem:
+                raise RowError(self.path, self.line, field_name, problem)
+
+
+def _number_text(value: int | float, key: str, path: Path, line: int) -> str:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise RowError(path, line, key, f"must be a finite number or a string, got {value}")
+    return str(value)
+
+
 def _str_field(obj: dict, key: str, path: Path, line: int, *, required: bool, allow_number: bool = False) -> str:
     if key not in obj or obj[key] is None:
         if required:
@@ -82,7 +189,7 @@ def _str_field(obj: dict, key: str, path: Path, line: int, *, required: bool, al
     value = obj[key]
     if allow_number and isinstance(value, (int, float)) and not isinstance(value, bool):
         # ids and golds are often numbers in the wild (GSM8K golds); their text form is unambiguous.
-        return str(value)
+        return _number_text(value, key, path, line)
     if not isinstance(value, str):
         raise RowError(path, line, key, f"must be a string, got {type(value).__name__}")
     if required and key != "response" and not value.strip():
@@ -90,24 +197,20 @@ def _str_field(obj: dict, key: str, path: Path, line: int, *, required: bool, al
     return value
 
 
-def _contains_nul(value: Any) -> bool:
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(_contains_nul(k) or _contains_nul(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_contains_nul(v) for v in value)
-    return False
-
-
-def canonical_row(obj: Any, path: Path, line: int) -> Row:
+def canonical_row(obj: Any, path: Path, line: int, *, max_lengths: Mapping[str, int] | None = None,
+                  check_values: bool = True) -> Row:
+    """One canonical line; `max_lengths` bounds the identity fields (the importer passes its columns')."""
     if not isinstance(obj, dict):
         raise RowError(path, line, None, f"expected a JSON object, got {type(obj).__name__}")
+    check = _LineChecks(path, line, max_lengths or {}, check_values)
     row_id = _str_field(obj, "id", path, line, required=True, allow_number=True)
+    check.identity(row_id, "id")
     question = _str_field(obj, "question", path, line, required=True)
     gold = _str_field(obj, "gold", path, line, required=True, allow_number=True)
     response = _str_field(obj, "response", path, line, required=True)
     extras = {k: _str_field(obj, k, path, line, required=False) for k in OPTIONAL_STR}
+    for key, value in extras.items():
+        check.identity(value, key)
     choices_raw = obj.get("choices")
     if choices_raw is None:
         choices: tuple[str, ...] = ()
@@ -117,21 +220,20 @@ def canonical_row(obj: Any, path: Path, line: int) -> Row:
         raise RowError(path, line, "choices", f"at most {len(LETTERS)} options are supported")
     else:
         choices = tuple(choices_raw)
+    check.json(choices, "choices")
     meta = obj.get("meta") or {}
     if not isinstance(meta, dict):
         raise RowError(path, line, "meta", f"must be an object, got {type(meta).__name__}")
-    for key, value in (("choices", list(choices)), ("meta", meta)):
-        if _contains_nul(value):
-            raise RowError(path, line, key, "contains a NUL character, which JSON columns cannot store")
+    check.json(meta, "meta")
     if choices:
         gold_letter = gold.strip().strip("()").strip()
         if gold_letter.upper() not in LETTERS[: len(choices)] or len(gold_letter) != 1:
             raise RowError(path, line, "gold", f"multiple-choice gold must be a letter A–{LETTERS[len(choices) - 1]}, got {gold!r}")
     unknown = sorted(set(obj) - KNOWN)
     if unknown:
+        for key in unknown:
+            check.json({key: obj[key]}, key)
         meta = {**meta, "extra_fields": {k: obj[k] for k in unknown}}
-        if _contains_nul(meta):
-            raise RowError(path, line, unknown[0], "contains a NUL character, which JSON columns cannot store")
     return Row(id=row_id, question=question, gold=gold, response=response, choices=choices, meta=meta, line=line, **extras)
 
 
@@ -151,12 +253,38 @@ def _first_str(doc: dict, *keys: str) -> str | None:
     return None
 
 
-def lm_eval_row(obj: Any, path: Path, line: int, *, task: str, model: str, checkpoint: str) -> Row:
+def _lm_eval_choices(doc: dict, path: Path, line: int, check: _LineChecks) -> tuple[str, ...]:
+    key = "choices" if isinstance(doc.get("choices"), list) else "options"
+    raw = doc.get(key)
+    if not isinstance(raw, list):
+        return ()
+    field_name = f"doc.{key}"
+    if not all(isinstance(c, (str, int, float)) and not isinstance(c, bool) for c in raw):
+        raise RowError(path, line, field_name, "must be a list of option texts (strings or numbers)")
+    if len(raw) > len(LETTERS):
+        raise RowError(path, line, field_name, f"at most {len(LETTERS)} options are supported, got {len(raw)}")
+    choices = tuple(c if isinstance(c, str) else _number_text(c, field_name, path, line) for c in raw)
+    check.json(choices, field_name)
+    return choices
+
+
+def _is_index(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def lm_eval_row(obj: Any, path: Path, line: int, *, task: str, model: str, checkpoint: str,
+                max_lengths: Mapping[str, int] | None = None, check_values: bool = True) -> Row:
     """One line of lm-eval's `samples_<task>_<date>.jsonl` (written by --log_samples)."""
     if not isinstance(obj, dict):
         raise RowError(path, line, None, f"expected a JSON object, got {type(obj).__name__}")
+    check = _LineChecks(path, line, max_lengths or {}, check_values)
     if "doc_id" not in obj:
         raise RowError(path, line, "doc_id", "missing (not an lm-eval --log_samples line?)")
+    doc_id = obj["doc_id"]
+    if not (_is_index(doc_id) or isinstance(doc_id, str)):
+        raise RowError(path, line, "doc_id", f"must be an integer or a string, got {type(doc_id).__name__}")
+    row_id = f"{task}:{doc_id}"
+    check.identity(row_id, "id", field_name="doc_id")
     doc = obj.get("doc")
     if not isinstance(doc, dict):
         raise RowError(path, line, "doc", "missing or not an object")
@@ -174,15 +302,14 @@ def lm_eval_row(obj: Any, path: Path, line: int, *, task: str, model: str, check
     question = _first_str(doc, "question", "problem", "query", "input", "prompt", "text")
     if question is None:
         raise RowError(path, line, "doc", "no question text (looked for question, problem, query, input, prompt, text)")
-    choices_raw = doc.get("choices") if isinstance(doc.get("choices"), list) else doc.get("options")
-    choices: tuple[str, ...] = tuple(str(c) for c in choices_raw) if isinstance(choices_raw, list) else ()
+    choices = _lm_eval_choices(doc, path, line, check)
     target = obj.get("target")
-    if choices and isinstance(target, int) and not isinstance(target, bool) and 0 <= target < len(choices):
+    if choices and _is_index(target) and 0 <= target < len(choices):
         gold = LETTERS[target]
-    elif choices and isinstance(doc.get("answer"), int) and 0 <= doc["answer"] < len(choices):
+    elif choices and _is_index(doc.get("answer")) and 0 <= doc["answer"] < len(choices):
         gold = LETTERS[doc["answer"]]
-    elif isinstance(target, (str, int, float)) and not isinstance(target, bool):
-        gold = str(target)
+    elif isinstance(target, str) or (isinstance(target, (int, float)) and not isinstance(target, bool)):
+        gold = target if isinstance(target, str) else _number_text(target, "target", path, line)
         if choices:
             gold = gold.strip().strip("()").strip() or gold
     else:
@@ -191,19 +318,33 @@ def lm_eval_row(obj: Any, path: Path, line: int, *, task: str, model: str, check
         # gsm8k's target is the whole worked solution; the gold is what follows "####".
         gold = gold.split("####")[-1].strip()
     # The rendered prompt itself is in `arguments`; its hash identifies the prompt across runs.
-    prompt = str(obj.get("prompt_hash") or "")
-    meta = {"lm_eval": {k: obj[k] for k in ("doc_id", "doc_hash", "prompt_hash", "target_hash", "filtered_resps") if k in obj}}
+    prompt_hash = obj.get("prompt_hash") or ""
+    if not (isinstance(prompt_hash, str) or _is_index(prompt_hash)):
+        raise RowError(path, line, "prompt_hash", f"must be a string, got {type(prompt_hash).__name__}")
+    prompt = str(prompt_hash)
+    check.identity(prompt, "prompt", field_name="prompt_hash")
+    lm_eval = {k: obj[k] for k in ("doc_id", "doc_hash", "prompt_hash", "target_hash", "filtered_resps") if k in obj}
+    for key, value in lm_eval.items():
+        check.json(value, key)
     return Row(
-        id=f"{task}:{obj['doc_id']}", question=question, gold=gold, response=response, choices=choices,
-        model=model, checkpoint=checkpoint, benchmark=task, prompt=str(prompt), meta=meta, line=line,
+        id=row_id, question=question, gold=gold, response=response, choices=choices,
+        model=model, checkpoint=checkpoint, benchmark=task, prompt=prompt, meta={"lm_eval": lm_eval}, line=line,
     )
 
 
 def iter_json_lines(path: Path) -> Iterator[tuple[int, Any]]:
     """(line number, parsed JSON) per non-blank line, streaming; a file that cannot be opened,
-    bad UTF-8 or bad JSON raises RowError naming the file and the line."""
+    bad UTF-8 or JSON that cannot be read raises RowError naming the file and the line."""
+    for line_no, _text, obj in _iter_json_lines(path):
+        yield line_no, obj
+
+
+def _iter_json_lines(path: Path) -> Iterator[tuple[int, str, Any]]:
+    """(line number, line text, parsed JSON) per non-blank line."""
     try:
-        handle = open(path, encoding="utf-8", newline="")
+        # Binary, decoded line by line: a text stream decodes 8 KiB ahead, so its UnicodeDecodeError
+        # would name whatever line the buffer started on rather than the line holding the bad byte.
+        handle = open(path, "rb")
     except OSError as exc:
         raise RowError(path, 0, None, f"cannot open: {exc.strerror}") from exc
     with handle:
@@ -211,34 +352,78 @@ def iter_json_lines(path: Path) -> Iterator[tuple[int, Any]]:
         while True:
             try:
                 raw = handle.readline()
-            except UnicodeDecodeError as exc:
-                raise RowError(path, line_no + 1, None, f"not valid UTF-8 ({exc.reason})") from exc
+            except OSError as exc:
+                raise RowError(path, line_no + 1, None, f"cannot read: {exc.strerror}") from exc
             if not raw:
                 return
             line_no += 1
-            if not raw.strip():
-                continue
             try:
-                yield line_no, json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise RowError(path, line_no, None, f"not valid JSON ({exc.msg} at column {exc.colno})") from exc
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise RowError(path, line_no, None,
+                               f"not valid UTF-8 ({exc.reason} at byte {exc.start + 1} of the line)") from exc
+            if not text.strip():
+                continue
+            yield line_no, text, _parse_json(text, path, line_no)
+
+
+class _FloatOverflow(ValueError):
+    pass
+
+
+def _finite_float(literal: str) -> float:
+    value = float(literal)
+    if math.isinf(value):
+        raise _FloatOverflow(literal)
+    return value
+
+
+# Called for float literals only: integers and everything else keep the C scanner's fast path.
+_DECODER = json.JSONDecoder(parse_float=_finite_float)
+
+
+def _parse_json(text: str, path: Path, line_no: int) -> Any:
+    try:
+        return _DECODER.decode(text)
+    except json.JSONDecodeError as exc:
+        raise RowError(path, line_no, None, f"not valid JSON ({exc.msg} at column {exc.colno})") from exc
+    except RecursionError as exc:
+        raise RowError(path, line_no, None, "JSON nested too deeply to read") from exc
+    except _FloatOverflow as exc:
+        literal = str(exc)
+        shown = literal if len(literal) <= 24 else literal[:20] + "…"
+        raise RowError(path, line_no, None,
+                       f"the number {shown} is too large for a double (it would read as infinity)") from exc
+    except ValueError as exc:
+        # Python refuses to convert integers of more than sys.get_int_max_str_digits() digits.
+        raise RowError(path, line_no, None,
+                       f"a number has more than {sys.get_int_max_str_digits()} digits, too many to read") from exc
 
 
 def iter_rows(path: Path, *, fmt: str = "canonical", model: str = "", checkpoint: str = "",
-              task: str | None = None) -> Iterator[Row]:
-    """Stream validated rows from a file; raises RowError at the first bad line."""
+              task: str | None = None, max_lengths: Mapping[str, int] | None = None) -> Iterator[Row]:
+    """Stream validated rows from a file; raises RowError at the first bad line.
+
+    `max_lengths` ({"id": 500, "model": 200, …}) bounds the identity fields to what the caller's columns
+    hold; without it only their characters are checked. `model`, `checkpoint` and `task` come from the
+    caller (a command line), which checks them itself."""
     if fmt not in ("canonical", "lm-eval"):
         raise ValueError(f"unknown format {fmt!r}")
     if fmt == "lm-eval":
         task = task or lm_eval_task_from_filename(path)
         if not task:
             raise RowError(path, 0, None, "cannot tell the task from the file name (expected samples_<task>_<date>.jsonl); pass --task")
+        problem = identity_problem(task, (max_lengths or {}).get("benchmark"))
+        if problem:
+            raise RowError(path, 0, None, f"the task name {task!r} {problem}; pass --task")
     seen: dict[str, int] = {}
-    for line_no, obj in iter_json_lines(path):
+    for line_no, text, obj in _iter_json_lines(path):
+        check_values = _values_need_checking(text)
         if fmt == "canonical":
-            row = canonical_row(obj, path, line_no)
+            row = canonical_row(obj, path, line_no, max_lengths=max_lengths, check_values=check_values)
         else:
-            row = lm_eval_row(obj, path, line_no, task=task or "", model=model, checkpoint=checkpoint)
+            row = lm_eval_row(obj, path, line_no, task=task or "", model=model, checkpoint=checkpoint,
+                              max_lengths=max_lengths, check_values=check_values)
         if not row.model and model:
             row = _replace(row, model=model)
         if not row.checkpoint and checkpoint:
