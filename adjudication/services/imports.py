@@ -10,6 +10,7 @@ from typing import Callable, Iterable
 from django.db import transaction
 
 from ..models import Dataset, Question, Reading, Response, Run
+from .review import InvalidationReport, review_invalidate_replaced
 from .rows import Row, RowError, count_lines, identity_problem, iter_rows
 
 BATCH = 1000
@@ -42,6 +43,8 @@ class ImportReport:
     runs_created: int = 0
     questions_created: int = 0
     by_run: Counter = field(default_factory=Counter)
+    # What review had decided about replaced texts, now invalidated (see review_invalidate_replaced).
+    review: InvalidationReport = field(default_factory=InvalidationReport)
 
     @property
     def total(self) -> int:
@@ -168,10 +171,19 @@ class _Importer:
     def _replace(self, pk: int, row: Row, run: Run) -> None:
         # Readings describe the old text; keeping them would attach verdicts to words never read.
         Reading.objects.filter(response_id=pk).delete()
+        question_id = self.question_ids[row.question_fingerprint]
+        old_hash, old_question = Response.objects.filter(pk=pk).values_list("content_hash", "question_id").get()
         Response.objects.filter(pk=pk).update(
-            run=run, question_id=self.question_ids[row.question_fingerprint], text=row.response,
+            run=run, question_id=question_id, text=row.response,
             content_hash=row.content_hash, row_hash=row.row_hash, meta=row.meta,
         )
+        if old_hash != row.content_hash or old_question != question_id:
+            # Labels judged the old text against the old question and gold: they no longer stand
+            # (a change of model name or meta alone leaves them be).
+            found = review_invalidate_replaced(response_ids=[pk])
+            self.report.review.labels += found.labels
+            self.report.review.final_labels += found.final_labels
+            self.report.review.items_reopened += found.items_reopened
         self.report.replaced += 1
 
 

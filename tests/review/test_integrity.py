@@ -438,3 +438,14 @@ def test_the_run_readers_api_refuses_an_empty_reader_list_instead_of_running_all
                                                          content_type="application/json")
     assert reply.status_code == 400 and "readers" in reply.json()
     assert not Reading.objects.exists()
+
+
+def test_replacing_only_a_responses_metadata_keeps_its_labels(write_jsonl):
+    rows = [mc_row(0, response="The answer is B. Then again \\boxed{C}")]
+    import_rows(rows, "rp", write_jsonl, file="a.jsonl")
+    read_disputed("rp")
+    queue = queue_create(dataset=Dataset.objects.get(name="rp"), name="q", overlap=1)
+    label_next(queue, make_user("a", "annotator"), "B")
+    out = import_rows([dict(rows[0], meta={"note": "re-exported"})], "rp", write_jsonl, file="b.jsonl", replace=True)
+    assert "1 replaced" in out and "invalidated" not in out
+    assert Label.objects.count() == 1 and queue.items.get().status == QueueItem.Status.AGREED

@@ -36,3 +36,12 @@ class Command(BaseCommand):
             f"dataset {report.dataset}: {report.created} new, {report.unchanged} unchanged, {report.replaced} replaced "
             f"({report.runs_created} new runs, {report.questions_created} new questions)"
         )
+        review = report.review
+        if review.labels or review.final_labels or review.items_reopened:
+            self.stdout.write(
+                f"review of the replaced texts invalidated (kept as history): {_n(review.labels, 'label')}, "
+                f"{_n(review.final_labels, 'final label')}; {_n(review.items_reopened, 'review item')} re-opened")
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")
