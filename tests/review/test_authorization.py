@@ -46,6 +46,7 @@ MATRIX: dict[str, tuple[str, str, dict[str, str]]] = {
     "analytics/<int:dataset_id>/<slug:table>.<slug:fmt>": ("get", "/analytics/{dataset}/agreement.csv", {"manager": OK}),
     "audit/": ("get", "/audit/", {"manager": OK}),
     "audit/<int:audit_id>/": ("get", "/audit/{audit}/", {"manager": OK}),
+    "audit/<int:audit_id>/resume/": ("post", "/audit/{audit}/resume/", {"manager": "redirect"}),
 }
 
 
