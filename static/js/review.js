@@ -1,24 +1,11 @@
-// Keyboard-first labelling, view toggle, candidate highlighting and KaTeX rendering.
+// Keyboard-first labelling, view toggle, candidate highlighting and guarded KaTeX rendering.
 // No inline scripts anywhere: the response is model text and is only ever inserted escaped.
+// Two independent parts: labelling first, then maths, so that nothing in the maths (a KaTeX
+// error, a missing script, a pathological formula) can keep the shortcuts and the form from working.
 (function () {
   "use strict";
   const $ = (sel) => document.querySelector(sel);
   const $$ = (sel) => Array.from(document.querySelectorAll(sel));
-
-  // KaTeX over the rendered view and the question: text nodes only, never HTML from the model.
-  function renderMath() {
-    if (typeof window.renderMathInElement !== "function") return;
-    for (const el of $$("#response-rendered, .question-text")) {
-      window.renderMathInElement(el, {
-        delimiters: [
-          {left: "$$", right: "$$", display: true}, {left: "\\[", right: "\\]", display: true},
-          {left: "$", right: "$", display: false}, {left: "\\(", right: "\\)", display: false},
-        ],
-        throwOnError: false, trust: false, strict: "ignore",
-      });
-    }
-  }
-  window.addEventListener("load", renderMath);
 
   function showView(name) {
     const rendered = $("#response-rendered"), source = $("#response-source");
@@ -107,4 +94,209 @@
     }
     if (key === "?") { event.preventDefault(); $("#shortcuts").hidden = !$("#shortcuts").hidden; }
   });
+})();
+
+// KaTeX over the rendered view and the question, guarded: model text can hold formulas that crash
+// the tab (`\frac{1}{` nested a few hundred deep: Chromium's layout overflows its stack on the box
+// tree KaTeX builds) or hold the main thread (tens of thousands of characters, thousands of
+// formulas). Each math span is found as KaTeX's auto-render finds it (same delimiters, same
+// brace-aware end search, text nodes only, never HTML from the model) and then:
+//   - checked before KaTeX sees it: length and group nesting depth ({…}, \left…\right,
+//     \begin…\end); measured in headless Chromium on Linux, the tab crashed from about 150 nested
+//     \frac, 60-80 nested \underbrace, 20-24 nested \underbrace{\overbrace{\boxed{\sqrt{ (80-96
+//     groups) up, at a typeset box tree 800-1000 elements deep; the limit is 20 groups;
+//   - typeset into a detached element (no layout yet) with KaTeX's own limits on macro expansion
+//     and sizes; a span whose box tree is still deeper than 300, or whose typesetting throws (its
+//     parser's own recursion overflows near 1,000 groups), is not inserted;
+//   - over a limit, shown as its source (text, so escaped) with a visible note; past the page's
+//     budget (formulas, characters), formulas stay source text under one note.
+// Spans are typeset in time slices, so keys and clicks are handled between them; the page shows
+// the source of a formula until it is typeset. `document.body.dataset.math` is "done" at the end.
+(function () {
+  "use strict";
+  // Per formula: characters, group nesting, depth of the typeset box tree. Per page: formulas and
+  // characters typeset (each typeset character costs a few DOM nodes for as long as the page lives).
+  const LIMITS = {chars: 4000, depth: 20, boxDepth: 300, formulas: 2000, pageChars: 100000, sliceMs: 25};
+  const DELIMITERS = [  // auto-render's order: "$$" is tried before "$"
+    {left: "$$", right: "$$", display: true}, {left: "\\[", right: "\\]", display: true},
+    {left: "$", right: "$", display: false}, {left: "\\(", right: "\\)", display: false},
+  ];
+  const OPENER = /\$\$|\\\[|\$|\\\(/g;
+  const SKIPPED_TAGS = new Set(["SCRIPT", "NOSCRIPT", "STYLE", "TEXTAREA", "PRE", "CODE", "OPTION"]);
+  const KATEX_OPTIONS = {throwOnError: false, trust: false, strict: "ignore", maxExpand: 500, maxSize: 20};
+
+  // auto-render's findEndOfMath: the closing delimiter, outside braces, skipping escaped characters.
+  function endOfMath(right, text, from) {
+    let braces = 0;
+    for (let i = from; i < text.length; i++) {
+      if (braces <= 0 && text.startsWith(right, i)) return i;
+      const c = text[i];
+      if (c === "\\") i++;
+      else if (c === "{") braces++;
+      else if (c === "}") braces--;
+    }
+    return -1;
+  }
+
+  // [{text}|{math, raw, display}], as auto-render splits: an opener without its closer ends the search.
+  function splitMath(text) {
+    const pieces = [];
+    let pos = 0;
+    for (;;) {
+      OPENER.lastIndex = pos;
+      const found = OPENER.exec(text);
+      if (!found) break;
+      const delim = DELIMITERS.find((d) => text.startsWith(d.left, found.index));
+      const end = endOfMath(delim.right, text, found.index + delim.left.length);
+      if (end === -1) break;
+      if (found.index > pos) pieces.push({text: text.slice(pos, found.index)});
+      pieces.push({math: text.slice(found.index + delim.left.length, end), display: delim.display,
+                   raw: text.slice(found.index, end + delim.right.length)});
+      pos = end + delim.right.length;
+    }
+    if (pos < text.length) pieces.push({text: text.slice(pos)});
+    return pieces;
+  }
+
+  // Deepest nesting of the groups KaTeX turns into nested boxes, in one pass.
+  function nestingDepth(math) {
+    let depth = 0, deepest = 0;
+    for (let i = 0; i < math.length; i++) {
+      const c = math[i];
+      if (c === "\\") {
+        let j = i + 1;
+        while (j < math.length && isLetter(math.charCodeAt(j))) j++;
+        const word = math.slice(i + 1, j);
+        if (word === "left" || word === "begin") depth++;
+        else if (word === "right" || word === "end") depth = Math.max(0, depth - 1);
+        i = j === i + 1 ? i + 1 : j - 1;  // a control symbol (\{, \\, \$) is one character
+      } else if (c === "{") depth++;
+      else if (c === "}") depth = Math.max(0, depth - 1);
+      if (depth > deepest) deepest = depth;
+    }
+    return deepest;
+  }
+
+  function isLetter(code) {
+    return (code >= 65 && code <= 90) || (code >= 97 && code <= 122);
+  }
+
+  function boxDepth(root) {
+    let deepest = 0;
+    const stack = [[root, 0]];
+    while (stack.length) {
+      const [el, d] = stack.pop();
+      if (d > deepest) deepest = d;
+      for (const child of el.children) stack.push([child, d + 1]);
+    }
+    return deepest;
+  }
+
+  function showSource(holder, piece, reason) {
+    const code = document.createElement("code");
+    code.textContent = piece.raw;
+    const note = document.createElement("small");
+    note.className = "math-note muted";
+    note.textContent = ` [formula shown as source: ${reason}]`;
+    holder.className = "math-guarded";
+    holder.replaceChildren(code, note);
+  }
+
+  function typeset(holder, piece) {
+    const depth = nestingDepth(piece.math);
+    if (depth > LIMITS.depth) return showSource(holder, piece, `nested ${depth} deep, over the limit of ${LIMITS.depth}`);
+    if (piece.math.length > LIMITS.chars) {
+      return showSource(holder, piece, `${piece.math.length} characters, over the limit of ${LIMITS.chars}`);
+    }
+    const box = document.createElement("span");
+    try {
+      // A fresh macro table per formula: a \gdef in one span must not redefine the next.
+      window.katex.render(piece.math, box, {...KATEX_OPTIONS, displayMode: piece.display, macros: {}});
+    } catch (err) {  // throwOnError is off, so not a syntax error: KaTeX itself gave up (stack, limits)
+      return showSource(holder, piece, "KaTeX could not typeset it");
+    }
+    const boxes = boxDepth(box);
+    if (boxes > LIMITS.boxDepth) {
+      return showSource(holder, piece, `typeset ${boxes} boxes deep, over the limit of ${LIMITS.boxDepth}`);
+    }
+    holder.className = "math";
+    holder.replaceChildren(box);
+  }
+
+  // Replaces each text node holding math by text and placeholders (showing the source until
+  // typeset); queues [placeholder, piece] pairs in document order, within the page's budget.
+  function placeholders(root, queue, state) {
+    for (let node = root.firstChild; node; node = node.nextSibling) {
+      if (node.nodeType === Node.ELEMENT_NODE) {
+        if (!SKIPPED_TAGS.has(node.nodeName)) placeholders(node, queue, state);
+        continue;
+      }
+      if (node.nodeType !== Node.TEXT_NODE) continue;
+      // auto-render joins adjacent text nodes: a formula may span them.
+      const joined = [];
+      let text = node.textContent;
+      for (let sib = node.nextSibling; sib && sib.nodeType === Node.TEXT_NODE; sib = sib.nextSibling) {
+        joined.push(sib);
+        text += sib.textContent;
+      }
+      const pieces = splitMath(text);
+      if (pieces.length === 1 && pieces[0].text !== undefined) {
+        if (joined.length) node = joined[joined.length - 1];
+        continue;
+      }
+      for (const sib of joined) sib.remove();
+      const fragment = document.createDocumentFragment();
+      for (const piece of pieces) {
+        if (piece.text !== undefined) {
+          fragment.appendChild(document.createTextNode(piece.text));
+          continue;
+        }
+        // A formula over the per-formula limit is only checked, never typeset: it costs no budget.
+        const cost = piece.math.length <= LIMITS.chars ? piece.math.length : 0;
+        if (queue.length >= LIMITS.formulas || state.chars + cost > LIMITS.pageChars) {
+          state.overflow = true;
+          fragment.appendChild(document.createTextNode(piece.raw));
+          continue;
+        }
+        state.chars += cost;
+        const holder = document.createElement("span");
+        holder.className = "math-pending";
+        holder.textContent = piece.raw;
+        fragment.appendChild(holder);
+        queue.push([holder, piece]);
+      }
+      const last = fragment.lastChild;
+      node.replaceWith(fragment);
+      node = last;
+    }
+  }
+
+  function renderMath() {
+    const queue = [], state = {overflow: false, chars: 0};
+    if (window.katex && typeof window.katex.render === "function") {
+      for (const el of document.querySelectorAll("#response-rendered, .question-text")) {
+        state.overflow = false;
+        try { placeholders(el, queue, state); } catch (err) { console.error("math: ", err); }
+        if (state.overflow) {
+          const note = document.createElement("p");
+          note.className = "math-overflow muted";
+          note.textContent = `Only the first ${LIMITS.formulas} formulas (${LIMITS.pageChars} characters of ` +
+                             "maths) on this page are typeset; the rest are shown as source.";
+          el.prepend(note);
+        }
+      }
+    }
+    let next = 0;
+    function slice() {
+      const until = performance.now() + LIMITS.sliceMs;
+      while (next < queue.length && performance.now() < until) {
+        const [holder, piece] = queue[next++];
+        try { typeset(holder, piece); } catch (err) { showSource(holder, piece, "it could not be typeset"); }
+      }
+      if (next < queue.length) setTimeout(slice, 0);
+      else document.body.dataset.math = "done";
+    }
+    slice();
+  }
+  window.addEventListener("load", renderMath);
 })();
