@@ -11,9 +11,22 @@ to it through the real `openai` client exactly as it talks to vLLM. It serves
   is taken from `letter_logprobs` when it is an option letter.
 * GET /v1/models and GET /v1/stats.
 
-and injects faults: a queue of one-shot faults ({"status": 429}, {"status": 500}, {"status": 400},
-{"malformed": True}, {"sleep": seconds}, {"no_logprobs": True}) and/or a `fault_for(request, n)`
-hook. `latency_s` delays every reply. Counters: requests, max requests in flight, statuses.
+and injects faults: a queue of one-shot faults and/or a `fault_for(request, n)` hook returning one.
+A fault is a dict; its keys combine:
+
+* `status`: reply with this HTTP status and an OpenAI-style error body (`message` sets its text,
+  `retry_after` a Retry-After header); `text`: the error body is this plain text instead of JSON.
+* `malformed`: a 200 whose body is truncated JSON. `no_logprobs`: leave log-probabilities out.
+* `sleep`: seconds to wait before replying (on top of `latency_s`, which delays every reply).
+* `model`, `finish_reason`, `content`, `usage`: override these fields of a 200 reply (hostile
+  values: NUL characters, lone surrogates, absurd token counts, an echoed API key...).
+* `trickle_s`: write the body one byte every `trickle_s` seconds; with `trickle_headers`, the
+  status line and headers too (a slow-loris server: every read returns, none finishes).
+* `oversize`: the body is this many bytes (a completion, or with `status` an error, padded out),
+  generated lazily so that the server never holds it; `chunked` drops the Content-Length.
+
+A client that hangs up before the reply was written shows as status 499 in `stats.statuses`.
+Counters: requests, max requests in flight, statuses.
 """
 from __future__ import annotations
 
@@ -23,7 +36,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 _TOKEN = re.compile(r"\s*(?:\w+|[^\w\s])|\s+")
 
@@ -263,21 +276,93 @@ class _Handler(BaseHTTPRequestHandler):
                 time.sleep(float(fault["sleep"]))
             if fault.get("status"):
                 status = int(fault["status"])
-                headers = {"Retry-After": str(fault["retry_after"])} if "retry_after" in fault else None
-                return self._json(status, {"error": {"message": f"injected {status}", "type": "injected",
-                                                     "code": status}}, headers=headers)
+                headers = {"Retry-After": str(fault["retry_after"])} if "retry_after" in fault else {}
+                if fault.get("oversize"):
+                    return self._send_oversize(status, int(fault["oversize"]), bool(fault.get("chunked")),
+                                               b'{"error": {"message": "', b'"}}')
+                if "text" in fault:
+                    payload = str(fault["text"]).encode("utf-8", "surrogatepass")
+                    return self._reply(status, payload, fault, "text/plain", headers)
+                error = {"message": fault.get("message", f"injected {status}"), "type": "injected", "code": status}
+                return self._reply(status, json.dumps({"error": error}).encode(), fault, headers=headers)
             if fault.get("malformed"):
                 return self._send(200, b'{"id": "broken", "choices": [')
+            if fault.get("oversize"):
+                return self._send_oversize(
+                    200, int(fault["oversize"]), bool(fault.get("chunked")),
+                    b'{"id": "big", "object": "chat.completion", "model": "m", "choices": [{"index": 0, '
+                    b'"finish_reason": "stop", "message": {"role": "assistant", "content": "', b'"}}]}')
             if self.path.endswith("/chat/completions"):
-                return self._json(200, owner.chat(body, n, bool(fault.get("no_logprobs"))))
-            if self.path.endswith("/completions"):
-                return self._json(200, owner.completions(body, n, bool(fault.get("no_logprobs"))))
-            status = 404
-            return self._json(404, {"error": {"message": "not found"}})
+                reply = owner.chat(body, n, bool(fault.get("no_logprobs")))
+            elif self.path.endswith("/completions"):
+                reply = owner.completions(body, n, bool(fault.get("no_logprobs")))
+            else:
+                status = 404
+                return self._json(404, {"error": {"message": "not found"}})
+            _override(reply, fault)
+            # json.dumps escapes NUL and lone surrogates (\u0000, \ud800): valid JSON that decodes to them.
+            return self._reply(200, json.dumps(reply).encode(), fault)
         except (BrokenPipeError, ConnectionResetError):
-            status = 499  # the client gave up (timeout) before the reply
+            status = 499  # the client gave up (timeout, size cap) before the reply was written
         finally:
             owner._leave(status)
+
+    def _reply(self, code: int, payload: bytes, fault: dict, content_type: str = "application/json",
+               headers: dict[str, str] | None = None) -> None:
+        if not fault.get("trickle_s"):
+            return self._send(code, payload, content_type, headers)
+        head = [f"HTTP/1.1 {code} {self.responses.get(code, ('',))[0]}", f"Content-Type: {content_type}",
+                f"Content-Length: {len(payload)}", *(f"{k}: {v}" for k, v in (headers or {}).items())]
+        head_bytes = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1")
+        if not fault.get("trickle_headers"):
+            self.wfile.write(head_bytes)
+            head_bytes = b""
+        interval = float(fault["trickle_s"])
+        data = head_bytes + payload
+        for i in range(len(data)):
+            time.sleep(interval)
+            self.wfile.write(data[i:i + 1])
+
+    def _send_oversize(self, code: int, size: int, chunked: bool, prefix: bytes, suffix: bytes) -> None:
+        """A body of `size` bytes, padded with "A"s and written 64 KiB at a time: never held whole."""
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        if chunked:
+            self.send_header("Transfer-Encoding", "chunked")
+        else:
+            self.send_header("Content-Length", str(size))
+        self.end_headers()
+        for piece in _padded(size, prefix, suffix):
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece) if chunked else piece)
+        if chunked:
+            self.wfile.write(b"0\r\n\r\n")
+
+
+def _padded(size: int, prefix: bytes, suffix: bytes, block: int = 65536) -> Iterator[bytes]:
+    yield prefix
+    remaining = max(0, size - len(prefix) - len(suffix))
+    filler = b"A" * block
+    while remaining > 0:
+        take = min(block, remaining)
+        yield filler[:take]
+        remaining -= take
+    yield suffix
+
+
+def _override(reply: dict, fault: dict) -> None:
+    """A fault's hostile values in place of the reply's own."""
+    if "model" in fault:
+        reply["model"] = fault["model"]
+    if "usage" in fault:
+        reply["usage"] = fault["usage"]
+    for choice in reply.get("choices") or []:
+        if "finish_reason" in fault:
+            choice["finish_reason"] = fault["finish_reason"]
+        if "content" in fault:
+            if "message" in choice:
+                choice["message"]["content"] = fault["content"]
+            else:
+                choice["text"] = fault["content"]
 
 
 def main(argv: list[str] | None = None) -> None:
