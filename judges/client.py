@@ -4,6 +4,10 @@ The SDK's own retries are off (`max_retries=0`): every retry is ours and leaves 
 LLMAttempt (see judges.services.calls). The reply is read as raw JSON rather than through the SDK's
 typed models, so vLLM-only fields survive and a malformed body is our error to classify.
 
+An attempt is bounded: `timeout_s` of wall-clock time for all of it, however slowly the bytes
+trickle in, and at most `max_reply_bytes` of reply. Whatever text it returns (the body, an error)
+has the endpoint's API key removed (judges.redaction).
+
 No Django imports here: this runs in worker threads that never touch the database.
 """
 from __future__ import annotations
@@ -16,8 +20,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpcore2
 import httpx2
 import openai
+
+from .redaction import redact, redact_bytes
 
 OK = "ok"
 RETRYABLE = "retryable_error"
@@ -26,6 +33,11 @@ TIMEOUT = "timeout"
 
 _ERROR_CHARS = 2000
 _PATHS = {"chat": "/chat/completions", "completions": "/completions"}
+# PostgreSQL's integer, the token-count columns: a larger count from a server is no count at all.
+_MAX_TOKENS_STORED = 2 ** 31 - 1
+DEFAULT_MAX_REPLY_BYTES = 64 * 2 ** 20
+# The network-level byte budget also counts the status line, headers and chunk framing.
+_HEADER_ALLOWANCE = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -65,6 +77,11 @@ class EndpointConfig:
             raise MissingApiKey(f"endpoint {self.name!r}: environment variable {self.api_key_env} is not set")
         return value
 
+    def secrets(self) -> tuple[str, ...]:
+        """What must never be stored or logged: the key's value, if there is one."""
+        value = os.environ.get(self.api_key_env) if self.api_key_env else None
+        return (value,) if value else ()
+
 
 class MissingApiKey(RuntimeError):
     pass
@@ -88,6 +105,124 @@ def request_hash(api: str, params: dict) -> str:
     return hashlib.sha256(data.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+# -- the per-attempt budget: a wall-clock deadline and a byte cap, enforced on every socket read ----------------
+#
+# httpx2's timeouts are per operation: a server that sends a byte a second never trips the read
+# timeout, headers included (encode/httpx#1450). So every read and write of the SDK's connections
+# goes through _BudgetStream, which shortens its timeout to what is left of the current attempt's
+# deadline and counts the bytes. The budget is the calling thread's (the SDK's sync client does its
+# socket I/O in the calling thread); other threads' requests on the same pool have their own.
+
+_local = threading.local()
+
+
+class _Budget:
+    __slots__ = ("deadline", "max_bytes", "received", "exceeded")
+
+    def __init__(self, seconds: float, max_bytes: int) -> None:
+        self.deadline = time.monotonic() + seconds
+        self.max_bytes = max_bytes
+        self.received = 0
+        self.exceeded = ""  # "deadline" or "size": why the transport gave up, for the attempt's error
+
+
+def _bounded(timeout: float | None, error: type[Exception]) -> tuple[float | None, _Budget | None, bool]:
+    """(the timeout for this operation, the current budget, whether the deadline is what bounds it)."""
+    budget: _Budget | None = getattr(_local, "budget", None)
+    if budget is None:
+        return timeout, None, False
+    left = budget.deadline - time.monotonic()
+    if left <= 0:
+        budget.exceeded = "deadline"
+        raise error("the attempt's deadline passed")
+    if timeout is None or left < timeout:
+        return left, budget, True
+    return timeout, budget, False
+
+
+class _BudgetStream(httpcore2.NetworkStream):
+    def __init__(self, inner: httpcore2.NetworkStream) -> None:
+        self._inner = inner
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        timeout, budget, by_deadline = _bounded(timeout, httpcore2.ReadTimeout)
+        try:
+            data = self._inner.read(max_bytes, timeout)
+        except httpcore2.ReadTimeout:
+            if by_deadline and budget is not None:
+                budget.exceeded = "deadline"
+            raise
+        if budget is not None:
+            budget.received += len(data)
+            if budget.received > budget.max_bytes:
+                budget.exceeded = "size"
+                raise httpcore2.ReadError("the reply exceeds the size cap")
+        return data
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        timeout, budget, by_deadline = _bounded(timeout, httpcore2.WriteTimeout)
+        try:
+            self._inner.write(buffer, timeout)
+        except httpcore2.WriteTimeout:
+            if by_deadline and budget is not None:
+                budget.exceeded = "deadline"
+            raise
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(self, ssl_context: Any, server_hostname: str | None = None,
+                  timeout: float | None = None) -> httpcore2.NetworkStream:
+        timeout, _, _ = _bounded(timeout, httpcore2.ConnectTimeout)
+        return _BudgetStream(self._inner.start_tls(ssl_context, server_hostname, timeout))
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
+
+
+class _BudgetBackend(httpcore2.NetworkBackend):
+    def __init__(self, inner: httpcore2.NetworkBackend) -> None:
+        self._inner = inner
+
+    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+                    socket_options: Any = None) -> httpcore2.NetworkStream:
+        timeout, _, _ = _bounded(timeout, httpcore2.ConnectTimeout)
+        return _BudgetStream(self._inner.connect_tcp(host, port, timeout=timeout, local_address=local_address,
+                                                     socket_options=socket_options))
+
+    def connect_unix_socket(self, path: str, timeout: float | None = None,
+                            socket_options: Any = None) -> httpcore2.NetworkStream:
+        timeout, _, _ = _bounded(timeout, httpcore2.ConnectTimeout)
+        return _BudgetStream(self._inner.connect_unix_socket(path, timeout=timeout, socket_options=socket_options))
+
+    def sleep(self, seconds: float) -> None:
+        self._inner.sleep(seconds)
+
+
+def _with_budget(transport: Any) -> Any:
+    # HTTPTransport takes no network backend, its connection pool does: swap the pool's backend
+    # before the first connection is made. Fail loudly if httpx2 moved it: no silent loss of the deadline.
+    pool = getattr(transport, "_pool", None)
+    backend = getattr(pool, "_network_backend", None)
+    if backend is None:
+        raise RuntimeError(f"cannot enforce the per-attempt deadline on {type(transport).__name__}: "
+                           "httpx2's transport has no connection pool where judges/client.py expects one")
+    if not isinstance(backend, _BudgetBackend):
+        pool._network_backend = _BudgetBackend(backend)
+    return transport
+
+
+class _BudgetedHttpClient(openai.DefaultHttpxClient):
+    """The SDK's default HTTP client (same timeouts, limits, redirects, proxies from the
+    environment), whose connections read and write within the current attempt's budget."""
+
+    def _init_transport(self, *args: Any, **kwargs: Any) -> Any:
+        return _with_budget(super()._init_transport(*args, **kwargs))
+
+    def _init_proxy_transport(self, *args: Any, **kwargs: Any) -> Any:
+        return _with_budget(super()._init_proxy_transport(*args, **kwargs))
+
+
 _clients: dict[tuple, openai.OpenAI] = {}
 _clients_lock = threading.Lock()
 
@@ -98,8 +233,11 @@ def client_for(cfg: EndpointConfig) -> openai.OpenAI:
     with _clients_lock:
         client = _clients.get(key)
         if client is None:
+            # identity: a compressed body can expand a thousandfold past the byte cap, and an error
+            # body is decoded by the SDK, where only the transport's byte budget bounds it.
             client = openai.OpenAI(base_url=cfg.base_url, api_key=cfg.api_key(), max_retries=0,
-                                   timeout=cfg.timeout_s)
+                                   timeout=cfg.timeout_s, default_headers={"Accept-Encoding": "identity"},
+                                   http_client=_BudgetedHttpClient(timeout=cfg.timeout_s))
             _clients[key] = client
         return client
 
@@ -125,16 +263,41 @@ def classify_status(code: int) -> str:
     return FATAL
 
 
-def attempt(cfg: EndpointConfig, api: str, params: dict) -> AttemptResult:
+class _TooLarge(Exception):
+    pass
+
+
+def _read_capped(raw: httpx2.Response, max_bytes: int) -> bytes:
+    """The body, decoded (gzip and the like), refused past `max_bytes`: a compressed body is
+    counted as it expands, so a small bomb is no way around the cap."""
+    declared = raw.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > max_bytes:
+        raise _TooLarge
+    chunks: list[bytes] = []
+    size = 0
+    for chunk in raw.iter_bytes():
+        size += len(chunk)
+        if size > max_bytes:
+            raise _TooLarge
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def attempt(cfg: EndpointConfig, api: str, params: dict, *,
+            max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES) -> AttemptResult:
     """One request: `api` is "chat" or "completions"; `params` the request body without `model`.
 
-    Never raises for anything the server or the network does; the result says what happened.
+    The whole attempt (connect, send, wait, read) has `cfg.timeout_s` of wall-clock time, and the
+    reply at most `max_reply_bytes`. Never raises for anything the server or the network does; the
+    result says what happened. No text in it holds the endpoint's API key.
     """
     started_wall = time.time()
     t0 = time.perf_counter()
+    secrets = cfg.secrets()
 
-    def done(status: str, **kw: Any) -> AttemptResult:
-        return AttemptResult(status=status, latency_ms=(time.perf_counter() - t0) * 1000, started_at=started_wall, **kw)
+    def done(status: str, error: str = "", **kw: Any) -> AttemptResult:
+        return AttemptResult(status=status, latency_ms=(time.perf_counter() - t0) * 1000, started_at=started_wall,
+                             error=_short(redact(error, secrets)) if error else "", **kw)
 
     try:
         client = client_for(cfg)
@@ -147,34 +310,75 @@ def attempt(cfg: EndpointConfig, api: str, params: dict) -> AttemptResult:
     extra.update(body.pop("extra_body", None) or {})
     body.update(extra)
     body["model"] = cfg.model
+    budget = _Budget(cfg.timeout_s, max_reply_bytes + _HEADER_ALLOWANCE)
+    too_large = f"reply larger than {max_reply_bytes} bytes (LLM_MAX_REPLY_BYTES); not read further"
+    _local.budget = budget
     try:
-        # The SDK's generic POST (what its typed `create` ends in, minus the client-side transform
-        # of the parameters, measurable CPU at hundreds of calls per second): same base URL, auth,
-        # timeout and error mapping; the reply is read as raw JSON so vLLM-only fields survive.
-        raw = client.post(_PATHS[api], body=body, cast_to=httpx2.Response)
-    except openai.APITimeoutError as exc:
-        return done(TIMEOUT, error=_short(f"timeout after {cfg.timeout_s:g}s: {exc}"))
-    except openai.APIConnectionError as exc:
-        return done(RETRYABLE, error=_short(f"connection error: {exc}"))
-    except openai.APIStatusError as exc:
-        code = exc.status_code
-        return done(classify_status(code), http_status=code, error=_short(f"HTTP {code}: {exc.message}"),
-                    retry_after_s=_retry_after(getattr(exc.response, "headers", None)))
-    except Exception as exc:  # noqa: BLE001 - an SDK-side surprise is recorded, never raised into the pool
-        return done(FATAL, error=_short(f"{type(exc).__name__}: {exc}"))
-    text = raw.text
+        try:
+            # The SDK's generic POST (what its typed `create` ends in, minus the client-side transform
+            # of the parameters, measurable CPU at hundreds of calls per second): same base URL, auth,
+            # timeout and error mapping. Streamed: the body is read here, within the cap, as raw JSON
+            # so that vLLM-only fields survive. (An error status's body is read by the SDK, within the
+            # transport's byte budget.)
+            raw = client.post(_PATHS[api], body=body, cast_to=httpx2.Response, stream=True)
+        except (openai.APITimeoutError, httpx2.TimeoutException) as exc:
+            return done(TIMEOUT, error=_timeout_error(cfg, budget, exc))
+        except (openai.APIConnectionError, httpx2.TransportError) as exc:
+            if budget.exceeded == "size":  # an error status whose body never ends
+                return done(FATAL, error=too_large)
+            if budget.exceeded == "deadline":
+                return done(TIMEOUT, error=_timeout_error(cfg, budget, exc))
+            return done(RETRYABLE, error=f"connection error: {exc}")
+        except openai.APIStatusError as exc:
+            code = exc.status_code
+            # The SDK's message quotes a JSON error's `message` only; a plain-text body (a proxy's
+            # page) is often the only clue, so its beginning is kept too.
+            text = f": {redact(exc.body, secrets)[:300]}" if isinstance(exc.body, str) and exc.body else ""
+            return done(classify_status(code), http_status=code, error=f"HTTP {code}: {exc.message}{text}",
+                        retry_after_s=_retry_after(getattr(exc.response, "headers", None)))
+        except Exception as exc:  # noqa: BLE001 - an SDK-side surprise is recorded, never raised into the pool
+            return done(FATAL, error=f"{type(exc).__name__}: {exc}")
+        try:
+            data = _read_capped(raw, max_reply_bytes)
+        except _TooLarge:
+            # Final, not retried: the same request would fetch the same flood again.
+            return done(FATAL, http_status=raw.status_code, error=too_large)
+        except httpx2.TimeoutException as exc:
+            return done(TIMEOUT, http_status=raw.status_code, error=_timeout_error(cfg, budget, exc))
+        except httpx2.HTTPError as exc:
+            if budget.exceeded == "size":
+                return done(FATAL, http_status=raw.status_code, error=too_large)
+            return done(RETRYABLE, http_status=raw.status_code,
+                        error=f"connection error while reading the reply: {exc}")
+        finally:
+            raw.close()
+    finally:
+        _local.budget = None
+    if secrets:
+        data = redact_bytes(data, secrets)
     try:
-        data = json.loads(text)
-        if not isinstance(data, dict) or not isinstance(data.get("choices"), list) or not data["choices"]:
+        text = data.decode(raw.encoding or "utf-8", errors="replace")
+    except LookupError:  # a charset Python does not know
+        text = data.decode("utf-8", errors="replace")
+    try:
+        parsed = json.loads(text)
+        if not isinstance(parsed, dict) or not isinstance(parsed.get("choices"), list) or not parsed["choices"]:
             raise ValueError("no choices in the reply")
     except ValueError as exc:
         # A 200 with a body that is not a completion: a proxy or server hiccup; worth retrying.
-        return done(RETRYABLE, http_status=raw.status_code, error=_short(f"malformed reply: {exc}: {text[:300]!r}"))
-    usage = data.get("usage") or {}
-    return done(OK, http_status=raw.status_code, body=data,
+        return done(RETRYABLE, http_status=raw.status_code, error=f"malformed reply: {exc}: {text[:300]!r}")
+    usage = parsed.get("usage") or {}
+    return done(OK, http_status=raw.status_code, body=parsed,
                 prompt_tokens=_int_or_none(usage.get("prompt_tokens")),
                 completion_tokens=_int_or_none(usage.get("completion_tokens")))
 
 
+def _timeout_error(cfg: EndpointConfig, budget: _Budget, exc: BaseException) -> str:
+    if budget.exceeded == "deadline":
+        return (f"deadline of {cfg.timeout_s:g}s exceeded (the endpoint's timeout_s, for the whole attempt; "
+                f"{budget.received} bytes received)")
+    return f"timeout after {cfg.timeout_s:g}s: {exc}"
+
+
 def _int_or_none(value: Any) -> int | None:
-    return value if isinstance(value, int) and value >= 0 else None
+    return value if isinstance(value, int) and 0 <= value <= _MAX_TOKENS_STORED else None

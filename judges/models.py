@@ -47,7 +47,9 @@ class Endpoint(models.Model):
     model = models.CharField(max_length=200, help_text="model name the server expects")
     max_concurrency = models.PositiveIntegerField(default=8, help_text="requests in flight at most")
     requests_per_minute = models.PositiveIntegerField(default=0, help_text="0 = unlimited")
-    timeout_s = models.FloatField(default=60.0, help_text="per request")
+    timeout_s = models.FloatField(
+        default=60.0, help_text="seconds per attempt, all of it: connect, send, wait and read, however slowly "
+                                "the reply trickles in")
     flavour = models.CharField(max_length=10, choices=Flavour.choices, default=Flavour.VLLM)
     logprob_method = models.CharField(max_length=20, choices=LogprobMethod.choices,
                                       default=LogprobMethod.COMPLETIONS_ECHO,
@@ -129,8 +131,10 @@ class Judgement(models.Model):
     parser = models.CharField(max_length=30)
     reparses = models.JSONField(default=dict, blank=True,
                                 help_text="the same reply read by each upstream parser: name -> label or null")
-    served_model = models.CharField(max_length=200, blank=True, default="")
-    finish_reason = models.CharField(max_length=40, blank=True, default="")
+    # Server-provided: stored verbatim-safely (a NUL or a lone surrogate must not fail the batch's
+    # write); cut to 200 and 40 characters by the judging service, however long their escaped form.
+    served_model = VerbatimTextField(blank=True, default="")
+    finish_reason = VerbatimTextField(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -159,7 +163,7 @@ class LLMAttempt(models.Model):
     latency_ms = models.FloatField()
     prompt_tokens = models.PositiveIntegerField(null=True, blank=True)
     completion_tokens = models.PositiveIntegerField(null=True, blank=True)
-    error = models.TextField(blank=True, default="")
+    error = VerbatimTextField(blank=True, default="", help_text="server-provided text; API keys redacted")
     request_hash = models.CharField(max_length=64)
     started_at = models.DateTimeField()
 
@@ -173,3 +177,37 @@ class LLMAttempt(models.Model):
 
     def __str__(self) -> str:
         return f"{self.endpoint.name} #{self.attempt} {self.status}"
+
+
+class LLMBatch(models.Model):
+    """One `llm`-queue task: a batch of responses for every selected judge, or for one
+    regenerating endpoint. Tasks keep no results (there is no result backend) and a failed task is
+    not redelivered, so this row is how a waiting command learns that a batch failed instead of
+    waiting forever for its readings (judges.services.batches)."""
+
+    class Kind(models.TextChoices):
+        JUDGE = "judge"
+        REGENERATE = "regenerate"
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running", "running (or its worker died and the task waits for redelivery)"
+        DONE = "done"
+        FAILED = "failed"
+
+    run = models.UUIDField(help_text="the command run that enqueued it")
+    kind = models.CharField(max_length=12, choices=Kind.choices)
+    dataset = models.ForeignKey("adjudication.Dataset", on_delete=models.CASCADE, related_name="llm_batches")
+    responses = models.PositiveIntegerField(help_text="responses in the batch")
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.QUEUED)
+    deliveries = models.PositiveIntegerField(default=0, help_text="times a worker started it")
+    error = VerbatimTextField(blank=True, default="", help_text="why it failed; API keys redacted")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [models.Index(fields=["run", "status"]), models.Index(fields=["dataset", "status"])]
+
+    def __str__(self) -> str:
+        return f"{self.kind} batch {self.pk} ({self.status})"

@@ -7,6 +7,9 @@ transaction. Per endpoint there is a thread pool of 2 × max_concurrency threads
 the endpoint's limiter (semaphore + rate, shared through Redis across processes when a broker is
 configured): while some threads sleep in backoff, others keep the slots busy.
 
+Each attempt has the endpoint's `timeout_s` as a wall-clock deadline and reads at most
+LLM_MAX_REPLY_BYTES of reply (judges.client); a reply over the cap is final, not retried.
+
 Retry policy: 429, 5xx, timeouts, connection errors and malformed replies are retried with
 exponential backoff (base × 2^(n-1), halved by random jitter, at most `backoff_max_s`, at least
 a 429's Retry-After up to that cap) for at most `max_attempts` attempts and `budget_s` seconds of
@@ -60,6 +63,18 @@ def retry_policy() -> RetryPolicy:
         backoff_max_s=float(_setting("LLM_BACKOFF_MAX_S", "8")),
         budget_s=float(_setting("LLM_RETRY_BUDGET_S", "30")),
     )
+
+
+def max_reply_bytes() -> int:
+    """LLM_MAX_REPLY_BYTES (setting or environment): the largest reply body read, and so stored."""
+    raw = _setting("LLM_MAX_REPLY_BYTES", str(llm.DEFAULT_MAX_REPLY_BYTES))
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ValueError(f"LLM_MAX_REPLY_BYTES must be a positive number of bytes, not {raw!r}")
+    return value
 
 
 def shared_limits_url() -> str | None:
@@ -117,11 +132,13 @@ class Finished:
 class Caller:
     """What a job uses to call its endpoint: retries and reporting included."""
 
-    def __init__(self, job: Job, policy: RetryPolicy, emit: Callable[[Any], None], limiter: Any) -> None:
+    def __init__(self, job: Job, policy: RetryPolicy, emit: Callable[[Any], None], limiter: Any, *,
+                 reply_cap: int = llm.DEFAULT_MAX_REPLY_BYTES) -> None:
         self.job = job
         self.policy = policy
         self.emit = emit
         self.limiter = limiter
+        self.reply_cap = reply_cap
 
     @property
     def endpoint(self) -> EndpointConfig:
@@ -134,7 +151,7 @@ class Caller:
         while True:
             n += 1
             with self.limiter.slot():
-                res = llm.attempt(self.job.endpoint, api, params)
+                res = llm.attempt(self.job.endpoint, api, params, max_reply_bytes=self.reply_cap)
             self.emit(AttemptEvent(self.job.key, self.job.endpoint.id, purpose, n, rh, res))
             if res.status == llm.OK:
                 return CallOutcome(True, res.body, n, res.status, http_status=res.http_status)
@@ -154,6 +171,7 @@ def fan_out(jobs: Sequence[Job], *, write: Callable[[list[AttemptEvent], list[Fi
     if not jobs:
         return
     policy = policy or retry_policy()
+    reply_cap = max_reply_bytes()
     events: queue.Queue = queue.Queue()
     redis_url = shared_limits_url()
     namespace = _namespace() if redis_url else ""
@@ -165,7 +183,7 @@ def fan_out(jobs: Sequence[Job], *, write: Callable[[list[AttemptEvent], list[Fi
         try:
             if stop.is_set():
                 raise RuntimeError("cancelled")
-            result = job.run(Caller(job, policy, events.put, limiter))
+            result = job.run(Caller(job, policy, events.put, limiter, reply_cap=reply_cap))
         except BaseException as exc:  # noqa: BLE001 - a job always finishes with a result
             result = job.failure(exc)
         events.put(Finished(job.key, result, (time.perf_counter() - started) * 1000))

@@ -99,6 +99,7 @@ def judgements_create(*, judges: Sequence[Judge], response_ids: Sequence[int], r
     jobs: list[Job] = []
     for judge, spec, todo in plans:
         cfg = EndpointConfig.from_model(judge.endpoint)
+        secrets = cfg.secrets()
         template = template_text(judge)
         t_hash = prompts.template_hash(template)
         parser_name = parsers.resolve(judge.parser, judge.template)
@@ -118,7 +119,7 @@ def judgements_create(*, judges: Sequence[Judge], response_ids: Sequence[int], r
                 run=partial(_judge, prompt=prompt, temperature=judge.temperature, max_tokens=judge.max_tokens,
                             parser_name=parser_name, response_id=rid, spec_id=spec.id, replace_id=replace_id,
                             base=base),
-                failure=internal_failure(rid, spec.id, replace_id, judgement=base),
+                failure=internal_failure(rid, spec.id, replace_id, judgement=base, secrets=secrets),
             ))
     fan_out(jobs, write=partial(write, tag=tag))
     return len(jobs)

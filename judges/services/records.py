@@ -2,18 +2,22 @@
 judgements. Runs in the thread that owns the database connection (see calls.fan_out)."""
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Sequence
 
-from django.db import IntegrityError, transaction
+from django.db import DataError, IntegrityError, transaction
 
 from adjudication.fields import json_safe
 from adjudication.models import ReaderSpec, Reading, Response
 from adjudication.services.readings import missing_pairs
 
 from ..models import Judgement, LLMAttempt
+from ..redaction import redact
 from .calls import AttemptEvent, Finished
+
+log = logging.getLogger(__name__)
 
 # Readings a later `--retry-errors` run may replace: the calls failed (or our code did); never a
 # reply that was received, whatever it said.
@@ -44,6 +48,13 @@ def work_for(*, spec: ReaderSpec, response_ids: Sequence[int], retry_errors: boo
     return todo
 
 
+# A row the database refuses (a value out of range or too long, a constraint) or that psycopg cannot
+# encode (ValueError): that row's fault alone. Anything else (a lost connection, a missing table)
+# is not one row's fault and fails the whole batch, which the batch's LLMBatch row then reports.
+_ROW_ERRORS = (DataError, IntegrityError, ValueError)
+_FALLBACK_ERROR_CHARS = 1000
+
+
 def _attempt_row(e: AttemptEvent) -> LLMAttempt:
     r = e.result
     response_id, spec_id = e.key  # type: ignore[misc]
@@ -55,6 +66,14 @@ def _attempt_row(e: AttemptEvent) -> LLMAttempt:
     )
 
 
+def _attempt_fallback(e: AttemptEvent, exc: Exception) -> LLMAttempt:
+    """What is left of an attempt whose row the database refused: who, when and how it ended."""
+    row = _attempt_row(e)
+    row.http_status = row.prompt_tokens = row.completion_tokens = None
+    row.error = f"(this attempt's details could not be stored: {type(exc).__name__}: {exc})"[:_FALLBACK_ERROR_CHARS]
+    return row
+
+
 def _reading_row(f: Finished) -> Reading:
     r: ReadingResult = f.result
     return Reading(response_id=r.response_id, reader_spec_id=r.spec_id, answer=r.answer, normalized=r.normalized,
@@ -62,14 +81,44 @@ def _reading_row(f: Finished) -> Reading:
 
 
 def _judgement_row(reading_id: int, r: ReadingResult) -> Judgement:
-    return Judgement(reading_id=reading_id, **r.judgement)  # type: ignore[arg-type]
+    return Judgement(reading_id=reading_id, **_judgement_fields(r))
+
+
+def _judgement_fields(r: ReadingResult) -> dict[str, Any]:
+    fields = dict(r.judgement or {})
+    fields["reparses"] = json_safe(fields.get("reparses") or {})
+    return fields
+
+
+def _unstorable(f: Finished, exc: Exception, tag: str) -> ReadingResult:
+    """The stand-in for a result the database refused: an error reading that --retry-errors redoes,
+    so the response is never left without its reading (and a waiting command is never left waiting)."""
+    r: ReadingResult = f.result
+    detail: dict[str, Any] = {"failed": "internal",
+                              "error": f"the result could not be stored: {type(exc).__name__}: {exc}"[
+                                  :_FALLBACK_ERROR_CHARS]}
+    if isinstance(r.detail.get("attempts"), int):
+        detail["attempts"] = r.detail["attempts"]
+    if tag:
+        detail["retry_tag"] = tag
+    judgement = None
+    if r.judgement is not None:
+        judgement = {k: r.judgement[k] for k in ("judge_id", "prompt_hash", "template_hash", "parser")
+                     if k in r.judgement}
+        judgement.update(raw_reply=None, label="", parse_status=Judgement.ParseStatus.CALL_FAILED, reparses={})
+    return ReadingResult(r.response_id, r.spec_id, "error", detail=detail, judgement=judgement,
+                         replace_id=r.replace_id)
 
 
 def write(attempts: list[AttemptEvent], finished: list[Finished], *, tag: str = "") -> None:
     """Persist one flush. A reading another worker wrote meanwhile (a redelivered task) wins;
     ours is dropped with its judgement, and its attempts are kept. A reading redone in place by
     `--retry-errors` carries the run's `tag` in its detail (`retry_tag`), so the command can tell
-    when every retried reading was redone, whatever its new verdict."""
+    when every retried reading was redone, whatever its new verdict.
+
+    One row the database refuses never costs the others: the flush is written in bulk, and if the
+    bulk insert fails, row by row; a refused attempt is kept with what could be stored, a refused
+    result becomes an error reading saying why (see `_unstorable`)."""
     ids = {e.key[0] for e in attempts} | {f.result.response_id for f in finished}  # type: ignore[index]
     alive = set(Response.objects.filter(id__in=ids).values_list("id", flat=True))  # deleted meanwhile: skipped
     attempts = [e for e in attempts if e.key[0] in alive]  # type: ignore[index]
@@ -78,41 +127,93 @@ def write(attempts: list[AttemptEvent], finished: list[Finished], *, tag: str = 
     retried = [f for f in finished if f.result.replace_id is not None]
     with transaction.atomic():
         if attempts:
-            LLMAttempt.objects.bulk_create([_attempt_row(e) for e in attempts], batch_size=1000)
+            _save_attempts(attempts)
         if fresh:
+            _save_fresh(fresh, tag)
+        for f in retried:
+            _save_retried(f, tag)
+
+
+def _save_attempts(events: list[AttemptEvent]) -> None:
+    try:
+        with transaction.atomic():
+            LLMAttempt.objects.bulk_create([_attempt_row(e) for e in events], batch_size=1000)
+        return
+    except _ROW_ERRORS:
+        pass
+    for e in events:
+        try:
+            with transaction.atomic():
+                _attempt_row(e).save(force_insert=True)
+        except _ROW_ERRORS as exc:
             try:
                 with transaction.atomic():
-                    rows = Reading.objects.bulk_create([_reading_row(f) for f in fresh], batch_size=1000)
-                    judgements = [_judgement_row(row.pk, f.result) for row, f in zip(rows, fresh, strict=True)
-                                  if f.result.judgement is not None]
-                    if judgements:
-                        Judgement.objects.bulk_create(judgements, batch_size=1000)
-            except IntegrityError:
-                for f in fresh:
-                    try:
-                        with transaction.atomic():
-                            row = _reading_row(f)
-                            row.save(force_insert=True)
-                            if f.result.judgement is not None:
-                                _judgement_row(row.pk, f.result).save(force_insert=True)
-                    except IntegrityError:
-                        pass
-        for f in retried:
+                    _attempt_fallback(e, exc).save(force_insert=True)
+            except _ROW_ERRORS as again:
+                log.error("LLM attempt %s of response %s could not be stored: %s", e.number,
+                          e.key[0], again)  # type: ignore[index]
+
+
+def _save_fresh(fresh: list[Finished], tag: str) -> None:
+    try:
+        with transaction.atomic():
+            rows = Reading.objects.bulk_create([_reading_row(f) for f in fresh], batch_size=1000)
+            judgements = [_judgement_row(row.pk, f.result) for row, f in zip(rows, fresh, strict=True)
+                          if f.result.judgement is not None]
+            if judgements:
+                Judgement.objects.bulk_create(judgements, batch_size=1000)
+        return
+    except _ROW_ERRORS:
+        pass
+    for f in fresh:
+        try:
+            _insert(f)
+        except _ROW_ERRORS as exc:
             r: ReadingResult = f.result
-            detail = dict(r.detail, retry_tag=tag) if tag else r.detail
-            updated = Reading.objects.filter(id=r.replace_id, verdict__in=RETRYABLE_VERDICTS).update(
-                answer=r.answer, normalized=r.normalized, verdict=r.verdict, detail=json_safe(detail),
-                elapsed_ms=f.elapsed_ms, span_start=None, span_end=None)
-            if updated and r.judgement is not None:
-                Judgement.objects.update_or_create(reading_id=r.replace_id, defaults=r.judgement)
+            if Reading.objects.filter(response_id=r.response_id, reader_spec_id=r.spec_id).exists():
+                continue  # another worker's reading (a redelivered task): it wins
+            try:
+                _insert(Finished(f.key, _unstorable(f, exc, tag), f.elapsed_ms))
+            except _ROW_ERRORS as again:
+                log.error("the reading of response %s by spec %s could not be stored: %s", r.response_id,
+                          r.spec_id, again)
+
+
+def _insert(f: Finished) -> None:
+    with transaction.atomic():
+        row = _reading_row(f)
+        row.save(force_insert=True)
+        if f.result.judgement is not None:
+            _judgement_row(row.pk, f.result).save(force_insert=True)
+
+
+def _save_retried(f: Finished, tag: str) -> None:
+    try:
+        _replace(f.result, f.elapsed_ms, tag)
+    except _ROW_ERRORS as exc:
+        try:
+            _replace(_unstorable(f, exc, tag), f.elapsed_ms, tag)
+        except _ROW_ERRORS as again:
+            log.error("the redone reading %s could not be stored: %s", f.result.replace_id, again)
+
+
+def _replace(r: ReadingResult, elapsed_ms: float, tag: str) -> None:
+    with transaction.atomic():
+        detail = dict(r.detail, retry_tag=tag) if tag else r.detail
+        updated = Reading.objects.filter(id=r.replace_id, verdict__in=RETRYABLE_VERDICTS).update(
+            answer=r.answer, normalized=r.normalized, verdict=r.verdict, detail=json_safe(detail),
+            elapsed_ms=elapsed_ms, span_start=None, span_end=None)
+        if updated and r.judgement is not None:
+            Judgement.objects.update_or_create(reading_id=r.replace_id, defaults=_judgement_fields(r))
 
 
 def internal_failure(response_id: int, spec_id: int, replace_id: int | None,
-                     judgement: dict[str, Any] | None = None):
-    """The result of a job whose own code raised: an error reading, retryable by --retry-errors."""
+                     judgement: dict[str, Any] | None = None, *, secrets: Sequence[str] = ()):
+    """The result of a job whose own code raised: an error reading, retryable by --retry-errors.
+    The exception's text may quote a reply: the endpoint's API key is removed from it."""
 
     def failure(exc: BaseException) -> ReadingResult:
-        detail = {"failed": "internal", "error": f"{type(exc).__name__}: {exc}"[:1000]}
+        detail = {"failed": "internal", "error": redact(f"{type(exc).__name__}: {exc}", secrets)[:1000]}
         j = None
         if judgement is not None:
             j = dict(judgement, raw_reply=None, label="", parse_status=Judgement.ParseStatus.CALL_FAILED, reparses={})

@@ -233,12 +233,13 @@ def regenerations_create(*, endpoint: Endpoint, response_ids: Sequence[int], ret
     if not todo:
         return 0
     cfg = EndpointConfig.from_model(endpoint)
+    secrets = cfg.secrets()
     jobs = []
     for r in Response.objects.filter(id__in=list(todo)).select_related("question").order_by("id"):
         q = r.question
         item = RegenItem(r.id, spec.id, todo[r.id], prompts.sendable(q.text),
                          tuple(prompts.sendable(c) for c in q.choices or ()), q.gold, prompts.sendable(r.text))
         jobs.append(Job(key=(r.id, spec.id), endpoint=cfg, run=partial(_regenerate, item=item),
-                        failure=internal_failure(r.id, spec.id, todo[r.id])))
+                        failure=internal_failure(r.id, spec.id, todo[r.id], secrets=secrets)))
     fan_out(jobs, write=partial(write, tag=tag))
     return len(jobs)

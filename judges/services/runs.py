@@ -1,8 +1,9 @@
 """Fan-out of LLM reader work over a dataset: enqueue `llm`-queue tasks for what is missing.
 
-A task carries one batch of response ids (and every selected judge); it re-checks what is missing
-when it runs. Batches are sized so that one task keeps an endpoint's concurrency busy for a while
-yet finishes well inside the broker's visibility timeout.
+A task carries one batch of response ids (and every selected judge) and the id of the batch's
+LLMBatch row, which it marks running, done or failed; it re-checks what is missing when it runs.
+Batches are sized so that one task keeps an endpoint's concurrency busy for a while yet finishes
+well inside the broker's visibility timeout.
 """
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from django.db import transaction
 from adjudication.models import Dataset, ReaderSpec, Reading, Response
 from adjudication.services.pipeline import Enqueued
 
-from ..models import Endpoint, Judge
+from ..models import Endpoint, Judge, LLMBatch
+from .batches import batches_create
 from .judging import judge_spec_for
 from .records import RETRYABLE_VERDICTS
 from .regeneration import regeneration_spec_for
@@ -32,6 +34,7 @@ class LLMRun:
     enqueued: list[Enqueued]
     tag: str = ""
     retrying: dict[int, list[int]] = field(default_factory=dict)  # spec id -> failed reading ids redone
+    id: uuid.UUID = field(default_factory=uuid.uuid4)  # its tasks' LLMBatch rows carry it
 
     @property
     def total(self) -> int:
@@ -84,16 +87,18 @@ def dataset_judge(*, dataset: Dataset, judges: Sequence[Judge], retry_errors: bo
             run.retrying[spec.id] = list(failed.values())
     order = list(Response.objects.filter(dataset=dataset).order_by("id").values_list("id", flat=True))
     needed = [rid for rid in order if any(rid in ids for ids in todo.values())]
-    batches = 0
-    for start in range(0, len(needed), batch_size):
-        chunk = needed[start:start + batch_size]
+    chunks = [needed[start:start + batch_size] for start in range(0, len(needed), batch_size)]
+    batch_ids = batches_create(run_id=run.id, kind=LLMBatch.Kind.JUDGE, dataset=dataset,
+                               sizes=[len(chunk) for chunk in chunks])
+    for chunk, batch_id in zip(chunks, batch_ids, strict=True):
         judge_ids = [j.pk for j, _ in specs if any(rid in todo[j.pk] for rid in chunk)]
         # on_commit: a worker must never receive ids of rows it cannot see yet.
-        transaction.on_commit(lambda j=judge_ids, c=chunk: judge_batch.delay(j, c, retry_errors, run.tag))
-        batches += 1
+        transaction.on_commit(
+            lambda j=judge_ids, c=chunk, b=batch_id: judge_batch.delay(j, c, retry_errors, run.tag, b))
         if on_enqueued:
             on_enqueued(sum(1 for j, _ in specs for rid in chunk if rid in todo[j.pk]))
-    run.enqueued = [Enqueued(reader_spec=spec, missing=len(todo[judge.pk]), batches=batches) for judge, spec in specs]
+    run.enqueued = [Enqueued(reader_spec=spec, missing=len(todo[judge.pk]), batches=len(chunks))
+                    for judge, spec in specs]
     return run
 
 
@@ -114,12 +119,13 @@ def dataset_regenerate(*, dataset: Dataset, endpoint: Endpoint, retry_errors: bo
         todo |= set(failed)
         run.retrying[spec.id] = list(failed.values())
     needed = sorted(todo)
-    batches = 0
-    for start in range(0, len(needed), batch_size):
-        chunk = needed[start:start + batch_size]
-        transaction.on_commit(lambda c=chunk: regenerate_batch.delay(endpoint.pk, c, retry_errors, run.tag))
-        batches += 1
+    chunks = [needed[start:start + batch_size] for start in range(0, len(needed), batch_size)]
+    batch_ids = batches_create(run_id=run.id, kind=LLMBatch.Kind.REGENERATE, dataset=dataset,
+                               sizes=[len(chunk) for chunk in chunks])
+    for chunk, batch_id in zip(chunks, batch_ids, strict=True):
+        transaction.on_commit(lambda c=chunk, b=batch_id: regenerate_batch.delay(endpoint.pk, c, retry_errors,
+                                                                                 run.tag, b))
         if on_enqueued:
             on_enqueued(len(chunk))
-    run.enqueued = [Enqueued(reader_spec=spec, missing=len(todo), batches=batches)]
+    run.enqueued = [Enqueued(reader_spec=spec, missing=len(todo), batches=len(chunks))]
     return run

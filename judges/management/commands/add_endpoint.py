@@ -20,7 +20,8 @@ class Command(BaseCommand):
                             help="name of the environment variable holding the API key (never the key itself)")
         parser.add_argument("--concurrency", type=int, default=None, help="requests in flight at most (default 8)")
         parser.add_argument("--rpm", type=int, default=None, help="requests per minute, 0 = unlimited (default 0)")
-        parser.add_argument("--timeout", type=float, default=None, help="seconds per request (default 60)")
+        parser.add_argument("--timeout", type=float, default=None,
+                            help="seconds per attempt, all of it: a wall-clock deadline (default 60)")
         parser.add_argument("--flavour", choices=Endpoint.Flavour.values, default=None,
                             help="server kind: vllm (default), openai, other")
         parser.add_argument("--logprob-method", choices=Endpoint.LogprobMethod.values, default=None,
