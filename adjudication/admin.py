@@ -4,7 +4,7 @@ Access follows the platform's roles, not Django's per-model permissions: manager
 add_user) see every model here and edit the editable ones; deleting stays with superusers."""
 from django.contrib import admin
 
-from .models import Dataset, Question, ReaderSpec, Reading, Response, Run
+from .models import Dataset, Question, ReaderSpec, Reading, Response, Run, TaskBatch
 from .permissions import is_manager
 
 
@@ -76,3 +76,11 @@ class ReadingAdmin(ReadOnlyAdmin):
     list_filter = ("verdict", "reader_spec__name")
     list_select_related = ("response", "reader_spec")
     raw_id_fields = ("response",)
+
+
+@admin.register(TaskBatch)
+class TaskBatchAdmin(ReadOnlyAdmin):
+    list_display = ("created_at", "kind", "dataset", "responses", "status", "deliveries", "run")
+    list_filter = ("status", "kind")
+    search_fields = ("run",)
+    list_select_related = ("dataset",)

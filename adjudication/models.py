@@ -398,3 +398,39 @@ class AuditRun(models.Model):
 
     def __str__(self) -> str:
         return f"audit #{self.pk} of {self.dataset.name} ({self.status})"
+
+
+class TaskBatch(models.Model):
+    """One Celery task of a fan-out: a batch of responses for every selected rule reader
+    (`read_batch`), judge (`judge_batch`) or for one regenerating endpoint (`regenerate_batch`).
+    Tasks keep no results (there is no result backend) and a failed task is acknowledged, not
+    redelivered, so this row is how a waiting command learns that a batch failed instead of
+    waiting forever for its readings (adjudication.services.batches)."""
+
+    class Kind(models.TextChoices):
+        READ = "read"
+        JUDGE = "judge"
+        REGENERATE = "regenerate"
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running", "running (or its worker died and the task waits for redelivery)"
+        DONE = "done"
+        FAILED = "failed"
+
+    run = models.UUIDField(help_text="the command run that enqueued it")
+    kind = models.CharField(max_length=12, choices=Kind.choices)
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="task_batches")
+    responses = models.PositiveIntegerField(help_text="responses in the batch")
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.QUEUED)
+    deliveries = models.PositiveIntegerField(default=0, help_text="times a worker started it")
+    error = VerbatimTextField(blank=True, default="", help_text="why it failed; secrets redacted")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [models.Index(fields=["run", "status"]), models.Index(fields=["dataset", "status"])]
+
+    def __str__(self) -> str:
+        return f"{self.kind} batch {self.pk} ({self.status})"

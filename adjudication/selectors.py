@@ -1,6 +1,8 @@
 """Reads: queries the views, commands and exports share."""
 from __future__ import annotations
 
+import uuid
+from dataclasses import dataclass, field
 from typing import Iterator
 
 from django.db.models import QuerySet
@@ -8,7 +10,7 @@ from django.db.models import QuerySet
 from readers.summary import Row as SummaryRow
 from readers.summary import summarise
 
-from .models import Dataset, ReaderSpec, Reading, Response
+from .models import Dataset, ReaderSpec, Reading, Response, TaskBatch
 
 
 def dataset_get(*, name: str) -> Dataset:
@@ -92,3 +94,39 @@ def export_rows(*, dataset: Dataset) -> Iterator[dict]:
             "normalized": r.normalized, "verdict": r.verdict, "span_start": r.span_start, "span_end": r.span_end,
             "elapsed_ms": round(r.elapsed_ms, 3),
         }
+
+
+_ACTIVE_BATCH = (TaskBatch.Status.QUEUED, TaskBatch.Status.RUNNING)
+
+
+@dataclass
+class BatchProgress:
+    total: int = 0
+    by_status: dict[str, int] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)  # of the failed batches, oldest first
+
+    @property
+    def failed(self) -> int:
+        return self.by_status.get(TaskBatch.Status.FAILED, 0)
+
+    @property
+    def finished(self) -> bool:
+        """Every task ran to its end, done or failed."""
+        return self.total > 0 and not any(self.by_status.get(s, 0) for s in _ACTIVE_BATCH)
+
+
+def batch_progress(*, run_id: uuid.UUID) -> BatchProgress:
+    progress = BatchProgress()
+    for status, error in TaskBatch.objects.filter(run=run_id).order_by("id").values_list("status", "error"):
+        progress.total += 1
+        progress.by_status[status] = progress.by_status.get(status, 0) + 1
+        if status == TaskBatch.Status.FAILED:
+            progress.errors.append(error)
+    return progress
+
+
+def other_runs_active(*, run_id: uuid.UUID, dataset_id: int, kind: str) -> bool:
+    """Another run's tasks of the same kind on the same dataset still queued or running: they may
+    be writing the readings this run's tasks found already claimed."""
+    return (TaskBatch.objects.filter(dataset_id=dataset_id, kind=kind, status__in=_ACTIVE_BATCH)
+            .exclude(run=run_id).exists())

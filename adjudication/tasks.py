@@ -4,6 +4,7 @@ from __future__ import annotations
 from celery import shared_task
 
 from .models import ReaderSpec
+from .services.batches import batch_tracked
 from .services.readings import readings_create
 
 
@@ -15,9 +16,11 @@ from .services.readings import readings_create
     retry_backoff_max=60,
     max_retries=5,
 )
-def read_batch(self, reader_spec_ids: list[int], response_ids: list[int]) -> int:
-    specs = list(ReaderSpec.objects.filter(pk__in=reader_spec_ids).order_by("name"))
-    return readings_create(reader_specs=specs, response_ids=response_ids)
+def read_batch(self, reader_spec_ids: list[int], response_ids: list[int], batch_id: int | None = None) -> int:
+    # Tracked (TaskBatch), so that a command waiting for these readings learns of a failure.
+    with batch_tracked(batch_id):
+        specs = list(ReaderSpec.objects.filter(pk__in=reader_spec_ids).order_by("name"))
+        return readings_create(reader_specs=specs, response_ids=response_ids)
 
 
 @shared_task(bind=True, acks_late=True)

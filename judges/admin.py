@@ -3,7 +3,7 @@ from django.contrib import admin
 
 from adjudication.admin import ManagerAdmin, ReadOnlyAdmin
 
-from .models import Endpoint, Judge, Judgement, LLMAttempt, LLMBatch
+from .models import Endpoint, Judge, Judgement, LLMAttempt
 
 
 @admin.register(Endpoint)
@@ -41,11 +41,3 @@ class LLMAttemptAdmin(ReadOnlyAdmin):
     list_filter = ("status", "endpoint", "purpose")
     raw_id_fields = ("response", "reader_spec")
     list_select_related = ("endpoint", "response")
-
-
-@admin.register(LLMBatch)
-class LLMBatchAdmin(ReadOnlyAdmin):
-    list_display = ("created_at", "kind", "dataset", "responses", "status", "deliveries", "run")
-    list_filter = ("status", "kind")
-    search_fields = ("run",)
-    list_select_related = ("dataset",)

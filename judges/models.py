@@ -177,37 +177,3 @@ class LLMAttempt(models.Model):
 
     def __str__(self) -> str:
         return f"{self.endpoint.name} #{self.attempt} {self.status}"
-
-
-class LLMBatch(models.Model):
-    """One `llm`-queue task: a batch of responses for every selected judge, or for one
-    regenerating endpoint. Tasks keep no results (there is no result backend) and a failed task is
-    not redelivered, so this row is how a waiting command learns that a batch failed instead of
-    waiting forever for its readings (judges.services.batches)."""
-
-    class Kind(models.TextChoices):
-        JUDGE = "judge"
-        REGENERATE = "regenerate"
-
-    class Status(models.TextChoices):
-        QUEUED = "queued"
-        RUNNING = "running", "running (or its worker died and the task waits for redelivery)"
-        DONE = "done"
-        FAILED = "failed"
-
-    run = models.UUIDField(help_text="the command run that enqueued it")
-    kind = models.CharField(max_length=12, choices=Kind.choices)
-    dataset = models.ForeignKey("adjudication.Dataset", on_delete=models.CASCADE, related_name="llm_batches")
-    responses = models.PositiveIntegerField(help_text="responses in the batch")
-    status = models.CharField(max_length=8, choices=Status.choices, default=Status.QUEUED)
-    deliveries = models.PositiveIntegerField(default=0, help_text="times a worker started it")
-    error = VerbatimTextField(blank=True, default="", help_text="why it failed; API keys redacted")
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        ordering = ["created_at", "id"]
-        indexes = [models.Index(fields=["run", "status"]), models.Index(fields=["dataset", "status"])]
-
-    def __str__(self) -> str:
-        return f"{self.kind} batch {self.pk} ({self.status})"

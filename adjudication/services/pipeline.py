@@ -1,14 +1,16 @@
 """Fan-out: enqueue reader work so that every response gets one reading from every selected reader."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+import uuid
+from dataclasses import dataclass, field
 from typing import Callable
 
 from django.db import transaction
 
 from readers import registry as reader_registry
 
-from ..models import Dataset, ReaderSpec, Response
+from ..models import Dataset, ReaderSpec, Response, TaskBatch
+from .batches import batches_create
 from .readings import reader_spec_for
 
 
@@ -17,6 +19,15 @@ class Enqueued:
     reader_spec: ReaderSpec
     missing: int
     batches: int
+
+
+@dataclass
+class ReadRun:
+    """What one `dataset_read` enqueued; its tasks' TaskBatch rows carry `id`."""
+
+    enqueued: list[Enqueued]
+    id: uuid.UUID = field(default_factory=uuid.uuid4)
+    kind: str = TaskBatch.Kind.READ
 
 
 def default_panel() -> list[str]:
@@ -31,7 +42,7 @@ def default_panel() -> list[str]:
 
 
 def dataset_read(*, dataset: Dataset, reader_names: list[str], batch_size: int = 200,
-                 on_enqueued: Callable[[int], None] | None = None) -> list[Enqueued]:
+                 on_enqueued: Callable[[int], None] | None = None) -> ReadRun:
     """Enqueue `read_batch` tasks for every (response, reader) still missing a reading.
 
     A task carries a batch of response ids and every selected reader, so the responses are loaded
@@ -50,13 +61,14 @@ def dataset_read(*, dataset: Dataset, reader_names: list[str], batch_size: int =
         missing_by_spec[spec.id] = set(
             Response.objects.filter(dataset=dataset).exclude(readings__reader_spec=spec).values_list("id", flat=True))
     needed = [rid for rid in response_ids if any(rid in m for m in missing_by_spec.values())]
-    batches = 0
-    for start in range(0, len(needed), batch_size):
-        chunk = needed[start:start + batch_size]
+    chunks = [needed[start:start + batch_size] for start in range(0, len(needed), batch_size)]
+    run = ReadRun(enqueued=[])
+    batch_ids = batches_create(run_id=run.id, kind=run.kind, dataset=dataset, sizes=[len(c) for c in chunks])
+    for chunk, batch_id in zip(chunks, batch_ids, strict=True):
         spec_ids = [s.id for s in specs if any(rid in missing_by_spec[s.id] for rid in chunk)]
         # on_commit: a worker must never receive ids of rows it cannot see yet.
-        transaction.on_commit(lambda spec_ids=spec_ids, ids=chunk: read_batch.delay(spec_ids, ids))
-        batches += 1
+        transaction.on_commit(lambda spec_ids=spec_ids, ids=chunk, b=batch_id: read_batch.delay(spec_ids, ids, b))
         if on_enqueued:
             on_enqueued(sum(1 for s in specs for rid in chunk if rid in missing_by_spec[s.id]))
-    return [Enqueued(reader_spec=s, missing=len(missing_by_spec[s.id]), batches=batches) for s in specs]
+    run.enqueued = [Enqueued(reader_spec=s, missing=len(missing_by_spec[s.id]), batches=len(chunks)) for s in specs]
+    return run

@@ -11,7 +11,7 @@ from adjudication.models import Dataset, Reading
 from readers import registry as reader_registry
 
 from ..models import Endpoint
-from ..services.batches import LLMBatchFailed
+from adjudication.services.batches import BatchFailed
 from ..services.runs import dataset_regenerate
 
 
@@ -33,7 +33,7 @@ def run_regeneration(command: BaseCommand, dataset: Dataset, *, endpoint: str | 
     try:
         run = dataset_regenerate(dataset=dataset, endpoint=ep, batch_size=batch_size,
                                  on_enqueued=bar.update if eager else None)
-    except LLMBatchFailed as exc:  # eager mode: the task ran, and failed, right here
+    except BatchFailed as exc:  # eager mode: the task ran, and failed, right here
         raise CommandError(str(exc)) from None
     if not eager and not no_wait:
         bar.update(run.total - sum(e.missing for e in run.enqueued))

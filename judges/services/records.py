@@ -50,7 +50,7 @@ def work_for(*, spec: ReaderSpec, response_ids: Sequence[int], retry_errors: boo
 
 # A row the database refuses (a value out of range or too long, a constraint) or that psycopg cannot
 # encode (ValueError): that row's fault alone. Anything else (a lost connection, a missing table)
-# is not one row's fault and fails the whole batch, which the batch's LLMBatch row then reports.
+# is not one row's fault and fails the whole batch, which the batch's TaskBatch row then reports.
 _ROW_ERRORS = (DataError, IntegrityError, ValueError)
 _FALLBACK_ERROR_CHARS = 1000
 

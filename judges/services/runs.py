@@ -1,7 +1,7 @@
 """Fan-out of LLM reader work over a dataset: enqueue `llm`-queue tasks for what is missing.
 
 A task carries one batch of response ids (and every selected judge) and the id of the batch's
-LLMBatch row, which it marks running, done or failed; it re-checks what is missing when it runs.
+TaskBatch row, which it marks running, done or failed; it re-checks what is missing when it runs.
 Batches are sized so that one task keeps an endpoint's concurrency busy for a while yet finishes
 well inside the broker's visibility timeout.
 """
@@ -14,11 +14,11 @@ from typing import Callable, Sequence
 from django.conf import settings
 from django.db import transaction
 
-from adjudication.models import Dataset, ReaderSpec, Reading, Response
+from adjudication.models import Dataset, ReaderSpec, Reading, Response, TaskBatch
+from adjudication.services.batches import batches_create
 from adjudication.services.pipeline import Enqueued
 
-from ..models import Endpoint, Judge, LLMBatch
-from .batches import batches_create
+from ..models import Endpoint, Judge
 from .judging import judge_spec_for
 from .records import RETRYABLE_VERDICTS
 from .regeneration import regeneration_spec_for
@@ -34,7 +34,8 @@ class LLMRun:
     enqueued: list[Enqueued]
     tag: str = ""
     retrying: dict[int, list[int]] = field(default_factory=dict)  # spec id -> failed reading ids redone
-    id: uuid.UUID = field(default_factory=uuid.uuid4)  # its tasks' LLMBatch rows carry it
+    id: uuid.UUID = field(default_factory=uuid.uuid4)  # its tasks' TaskBatch rows carry it
+    kind: str = TaskBatch.Kind.JUDGE
 
     @property
     def total(self) -> int:
@@ -88,7 +89,7 @@ def dataset_judge(*, dataset: Dataset, judges: Sequence[Judge], retry_errors: bo
     order = list(Response.objects.filter(dataset=dataset).order_by("id").values_list("id", flat=True))
     needed = [rid for rid in order if any(rid in ids for ids in todo.values())]
     chunks = [needed[start:start + batch_size] for start in range(0, len(needed), batch_size)]
-    batch_ids = batches_create(run_id=run.id, kind=LLMBatch.Kind.JUDGE, dataset=dataset,
+    batch_ids = batches_create(run_id=run.id, kind=run.kind, dataset=dataset,
                                sizes=[len(chunk) for chunk in chunks])
     for chunk, batch_id in zip(chunks, batch_ids, strict=True):
         judge_ids = [j.pk for j, _ in specs if any(rid in todo[j.pk] for rid in chunk)]
@@ -111,7 +112,8 @@ def dataset_regenerate(*, dataset: Dataset, endpoint: Endpoint, retry_errors: bo
     batch_size = batch_size or batch_size_default()
     if batch_size < 1:
         raise ValueError("batch size must be at least 1")
-    run = LLMRun(dataset=dataset, enqueued=[], tag=uuid.uuid4().hex if retry_errors else "")
+    run = LLMRun(dataset=dataset, enqueued=[], tag=uuid.uuid4().hex if retry_errors else "",
+                 kind=TaskBatch.Kind.REGENERATE)
     spec = regeneration_spec_for(endpoint)
     todo = _missing(dataset, spec)
     if retry_errors:
@@ -120,7 +122,7 @@ def dataset_regenerate(*, dataset: Dataset, endpoint: Endpoint, retry_errors: bo
         run.retrying[spec.id] = list(failed.values())
     needed = sorted(todo)
     chunks = [needed[start:start + batch_size] for start in range(0, len(needed), batch_size)]
-    batch_ids = batches_create(run_id=run.id, kind=LLMBatch.Kind.REGENERATE, dataset=dataset,
+    batch_ids = batches_create(run_id=run.id, kind=run.kind, dataset=dataset,
                                sizes=[len(chunk) for chunk in chunks])
     for chunk, batch_id in zip(chunks, batch_ids, strict=True):
         transaction.on_commit(lambda c=chunk, b=batch_id: regenerate_batch.delay(endpoint.pk, c, retry_errors,

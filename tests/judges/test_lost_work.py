@@ -138,7 +138,7 @@ def test_a_row_the_database_refuses_does_not_lose_the_other_rows_of_the_flush(lo
 
 def test_waiting_stops_with_a_clear_error_when_a_batch_task_failed(loopback, make_judge, make_dataset, settings):
     from judges.management.commands.run_judges import wait_for
-    from judges.models import LLMBatch
+    from adjudication.models import TaskBatch
     from judges.services.runs import dataset_judge
 
     settings.CELERY_TASK_ALWAYS_EAGER = False
@@ -146,12 +146,12 @@ def test_waiting_stops_with_a_clear_error_when_a_batch_task_failed(loopback, mak
     judge = make_judge("sq")
     # inside the test's transaction nothing is really enqueued (on_commit): we play the workers
     run = dataset_judge(dataset=ds, judges=[judge], batch_size=2)
-    batches = list(LLMBatch.objects.filter(run=run.id).order_by("id"))
+    batches = list(TaskBatch.objects.filter(run=run.id).order_by("id"))
     assert len(batches) == 3 and {b.status for b in batches} == {"queued"}
     judgements_create(judges=[judge], response_ids=response_ids(ds)[:2])
-    LLMBatch.objects.filter(pk=batches[0].pk).update(status="done")
-    LLMBatch.objects.filter(pk=batches[1].pk).update(status="failed", error="OperationalError: the disk is full")
-    LLMBatch.objects.filter(pk=batches[2].pk).update(status="done")
+    TaskBatch.objects.filter(pk=batches[0].pk).update(status="done")
+    TaskBatch.objects.filter(pk=batches[1].pk).update(status="failed", error="OperationalError: the disk is full")
+    TaskBatch.objects.filter(pk=batches[2].pk).update(status="done")
     started = time.monotonic()
     with pytest.raises(CommandError, match=r"1 of 3 LLM tasks failed.*the disk is full"):
         wait_for(run, tqdm(disable=True), timeout=60)
@@ -161,30 +161,30 @@ def test_waiting_stops_with_a_clear_error_when_a_batch_task_failed(loopback, mak
 def test_waiting_stops_when_every_task_finished_but_readings_are_missing(loopback, make_judge, make_dataset,
                                                                          settings):
     from judges.management.commands.run_judges import wait_for
-    from judges.models import LLMBatch
+    from adjudication.models import TaskBatch
     from judges.services.runs import dataset_judge
 
     settings.CELERY_TASK_ALWAYS_EAGER = False
     ds = make_dataset(n_mc=2, n_math=0)
     run = dataset_judge(dataset=ds, judges=[make_judge("sq")])
-    LLMBatch.objects.filter(run=run.id).update(status="done")  # e.g. the judge was deleted meanwhile
+    TaskBatch.objects.filter(run=run.id).update(status="done")  # e.g. the judge was deleted meanwhile
     with pytest.raises(CommandError, match=r"every LLM task finished but 2 of 2 readings are missing"):
         wait_for(run, tqdm(disable=True), timeout=60)
 
 
 def test_a_failing_batch_task_records_its_failure(loopback, make_judge, make_dataset, settings):
-    from judges.models import LLMBatch
+    from adjudication.models import TaskBatch
     from judges.services.runs import dataset_judge
-    from judges.tasks import LLMBatchFailed, judge_batch
+    from judges.tasks import BatchFailed, judge_batch
 
     settings.CELERY_TASK_ALWAYS_EAGER = False
     ds = make_dataset(n_mc=2, n_math=0)
     judge = make_judge("sq")
     run = dataset_judge(dataset=ds, judges=[judge])
-    (batch,) = LLMBatch.objects.filter(run=run.id)
+    (batch,) = TaskBatch.objects.filter(run=run.id)
     with connection.cursor() as cursor:  # a write that fails for every row: no table (rolled back with the test)
         cursor.execute("ALTER TABLE judges_judgement RENAME TO judges_judgement_away")
-    with pytest.raises(LLMBatchFailed, match="judges_judgement"):
+    with pytest.raises(BatchFailed, match="judges_judgement"):
         judge_batch.run([judge.pk], response_ids(ds), False, "", batch.pk)
     batch.refresh_from_db()
     assert batch.status == "failed" and "judges_judgement" in batch.error and batch.deliveries == 1
@@ -192,15 +192,15 @@ def test_a_failing_batch_task_records_its_failure(loopback, make_judge, make_dat
 
 def test_a_task_failure_is_stored_and_logged_without_the_api_key(loopback, make_endpoint, make_dataset, monkeypatch,
                                                                  caplog):
-    from judges.models import LLMBatch
-    from judges.services.batches import batch_tracked
+    from adjudication.models import TaskBatch
+    from judges.services.batches import llm_batch_tracked
 
     monkeypatch.setenv("LOOP_KEY", SECRET)
     make_endpoint(api_key_env="LOOP_KEY")
-    batch = LLMBatch.objects.create(run="7f0e8c1e-0000-4000-8000-000000000000", kind="judge", responses=1,
+    batch = TaskBatch.objects.create(run="7f0e8c1e-0000-4000-8000-000000000000", kind="judge", responses=1,
                                     dataset=make_dataset(n_mc=1, n_math=0))
     with caplog.at_level(logging.DEBUG), pytest.raises(Exception) as raised:
-        with batch_tracked(batch.pk):
+        with llm_batch_tracked(batch.pk):
             raise RuntimeError(f"the proxy said: bad key {SECRET}")
     batch.refresh_from_db()
     assert batch.status == "failed" and "bad key [redacted API key]" in batch.error
@@ -215,7 +215,7 @@ def test_run_judges_in_eager_mode_fails_with_the_tasks_error(loopback, make_judg
     with connection.cursor() as cursor:
         cursor.execute("ALTER TABLE judges_judgement RENAME TO judges_judgement_away")
     try:
-        with pytest.raises(CommandError, match=r"LLM batch \d+ failed: ProgrammingError: .*judges_judgement"):
+        with pytest.raises(CommandError, match=r"batch \d+ failed: ProgrammingError: .*judges_judgement"):
             run_command("run_judges", dataset=ds.name, judges=["sq"], timeout=60)
     finally:
         with connection.cursor() as cursor:

@@ -1,14 +1,15 @@
 from __future__ import annotations
 
 import sys
-import time
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
+from adjudication.management.waiting import wait_for_readings
 from adjudication.models import Dataset
 from adjudication.selectors import dataset_get, reading_counts
+from adjudication.services.batches import BatchFailed
 from adjudication.services.pipeline import dataset_read, default_panel
 from readers import registry as reader_registry
 
@@ -55,25 +56,18 @@ class Command(BaseCommand):
         bar = tqdm(total=total, unit="readings", file=sys.stderr, desc="read", leave=False)
         # Outside a transaction on_commit fires at once: in eager mode each batch is read right
         # here and the bar moves as it goes; with real workers this only enqueues.
-        enqueued = dataset_read(dataset=ds, reader_names=names, batch_size=batch_size,
-                                on_enqueued=bar.update if eager else None)
-        bar.update(total - sum(e.missing for e in enqueued))  # what was already read before
+        try:
+            run = dataset_read(dataset=ds, reader_names=names, batch_size=batch_size,
+                               on_enqueued=bar.update if eager else None)
+        except BatchFailed as exc:  # eager mode: the task ran, and failed, right here
+            raise CommandError(str(exc)) from None
+        bar.update(total - sum(e.missing for e in run.enqueued))  # what was already read before
         if not eager and not no_wait:
-            self._wait(ds, enqueued, bar, total, timeout)
+            wait_for_readings(
+                run_id=run.id, dataset_id=ds.pk, kind=run.kind, total=total, bar=bar, timeout=timeout,
+                done=lambda: sum(reading_counts(dataset=ds, reader_spec=e.reader_spec) for e in run.enqueued),
+                noun="reader task")
         bar.close()
-        for e in enqueued:
+        for e in run.enqueued:
             self.stdout.write(f"{e.reader_spec.name:<28} {e.missing:>7} read now, "
                               f"{reading_counts(dataset=ds, reader_spec=e.reader_spec):>7} readings in all")
-
-    def _wait(self, ds, enqueued, bar, total: int, timeout: float) -> None:
-        started = time.monotonic()
-        last = bar.n
-        while True:
-            done = sum(reading_counts(dataset=ds, reader_spec=e.reader_spec) for e in enqueued)
-            bar.update(done - last)
-            last = done
-            if done >= total:
-                return
-            if timeout and time.monotonic() - started > timeout:
-                raise CommandError(f"timed out after {timeout:.0f}s with {done}/{total} readings; workers keep going")
-            time.sleep(0.5)

@@ -11,47 +11,16 @@ from tqdm import tqdm
 from adjudication.models import Dataset, Reading
 from adjudication.selectors import dataset_get
 from judges.models import Judge, LLMAttempt
-from judges.selectors import BatchProgress, batch_progress, other_runs_active
-from judges.services.batches import LLMBatchFailed
+from adjudication.management.waiting import wait_for_readings
+from adjudication.services.batches import BatchFailed
 from judges.services.runs import LLMRun, dataset_judge
 
 
 def wait_for(run: LLMRun, bar: tqdm, timeout: float) -> None:
-    """Poll the database until every enqueued reading arrived (workers do the work), or until every
-    task of the run has ended without them: a failed task (its LLMBatch row says why) or a task
-    that found nothing to do. Never waits forever on work nobody is doing."""
-    started = time.monotonic()
-    last = bar.n
-    warned = 0
-    while True:
-        # Batch states first, readings second: a batch marked ended has committed its readings.
-        progress = batch_progress(run_id=run.id)
-        done = run.done()
-        bar.update(done - last)
-        last = done
-        if done >= run.total:
-            return
-        if progress.failed > warned:
-            warned = progress.failed
-            tqdm.write(f"warning: {_failed_tasks(progress)}; waiting for the other tasks", file=sys.stderr)
-        if progress.finished:
-            if progress.failed:
-                raise CommandError(f"{_failed_tasks(progress)}; {done}/{run.total} readings written. Re-run the "
-                                   "command once the cause is fixed: only the missing readings are redone")
-            # A task finds nothing to do when another run's task holds the same work: wait for that one.
-            if not other_runs_active(run_id=run.id, dataset_id=run.dataset.pk):
-                raise CommandError(f"every LLM task finished but {run.total - done} of {run.total} readings are "
-                                   "missing (a judge or endpoint deleted meanwhile?); re-run the command to redo "
-                                   "them")
-        if timeout and time.monotonic() - started > timeout:
-            raise CommandError(f"timed out after {timeout:.0f}s with {done}/{run.total} readings; workers keep going")
-        time.sleep(0.5)
-
-
-def _failed_tasks(progress: BatchProgress) -> str:
-    n = progress.total
-    return (f"{progress.failed} of {n} LLM task{'s' if n != 1 else ''} failed "
-            f"(first error: {progress.errors[0] if progress.errors else 'unknown'})")
+    """Poll the database until every enqueued reading arrived (workers do the work), or stop with
+    the reason when every task of the run ended without them (adjudication.management.waiting)."""
+    wait_for_readings(run_id=run.id, dataset_id=run.dataset.pk, kind=run.kind, done=run.done, total=run.total,
+                      bar=bar, timeout=timeout, noun="LLM task")
 
 
 class Command(BaseCommand):
@@ -90,7 +59,7 @@ class Command(BaseCommand):
         try:
             run = dataset_judge(dataset=ds, judges=selected, retry_errors=retry_errors, batch_size=batch_size,
                                 on_enqueued=bar.update if eager else None)
-        except LLMBatchFailed as exc:  # eager mode: the task ran, and failed, right here
+        except BatchFailed as exc:  # eager mode: the task ran, and failed, right here
             raise CommandError(str(exc)) from None
         if eager:
             bar.update(max(0, run.total - bar.n))
