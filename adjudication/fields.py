@@ -8,6 +8,7 @@ everything else is stored as is, so ordinary text stays readable and searchable 
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from django.db import models
@@ -46,13 +47,16 @@ class VerbatimTextField(models.TextField):
 
 
 def json_safe(value: Any) -> Any:
-    """Diagnostic JSON (reading details) may be lossy: drop what PostgreSQL jsonb cannot hold."""
+    """Diagnostic JSON (reading details, reports) may be lossy: drop what PostgreSQL jsonb cannot
+    hold (NUL, lone surrogates, NaN and infinities, which become null)."""
     if isinstance(value, str):
         return value.replace("\x00", "\ufffd").encode("utf-8", "replace").decode("utf-8")
     if isinstance(value, dict):
         return {json_safe(str(k)): json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [json_safe(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
     if value is None or isinstance(value, (bool, int, float)):
         return value
     return json_safe(str(value))

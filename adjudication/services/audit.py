@@ -227,7 +227,9 @@ def audit_run_execute(*, audit_run_id: int) -> AuditOutcome:
             summary, n_golds = _audit(run, out_dir)
         # A savepoint when the caller is in a transaction: a refused write leaves it usable for the failure.
         with transaction.atomic():
-            written = mine.update(status=status, summary=summary, n_golds=n_golds, out_dir=str(out_dir),
+            # The report shows golds: a NUL or lone surrogate in one is shown replaced (the files
+            # under out_dir keep them verbatim).
+            written = mine.update(status=status, summary=json_safe(summary), n_golds=n_golds, out_dir=str(out_dir),
                                   finished_at=Now())
     except Exception as exc:  # noqa: BLE001 - the run records its failure; the task does not retry
         log.exception("audit %s failed (attempt %s)", audit_run_id, claim.attempt)

@@ -428,17 +428,27 @@ DISAGREEMENT_COLUMNS = ("reader_a", "reader_b", "support", "disagreements", "rat
 MAGNITUDE_COLUMNS = ("reader", "bucket", "n", "judged", "accepted", "rate", "ci_low", "ci_high")
 
 
+def _json_text(value: Any, **kwargs: Any) -> str:
+    """JSON that is valid UTF-8 whatever the golds hold: readable when it can be, and ASCII-escaped
+    (lossless: a lone surrogate becomes \\udXXX) when a string UTF-8 cannot encode is inside."""
+    text = json.dumps(value, ensure_ascii=False, **kwargs)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(value, ensure_ascii=True, **kwargs)
+    return text
+
+
 def write_outputs(result: AuditResult, out_dir: Path) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
-    with open(out_dir / "verdicts.jsonl", "w", encoding="utf-8", errors="surrogatepass") as fh:
+    with open(out_dir / "verdicts.jsonl", "w", encoding="utf-8") as fh:
         for rec in result.records():
-            fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+            fh.write(_json_text(rec) + "\n")
     _write_csv(out_dir / "strata.csv", result.strata_rows, STRATA_COLUMNS)
     _write_csv(out_dir / "disagreement.csv", result.disagreement_rows, DISAGREEMENT_COLUMNS)
     _write_csv(out_dir / "magnitude.csv", result.magnitude_rows, MAGNITUDE_COLUMNS)
     with open(out_dir / "summary.json", "w", encoding="utf-8") as fh:
-        json.dump(result.summary, fh, indent=2, ensure_ascii=False)
-        fh.write("\n")
+        fh.write(_json_text(result.summary, indent=2) + "\n")
 
 
 def render_table(summary: dict[str, Any]) -> str:

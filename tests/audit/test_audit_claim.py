@@ -3,6 +3,8 @@ bounded number of times), a live claim is never run twice, and any failure, the 
 write included, ends the run `failed` with its error; the report page says which it is."""
 from __future__ import annotations
 
+import json
+
 from datetime import timedelta
 
 import pytest
@@ -126,19 +128,19 @@ def test_a_failing_final_summary_write_ends_the_run_failed_with_the_database_err
 
 
 @pytest.mark.parametrize("gold", ["1\x002", "\ud800 7"], ids=["nul", "lone-surrogate"])
-def test_a_gold_the_summary_cannot_hold_ends_the_run_failed_not_running(dataset, write_jsonl, gold):
-    # Golds are stored verbatim (VerbatimTextField); the audit's summary is jsonb, which refuses
-    # NUL, and its files are UTF-8, which cannot hold a lone surrogate.
-    if "\x00" in gold and connection.vendor != "postgresql":
-        pytest.skip("SQLite's JSON holds NUL")
+def test_a_gold_jsonb_and_utf8_cannot_hold_is_audited_with_the_files_verbatim(dataset, write_jsonl, gold, tmp_path,
+                                                                             settings):
+    # Golds are stored verbatim (VerbatimTextField); the summary is jsonb, which refuses NUL and
+    # lone surrogates, and the output files are UTF-8, which cannot carry a lone surrogate raw.
+    settings.AUDIT_OUTPUT_DIR = tmp_path
     run_command("import_responses", str(write_jsonl([math_row(0, gold=gold)], name="odd.jsonl")),
                 dataset="odd", no_progress=True)
     run = AuditRun.objects.create(dataset=Dataset.objects.get(name="odd"), readers=["strip-string"])
     status = audit_run_execute(audit_run_id=run.pk).status
     run.refresh_from_db()
-    assert status == run.status == AuditRun.Status.FAILED
-    assert run.error and run.finished_at
-    assert "\x00" not in run.error and run.error.encode("utf-8")  # the error itself is storable text
+    assert status == run.status == AuditRun.Status.DONE and run.summary and not run.error
+    verdicts = (tmp_path / f"run-{run.pk}" / "verdicts.jsonl").read_bytes().decode("utf-8")  # valid UTF-8
+    assert gold in {json.loads(line)["gold"] for line in verdicts.splitlines()}  # verbatim in the files
 
 
 # -- the report page ---------------------------------------------------------------------------------
