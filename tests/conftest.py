@@ -152,10 +152,12 @@ def eager():
     first read of app.conf."""
     from config.celery import app
 
-    before = app.conf.task_always_eager
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = before
+    before = (app.conf.task_always_eager, app.conf.task_eager_propagates)
+    app.conf.task_always_eager, app.conf.task_eager_propagates = True, True
+    try:
+        yield app
+    finally:
+        app.conf.task_always_eager, app.conf.task_eager_propagates = before
 
 
 @pytest.fixture

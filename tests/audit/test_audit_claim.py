@@ -24,18 +24,6 @@ GOLDS = ["72", "\\frac{1}{2}", "(2,4)"]
 
 
 @pytest.fixture
-def eager():
-    from config.celery import app
-
-    old = (app.conf.task_always_eager, app.conf.task_eager_propagates)
-    app.conf.task_always_eager, app.conf.task_eager_propagates = True, True
-    try:
-        yield app
-    finally:
-        app.conf.task_always_eager, app.conf.task_eager_propagates = old
-
-
-@pytest.fixture
 def dataset(write_jsonl, settings, tmp_path):
     settings.AUDIT_OUTPUT_DIR = tmp_path / "audit-out"
     settings.AUDIT_LEASE_SECONDS = 60

@@ -18,19 +18,6 @@ GOLDS = ["72", "10000", "123456", "\\frac{1}{2}", "0.5", "3\\sqrt{2}", "(2,4)"]
 
 
 @pytest.fixture
-def eager():
-    """Celery eager for this test only (restored after: a leak would break the worker tests)."""
-    from config.celery import app
-
-    old = (app.conf.task_always_eager, app.conf.task_eager_propagates)
-    app.conf.task_always_eager, app.conf.task_eager_propagates = True, True
-    try:
-        yield app
-    finally:
-        app.conf.task_always_eager, app.conf.task_eager_propagates = old
-
-
-@pytest.fixture
 def dataset(write_jsonl, settings, tmp_path):
     settings.AUDIT_OUTPUT_DIR = tmp_path / "audit-out"
     rows = [math_row(i, gold=g, response=f"So \\boxed{{{g}}}.") for i, g in enumerate(GOLDS)]

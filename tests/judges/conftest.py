@@ -33,19 +33,6 @@ def service_env(service_env: dict[str, str]) -> dict[str, str]:
 
 
 @pytest.fixture
-def eager():
-    """Run Celery tasks inline (as the embedded default does), whatever broker the suite has. Only
-    the Celery app's flag is touched: Django settings feed app.conf lazily, so overriding them here
-    could leak into the first read of app.conf."""
-    from config.celery import app
-
-    before = app.conf.task_always_eager
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = before
-
-
-@pytest.fixture
 def loopback():
     server = LoopbackServer().start()
     yield server
