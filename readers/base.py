@@ -39,9 +39,12 @@ class Item:
 class Reading:
     """What a reader made of one response.
 
-    `answer` is the extracted string (None when nothing was found); `normalized` is the form the
-    reader compares with the gold; `span` is the answer's [start, end) character span in the
-    response, when the reader can point at it.
+    `answer` is the extracted string, as written (None when nothing was found); `normalized` is
+    the form the reader compares with the gold (the reader's own, faithful to its upstream);
+    `span` is the answer's [start, end) character span in the response, when the reader can point
+    at it; `canonical` is the platform's one form of the answer, the same whoever read it (the
+    option letter for multiple choice, a normal form for maths; see readers.canonical). Readers
+    may leave it None: the isolation worker fills it from `answer` within the reading's budget.
     """
 
     verdict: Verdict
@@ -49,11 +52,14 @@ class Reading:
     normalized: str | None = None
     span: tuple[int, int] | None = None
     detail: dict[str, Any] = field(default_factory=dict)
+    # Last, so that positional Reading(verdict, answer, normalized, span, detail) keeps its meaning.
+    canonical: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "verdict": self.verdict,
             "answer": self.answer,
+            "canonical": self.canonical,
             "normalized": self.normalized,
             "span": list(self.span) if self.span else None,
             "detail": self.detail,

@@ -60,6 +60,7 @@ from typing import Any, Sequence
 
 from . import registry
 from .base import Item, Reading
+from .canonical import with_canonical
 
 DEFAULT_MEMORY_LIMIT = 4 * 1024**3
 # A child whose parent already maps more than the cap still needs some headroom to run at all.
@@ -230,7 +231,10 @@ def _read_one(reader: Any, item: Item) -> Reading:
         return Reading("error", detail={"error": _describe_exception(exc)})
     if not isinstance(reading, Reading):
         return Reading("error", detail={"error": f"reader returned {type(reading).__name__}, not Reading"})
-    return reading
+    # Every reading of every reader passes here, in the child, while its item is still the one
+    # published as in flight: the canonical answer is made within the reading's hard budget.
+    # with_canonical never raises, and a reader's own canonical is kept.
+    return with_canonical(reading, item)
 
 
 def _pickle_results(bid: int, first: int, times: list[float], readings: list[Reading]) -> bytes:
