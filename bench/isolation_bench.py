@@ -3,15 +3,18 @@
 1. ~2,000 deterministic MATH-style pairs (gold, "The final answer is $\\boxed{X}$."): 40 % integers,
    25 % fractions, 10 % decimals, 25 % simple expressions; 60 % equivalent rewrites, 40 % wrong.
    Measured in the same run, on the same pairs, interleaved in 8 slices:
-     bare      serial in-process loop over `math-verify-latex`'s read()
+     bare      serial in-process loop over `math-verify-latex`'s read(), plus the canonical answer
+               (readers.canonical.with_canonical) that the pool's worker adds to every reading
      isolated  IsolatedPool(processes=2).read_many("math-verify-latex", ...), including pool
                start-up and close
 2. ~10,000 synthetic 2,000-character CoT responses to A-J multiple-choice questions, read
    in-process by `strict-match` from the registry (or, if absent, a literal
-   `answer is \\(?([A-J])\\)?` last-match reader).
+   `answer is \\(?([A-J])\\)?` last-match reader): the reader's own read() alone, no canonical
+   answer (the raw speed of a regex reader).
 3. Per-item cost of the pool for a FAST reader: 5,000 shorter (300-character) CoT responses read
-   by `strict-match` (~20-40 us per item, like most readers of the panel), bare in-process loop vs
-   IsolatedPool(processes=2) (start-up and close included), interleaved in 10 slices; the pool is
+   by `strict-match` (~20-40 us per item, like most readers of the panel), bare in-process loop
+   (read() + with_canonical, as in 1) vs IsolatedPool(processes=2) (start-up and close included),
+   interleaved in 10 slices; the pool is
    called the way a Celery reading task calls it: read_many on 100 items at a time.
 
 Prints, last:
@@ -37,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import result  # noqa: E402
 from readers import registry  # noqa: E402
 from readers.base import Item, Reader, Reading  # noqa: E402
+from readers.canonical import with_canonical  # noqa: E402
 from readers.isolation import IsolatedPool  # noqa: E402
 
 N_MATH = 2000
@@ -179,7 +183,8 @@ def _interleaved(reader: Reader, items: list[Item], rounds: int, call_size: int 
             for side in (("bare", "iso") if k % 2 == 0 else ("iso", "bare")):
                 t0 = time.perf_counter()
                 if side == "bare":
-                    bare.extend(reader.read(item) for item in chunk)
+                    # Like with like: the pool's worker adds the canonical answer to every reading.
+                    bare.extend(with_canonical(reader.read(item), item) for item in chunk)
                     bare_s += time.perf_counter() - t0
                 else:
                     for i in range(0, len(chunk), call_size):
