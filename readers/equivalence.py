@@ -55,7 +55,8 @@ class Equivalence:
 
 _WRAPPERS = (("$$", "$$"), ("\\[", "\\]"), ("\\(", "\\)"), ("$", "$"))
 _BOX_RE = re.compile(r"^\\(?:boxed|fbox)\s*\{")
-_CMD_SPACES = re.compile(r"\\[!,;: ]|\\quad|\\qquad|~")
+# Not after a backslash: "\\\\ " is a matrix row break followed by a space, not a LaTeX space.
+_CMD_SPACES = re.compile(r"(?<!\\)\\[!,;: ]|\\quad|\\qquad|~")
 _LEFT_RIGHT = re.compile(r"\\(?:left|right|bigl|bigr|Bigl|Bigr|big|Big)\s*(?=[()\[\]|.]|\\[{}|])")
 _LEFT_RIGHT_DOT = re.compile(r"\\(?:left|right)\s*\.")
 _DEGREES = re.compile(r"\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|\\circ|°|\\degree")
@@ -66,8 +67,8 @@ _FRAC_SHORT2 = re.compile(r"\\frac\s*(\{[^{}]*\})\s*(\d)")
 _SQRT_SHORT = re.compile(r"\\sqrt\s*(\d+|[a-zA-Z])")
 _UNWRAP_CMD = re.compile(r"\\(?:text|textbf|textit|textrm|mathrm|mathbf|mbox|operatorname|mathit|rm|bf)\s*\{([^{}]*)\}")
 _TRAILING_TEXT = re.compile(r"\s*\\(?:text|textrm|mbox|mathrm)\s*\{[^{}]*\}\s*(?:\^\s*\{?\d\}?)?\s*$")
-_ASSIGN = re.compile(r"^\s*(?:[a-zA-Z]|\\[a-zA-Z]+)(?:_\{?[a-zA-Z0-9]+\}?)?(?:\([a-zA-Z]\))?\s*(?:=|\\in)\s*(?=\S)")
 _MULTI_SPACE = re.compile(r"\s+")
+_DANGLING_ESCAPE = re.compile(r"(?<!\\)\\$")
 _CURRENCY = re.compile(r"^(-?)\s*(?:\\\$|\$|€|£|¥|₹|US\$|USD\s*|Rs\.?\s*)\s*(?=[\d.])")
 
 # A number with optional valid thousands groups (comma or thin space), decimals and exponent.
@@ -137,6 +138,8 @@ def normalize(s: str) -> str:
     # Collapse whitespace first: later end-anchored patterns then never rescan long runs.
     s = _MULTI_SPACE.sub(" ", s).strip().rstrip(".").strip()
     s = _strip_wrappers(s)
+    # A dangling backslash at the end ("185\\ " once trimmed) escapes nothing.
+    s = _DANGLING_ESCAPE.sub("", s)
     s = _STYLE.sub("", s)
     s = _FRAC_VARIANTS.sub(r"\\frac", s)
     s = _LEFT_RIGHT_DOT.sub("", s)
@@ -156,9 +159,6 @@ def normalize(s: str) -> str:
     s = _UNWRAP_CMD.sub(r"\1", s)
     s = _MULTI_SPACE.sub(" ", s).strip().rstrip(".").strip()
     s = _strip_wrappers(s)
-    m = _ASSIGN.match(s)
-    if m and "=" not in s[m.end():]:
-        s = s[m.end():].strip()
     s = _CURRENCY.sub(r"\1", s)
     m2 = _UNIT_TAIL.match(s)
     if m2 and parse_number(m2.group("num")) is not None:
@@ -170,14 +170,11 @@ def normalize(s: str) -> str:
 
 
 def canonical(s: str) -> str:
-    """Compact canonical string (what a Reading stores as `normalized` for math answers)."""
-    n = normalize(s)
-    num = parse_number(n)
-    if num is not None:
-        value, pct = num
-        text = str(value.numerator) if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
-        return text + ("%" if pct else "")
-    return n.replace(" ", "")
+    """Compact canonical string of an answer (what a Reading stores as `normalized` for maths):
+    exact numbers as integers or reduced fractions, "%" kept; otherwise the typed answer's form."""
+    from .answers import parse_answer  # noqa: PLC0415
+
+    return parse_answer(s).canonical
 
 
 def letter_of(s: str) -> str | None:
@@ -350,20 +347,6 @@ def _balanced(s: str) -> bool:
     return depth == 0
 
 
-def _multiset_equal(a: list[str], b: list[str], eq: Any) -> bool:
-    if len(a) != len(b):
-        return False
-    remaining = list(b)
-    for x in a:
-        for j, y in enumerate(remaining):
-            if eq(x, y):
-                del remaining[j]
-                break
-        else:
-            return False
-    return True
-
-
 # --------------------------------------------------------------------------------------------
 # SymPy
 # --------------------------------------------------------------------------------------------
@@ -473,61 +456,13 @@ def _as_integer(expr: Any, value: Any) -> int | None:
 # Entry point
 # --------------------------------------------------------------------------------------------
 
-_TEXT_JUNK = re.compile(r"[\s{}$\\*\"'`.,;:!?]+")
-
-
-def _text_key(s: str) -> str:
-    s = _UNWRAP_CMD.sub(r"\1", s)
-    return _TEXT_JUNK.sub("", s).lower()
-
-
 def math_equal(
     pred: str, gold: str, *, rel_tol: float = 1e-9, use_sympy: bool = True, max_sympy_chars: int = MAX_SYMPY_CHARS
 ) -> Equivalence:
-    """Is the extracted answer `pred` mathematically the gold answer `gold`? (Order matters only
-    for reporting: every rule is symmetric.)"""
-    p, g = normalize(pred), normalize(gold)
-    result = _equal(p, g, rel_tol, use_sympy and len(p) <= max_sympy_chars and len(g) <= max_sympy_chars, depth=0)
-    return Equivalence(result[0], result[1], p, g)
+    """Is the extracted answer `pred` the gold answer `gold`? Both are parsed into typed answers
+    (readers.answers) and compared per type."""
+    from .answers import answers_equal, parse_answer  # noqa: PLC0415 - answers builds on this module
 
-
-def _equal(p: str, g: str, rel_tol: float, use_sympy: bool, depth: int) -> tuple[bool, str]:
-    if not p or not g:
-        return False, "empty"
-    if p == g or p.replace(" ", "") == g.replace(" ", ""):
-        return True, "string"
-    gl = _LETTER_RE.match(g)
-    if gl:
-        pl = _LETTER_RE.match(p)
-        return (bool(pl) and pl.group(1) == gl.group(1)), "letter"  # type: ignore[union-attr]
-    np_, ng = parse_number(p), parse_number(g)
-    if np_ is not None and ng is not None:
-        return _numbers_equal(np_, ng), "number"
-    if depth < 3:
-        sp, sg = _structure(p), _structure(g)
-        if sp is not None or sg is not None:
-            if sp is None or sg is None:
-                return False, "structure_mismatch"
-            (kp, ep), (kg, eg) = sp, sg
-            if {kp, kg} == {"set", "list"}:
-                # "1, 2" and "\{1, 2\}" both state a solution set.
-                kp = kg = "set"
-            if kp != kg or len(ep) != len(eg):
-                return False, "structure_mismatch"
-
-            def eq(x: str, y: str) -> bool:
-                return _equal(normalize(x), normalize(y), rel_tol, use_sympy, depth + 1)[0]
-
-            if kp in ("set", "list", "union"):
-                return _multiset_equal(ep, eg, eq), f"structure_{kp}"
-            return all(eq(x, y) for x, y in zip(ep, eg)), f"structure_{kp}"
-    # Left: at least one side is not a plain number (1.4142135624 vs \sqrt{2}, x^2+2x+1 vs (x+1)^2).
-    if use_sympy:
-        a, b = _to_sympy(p), _to_sympy(g)
-        if a is not None and b is not None:
-            decided = _sympy_equal(a, b, rel_tol)
-            if decided is not None:
-                return decided
-    if _text_key(p) and _text_key(p) == _text_key(g):
-        return True, "text"
-    return False, "no_rule"
+    p, g = parse_answer(pred), parse_answer(gold)
+    equal, rule = answers_equal(p, g, rel_tol=rel_tol, use_sympy=use_sympy, max_sympy_chars=max_sympy_chars)
+    return Equivalence(equal, rule, p.source, g.source)

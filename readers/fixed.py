@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 import string
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from . import equivalence as eq
@@ -121,7 +122,10 @@ _THEREFORE = re.compile(
     re.I,
 )
 _ZH_CORRECT = re.compile(r"选项\s*[(（]?([A-Z])[)）]?\s*(?:是|为)?正确")
-_BOX = re.compile(r"\\(?:boxed|fbox)\s*(?=\{)|\\boxed\s+(?=[^\s{])")
+# "\\beginboxed{…}" (a box command glued to another) is still the model's box.
+_BOX = re.compile(r"\\[A-Za-z]{0,12}?(?:boxed|fbox)\s*(?=\{)|\\boxed\s+(?=[^\s{])")
+# R1-Zero-style templates put the answer in <answer>…</answer>.
+_ANSWER_TAG = re.compile(r"<answer>\s*(.*?)\s*(?:</answer>|$)", re.I | re.S)
 _BOLD = re.compile(r"\*\*\s*(?:(?:option|choice)\s*:?\s*)?[(（]?([A-Z])[)）]?(?:\s*[.:)\-]\s*([^*\n]{0,200}?))?\s*\*\*")
 # A recap of several questions' answers (5-shot prompts: "Now, let's summarize all the answers:").
 # Plural "answers" only: "let me review the question" is ordinary reasoning.
@@ -197,7 +201,6 @@ _MATH_T3 = re.compile(
 # Q/A few-shot format ("A: 72" as the last line, GSM8K's released solutions).
 _LAST_LINE_ANSWER = re.compile(r"[ \t>*#]*(?:A|Ans|ANSWER|Answer)\s*[:：]\s*(\S.{0,120})$")
 _MATH_BOLD = re.compile(r"\*\*([^*\n]{1,120})\*\*")
-_NUMBER = re.compile(r"-?\$?\d[\d,]*(?:\.\d+)?%?|-?\.\d+")
 _CLAUSE_STOP = re.compile(
     r"\.(?=\s|$)|[;\n。；！？，]|,\s+(?:so|which|and\s+the|because)\b"
     r"|\s(?:because|since|which|where|as\s+(?:it|this|the))\b",
@@ -366,7 +369,9 @@ class FixedReader(Reader):
         strong = self._mc_strong(region, anchors, limit, opts, mask)
         chosen: _Cand | None = None
         if strong:
-            chosen = strong[-1]
+            chosen = _head_of_run(region, strong)
+            if chosen is not strong[-1]:
+                detail["run_of_answers"] = [c.letters[0] for c in strong if c.start >= chosen.start]
         else:
             weak = self._mc_weak(region, lower, anchors, limit, opts, mask)
             if weak:
@@ -541,14 +546,29 @@ class FixedReader(Reader):
         if not value:
             detail["reason"] = "empty_value"
             return Reading("no_answer", span=span, detail=detail)
-        result = eq.math_equal(value, item.gold, rel_tol=self.config.rel_tol, use_sympy=self.config.use_sympy,
+        gold = _gold_answer(item.gold)
+        value = _copula_tail(value)
+        result = eq.math_equal(value, gold, rel_tol=self.config.rel_tol, use_sympy=self.config.use_sympy,
                                max_sympy_chars=self.config.max_sympy_chars)
+        whole = chosen.extra.pop("whole_clause", None)
+        if not result.equal and whole:
+            # The phrase's value was cut at its first formula or clause break; the response may
+            # state the gold in full ("$f(x)=…$ for some $a>0$"): the whole clause as written.
+            full = eq.math_equal(whole, gold, rel_tol=self.config.rel_tol, use_sympy=self.config.use_sympy,
+                                 max_sympy_chars=self.config.max_sympy_chars)
+            if full.equal:
+                result, value = full, whole
+                span = (span[0], span[0] + len(whole))
+                detail["value"] = "whole_clause"
         detail["equivalence"] = result.rule
         normalized = eq.canonical(value)
         return Reading("correct" if result.equal else "incorrect", answer=_clean(value), normalized=_clean(normalized),
                        span=span, detail=detail)
 
     def _math_choose(self, region: str, limit: int) -> _Cand | None:
+        tag = _answer_tag(region, limit)
+        if tag is not None:
+            return tag
         boxes = _math_boxes(region, limit, self.config.max_candidates)
         t2 = _math_phrases(region, limit, _MATH_T2, "final_answer_phrase", self.config.max_candidates)
         t3 = _math_phrases(region, limit, _MATH_T3, "answer_phrase", self.config.max_candidates)
@@ -566,21 +586,41 @@ class FixedReader(Reader):
                 chosen = later[-1]
                 chosen.extra["overrode"] = "earlier_answer"
             return chosen
+        bare = _bare_answer(region, limit)
+        if bare is not None:
+            return bare
         weak = _math_weak(region, limit)
         if weak is not None:
             return weak
         stripped = region[:limit].strip()
         if len(stripped) <= self.config.short_response_chars:
-            nums = list(_NUMBER.finditer(region, 0, limit))
-            if nums:
-                m = nums[-1]
-                return _Cand(m.start(), m.end(), m.group(0), "short_response_last_number")
+            last = _last_number(region, limit)
+            if last is not None:
+                return last
         return None
 
 
 # ------------------------------------------------------------------------------------------
 # Helpers: MC anchors and value reading
 # ------------------------------------------------------------------------------------------
+
+
+# Between two answer statements of one run there is nothing but the statements' own words.
+_RUN_GAP = re.compile(
+    r"(?:[\s*_#>|.:;,()\[\]）（\-–—]|\d+[.)]|\b(?i:final|answer|answers|the|is|correct|option|choice|letter|my)\b)*")
+
+
+def _head_of_run(region: str, strong: list[_Cand]) -> _Cand:
+    """The last strong commitment, unless it closes a run of answer statements with nothing between
+    them ("The answer is (H).\n\nFinal Answer: The answer is (F)."; a list of answers to other
+    questions): then the run's first statement. A self-correction comes with reasoning or a cue
+    ("wait", "actually"); a bare restatement of a different letter does not correct, it trails."""
+    chosen = strong[-1]
+    for prev in reversed(strong[:-1]):
+        if chosen.revision or not _RUN_GAP.fullmatch(region[prev.end:chosen.start]):
+            break
+        chosen = prev
+    return chosen
 
 
 def _find_anchors(region: str, lower: str) -> list[tuple[int, int, str]]:
@@ -899,11 +939,20 @@ def _math_boxes(region: str, limit: int, max_candidates: int) -> list[_Cand]:
         if merged:
             prev = merged[-1]
             gap = region[prev.end: b.start]
-            if re.fullmatch(r"\}?\$?\s*(?:,|and|or|,\s*and)?\s*\$?\\(?:boxed|fbox)\s*\{?", gap):
+            if _BOX_GAP.fullmatch(gap):
+                # One answer per box in one statement ("\\boxed{2} and \\boxed{3}", one per part):
+                # the boxes together are the answer.
                 merged[-1] = _Cand(prev.start, b.end, prev.text + ", " + b.text, "boxed_list")
                 continue
         merged.append(b)
     return merged
+
+
+# What may stand between the boxes of one answer: a closing brace, math delimiters, commas,
+# "and"/"or", LaTeX spacing, or a short \text{…} label ("for part (a) and"); never a sentence end.
+_BOX_GAP = re.compile(
+    r"\}?(?:[\s$,;]|\\[()\[\]]|\\q?quad|\\[,;:! ]|\b(?:and|or)\b|\\text\s*\{[^{}.\n]{0,40}\})*"
+    r"\\(?:boxed|fbox)\s*\{?")
 
 
 def _box_content(region: str, pos: int, limit: int) -> tuple[int, int] | None:
@@ -931,8 +980,20 @@ def _math_phrases(region: str, limit: int, rx: re.Pattern[str], rule: str, max_c
         s, e, text = v
         c = _Cand(s, e, text, rule)
         c.revision = bool(_REVISION_CUE.search(before))
+        whole = _whole_clause(region, m.end(), limit)
+        if whole and whole != text:
+            c.extra["whole_clause"] = whole
         out.append(c)
     return out
+
+
+def _whole_clause(region: str, pos: int, limit: int) -> str:
+    """Everything the answer phrase at `pos` states, to the end of its line (bounded)."""
+    m = _MATH_PREFIX.match(region, pos, min(limit, pos + 200))
+    q = m.end() if m else pos
+    line_end = region.find("\n", q, min(limit, q + 400))
+    end = line_end if line_end >= 0 else min(limit, q + 400)
+    return region[q:end].strip().rstrip(".").strip()
 
 
 def _read_math_value(region: str, pos: int, limit: int) -> tuple[int, int, str] | None:
@@ -970,9 +1031,101 @@ def _read_math_value(region: str, pos: int, limit: int) -> tuple[int, int, str] 
     stop = _CLAUSE_STOP.search(region, q, min(limit, q + 200))
     e = stop.start() if stop else min(limit, q + 200)
     text = region[q:e].rstrip(" \t*_,:")
-    if not text or not re.search(r"[\w\\]", text):
+    if not text or not re.search(r"[\w\\]|[^\x00-\x7f]", text):
         return None
     return q, q + len(text), text
+
+
+@lru_cache(maxsize=4096)
+def _gold_answer(gold: str) -> str:
+    """The gold as an answer: a gold that holds boxes (a full MATH solution, say) is its last
+    box, read the way a response's boxes are read."""
+    gold = gold or ""
+    if "boxed" not in gold and "fbox" not in gold:
+        return gold
+    boxes = _math_boxes(gold, len(gold), 64)
+    return boxes[-1].text if boxes else gold
+
+
+_COPULA = re.compile(r"(?i)\s(?:is|are|equals|=)\s+")
+
+
+def _copula_tail(value: str) -> str:
+    """ "The largest $n$ is 34" stated after an answer phrase: the answer is what follows the last
+    "is" / "equals", when that is an answer by itself and the whole is not."""
+    from .answers import parse_answer  # noqa: PLC0415
+
+    if len(value) > 300 or parse_answer(value).kind != "text":
+        return value
+    found = list(_COPULA.finditer(value))
+    if not found:
+        return value
+    tail = value[found[-1].end():].strip()
+    return tail if tail and parse_answer(tail).kind not in ("text", "empty") else value
+
+
+def _answer_tag(region: str, limit: int) -> _Cand | None:
+    """The content of the last <answer>…</answer> (a box inside it: the box's content)."""
+    lower = region[:limit].lower()
+    pos = lower.rfind("<answer>")
+    if pos < 0:
+        return None
+    m = _ANSWER_TAG.match(region, pos, min(limit, pos + 2_000))
+    if m is None or not m.group(1).strip():
+        return None
+    s, e = m.start(1), m.end(1)
+    inner = _math_boxes(region, e, 4)
+    inner = [b for b in inner if b.start >= s]
+    if inner:
+        return _Cand(inner[-1].start, inner[-1].end, inner[-1].text, "answer_tag")
+    return _Cand(s, e, region[s:e], "answer_tag")
+
+
+# An answer written alone: no words but maths, or a few words that are not a sentence.
+_SENTENCE_START = re.compile(r"(?i)^(?:i|we|you|it|this|that|there|let|sorry|here|so|the\s+answer)\b")
+_STATEMENT = re.compile(r"(?i)\b(?:is|are|was|were|be|am|equals?|got|get|gives?|yields?|approximately|about"
+                        r"|answer|result|value|then|therefore|thus)\b|[:：]")
+_INLINE_MATH = re.compile(r"\$[^$]*\$")
+_BARE_MAX_CHARS = 400
+_BARE_TEXT_MAX_WORDS = 6
+
+
+def _bare_answer(region: str, limit: int) -> _Cand | None:
+    """The whole answer region, when it is one answer and nothing else: "\\frac{5}{2}", "(1, 2)",
+    "x^2 + 2*x + 1", "odd $n$". Prose never is: it goes through the commitment rules."""
+    from .answers import parse_answer  # noqa: PLC0415
+
+    text = region[:limit]
+    stripped = text.strip()
+    if not stripped or len(stripped) > _BARE_MAX_CHARS:
+        return None
+    from .answers import has_words  # noqa: PLC0415
+
+    ans = parse_answer(stripped)
+    if ans.kind == "empty":
+        return None
+    if ans.kind == "text" or has_words(stripped):
+        # A few words standing alone ("odd $n$", "New York") are the answer; a statement about a
+        # value ("the result is -5", "got ½") is prose, read by the rules after this one.
+        if "\n" in stripped or len(stripped.split()) > _BARE_TEXT_MAX_WORDS or _SENTENCE_START.match(stripped) \
+                or stripped.endswith("?") or _STATEMENT.search(stripped) \
+                or _NUMERAL.search(_INLINE_MATH.sub(" ", stripped)):
+            return None
+    start = len(text) - len(text.lstrip())
+    return _Cand(start, start + len(stripped), stripped, "bare_answer")
+
+
+_NUMERAL = re.compile(r"-?\$?\d[\d,]*(?:\.\d+)?(?:\s*[½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞])?%?|-?\.\d+|-?[½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞]"
+                      r"|[〇零一二三四五六七八九十百千万两]")
+
+
+def _last_number(region: str, limit: int) -> _Cand | None:
+    """The last number of a very short response (digits, vulgar fractions, CJK numerals)."""
+    nums = list(_NUMERAL.finditer(region, 0, limit))
+    if not nums:
+        return None
+    m = nums[-1]
+    return _Cand(m.start(), m.end(), m.group(0), "short_response_last_number")
 
 
 def _math_weak(region: str, limit: int) -> _Cand | None:

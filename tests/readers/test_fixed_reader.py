@@ -368,7 +368,7 @@ def test_recap_of_other_questions_is_cut() -> None:
     ("Natalia sold 48/2 = 24 clips in May.\nA: 72", "72", "last_line_answer_marker"),
     ("So in total:\n**72**", "72", "final_bold"),
     ("Adding both months,\nx = 48 + 24 = 72", "72", "last_line_equals"),
-    ("72", "72", "short_response_last_number"),
+    ("72", "72", "bare_answer"),
     ("It's 72.", "72", "short_response_last_number"),
     ("<think>Maybe 70.</think>\n\\boxed{72}", "72", "boxed"),
     ("So \\boxed{70}. Wait, actually the answer is 72.", "72", "answer_phrase"),

@@ -1,0 +1,662 @@
+"""The structured answer model of the `fixed` reader: what an extracted answer *is*, and when two
+answers are the same.
+
+`parse_answer(text)` turns a written answer into a typed `Answer`: a number (an exact rational,
+with a percent flag), an expression, an equation or inequality, a bracketed sequence (tuple or
+interval), a set or unordered list, a union of intervals, a matrix, or text. `answers_equal(pred,
+gold)` compares two answers per type, the gold parsed the same way (and cached: golds repeat).
+Text is compared with text rules (case, punctuation, articles), never as symbols; everything
+mathematical that is not settled exactly by its structure goes to SymPy, through the LaTeX parser
+math-verify itself uses (latex2sympy2_extended). Plain-text maths ("sqrt(3)", "2**(1/4)") is
+rewritten as LaTeX first: it is never `eval`ed.
+
+Numeric rules (docs/readers-fixed.md §6 has the table and examples):
+* Numbers compare exactly, as rationals: 3.5 == 7/2, 0.5 == 1/2, 1,234 == 1234. Two distinct
+  integers are never equal, whatever tolerance (seed 001: 10001 is not 10000).
+* A decimal approximation is not the answer: 0.33 != 1/3, 0.333 != 1/3, 1.414 != sqrt(2). Only two
+  values that are not both exact rationals (sqrt(2) vs 2^{1/2}, pi vs an expression of pi) are
+  compared numerically, within a relative 1e-9, in 50-digit arithmetic.
+* Percent: a percent sign (or the words percent / percentage / pct) on one side only accepts the
+  number as written or divided by 100 (33.5% == 33.5 == 0.335), nothing else.
+* An equation whose left side is a bare variable ("x = 2", or "2 = x") states that variable's
+  value: it equals the value alone. An equation with anything else on its left ("\\cos x = 1/2")
+  is compared as an equation, so a function name is never dropped.
+
+Pure Python, no Django, no signals: the isolation pool owns the time budget, and inputs are capped
+and screened before SymPy sees them.
+"""
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from fractions import Fraction
+from functools import lru_cache
+from typing import Any
+
+from . import equivalence as eq
+
+__all__ = ["Answer", "parse_answer", "answers_equal", "text_key"]
+
+MAX_ANSWER_CHARS = 2_000
+_MAX_DEPTH = 3
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One written answer, typed.
+
+    kind: number | expression | equation | inequality | sequence | set | list | union | matrix |
+    text | empty. `source` is the normalised text; `canonical` a compact string for storage and
+    display. `parts` holds the elements of sequences, sets, lists, unions and matrices (row-major),
+    and the two sides of a relation. `variable` is the bare variable an equation assigns, if any."""
+
+    kind: str
+    source: str
+    canonical: str
+    number: tuple[Fraction, bool] | None = None
+    parts: tuple["Answer", ...] = ()
+    brackets: str = ""
+    shape: tuple[int, int] | None = None
+    op: str = ""
+    variable: str = ""
+    extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+
+# --------------------------------------------------------------------------------------------
+# Preparing the text: what a careful reader ignores
+# --------------------------------------------------------------------------------------------
+
+_SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻", "0123456789-")
+_VULGAR = "½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞⅐⅑⅒"
+_MIXED_VULGAR = re.compile(rf"(\d)\s*([{_VULGAR}])")
+_SUPERSCRIPT_RUN = re.compile(r"([⁰¹²³⁴⁵⁶⁷⁸⁹⁻]+)")
+# Thin spaces and negative thin spaces between digit groups are typesetting: 1\,234, 15,\!000.
+_NEG_SPACE = re.compile(r"\\!")
+# "11,\\! 111": a comma tightened by a negative space groups thousands; it never separates a list.
+_TIGHT_COMMA = re.compile(r"(?<=\d),\s*\\!\s*(?=\d{3}(?!\d))")
+_THIN_DIGITS = re.compile(r"(?<=\d)(?:\\,|\\ |\\;|[\u2009\u202f\u00a0])(?=\d{3}(?!\d))")
+_APPROX = re.compile(r"\\approx|≈|\\simeq|\\sim(?![a-z])")
+_PERCENT_WORDS = re.compile(r"\s*(?:\\text\s*\{\s*|\\mathrm\s*\{\s*)?\b(?:percent(?:age)?|pct)\b\s*\}?\.?\s*$", re.I)
+_ANSWER_TAG = re.compile(r"</?answer>", re.I)
+
+
+_BOX_CMD = re.compile(r"\\(?:boxed|fbox)\s*\{")
+_BOX_GLUE = re.compile(r"^[\s$,;.]*(?:\\quad|\\qquad|\\text\s*\{\s*(?:and|or)\s*\}|and|or|[\s$,;.]|\\[()\[\]])*$")
+
+
+def _boxed_only(s: str) -> str:
+    """A written answer that is its boxes and nothing else ("$\\boxed{1}\\boxed{2}$", "\\boxed{a} and
+    \\boxed{b}") is the boxes' contents, as a list when there are several."""
+    if "boxed" not in s and "fbox" not in s:
+        return s
+    contents: list[str] = []
+    glue: list[str] = []
+    pos = 0
+    for _ in range(20):
+        m = _BOX_CMD.search(s, pos)
+        if m is None:
+            break
+        close = eq.matching_brace(s, m.end() - 1)
+        if close < 0:
+            return s
+        glue.append(s[pos:m.start()])
+        contents.append(s[m.end():close].strip())
+        pos = close + 1
+    glue.append(s[pos:])
+    if not contents or not all(_BOX_GLUE.match(g) for g in glue):
+        return s
+    return ", ".join(contents)
+
+
+def prepare(text: str) -> str:
+    """Unicode and typesetting normalisation before the LaTeX-level `equivalence.normalize`."""
+    s = text[:MAX_ANSWER_CHARS]
+    s = _ANSWER_TAG.sub("", s)
+    s = _boxed_only(s)
+    # Superscript digits are exponents ("x²"); NFKC alone would make them plain digits ("x2").
+    s = _SUPERSCRIPT_RUN.sub(lambda m: "^{" + m.group(1).translate(_SUPERSCRIPTS) + "}", s)
+    # "2½" is two and a half: separate it so the mixed-number rule reads it.
+    s = _MIXED_VULGAR.sub(r"\1 \2", s)
+    s = unicodedata.normalize("NFKC", s).replace("\u2044", "/").replace("−", "-").replace("\u00d7", "\\times ")
+    s = _TIGHT_COMMA.sub(",", s)
+    s = _NEG_SPACE.sub("", s)
+    s = _THIN_DIGITS.sub("", s)
+    # "exact ≈ approximate": the exact value is the answer.
+    m = _APPROX.search(s)
+    if m is not None and s[: m.start()].strip(" $"):
+        s = s[: m.start()]
+    s = _PERCENT_WORDS.sub("%", s)
+    return s
+
+
+# --------------------------------------------------------------------------------------------
+# Words: what makes an answer text rather than maths
+# --------------------------------------------------------------------------------------------
+
+_MATH_WORDS = frozenset("""
+sin cos tan cot sec csc arcsin arccos arctan arccot sinh cosh tanh coth log ln lg exp sqrt pi infty inf
+frac dfrac tfrac cdot times div le ge ne leq geq neq lt gt pm mp circ deg max min gcd lcm mod bmod pmod det
+lim sum prod int cup cap emptyset varnothing mathbb mathbf mathrm mathit text textbf textrm operatorname
+left right big bigg sqrt root alpha beta gamma delta epsilon varepsilon zeta eta theta vartheta iota kappa
+lambda mu nu xi omicron rho varrho sigma tau upsilon phi varphi chi psi omega Gamma Delta Theta Lambda Xi
+Pi Sigma Upsilon Phi Psi Omega in notin subset subseteq supset setminus forall exists vec hat bar overline
+underline dot ddot prime dots ldots cdots quad qquad begin end matrix pmatrix bmatrix vmatrix array cases
+and or
+""".split())
+_WORD = re.compile(r"\\?[A-Za-z]{2,}")
+_LATEX_CMD = re.compile(r"\\[A-Za-z]+")
+
+
+_MATH_MARK = re.compile(r"[\d=^\\+*/<>_]")
+
+
+def _words(s: str) -> list[str]:
+    """Words of natural language in s (LaTeX commands and math function names excluded). In a
+    formula, a run of capitals names points or variables ("\\angle APC = 74"): not a word there."""
+    out = []
+    formula = None
+    for m in _WORD.finditer(s):
+        w = m.group(0)
+        if w.startswith("\\") or w in _MATH_WORDS or w.lower() in _MATH_WORDS:
+            continue
+        if w.isupper():
+            if formula is None:
+                formula = bool(_MATH_MARK.search(s))
+            if formula:
+                continue
+        out.append(w)
+    return out
+
+
+def has_words(s: str) -> bool:
+    """Does the text hold natural-language words (not only maths)?"""
+    return bool(_words(eq.normalize(prepare(s))))
+
+
+_NUMBER_WORDS = {w: i for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty".split())}
+_NUMBER_WORDS.update({"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80,
+                      "ninety": 90, "hundred": 100, "thousand": 1000})
+_ARTICLES = re.compile(r"\b(?:a|an|the)\b")
+_PUNCT = re.compile(r"[^\w\s]")
+_TEXT_CMD = re.compile(r"\\(?:text|textbf|textit|textrm|mathrm|mathbf|mbox|operatorname|emph)\s*\{([^{}]*)\}")
+
+
+def text_key(s: str) -> str:
+    """SQuAD-style normal form of a text answer: lowercase, no punctuation, no articles, single
+    spaces. Word order is kept: "York New" is not "New York"."""
+    s = _TEXT_CMD.sub(r"\1", s)
+    s = s.replace("$", " ").replace("\\", " ")
+    s = unicodedata.normalize("NFKC", s).casefold()
+    s = _PUNCT.sub(" ", s)
+    s = _ARTICLES.sub(" ", s)
+    return " ".join(s.split())
+
+
+# --------------------------------------------------------------------------------------------
+# Parsing
+# --------------------------------------------------------------------------------------------
+
+# A bare variable: x, y_1, x_{n}, \theta, f(x), g(t). Not a function command (\cos x is not one).
+_FUNCTION_CMDS = ("sin", "cos", "tan", "cot", "sec", "csc", "log", "ln", "exp", "arcsin", "arccos", "arctan",
+                  "sinh", "cosh", "tanh", "det", "max", "min", "gcd", "lcm")
+_BARE_VARIABLE = re.compile(
+    r"(?:[A-Za-z]|\\(?!(?:" + "|".join(_FUNCTION_CMDS) + r")\b)[A-Za-z]+)(?:_\{?[A-Za-z0-9]+\}?)?(?:'+)?"
+    r"(?:\(\s*[A-Za-z](?:\s*,\s*[A-Za-z])*\s*\))?"
+)
+_RELATIONS = (("\\in", "in"), ("∈", "in"), ("\\le", "<="), ("\\ge", ">="), ("\\lt", "<"), ("\\gt", ">"), ("\\ne", "!="), ("≤", "<="),
+              ("≥", ">="), ("≠", "!="), ("<=", "<="), (">=", ">="), ("!=", "!="), ("=", "="), ("<", "<"),
+              (">", ">"))
+
+
+def _split_relations(s: str) -> list[tuple[str, str]]:
+    """[(side, op-after-it), ...] split at relation operators outside brackets; the last op is ""."""
+    parts: list[tuple[str, str]] = []
+    depth = 0
+    start = 0
+    i = 0
+    n = len(s)
+    while i < n:
+        c = s[i]
+        if c == "\\" and i + 1 < n and s[i + 1] in "{}":
+            depth += 1 if s[i + 1] == "{" else -1
+            i += 2
+            continue
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        elif depth == 0:
+            for written, op in _RELATIONS:
+                if s.startswith(written, i) and not (written[0] == "\\" and s[i + len(written): i + len(written) + 1]
+                                                     .isalpha()):
+                    parts.append((s[start:i], op))
+                    i += len(written)
+                    start = i
+                    break
+            else:
+                i += 1
+            continue
+        i += 1
+    parts.append((s[start:], ""))
+    return parts
+
+
+_PLAIN_FUNC = re.compile(r"(?<![\\A-Za-z])(sqrt|sin|cos|tan|cot|sec|csc|log|ln|exp|arcsin|arccos|arctan)\s*\(")
+_PLAIN_POWER = re.compile(r"\^\s*(\([^()]*\)|\d{2,})")
+_PLAIN_PI = re.compile(r"(?<![\\A-Za-z])pi(?![A-Za-z])")
+_PLAIN_INF = re.compile(r"(?<![\\A-Za-z])(?:inf|infinity|oo)(?![A-Za-z])")
+
+
+def _plain_to_latex(s: str) -> str:
+    """Plain-text maths as LaTeX: 2**(1/4) -> 2^(1/4), sqrt(3) -> \\sqrt{3}, pi -> \\pi. A
+    rewrite, never an evaluation: model text is untrusted."""
+    if "\\" in s and not _PLAIN_FUNC.search(s):
+        return s
+    s = s.replace("**", "^")
+    # Plain-text exponents group with parentheses or run over several digits: 2^(1/4), x^10.
+    s = _PLAIN_POWER.sub(lambda m: "^{" + m.group(1) + "}", s)
+    out = []
+    pos = 0
+    for _ in range(50):
+        m = _PLAIN_FUNC.search(s, pos)
+        if m is None:
+            break
+        open_idx = m.end() - 1
+        close = _matching_paren(s, open_idx)
+        if close < 0:
+            break
+        name = m.group(1)
+        out.append(s[pos:m.start()])
+        inner = _plain_to_latex(s[open_idx + 1:close])
+        out.append(f"\\sqrt{{{inner}}}" if name == "sqrt" else f"\\{name}\\left({inner}\\right)")
+        pos = close + 1
+    out.append(s[pos:])
+    s = "".join(out)
+    s = _PLAIN_PI.sub(r"\\pi ", s)
+    s = _PLAIN_INF.sub(r"\\infty ", s)
+    return s
+
+
+def _matching_paren(s: str, open_idx: int) -> int:
+    depth = 0
+    for i in range(open_idx, min(len(s), open_idx + MAX_ANSWER_CHARS)):
+        if s[i] == "(":
+            depth += 1
+        elif s[i] == ")":
+            depth -= 1
+            if depth == 0:
+                return i
+    return -1
+
+
+_UNIT_WORDS = re.compile(r"^(\S+(?:\s+\d+/\d+)?)\s+[A-Za-z][A-Za-z .'-]{0,40}$")
+_AND_OR = re.compile(r"\s*,?\s+(?:or|and)\s+|(?<=[)\]}])\s*(?:or|and)\s*(?=[(\[{\\])")
+_MATRIX = re.compile(r"^\\begin\{([pbvBV]?matrix|array)\}(?:\{[^{}]*\})?(.*)\\end\{\1\}$", re.S)
+_MIXED_SLASH = re.compile(r"^(?P<sign>-)?\s*(?P<w>\d+)\s+(?P<n>\d+)\s*/\s*(?P<d>\d+)$")
+
+
+def _number(s: str) -> tuple[Fraction, bool] | None:
+    got = eq.parse_number(s)
+    if got is not None:
+        return got
+    m = _MIXED_SLASH.match(s)
+    if m and int(m.group("d")) != 0 and int(m.group("n")) < int(m.group("d")):
+        value = int(m.group("w")) + Fraction(int(m.group("n")), int(m.group("d")))
+        return (-value if m.group("sign") else value), False
+    stripped = s.strip()
+    if len(stripped) == 1 and not stripped.isascii():
+        try:
+            value = unicodedata.numeric(stripped)  # 三, 七, ⅷ: a numeral of another script
+        except (TypeError, ValueError):
+            return None
+        frac = Fraction(value).limit_denominator(1000)
+        return frac, False
+    key = stripped.lower()
+    if key in _NUMBER_WORDS:
+        return Fraction(_NUMBER_WORDS[key]), False
+    return None
+
+
+def _canonical_number(value: tuple[Fraction, bool]) -> str:
+    v, pct = value
+    text = str(v.numerator) if v.denominator == 1 else f"{v.numerator}/{v.denominator}"
+    return text + ("%" if pct else "")
+
+
+@lru_cache(maxsize=8192)
+def parse_answer(text: str) -> Answer:
+    """The typed answer a written answer denotes. Cached: golds repeat across responses."""
+    return _parse(eq.normalize(prepare(text)), 0)
+
+
+def _parse(s: str, depth: int) -> Answer:
+    s = s.strip()
+    if not s:
+        return Answer("empty", "", "")
+    num = _number(s)
+    if num is not None:
+        return Answer("number", s, _canonical_number(num), number=num)
+    words = _words(s)
+    if depth < _MAX_DEPTH:
+        matrix = _matrix(s, depth)
+        if matrix is not None:
+            return matrix
+        if not words:
+            # "x = 2 or x = 3", "(11,7)or(7,11)", "2 and 3": alternatives in words are a list.
+            listed = _AND_OR.sub(", ", s)
+            if listed != s and len(eq._split_top(listed)) > 1:
+                return _parse(listed, depth)
+            plus_minus = _plus_minus(s, depth)
+            if plus_minus is not None:
+                return plus_minus
+        structure = _structure(s)
+        if structure is not None and (not words or structure[0] in ("set", "seq()", "seq[]", "list")):
+            return _collection(s, structure, depth)
+        if not words:
+            relation = _relation(s, depth)
+            if relation is not None:
+                return relation
+    if words:
+        head = _UNIT_WORDS.match(s)
+        if head is not None:
+            num = _number(head.group(1).strip())
+            if num is not None:
+                # "-½ extra", "12 apples": a number followed only by words (a unit, a remark).
+                return Answer("number", s, _canonical_number(num), number=num)
+        return Answer("text", s, text_key(s) or s)
+    return Answer("expression", s, s.replace(" ", ""))
+
+
+def _structure(s: str) -> tuple[str, list[str]] | None:
+    found = eq._structure(s)
+    if found is None and ";" in s:
+        # "-12; -11; -10": semicolons separate the elements when no comma does.
+        parts = eq._split_top(s, ";")
+        if len(parts) > 1 and all(parts):
+            return "list", parts
+    return found
+
+
+def _collection(s: str, structure: tuple[str, list[str]], depth: int) -> Answer:
+    kind, elements = structure
+    parts = tuple(_parse(eq.normalize(e), depth + 1) for e in elements)
+    if kind.startswith("seq"):
+        brackets = kind[3:]
+        canon = brackets[0] + ",".join(p.canonical for p in parts) + brackets[1]
+        return Answer("sequence", s, canon, parts=parts, brackets=brackets)
+    if kind.startswith("matrix"):
+        return Answer("text", s, s)  # a malformed matrix: compared as written
+    canon = {"set": "{%s}", "list": "%s", "union": "%s"}[kind] % (
+        ("∪" if kind == "union" else ",").join(sorted(p.canonical for p in parts)))
+    return Answer(kind, s, canon, parts=parts)
+
+
+def _matrix(s: str, depth: int) -> Answer | None:
+    m = _MATRIX.match(s)
+    if not m:
+        return None
+    rows = [r for r in re.split(r"\\\\", m.group(2).strip()) if r.strip()]
+    cells = [[c.strip() for c in r.split("&")] for r in rows]
+    width = max((len(r) for r in cells), default=0)
+    if not cells or any(len(r) != width for r in cells):
+        return None
+    parts = tuple(_parse(eq.normalize(c), depth + 1) for r in cells for c in r)
+    canon = "[" + ";".join(",".join(p.canonical for p in parts[i * width:(i + 1) * width])
+                           for i in range(len(cells))) + "]"
+    return Answer("matrix", s, canon, parts=parts, shape=(len(cells), width))
+
+
+_PM = re.compile(r"\\pm|±")
+
+
+def _plus_minus(s: str, depth: int) -> Answer | None:
+    """"\\pm 2" is the set {-2, 2}; "1 \\pm \\sqrt{2}" the set {1 - sqrt 2, 1 + sqrt 2}."""
+    found = list(_PM.finditer(s))
+    if len(found) != 1 or eq._split_top(s) != [s]:
+        return None
+    m = found[0]
+    head, tail = s[:m.start()].strip(), s[m.end():].strip()
+    if not tail or _split_relations(s)[1:]:
+        return None
+    left = f"{head} - {tail}" if head else f"-{tail}"
+    right = f"{head} + {tail}" if head else tail
+    parts = (_parse(eq.normalize(left), depth + 1), _parse(eq.normalize(right), depth + 1))
+    return Answer("set", s, "{" + ",".join(sorted(p.canonical for p in parts)) + "}", parts=parts)
+
+
+def _value_side(texts: list[str]) -> tuple[str, str]:
+    """(named side, value side) of a two-sided equation: the value is the side that is not a bare
+    variable ("2 = x" states 2), else the right-hand side ("|AB| = 1" states 1)."""
+    lhs, rhs = texts
+    if _BARE_VARIABLE.fullmatch(rhs) and not _BARE_VARIABLE.fullmatch(lhs):
+        return rhs, lhs
+    return lhs, rhs
+
+
+def _relation(s: str, depth: int) -> Answer | None:
+    sides = _split_relations(s)
+    if len(sides) < 2:
+        return None
+    texts = [side.strip() for side, _ in sides]
+    ops = [op for _, op in sides[:-1]]
+    if not texts[-1]:
+        return None
+    if not texts[0]:
+        # "= 5": the continuation of a computation; the value is what follows.
+        return _parse(eq.normalize(" ".join(texts[1:]) if len(texts) == 2 else texts[-1]), depth + 1)
+    if all(op in ("=", "in") for op in ops):
+        if len(texts) > 2:
+            # "x = 3 + 2 = 5": a computation ending in its value.
+            named, value_t = texts[0], texts[-1]
+        else:
+            named, value_t = _value_side(texts)
+        variable = named if _BARE_VARIABLE.fullmatch(named) else ""
+        lhs, rhs = _parse(eq.normalize(named), depth + 1), _parse(eq.normalize(value_t), depth + 1)
+        op = "in" if "in" in ops else "="
+        return Answer("equation", s, f"{lhs.canonical}{'∈' if op == 'in' else '='}{rhs.canonical}",
+                      parts=(lhs, rhs), op=op, variable=variable)
+    if len(texts) == 2 and ops[0] in ("<", "<=", ">", ">=", "!="):
+        lhs, rhs = _parse(eq.normalize(texts[0]), depth + 1), _parse(eq.normalize(texts[1]), depth + 1)
+        return Answer("inequality", s, s.replace(" ", ""), parts=(lhs, rhs), op=ops[0])
+    return Answer("inequality", s, s.replace(" ", ""), op="chain")
+
+
+# --------------------------------------------------------------------------------------------
+# Comparing
+# --------------------------------------------------------------------------------------------
+
+def answers_equal(pred: Answer, gold: Answer, *, rel_tol: float = 1e-9, use_sympy: bool = True,
+                  max_sympy_chars: int = eq.MAX_SYMPY_CHARS) -> tuple[bool, str]:
+    """(equal, the rule that decided). Symmetric in its rules; `gold` matters only for which side
+    may be a bare-variable equation's value."""
+    return _Comparer(rel_tol, use_sympy, max_sympy_chars).equal(pred, gold, 0)
+
+
+class _Comparer:
+    def __init__(self, rel_tol: float, use_sympy: bool, max_sympy_chars: int) -> None:
+        self.rel_tol, self.use_sympy, self.max_chars = rel_tol, use_sympy, max_sympy_chars
+
+    def equal(self, p: Answer, g: Answer, depth: int) -> tuple[bool, str]:
+        if p.kind == "empty" or g.kind == "empty":
+            return False, "empty"
+        if p.kind == "number" and g.kind == "number":
+            return eq._numbers_equal(p.number, g.number), "number"  # type: ignore[arg-type]
+        if p.source == g.source or (p.canonical and p.canonical == g.canonical and p.kind == g.kind):
+            return True, "string"
+        if "text" in (p.kind, g.kind):
+            return self._text(p, g)
+        if p.kind == "equation" or g.kind == "equation":
+            return self._equation(p, g, depth)
+        if p.kind == "inequality" or g.kind == "inequality":
+            return self._inequality(p, g)
+        if p.kind in _COLLECTIONS or g.kind in _COLLECTIONS:
+            return self._collection(p, g, depth)
+        return self._symbolic(p, g)
+
+    # -- text ---------------------------------------------------------------------------------
+
+    def _text(self, p: Answer, g: Answer) -> tuple[bool, str]:
+        kp, kg = text_key(p.source), text_key(g.source)
+        if kp and kp == kg:
+            return True, "text"
+        # A number written in words against a number ("three" vs 3).
+        np_, ng = _number(kp) if p.kind == "text" else p.number, _number(kg) if g.kind == "text" else g.number
+        if np_ is not None and ng is not None:
+            return eq._numbers_equal(np_, ng), "number_word"
+        return False, "text"
+
+    # -- relations ----------------------------------------------------------------------------
+
+    def _equation(self, p: Answer, g: Answer, depth: int) -> tuple[bool, str]:
+        if p.kind == "equation" and g.kind == "equation":
+            if p.variable and g.variable:
+                if _same_variable(p.variable, g.variable):
+                    return self.equal(p.parts[1], g.parts[1], depth + 1)[0], "equation_value"
+                return False, "equation_variable_differs"
+            if p.op == "=" and g.op == "=":
+                # Neither names a bare variable ("\\sin x = 1/2"): the equations themselves.
+                return self._sympy_relation(p, g, "equation")
+            return self.equal(p.parts[1], g.parts[1], depth + 1)[0], "equation_value"
+        eqn, other = (p, g) if p.kind == "equation" else (g, p)
+        if other.kind == "inequality" and eqn.op != "in":
+            return False, "equation_vs_inequality"
+        # "x = 2", "|AB| = 1", "x \\in [1, 2]": the value stated is what is compared.
+        return self.equal(eqn.parts[1], other, depth + 1)[0], "equation_value"
+
+    def _inequality(self, p: Answer, g: Answer) -> tuple[bool, str]:
+        if not self.use_sympy:
+            return False, "no_sympy"
+        a, b = _to_sympy(p, self.max_chars), _to_sympy(g, self.max_chars)
+        if a is None or b is None:
+            return False, "unparsed"
+        import sympy  # noqa: PLC0415
+
+        try:
+            sa, sb = _as_set(a), _as_set(b)
+            if sa is not None and sb is not None:
+                return bool(sa == sb), "inequality_set"
+            if isinstance(a, sympy.core.relational.Relational) and isinstance(b, sympy.core.relational.Relational):
+                return bool(a.canonical == b.canonical or sympy.simplify(a.canonical) == sympy.simplify(
+                    b.canonical)), "inequality"
+        except Exception:  # noqa: BLE001 - SymPy raises a zoo of types on odd inputs
+            return False, "unparsed"
+        return False, "inequality_vs_value"
+
+    def _sympy_relation(self, p: Answer, g: Answer, rule: str) -> tuple[bool, str]:
+        if not self.use_sympy:
+            return False, "no_sympy"
+        a, b = _to_sympy(p, self.max_chars), _to_sympy(g, self.max_chars)
+        if a is None or b is None:
+            return False, "unparsed"
+        decided = eq._sympy_equal(a, b, self.rel_tol)
+        if decided is None:
+            return False, "unparsed"
+        return decided[0], rule
+
+    # -- collections --------------------------------------------------------------------------
+
+    def _collection(self, p: Answer, g: Answer, depth: int) -> tuple[bool, str]:
+        if {p.kind, g.kind} <= {"union", "sequence", "inequality"} and self.use_sympy:
+            a, b = _to_sympy(p, self.max_chars), _to_sympy(g, self.max_chars)
+            if a is not None and b is not None:
+                sa, sb = _as_set(a), _as_set(b)
+                if sa is not None and sb is not None and (p.kind == "union" or g.kind == "union"):
+                    return bool(sa == sb), "interval_set"
+        kp, kg = p.kind, g.kind
+        if {kp, kg} == {"set", "list"}:
+            kp = kg = "set"  # "1, 2" and "\{1, 2\}" both state a solution set
+        if kp != kg or len(p.parts) != len(g.parts):
+            return False, "structure_mismatch"
+        if kp == "matrix":
+            if p.shape != g.shape:
+                return False, "matrix_shape"
+            return all(self.equal(x, y, depth + 1)[0] for x, y in zip(p.parts, g.parts)), "matrix"
+        if kp == "sequence":
+            if p.brackets != g.brackets:
+                return False, "brackets_differ"
+            return all(self.equal(x, y, depth + 1)[0] for x, y in zip(p.parts, g.parts)), "sequence"
+        return _multiset_equal(p.parts, g.parts, lambda x, y: self.equal(x, y, depth + 1)[0]), kp
+
+    # -- SymPy --------------------------------------------------------------------------------
+
+    def _symbolic(self, p: Answer, g: Answer) -> tuple[bool, str]:
+        if self.use_sympy:
+            a, b = _to_sympy(p, self.max_chars), _to_sympy(g, self.max_chars)
+            if a is not None and b is not None:
+                decided = eq._sympy_equal(a, b, self.rel_tol)
+                if decided is not None:
+                    return decided
+        return False, "no_rule"
+
+
+_COLLECTIONS = ("sequence", "set", "list", "union", "matrix")
+
+
+def _same_variable(a: str, b: str) -> bool:
+    return a.replace(" ", "").replace("{", "").replace("}", "") == b.replace(" ", "").replace("{", "").replace("}", "")
+
+
+def _multiset_equal(a: tuple[Answer, ...], b: tuple[Answer, ...], same: Any) -> bool:
+    if len(a) != len(b):
+        return False
+    remaining = list(b)
+    for x in a:
+        for j, y in enumerate(remaining):
+            if same(x, y):
+                del remaining[j]
+                break
+        else:
+            return False
+    return True
+
+
+def _sympy_source(a: Answer) -> str:
+    if a.kind == "number" and a.number is not None:
+        v, pct = a.number
+        v = v / 100 if pct else v
+        return str(v.numerator) if v.denominator == 1 else f"\\frac{{{v.numerator}}}{{{v.denominator}}}"
+    return _plain_to_latex(a.source)
+
+
+@lru_cache(maxsize=8192)
+def _sympy_of(source: str) -> Any:
+    expr = eq._to_sympy(source)
+    if expr is None:
+        return None
+    import sympy  # noqa: PLC0415
+
+    try:
+        # "i" is the imaginary unit in an answer: i(2-i) is 1+2i.
+        i = sympy.Symbol("i")
+        if isinstance(expr, sympy.Basic) and i in expr.free_symbols:
+            expr = expr.subs(i, sympy.I)
+        if isinstance(expr, sympy.Expr) and sympy.count_ops(expr) <= 80:
+            # The parser builds unevaluated trees (x^2 - x^2 stays as written): evaluate them.
+            expr = sympy.expand(expr.doit())
+    except Exception:  # noqa: BLE001
+        return expr
+    return expr
+
+
+def _to_sympy(a: Answer, max_chars: int) -> Any:
+    source = _sympy_source(a)
+    if len(source) > max_chars:
+        return None
+    return _sympy_of(source)
+
+
+def _as_set(expr: Any) -> Any:
+    """An interval, union or one-variable inequality as a SymPy set, else None."""
+    import sympy  # noqa: PLC0415
+
+    try:
+        if isinstance(expr, sympy.Set):
+            return expr
+        if isinstance(expr, (sympy.core.relational.Relational, sympy.And, sympy.Or)) and len(expr.free_symbols) == 1:
+            return expr.as_set()
+    except Exception:  # noqa: BLE001
+        return None
+    return None
