@@ -123,8 +123,11 @@ class Reading(models.Model):
 
     response = models.ForeignKey(Response, on_delete=models.CASCADE, related_name="readings")
     reader_spec = models.ForeignKey(ReaderSpec, on_delete=models.PROTECT, related_name="readings")
-    answer = VerbatimTextField(null=True, blank=True)
-    normalized = VerbatimTextField(null=True, blank=True)
+    answer = VerbatimTextField(null=True, blank=True)  # raw: what the reader extracted, as written
+    normalized = VerbatimTextField(null=True, blank=True)  # the reader's own compared form
+    # The platform's one form of the answer, whoever read it (readers.canonical: the option letter,
+    # or a normal form for maths): what exports, routing and the review candidates compare.
+    canonical = VerbatimTextField(null=True, blank=True)
     verdict = models.CharField(max_length=16, choices=Verdict.choices)
     span_start = models.PositiveIntegerField(null=True, blank=True)
     span_end = models.PositiveIntegerField(null=True, blank=True)

@@ -15,7 +15,7 @@ from markdown_it import MarkdownIt
 
 from .models import FinalLabel, Label, Lease, Question, QueueItem, Reading, Response, ReviewItem, ReviewQueue
 from .rawsql import fetch_all, fetch_one, raw_one
-from .routing import MISSING, answer_key
+from .routing import MISSING, answer_key, comparable_answer
 from .text import displayable
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -59,12 +59,12 @@ def split_think(text: str) -> list[tuple[bool, int, int]]:
 
 
 _PANEL_READINGS_SQL = """
-    SELECT r.answer, r.normalized, r.verdict, r.span_start, r.span_end FROM adjudication_reading r
+    SELECT r.answer, r.normalized, r.canonical, r.verdict, r.span_start, r.span_end FROM adjudication_reading r
     WHERE r.response_id = %s AND r.reader_spec_id IN (
         SELECT p.readerspec_id FROM adjudication_routingpolicy_panel p WHERE p.routingpolicy_id = %s)
     ORDER BY r.reader_spec_id"""
 _PANEL_READING_FIELDS = [Reading._meta.get_field(name) for name in
-                         ("answer", "normalized", "verdict", "span_start", "span_end")]
+                         ("answer", "normalized", "canonical", "verdict", "span_start", "span_end")]
 
 
 def candidates_for(item: QueueItem, annotator: User) -> tuple[list[dict], list[tuple[int, int, int]]]:
@@ -75,23 +75,28 @@ def candidates_for(item: QueueItem, annotator: User) -> tuple[list[dict], list[t
 def panel_candidates(*, response_id: int, policy_id: int, item_id: int,
                      annotator_id: int) -> tuple[list[dict], list[tuple[int, int, int]]]:
     """Distinct candidate answers of the routing panel, anonymised and shuffled per (item, annotator),
-    with their spans in the response."""
+    with their spans in the response. Readers are grouped by their canonical answer (so "(C) Merton"
+    and "option C)" are one candidate, "C"), which is what the candidate shows; the raw text each
+    reader extracted is marked in the response."""
     by_key: dict[str, dict] = {}
-    for answer, normalized, verdict, span_start, span_end in fetch_all(
+    for answer, normalized, canonical, verdict, span_start, span_end in fetch_all(
             _PANEL_READINGS_SQL, [response_id, policy_id], _PANEL_READING_FIELDS):
         if verdict in MISSING:
             continue
-        key = answer_key(normalized if normalized is not None else answer)
+        key = answer_key(comparable_answer(canonical=canonical, normalized=normalized, answer=answer))
         if not key:
             continue
-        entry = by_key.setdefault(key, {"answer": (answer or key).strip()[:200], "spans": set()})
+        entry = by_key.setdefault(key, {"canonical": None, "raw": (answer or key).strip()[:200], "spans": set()})
+        if entry["canonical"] is None and canonical is not None and canonical.strip():
+            entry["canonical"] = canonical.strip()[:200]
         if span_start is not None and span_end is not None and span_end > span_start:
             entry["spans"].add((span_start, span_end))
     keys = sorted(by_key)
     random.Random(f"{item_id}:{annotator_id}").shuffle(keys)
     cands, spans = [], []
     for number, key in enumerate(keys, start=1):
-        cands.append({"number": number, "answer": by_key[key]["answer"]})
+        # Readings stored without a canonical answer (and answers that have none) show the raw text.
+        cands.append({"number": number, "answer": by_key[key]["canonical"] or by_key[key]["raw"]})
         spans.extend((s, e, number) for s, e in sorted(by_key[key]["spans"]))
     return cands, spans
 

@@ -37,6 +37,17 @@ _LETTER = re.compile(r"^\(?\s*([A-Za-z])\s*\)?\.?$")
 _SPACES = re.compile(r"\s+")
 
 
+def comparable_answer(*, canonical: str | None, normalized: str | None, answer: str | None) -> str | None:
+    """The answer a reading is compared on: its canonical answer (readers.canonical: the option
+    letter, the maths normal form), so that "(C) Merton" and "C" are one answer whoever read them;
+    else (a reading stored without one, or an answer that has none) the reader's own normalized
+    form, else its raw answer."""
+    for value in (canonical, normalized, answer):
+        if value is not None:
+            return value
+    return None
+
+
 def answer_key(answer: str | None) -> str | None:
     """A light canonical form so that readers' cosmetic differences ("(B)", "b", "$\\dfrac12$")
     are not counted as disagreement; real equivalence is each reader's own business."""

@@ -80,8 +80,10 @@ def readings_for_export(*, dataset: Dataset) -> QuerySet:
     )
 
 
+# `canonical` (the platform's one form of the answer, readers.canonical) sits beside `answer` (the raw
+# text the reader extracted) and its span; `normalized` is the reader's own compared form.
 EXPORT_FIELDS = ("response_id", "model", "checkpoint", "benchmark", "prompt", "reader", "version", "config_hash",
-                 "answer", "normalized", "verdict", "span_start", "span_end", "elapsed_ms")
+                 "canonical", "answer", "span_start", "span_end", "normalized", "verdict", "elapsed_ms")
 
 
 def export_rows(*, dataset: Dataset) -> Iterator[dict]:
@@ -90,9 +92,9 @@ def export_rows(*, dataset: Dataset) -> Iterator[dict]:
         yield {
             "response_id": r.response.external_id, "model": run.model, "checkpoint": run.checkpoint,
             "benchmark": run.benchmark, "prompt": run.prompt, "reader": r.reader_spec.name,
-            "version": r.reader_spec.version, "config_hash": r.reader_spec.config_hash, "answer": r.answer,
-            "normalized": r.normalized, "verdict": r.verdict, "span_start": r.span_start, "span_end": r.span_end,
-            "elapsed_ms": round(r.elapsed_ms, 3),
+            "version": r.reader_spec.version, "config_hash": r.reader_spec.config_hash, "canonical": r.canonical,
+            "answer": r.answer, "span_start": r.span_start, "span_end": r.span_end, "normalized": r.normalized,
+            "verdict": r.verdict, "elapsed_ms": round(r.elapsed_ms, 3),
         }
 
 

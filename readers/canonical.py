@@ -64,8 +64,8 @@ _SEVERAL = re.compile(
     re.IGNORECASE,
 )
 # The rest of "(A) and (C)" / "A, or C" names another letter.
-_CONNECTED_LETTER = re.compile(r"^(?:,|;|/|&|\+|\band\b|\bor\b)\s*(?:or\s+|and\s+)?[(\[]?\s*([A-Za-z])\s*[)\]]?(?:\W|$)",
-                               re.IGNORECASE)
+_CONNECTED_LETTER = re.compile(
+    r"^(?:,|;|/|&|\+|\band\b|\bor\b)\s*(?:or\s+|and\s+)?[(\[]?\s*([A-Za-z])\s*[)\]]?(?:\W|$)", re.IGNORECASE)
 _BRACKETED_LETTER = re.compile(r"[(\[]\s*([A-Za-z])\s*[)\]]")
 _SPACES = re.compile(r"\s+")
 # A space is kept only between two letters ("New York", "\\pi r"): elsewhere ("x + 1", "2 x")

@@ -16,7 +16,7 @@ def test_read_works_with_no_database_server(write_jsonl, tmp_path):
     proc = manage("read", str(src), "--reader", "boxed", "--reader", "fixed", "--out", str(out), env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr
     lines = [json.loads(line) for line in out.read_text().splitlines()]
-    assert len(lines) == 6 and set(lines[0]) == {"id", "reader", "answer", "verdict"}
+    assert len(lines) == 6 and set(lines[0]) == {"id", "reader", "canonical", "answer", "span", "verdict"}
     by = {(x["id"], x["reader"]): x for x in lines}
     assert by[("mc-1", "boxed")]["answer"] == "C" and by[("mc-1", "boxed")]["verdict"] == "incorrect"
     assert by[("mc-0", "boxed")]["verdict"] == "no_answer" and by[("mc-0", "fixed")]["verdict"] == "correct"

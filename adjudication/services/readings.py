@@ -84,9 +84,11 @@ def readings_create(*, reader_specs: Sequence[ReaderSpec], response_ids: Sequenc
         results = pool.read_many(spec.name, [items[rid] for rid in ids])
         for rid, (reading, elapsed_ms) in zip(ids, results, strict=True):
             span = reading.span
+            # The pool's worker made `canonical` (readers.canonical) within the reading's budget.
             rows.append(Reading(
                 response_id=rid, reader_spec=spec, answer=reading.answer, normalized=reading.normalized,
-                verdict=reading.verdict, span_start=span[0] if span else None, span_end=span[1] if span else None,
+                canonical=reading.canonical, verdict=reading.verdict,
+                span_start=span[0] if span else None, span_end=span[1] if span else None,
                 detail=json_safe(reading.detail), elapsed_ms=elapsed_ms,
             ))
     with transaction.atomic():

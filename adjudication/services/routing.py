@@ -14,7 +14,7 @@ from readers import registry as reader_registry
 
 from ..fields import json_safe
 from ..models import Dataset, QueueItem, ReaderSpec, Reading, Response, ReviewItem, ReviewQueue, RoutingPolicy
-from ..routing import PanelReading, decide, is_control, random_priority
+from ..routing import PanelReading, comparable_answer, decide, is_control, random_priority
 from .readings import reader_spec_for
 
 CHUNK = 2000
@@ -108,10 +108,11 @@ def review_items_route(*, policy: RoutingPolicy) -> RouteReport:
         chunk = ids[start:start + CHUNK]
         by_response: dict[int, list[PanelReading]] = defaultdict(list)
         readings = Reading.objects.filter(response_id__in=[i for i, _ in chunk], reader_spec__in=specs)
-        for rid, spec_id, answer, normalized, verdict in readings.values_list(
-                "response_id", "reader_spec_id", "answer", "normalized", "verdict"):
-            by_response[rid].append(PanelReading(spec_names[spec_id], normalized if normalized is not None else answer,
-                                                 verdict))
+        for rid, spec_id, answer, normalized, canonical, verdict in readings.values_list(
+                "response_id", "reader_spec_id", "answer", "normalized", "canonical", "verdict"):
+            by_response[rid].append(PanelReading(
+                spec_names[spec_id], comparable_answer(canonical=canonical, normalized=normalized, answer=answer),
+                verdict))
         items = []
         for rid, external_id in chunk:
             panel_readings = by_response.get(rid, [])

@@ -34,6 +34,8 @@ class ReadingResult:
     detail: dict[str, Any] = field(default_factory=dict)
     judgement: dict[str, Any] | None = None  # Judgement fields, for judges
     replace_id: int | None = None  # an existing failed reading this one replaces
+    # readers.canonical's form of `answer` (None for judges: their verdicts are labels, not answers)
+    canonical: str | None = None
 
 
 def work_for(*, spec: ReaderSpec, response_ids: Sequence[int], retry_errors: bool) -> dict[int, int | None]:
@@ -77,7 +79,7 @@ def _attempt_fallback(e: AttemptEvent, exc: Exception) -> LLMAttempt:
 def _reading_row(f: Finished) -> Reading:
     r: ReadingResult = f.result
     return Reading(response_id=r.response_id, reader_spec_id=r.spec_id, answer=r.answer, normalized=r.normalized,
-                   verdict=r.verdict, detail=json_safe(r.detail), elapsed_ms=f.elapsed_ms)
+                   canonical=r.canonical, verdict=r.verdict, detail=json_safe(r.detail), elapsed_ms=f.elapsed_ms)
 
 
 def _judgement_row(reading_id: int, r: ReadingResult) -> Judgement:
@@ -201,8 +203,8 @@ def _replace(r: ReadingResult, elapsed_ms: float, tag: str) -> None:
     with transaction.atomic():
         detail = dict(r.detail, retry_tag=tag) if tag else r.detail
         updated = Reading.objects.filter(id=r.replace_id, verdict__in=RETRYABLE_VERDICTS).update(
-            answer=r.answer, normalized=r.normalized, verdict=r.verdict, detail=json_safe(detail),
-            elapsed_ms=elapsed_ms, span_start=None, span_end=None)
+            answer=r.answer, normalized=r.normalized, canonical=r.canonical, verdict=r.verdict,
+            detail=json_safe(detail), elapsed_ms=elapsed_ms, span_start=None, span_end=None)
         if updated and r.judgement is not None:
             Judgement.objects.update_or_create(reading_id=r.replace_id, defaults=_judgement_fields(r))
 

@@ -28,7 +28,8 @@ from typing import Any, Sequence
 
 from adjudication.fields import json_safe
 from adjudication.models import ReaderSpec, Response
-from readers.base import config_hash
+from readers.base import Item, config_hash
+from readers.canonical import canonical_answer
 
 from .. import answers, prompts
 from ..client import FATAL, TIMEOUT, EndpointConfig
@@ -171,6 +172,12 @@ def _generate(caller: Caller, item: RegenItem) -> tuple[str | None, CallOutcome]
     return (content if isinstance(content, str) else ""), out
 
 
+def _canonical(item: RegenItem, answer: str | None) -> str | None:
+    """The canonical form every reading of the platform carries (readers.canonical), so that a
+    regenerated answer compares with the rule readers' ones; bounded, and None on any failure."""
+    return canonical_answer(answer, Item(response="", gold=item.gold, choices=item.choices, question=item.question))
+
+
 def _regenerate(caller: Caller, item: RegenItem) -> ReadingResult:
     cfg = caller.endpoint
     detail: dict[str, Any] = {"method": cfg.logprob_method, "model": cfg.model}
@@ -208,9 +215,10 @@ def _regenerate(caller: Caller, item: RegenItem) -> ReadingResult:
         if gold is None:
             detail["gold_unresolved"] = item.gold[:200]
             return ReadingResult(item.response_id, item.spec_id, "error", answer=letter, normalized=letter,
-                                 detail=detail, replace_id=item.replace_id)
+                                 canonical=_canonical(item, letter), detail=detail, replace_id=item.replace_id)
         return ReadingResult(item.response_id, item.spec_id, "correct" if letter == gold else "incorrect",
-                             answer=letter, normalized=letter, detail=detail, replace_id=item.replace_id)
+                             answer=letter, normalized=letter, canonical=_canonical(item, letter), detail=detail,
+                             replace_id=item.replace_id)
     text, out = _generate(caller, item)
     detail["attempts"] = out.attempts
     if text is None:
@@ -220,7 +228,7 @@ def _regenerate(caller: Caller, item: RegenItem) -> ReadingResult:
     verdict, normalized, extra = answers.math_verdict(answer, item.gold)
     detail.update(extra)
     return ReadingResult(item.response_id, item.spec_id, verdict, answer=answer or None, normalized=normalized,
-                         detail=detail, replace_id=item.replace_id)
+                         canonical=_canonical(item, answer or None), detail=detail, replace_id=item.replace_id)
 
 
 def regenerations_create(*, endpoint: Endpoint, response_ids: Sequence[int], retry_errors: bool = False,

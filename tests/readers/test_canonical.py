@@ -179,7 +179,8 @@ def test_items_of_the_wrong_shape_give_none_not_an_exception():
 # -- with_canonical -------------------------------------------------------------------------------
 
 def test_with_canonical_fills_the_canonical_answer_and_keeps_the_raw_one():
-    reading = with_canonical(Reading("incorrect", answer="(C) Merton", normalized="(C) Merton", span=(3, 13)), SOCIOLOGY)
+    raw = Reading("incorrect", answer="(C) Merton", normalized="(C) Merton", span=(3, 13))
+    reading = with_canonical(raw, SOCIOLOGY)
     assert (reading.canonical, reading.answer, reading.normalized, reading.span) == ("C", "(C) Merton", "(C) Merton",
                                                                                      (3, 13))
     assert reading.to_dict()["canonical"] == "C"

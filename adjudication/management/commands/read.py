@@ -49,7 +49,10 @@ class Command(BaseCommand):
             with IsolatedPool(processes=processes, budget_s=budget) as pool:
                 for name in names:
                     for row, (reading, _ms) in zip(rows, pool.read_many(name, items), strict=True):
-                        sink.write(json.dumps({"id": row.id, "reader": name, "answer": reading.answer,
+                        # The canonical answer (made by the pool's worker), then the raw one and its span.
+                        sink.write(json.dumps({"id": row.id, "reader": name, "canonical": reading.canonical,
+                                               "answer": reading.answer,
+                                               "span": list(reading.span) if reading.span else None,
                                                "verdict": reading.verdict}, ensure_ascii=False) + "\n")
                         records.append((name, row.checkpoint or "-", reading.verdict))
         finally:
