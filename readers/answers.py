@@ -144,7 +144,9 @@ Pi Sigma Upsilon Phi Psi Omega in notin subset subseteq supset setminus forall e
 underline dot ddot prime dots ldots cdots quad qquad begin end matrix pmatrix bmatrix vmatrix array cases
 and or
 """.split())
-_WORD = re.compile(r"\\?[A-Za-z]{2,}")
+# Latin words of two letters or more (single letters are variables), and any letters of scripts
+# other than Latin and Greek (Greek letters are maths: π, θ).
+_WORD = re.compile(r"\\?[A-Za-z]{2,}|(?:(?![A-Za-z\u0370-\u03ff\u1f00-\u1fff])[^\W\d_])+")
 _LATEX_CMD = re.compile(r"\\[A-Za-z]+")
 
 
@@ -292,7 +294,8 @@ def _matching_paren(s: str, open_idx: int) -> int:
     return -1
 
 
-_UNIT_WORDS = re.compile(r"^(\S+(?:\s+\d+/\d+)?)\s+[A-Za-z][A-Za-z .'-]{0,40}$")
+# A value followed by words and nothing else, in any script: "12 apples", "-½ extra", "3页", "4000千克".
+_UNIT_WORDS = re.compile(r"^\(?((?:[-+]?\$?[\d.,]+|\S+?)(?:\s+\d+/\d+)?)\)?\s*(?=[^\W\d_])[^\d=<>^\\]{1,40}$")
 _AND_OR = re.compile(r"\s*,?\s+(?:or|and)\s+|(?<=[)\]}])\s*(?:or|and)\s*(?=[(\[{\\])")
 _MATRIX = re.compile(r"^\\begin\{([pbvBV]?matrix|array)\}(?:\{[^{}]*\})?(.*)\\end\{\1\}$", re.S)
 _MIXED_SLASH = re.compile(r"^(?P<sign>-)?\s*(?P<w>\d+)\s+(?P<n>\d+)\s*/\s*(?P<d>\d+)$")

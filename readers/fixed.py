@@ -100,6 +100,15 @@ _KEYWORDS: tuple[tuple[str, str], ...] = (
     ("it should", "revise"), ("it must", "revise"), ("make that", "revise"), ("i mean", "revise"),
     ("####", "hash"), ("答案", "zh"), ("选", "zh"),
 )
+# "The answer is" in other languages (French, Spanish, German, Portuguese, Italian, Russian, Japanese,
+# Korean, Arabic, Hindi); Chinese has its own anchors above.
+_ANSWER_OTHER_LANGUAGES = re.compile(
+    r"(?i)(?:la\s+)?(?:bonne\s+)?réponse\s*(?:correcte\s*|finale\s*)?(?:est|:|：)"
+    r"|(?:la\s+)?respuesta\s*(?:correcta\s*|final\s*)?(?:es|:)|(?:die\s+)?(?:richtige\s+)?antwort\s*(?:ist|lautet|:)"
+    r"|(?:a\s+)?resposta\s*(?:correta\s*|final\s*)?(?:é|:)|(?:la\s+)?risposta\s*(?:corretta\s*|finale\s*)?(?:è|:)"
+    r"|ответ\s*(?::|—|-|это)|(?:答え|正解)\s*(?:は|:|：)|(?:정답|답)\s*(?:은|:)"
+    r"|(?:الإجابة|الجواب)(?:\s+الصحيحة)?\s*(?:هي|هو|:)|उत्तर\s*(?:है|:)"
+)
 _AFTER_NOUNS: tuple[str, ...] = ("answer", "option", "choice", "response", "selection")
 # "X is the correct answer": the value precedes the anchor.
 _T1_AFTER = re.compile(
@@ -117,7 +126,8 @@ _CLOSEST = re.compile(
     re.I,
 )
 _THEREFORE = re.compile(
-    r"(?:^|[.!\n][ \t]*)(?:therefore|thus|hence|so|finally)[,:]?\s+(?:it'?s\s+|we\s+(?:get|have)\s+)?"
+    r"(?:^|[.!\n,][ \t]*)(?:therefore|thus|hence|so|finally)[,:]?\s+(?:i\s+(?:think|believe|guess)\s+)?"
+    r"(?:it'?s\s+|it\s+is\s+|we\s+(?:get|have)\s+)?"
     r"(?=[(\[*（]?[A-Z]\b)",
     re.I,
 )
@@ -143,13 +153,15 @@ _TURN = re.compile(
 _MC_PREFIX = re.compile(
     r"""(?:[ \t\r\f\v]|\n|[*_#:："'“”`$>|=\-]|\\[(\[]|\\(?:boxed|fbox|text|textbf|mathrm|mathbf|mbox|bf)\s*\{|\{
     |(?:therefore|thus|hence|so|clearly|indeed|definitely|certainly|probably|likely|most\s+likely|then|still
-       |actually|simply|option|choice|letter|answer|the|both|either|i\s+(?:think|believe|guess)
+       |actually|simply|for\s+sure|surely|option|choice|letter|answer|the|both|either|i\s+(?:think|believe|guess)
        |we\s+(?:get|have)|is)\b)*""",
     re.I | re.X,
 )
 _MC_TOKEN = re.compile(
     r"[(（\[]\s*([A-Z])\s*(?:[)）\]]|(?=\s*(?:,|、|&|\b(?i:and|or)\b)\s*[A-Z](?![A-Za-z0-9_])))|([A-Z])(?![A-Za-z0-9_])"
 )
+# A lowercase option letter that cannot be a word: "(c)", or "c" before a sentence end.
+_MC_LOWER = re.compile(r"[(（\[]\s*([a-z])\s*[)）\]]|([a-z])(?=\s*(?:[.!。]\s*$|[.!。]\s*\n|$|\n))")
 # "The answer is (J" at the very end of a truncated response.
 _MC_TOKEN_CUT = re.compile(r"[(（\[]\s*([A-Z])\s*$")
 # The next line (no blank line between) is another option entry: "A. ...\nJ. ...".
@@ -166,7 +178,9 @@ _ANSWER_LINE = re.compile(
     r"(?:[#>*_\s]*)(?:(?i:option|choice)\s+)?[(（]?([A-Z])[)）]?(?:\s*[.:)\-]\s*(.{0,300}?))?[\s*_.]*"
 )
 _CONNECTIVES = frozenset(
-    "because since as given which that for or and but while due so thus hence therefore with".split()
+    "because since as given which that for or and but while due so thus hence therefore with"
+    # the same after an answer phrase in other languages: "réponse est C non A", "C car …", "C porque …"
+    " non pas car parce donc porque pues weil denn da não no ni".split()
 )
 _MORE_TOKEN = re.compile(
     r"\s*(?:\*\*)?\s*(?:,|/|&|\b(?i:or|and|and/or|as\s+well\s+as)\b|以及|和|或)\s*"
@@ -196,7 +210,8 @@ _MATH_PREFIX = re.compile(
 )
 _MATH_T2 = re.compile(r"\bfinal\s+answer\s*(?:\*\*|__)?\s*(?:is|:|：|=|would\s+be)?", re.I)
 _MATH_T3 = re.compile(
-    r"\banswer\s*(?:\*\*|__)?\s*(?:is|:|：|=|would\s+be|should\s+be)(?!\s*(?:not|n't)\b)|答案\s*(?:是|为|為|:|：)", re.I
+    r"\banswer\s*(?:\*\*|__)?\s*(?:is|:|：|=|would\s+be|should\s+be)(?!\s*(?:not|n't)\b)|答案\s*(?:是|为|為|:|：)"
+    r"|" + _ANSWER_OTHER_LANGUAGES.pattern.removeprefix("(?i)"), re.I
 )
 # Q/A few-shot format ("A: 72" as the last line, GSM8K's released solutions).
 _LAST_LINE_ANSWER = re.compile(r"[ \t>*#]*(?:A|Ans|ANSWER|Answer)\s*[:：]\s*(\S.{0,120})$")
@@ -394,11 +409,20 @@ class FixedReader(Reader):
             # Not a defect: self-correction is allowed. Recorded so adjudication can route it.
             detail["earlier_different"] = earlier
         gold = _gold_letter(item.gold, opts)
+        if gold is None and item.gold and len(item.gold) <= 2_000:
+            gold = self._gold_by_reading(item.gold, opts)
         if gold is None:
             detail["reason"] = "gold_not_a_letter"
             return Reading("error", answer=answer, normalized=letter, span=span, detail=detail)
         verdict = "correct" if letter == gold else "incorrect"
         return Reading(verdict, answer=answer, normalized=letter, span=span, detail=detail)
+
+    def _gold_by_reading(self, gold: str, opts: _Options) -> str | None:
+        """A gold written like a response ("(D) Alina", "… the answer is\n(C) Cecile"): the letter
+        it commits to, read by these same rules."""
+        region = gold.strip()
+        reading = self._read_mc(Item(response=region, gold="A", choices=opts.raw), region, 0, None, {})
+        return reading.normalized if reading.verdict in ("correct", "incorrect") else None
 
     def _cut(self, region: str, lower: str, anchors: list[tuple[int, int, str]], opts: _Options,
              mask: tuple[int, int] | None) -> int:
@@ -435,7 +459,8 @@ class FixedReader(Reader):
             if cand is None or cand.weak:
                 continue
             cands.append(cand)
-            if first_only or len(cands) >= 8:
+            # Enough to see back to the head of a run of answer statements (_head_of_run).
+            if first_only or len(cands) >= 32:
                 break
         cands.sort(key=lambda c: c.start)
         return cands
@@ -443,12 +468,20 @@ class FixedReader(Reader):
     def _mc_candidate(
         self, region: str, a_start: int, a_end: int, kind: str, limit: int, opts: _Options
     ) -> _Cand | None:
+        if kind == "tag":
+            close = region.lower().find("</answer>", a_end, min(limit, a_end + 2_000))
+            end = close if close >= 0 else min(limit, a_end + 300)
+            cand = _read_choice(region, a_end, end, opts, whole=close >= 0, lower_ok=True)
+            if cand is None:
+                return None
+            cand.rule = "answer_tag"
+            return cand
         if kind == "boxed":
             content = _box_content(region, a_end, limit)
             if content is None:
                 return None
             c_start, c_end = content
-            cand = _read_choice(region, c_start, c_end, opts, whole=True)
+            cand = _read_choice(region, c_start, c_end, opts, whole=True, lower_ok=True)
             if cand is None:
                 return None
             cand.rule = "boxed"
@@ -461,7 +494,8 @@ class FixedReader(Reader):
             if region[a_start:a_end].lower().startswith("are") and len(set(cand.letters)) < 2:
                 cand.weak = True
         else:
-            cand = _read_choice(region, a_end, min(limit, a_end + 300), opts)
+            cand = _read_choice(region, a_end, min(limit, a_end + 300), opts,
+                                lower_ok=kind in ("answer", "option", "choose"))
             if cand is None:
                 return None
             cand.rule = {"answer": "answer_phrase", "option": "correct_option_phrase", "choose": "i_choose",
@@ -523,6 +557,9 @@ class FixedReader(Reader):
         last = _last_line_candidate(region, limit, opts)
         if last is not None:
             cands.append(last)
+        lead = _leading_letter(region, limit, opts)
+        if lead is not None:
+            cands.append(lead)
         cands.sort(key=lambda c: c.start)
         return cands
 
@@ -652,6 +689,13 @@ def _find_anchors(region: str, lower: str) -> list[tuple[int, int, str]]:
     pos = region.find("\\", 0)
     for m in _BOX.finditer(region, pos if pos >= 0 else n):
         found.setdefault(m.start(), (m.start(), m.end(), "boxed"))
+    if not region.isascii():
+        for m in _ANSWER_OTHER_LANGUAGES.finditer(region):
+            found.setdefault(m.start(), (m.start(), m.end(), "answer"))
+    pos = lower.find("<answer>")
+    while pos >= 0:
+        found.setdefault(pos, (pos, pos + len("<answer>"), "tag"))
+        pos = lower.find("<answer>", pos + 1)
     return sorted(found.values())
 
 
@@ -680,14 +724,23 @@ def _anchor_at(lower: str, pos: int, kind: str, found: dict[int, tuple[int, int,
 # ------------------------------------------------------------------------------------------
 
 
-def _read_choice(region: str, pos: int, end: int, opts: _Options, *, whole: bool = False) -> _Cand | None:
+def _read_choice(region: str, pos: int, end: int, opts: _Options, *, whole: bool = False,
+                 lower_ok: bool = False) -> _Cand | None:
     """Read an option (letter, or option text) starting at `pos`. `whole` = the value must be all
-    of region[pos:end] (box content)."""
+    of region[pos:end] (box content). `lower_ok`: after a strong anchor, a lowercase letter that
+    cannot be a word ("(c)", "c." at the end) is an option letter too."""
     m = _MC_PREFIX.match(region, pos, min(end, pos + 200))
     q = m.end() if m else pos
     if _NEGATION.match(region[q: q + 20]) and not opts.match_text(region[q:end]):
         return None
     t = _MC_TOKEN.match(region, q, end)
+    if t is None and lower_ok:
+        low = _MC_LOWER.match(region, q, end)
+        if low is not None:
+            letter = (low.group(1) or low.group(2)).upper()
+            rest = region[low.end():end]
+            if opts.valid(letter) and (not whole or not rest.strip(" \t\n.)}$*:")):
+                return _Cand(low.start(), low.end(), low.group(0).strip(), "", (letter,), extra={"lowercase": True})
     if t is None and not whole:
         cut = _MC_TOKEN_CUT.match(region, q, len(region))
         if cut is not None and opts.valid(cut.group(1)):
@@ -860,6 +913,24 @@ def _bold_candidates(region: str, limit: int, opts: _Options, mask: tuple[int, i
 
 
 _LIST_LINE = re.compile(r"^\s*(?:[-*]\s*)?(?:\*\*)?\s*[(（]?([A-Z])[)）.:]\s")
+_OPTION_LINE = re.compile(r"(?m)^[ \t]*(?:[-*][ \t]*)?(?:\*\*)?[ \t]*[(（]?([A-Z])[)）.:][ \t]")
+_LEADING = re.compile(r"\s*(?:[(（]\s*([A-Z])\s*[)）]|([A-Z])(?![A-Za-z0-9_]))")  # bold letters: _bold_candidates
+
+
+def _leading_letter(region: str, limit: int, opts: _Options) -> _Cand | None:
+    """A response that opens with an option letter ("D. It can't be A or B", "B。不是 A") answers
+    with it, unless the letter starts a word or an options list."""
+    m = _LEADING.match(region, 0, min(limit, 40))
+    if m is None:
+        return None
+    letter = m.group(1) or m.group(2)
+    if not opts.valid(letter) or not _token_ok(region, m, limit, opts, bare=m.group(2) is not None):
+        return None
+    for other in _OPTION_LINE.finditer(region, m.end(), limit):
+        if other.group(1) != letter and opts.valid(other.group(1)):
+            return None  # "(A) …\n(B) …": a walk through the options, not an answer
+    return _Cand(m.start(1 if m.group(1) else 2), m.end(1 if m.group(1) else 2), letter, "leading_letter",
+                 (letter,), weak=True)
 
 
 def _last_line_candidate(region: str, limit: int, opts: _Options) -> _Cand | None:
@@ -1064,6 +1135,31 @@ def _copula_tail(value: str) -> str:
     return tail if tail and parse_answer(tail).kind not in ("text", "empty") else value
 
 
+_SENTENCE_BREAK = re.compile(r"[.!?](?=\s+\S)|[。！？]")
+# "Therefore …", "So …", "Donc …", "因此…": a concluding sentence, in several languages.
+_CONCLUSION = re.compile(
+    r"(?i)(?:(?:^|(?<=[.!?。！？\n]))\s*(?:therefore|thus|hence|so|in\s+total|altogether|donc|ainsi|por\s+lo\s+tanto|"
+    r"entonces|also|daher|somit|portanto|quindi|pertanto|итак|таким\s+образом)\b"
+    # markers of scripts written without spaces stand out wherever they are
+    r"|因此|所以|综上|总之|结论|答|したがって|よって|따라서|لذلك|إذن|अतः|इसलिए)")
+
+
+def _conclusion_number(region: str, limit: int) -> _Cand | None:
+    """The last number of the response's last concluding sentence ("Therefore, she has 99 marbles.")."""
+    text = region[:limit]
+    found = [m for m in _CONCLUSION.finditer(text, max(0, len(text) - 600))]
+    if not found:
+        return None
+    start = found[-1].end()
+    stop = _SENTENCE_BREAK.search(text, start)
+    end = stop.start() if stop else len(text)
+    nums = list(_NUMERAL.finditer(text, start, end))
+    if not nums:
+        return None
+    m = nums[-1]
+    return _Cand(m.start(), m.end(), m.group(0), "conclusion_number")
+
+
 def _answer_tag(region: str, limit: int) -> _Cand | None:
     """The content of the last <answer>…</answer> (a box inside it: the box's content)."""
     lower = region[:limit].lower()
@@ -1085,7 +1181,7 @@ def _answer_tag(region: str, limit: int) -> _Cand | None:
 _SENTENCE_START = re.compile(r"(?i)^(?:i|we|you|it|this|that|there|let|sorry|here|so|the\s+answer)\b")
 _STATEMENT = re.compile(r"(?i)\b(?:is|are|was|were|be|am|equals?|got|get|gives?|yields?|approximately|about"
                         r"|answer|result|value|then|therefore|thus)\b|[:：]")
-_INLINE_MATH = re.compile(r"\$[^$]*\$")
+_INLINE_MATH = re.compile(r"\$[^$]*(?:\$|$)")  # an unclosed "$" runs to the end
 _BARE_MAX_CHARS = 400
 _BARE_TEXT_MAX_WORDS = 6
 
@@ -1115,7 +1211,7 @@ def _bare_answer(region: str, limit: int) -> _Cand | None:
     return _Cand(start, start + len(stripped), stripped, "bare_answer")
 
 
-_NUMERAL = re.compile(r"-?\$?\d[\d,]*(?:\.\d+)?(?:\s*[½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞])?%?|-?\.\d+|-?[½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞]"
+_NUMERAL = re.compile(r"-?\$?\d[\d,]*(?:\.\d+)?(?:\s*[½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞]|/\d+)?%?|-?\.\d+|-?[½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞]"
                       r"|[〇零一二三四五六七八九十百千万两]")
 
 
@@ -1143,13 +1239,19 @@ def _math_weak(region: str, limit: int) -> _Cand | None:
             cands.append(_Cand(m.start(1) + k, m.end(1), inner[k:].strip(), "final_bold"))
         else:
             cands.append(_Cand(m.start(1), m.end(1), inner.strip(), "final_bold"))
+    conclusion = _conclusion_number(region, limit)
+    if conclusion is not None:
+        cands.append(conclusion)
     am = _LAST_LINE_ANSWER.match(last_line)
     if am is not None:
         value = am.group(1).strip().rstrip(".").strip()
         if value:
             s = ls + am.start(1)
             return _Cand(s, s + len(value), value, "last_line_answer_marker")
-    if eqpos >= 0:
+    # Only an "=" in the line's last sentence states its result ("… = 274 g. So he has 79 g left."
+    # ends on 79, not 274).
+    sentence_start = max((m.end() for m in _SENTENCE_BREAK.finditer(last_line)), default=0)
+    if eqpos >= sentence_start:
         rhs = last_line[eqpos + 1:]
         stripped = rhs.strip().rstrip(".").strip().strip("$").strip()
         if stripped and len(stripped) <= 80:

@@ -279,7 +279,8 @@ def test_single_option_with_rejected_alternative_is_not_multiple() -> None:
     "The answer is not among the options.",
     "If the answer were B, Weber would have coined it.",
     "Is the answer C?",
-    "The answer is c.",  # lowercase letters are words, not options
+    "The answer is a good one.",  # a lowercase letter followed by a word is the article
+    "I think c is wrong.",  # lowercase letters without a commitment are words
     "",
     "   \n  ",
 ])
