@@ -12,8 +12,9 @@ its contract:
   (nothing found, several option letters, an answer too long to be one).
 * Multiple choice (the item has options; or it has none and its gold is a bare option letter):
   the single option letter the answer denotes.
-* Otherwise: a normal form of the mathematical answer (exact numbers as "n" or "n/d", a percent
-  sign kept as "%"; else the LaTeX-normalised text with insignificant spaces removed).
+* Otherwise: a normal form of the mathematical answer (an exact number as an integer, a
+  terminating decimal or a fraction in lowest terms, whichever it is, with a percent sign kept as
+  "%"; else the LaTeX-normalised text with insignificant spaces removed).
 * Pure, bounded and total: answers longer than MAX_ANSWER_CHARS get None before any pattern runs,
   so the cost is that of a few regular expressions over at most 2,000 characters, and any failure
   is None, never an exception. It runs inside a reading's hard time budget on hostile model text.
@@ -23,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import unicodedata
+from fractions import Fraction
 from functools import lru_cache
 
 from .base import Item, Reading
@@ -76,6 +78,7 @@ _SPACED_THOUSANDS = re.compile(r"^[-+]?\d{1,3}(?: \d{3})+(?:\.\d+)?$")
 # "x = 5", "y_1 = 3": a single variable assigned a value is the value. Anything else on the left
 # ("\\sin(x) = ...", "f(x) = ...", "2x = 4") is part of the answer and kept.
 _VARIABLE = re.compile(r"^(?:[A-Za-z]|\\[A-Za-z]+)(?:_\{?[A-Za-z0-9]+\}?)?$")
+_NOT_AN_ANSWER = "$.,;:!?'\"`*_~ "
 # Stands for "=" while normalize() runs (a private-use character: no answer's own text uses it).
 _EQUALS = "\ue000"
 _RELATION = re.compile(r"[<>≤≥≠]|!=|\\(?:le|ge|ne|leq|geq|neq|lt|gt|approx|equiv)(?![A-Za-z])")
@@ -236,6 +239,25 @@ def _letter_with_rest(letter: str, rest: str, *, trusted: bool, letters: str, ke
 # open-ended (maths)
 # ---------------------------------------------------------------------------------------------
 
+def _exact_text(value: Fraction) -> str:
+    """One spelling per exact value: an integer, a terminating decimal written out ("2.5", never
+    "5/2" or "2.50"), else the fraction in lowest terms ("1/3"). Exact either way: 0.333 stays
+    0.333, not 1/3."""
+    numerator, denominator = value.numerator, value.denominator
+    if denominator == 1:
+        return str(numerator)
+    rest, twos, fives = denominator, 0, 0
+    while rest % 2 == 0:
+        rest, twos = rest // 2, twos + 1
+    while rest % 5 == 0:
+        rest, fives = rest // 5, fives + 1
+    if rest != 1:
+        return f"{numerator}/{denominator}"
+    places = max(twos, fives)
+    digits = str(abs(numerator) * 10**places // denominator).rjust(places + 1, "0")
+    return ("-" if numerator < 0 else "") + digits[:-places] + "." + digits[-places:]
+
+
 def _number_text(text: str) -> str | None:
     parsed = parse_number(text)
     if parsed is None:
@@ -243,8 +265,7 @@ def _number_text(text: str) -> str | None:
     value, percent = parsed
     if max(value.numerator.bit_length(), value.denominator.bit_length()) > _MAX_NUMBER_BITS:
         return None
-    body = str(value.numerator) if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
-    return body + ("%" if percent else "")
+    return _exact_text(value) + ("%" if percent else "")
 
 
 def _expression_form(text: str) -> str:
@@ -277,4 +298,6 @@ def _math_form(answer: str) -> str | None:
                 if _VARIABLE.match(lhs):
                     return right or None
                 return f"{_squeeze(lhs)}={right}"
-    return _expression_form(text) or None
+    form = _expression_form(text)
+    # What is left of "$." or "**": punctuation alone is no answer.
+    return None if not form or not form.strip(_NOT_AN_ANSWER) else form

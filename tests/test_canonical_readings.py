@@ -51,7 +51,7 @@ def test_stored_readings_keep_the_raw_answer_and_span_and_add_the_canonical_answ
     assert boxed.answer == "\\text{(C) Merton}"  # raw, as the reader extracted it
     assert MERTON[boxed.span_start:boxed.span_end] == "\\text{(C) Merton}"
     math = readings_of("math-0")
-    assert {name: r.canonical for name, r in math.items()} == {"boxed": "1/2", "fixed": "1/2", "strip-string": "1/2"}
+    assert {name: r.canonical for name, r in math.items()} == {"boxed": "0.5", "fixed": "0.5", "strip-string": "0.5"}
     assert math["boxed"].answer == "\\dfrac{1}{2}"
 
 
@@ -82,7 +82,7 @@ def test_the_migration_backfills_canonical_answers_of_existing_readings(write_js
     migration.backfill_canonical(django_apps, None)
     got = {(r.response.external_id, r.reader_spec.name): r.canonical
            for r in Reading.objects.select_related("response", "reader_spec")}
-    assert got == {("mc-0", "boxed"): "C", ("mc-0", "fixed"): None, ("math-0", "boxed"): "1/2",
+    assert got == {("mc-0", "boxed"): "C", ("mc-0", "fixed"): None, ("math-0", "boxed"): "0.5",
                    ("math-0", "fixed"): "kept", ("mc-1", "boxed"): "C"}
 
 

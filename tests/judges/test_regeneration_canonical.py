@@ -19,7 +19,9 @@ def regen(dataset, endpoint, **kw) -> dict[str, Reading]:
             .select_related("response")}
 
 
-@pytest.mark.parametrize("reply, canonical", [(" \\dfrac{144}{2}", "72"), (" x = 0.5", "1/2"), (" 12\\,000", "12000")])
+@pytest.mark.parametrize("reply, canonical", [
+    (" \\dfrac{144}{2}", "72"), (" x = \\frac{1}{2}", "0.5"), (" 12\\,000", "12000"), (" \\frac{2}{6}", "1/3"),
+])
 def test_a_generated_math_answer_is_stored_raw_with_its_canonical_form(loopback, make_endpoint, make_dataset, reply,
                                                                       canonical):
     ds = make_dataset([math_row(0)], n_mc=0)

@@ -77,17 +77,20 @@ def test_a_letter_gold_without_options_makes_letter_answers_letters():
     assert canonical_answer("(c)", item) == "C"
     assert canonical_answer("option D", item) == "D"
     # Anything that is not a lone letter is read as an open-ended answer.
-    assert canonical_answer("\\frac{1}{2}", item) == "1/2"
+    assert canonical_answer("\\frac{1}{2}", item) == "0.5"
 
 
 # -- open-ended -----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("answer", "expected"), [
     ("72", "72"), ("72.0", "72"), ("\\boxed{72}", "72"), ("$72$", "72"), ("1,234", "1234"), ("1\\,234", "1234"),
-    ("12\\,345\\,678", "12345678"), ("-3", "-3"), ("\\frac{5}{2}", "5/2"), ("\\dfrac{5}{2}", "5/2"), ("5/2", "5/2"),
-    ("2.5", "5/2"), ("\\frac{10}{4}", "5/2"), ("0.333", "333/1000"), ("50%", "50%"), ("50\\%", "50%"),
+    ("12\\,345\\,678", "12345678"), ("-3", "-3"), ("-\\frac{1}{4}", "-0.25"),
+    # One spelling per value: terminating decimals written out, other fractions in lowest terms.
+    ("\\frac{5}{2}", "2.5"), ("\\dfrac{5}{2}", "2.5"), ("5/2", "2.5"), ("2.50", "2.5"), ("\\frac{10}{4}", "2.5"),
+    ("\\frac{1}{3}", "1/3"), ("\\frac{2}{6}", "1/3"), ("0.333", "0.333"), ("\\$1,023.40", "1023.4"),
+    ("50%", "50%"), ("50\\%", "50%"), ("12.5%", "12.5%"),
     ("x = 5", "5"), ("y_1 = 3", "3"), ("\\boxed{x = 5}", "5"), ("5 \\text{ cm}", "5"), ("\\$15", "15"),
-    ("1.5e3", "1500"),
+    ("1.5e3", "1500"), ("720^\\circ", "720"),
 ])
 def test_numbers_take_one_exact_form(answer, expected):
     assert canonical_answer(answer, OPEN) == expected
@@ -104,6 +107,11 @@ def test_numbers_take_one_exact_form(answer, expected):
 ])
 def test_expressions_keep_their_meaning_and_lose_their_spacing(answer, expected):
     assert canonical_answer(answer, OPEN) == expected
+
+
+@pytest.mark.parametrize("answer", ["$.", "**", "...", "$ $"])
+def test_punctuation_alone_is_no_answer(answer):
+    assert canonical_answer(answer, OPEN) is None
 
 
 def test_different_function_names_stay_different():
@@ -239,5 +247,5 @@ def test_every_reading_from_the_isolation_pool_carries_its_canonical_answer():
                                                                              "nothing", "A or B")]
     items.append(Item(response="\\dfrac{1}{2}", gold="0.5"))
     results = read_isolated(Echo.name, items, processes=1, budget_s=30)
-    assert [r.canonical for r, _ms in results] == ["C", "C", "X", None, None, "1/2"]
+    assert [r.canonical for r, _ms in results] == ["C", "C", "X", None, None, "0.5"]
     assert [r.answer for r, _ms in results][:2] == ["(C) Merton", "option C)"]  # the raw span stays
