@@ -171,6 +171,15 @@ def _words(s: str) -> list[str]:
     return out
 
 
+# A space is kept only between two letters ("\\pi r" is not "\\pir"): elsewhere ("x + 1") spacing
+# carries no meaning.
+_INSIGNIFICANT_SPACE = re.compile(r"(?<![^\W\d_]) | (?![^\W\d_])")
+
+
+def squeeze(s: str) -> str:
+    return _INSIGNIFICANT_SPACE.sub("", " ".join(s.split()))
+
+
 def has_words(s: str) -> bool:
     """Does the text hold natural-language words (not only maths)?"""
     return bool(_words(eq.normalize(prepare(s))))
@@ -297,6 +306,7 @@ def _matching_paren(s: str, open_idx: int) -> int:
 # A value followed by words and nothing else, in any script: "12 apples", "-½ extra", "3页", "4000千克".
 _UNIT_WORDS = re.compile(r"^\(?((?:[-+]?\$?[\d.,]+|\S+?)(?:\s+\d+/\d+)?)\)?\s*(?=[^\W\d_])[^\d=<>^\\]{1,40}$")
 _AND_OR = re.compile(r"\s*,?\s+(?:or|and)\s+|(?<=[)\]}])\s*(?:or|and)\s*(?=[(\[{\\])")
+_BASE_NUMERAL = re.compile(r"^([0-9A-Za-z]+)_\{?\(?(\d{1,2})\)?\}?$")
 _MATRIX = re.compile(r"^\\begin\{([pbvBV]?matrix|array)\}(?:\{[^{}]*\})?(.*)\\end\{\1\}$", re.S)
 _MIXED_SLASH = re.compile(r"^(?P<sign>-)?\s*(?P<w>\d+)\s+(?P<n>\d+)\s*/\s*(?P<d>\d+)$")
 
@@ -323,10 +333,34 @@ def _number(s: str) -> tuple[Fraction, bool] | None:
     return None
 
 
-def _canonical_number(value: tuple[Fraction, bool]) -> str:
+_MAX_NUMBER_BITS = 400
+
+
+def exact_text(value: Fraction) -> str:
+    """One spelling per exact value: an integer, a terminating decimal written out ("2.5", never
+    "5/2" or "2.50"), else the fraction in lowest terms ("1/3"). Exact either way: 0.333 stays
+    0.333, not 1/3."""
+    numerator, denominator = value.numerator, value.denominator
+    if denominator == 1:
+        return str(numerator)
+    rest, twos, fives = denominator, 0, 0
+    while rest % 2 == 0:
+        rest, twos = rest // 2, twos + 1
+    while rest % 5 == 0:
+        rest, fives = rest // 5, fives + 1
+    if rest != 1:
+        return f"{numerator}/{denominator}"
+    places = max(twos, fives)
+    digits = str(abs(numerator) * 10**places // denominator).rjust(places + 1, "0")
+    return ("-" if numerator < 0 else "") + digits[:-places] + "." + digits[-places:]
+
+
+def _canonical_number(value: tuple[Fraction, bool], written: str = "") -> str:
     v, pct = value
-    text = str(v.numerator) if v.denominator == 1 else f"{v.numerator}/{v.denominator}"
-    return text + ("%" if pct else "")
+    if max(v.numerator.bit_length(), v.denominator.bit_length()) > _MAX_NUMBER_BITS:
+        # 1e9999: its digits are no form anybody reads (and Python refuses to print them).
+        return written.replace(" ", "")
+    return exact_text(v) + ("%" if pct else "")
 
 
 @lru_cache(maxsize=8192)
@@ -339,9 +373,13 @@ def _parse(s: str, depth: int) -> Answer:
     s = s.strip()
     if not s:
         return Answer("empty", "", "")
+    base = _BASE_NUMERAL.match(s)
+    if base is not None:
+        # 4210_7 is a numeral in base 7: the digits and the base are the answer, as written.
+        return Answer("numeral", s, f"{base.group(1)}_{base.group(2)}")
     num = _number(s)
     if num is not None:
-        return Answer("number", s, _canonical_number(num), number=num)
+        return Answer("number", s, _canonical_number(num, s), number=num)
     words = _words(s)
     if depth < _MAX_DEPTH:
         matrix = _matrix(s, depth)
@@ -368,9 +406,9 @@ def _parse(s: str, depth: int) -> Answer:
             num = _number(head.group(1).strip())
             if num is not None:
                 # "-½ extra", "12 apples": a number followed only by words (a unit, a remark).
-                return Answer("number", s, _canonical_number(num), number=num)
-        return Answer("text", s, text_key(s) or s)
-    return Answer("expression", s, s.replace(" ", ""))
+                return Answer("number", s, _canonical_number(num, s), number=num)
+        return Answer("text", s, squeeze(_TEXT_CMD.sub(r"\1", s)) or s)
+    return Answer("expression", s, squeeze(s))
 
 
 def _structure(s: str) -> tuple[str, list[str]] | None:
@@ -459,12 +497,14 @@ def _relation(s: str, depth: int) -> Answer | None:
         variable = named if _BARE_VARIABLE.fullmatch(named) else ""
         lhs, rhs = _parse(eq.normalize(named), depth + 1), _parse(eq.normalize(value_t), depth + 1)
         op = "in" if "in" in ops else "="
-        return Answer("equation", s, f"{lhs.canonical}{'∈' if op == 'in' else '='}{rhs.canonical}",
-                      parts=(lhs, rhs), op=op, variable=variable)
+        # "x = 5" states 5: that is its canonical form; any other equation keeps both sides.
+        canonical = rhs.canonical if variable and op == "=" and "(" not in variable else \
+            f"{lhs.canonical}{'∈' if op == 'in' else '='}{rhs.canonical}"
+        return Answer("equation", s, canonical, parts=(lhs, rhs), op=op, variable=variable)
     if len(texts) == 2 and ops[0] in ("<", "<=", ">", ">=", "!="):
         lhs, rhs = _parse(eq.normalize(texts[0]), depth + 1), _parse(eq.normalize(texts[1]), depth + 1)
-        return Answer("inequality", s, s.replace(" ", ""), parts=(lhs, rhs), op=ops[0])
-    return Answer("inequality", s, s.replace(" ", ""), op="chain")
+        return Answer("inequality", s, squeeze(s), parts=(lhs, rhs), op=ops[0])
+    return Answer("inequality", s, squeeze(s), op="chain")
 
 
 # --------------------------------------------------------------------------------------------
@@ -487,7 +527,11 @@ class _Comparer:
             return False, "empty"
         if p.kind == "number" and g.kind == "number":
             return eq._numbers_equal(p.number, g.number), "number"  # type: ignore[arg-type]
-        if p.source == g.source or (p.canonical and p.canonical == g.canonical and p.kind == g.kind):
+        if "numeral" in (p.kind, g.kind):
+            return p.canonical == g.canonical, "numeral"
+        p, g = _single(p), _single(g)
+        if p.source == g.source or (p.canonical and p.canonical == g.canonical and p.kind == g.kind
+                                    and p.kind != "equation"):
             return True, "string"
         if "text" in (p.kind, g.kind):
             return self._text(p, g)
@@ -596,6 +640,11 @@ class _Comparer:
 
 
 _COLLECTIONS = ("sequence", "set", "list", "union", "matrix")
+
+
+def _single(a: Answer) -> Answer:
+    """A set or list of one element states that element: \\{1\\} answers 1."""
+    return a.parts[0] if a.kind in ("set", "list") and len(a.parts) == 1 else a
 
 
 def _same_variable(a: str, b: str) -> bool:

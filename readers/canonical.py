@@ -5,16 +5,16 @@ THEY compare with the gold, faithful to their upstream). Comparing readers with 
 showing their answers to people, needs one form that does not depend on who read: "(C) Merton",
 "option C)", "\\text{(C)}" and "C" are the same answer, and so are "\\dfrac{1}{2}", "1/2" and
 "0.5". `canonical_answer` is that form, and the only place that knows about answer forms for
-this purpose: the structured answer model (readers/answers.py) will replace its internals, not
-its contract:
+this purpose (the maths it delegates to the structured answer model, readers/answers.py):
 
 * `canonical_answer(answer, item) -> str | None`, None when the answer has no canonical form
   (nothing found, several option letters, an answer too long to be one).
 * Multiple choice (the item has options; or it has none and its gold is a bare option letter):
   the single option letter the answer denotes.
-* Otherwise: a normal form of the mathematical answer (an exact number as an integer, a
-  terminating decimal or a fraction in lowest terms, whichever it is, with a percent sign kept as
-  "%"; else the LaTeX-normalised text with insignificant spaces removed).
+* Otherwise: the typed answer's canonical form (readers.answers): an exact number as an integer,
+  a terminating decimal or a fraction in lowest terms, whichever it is, with a percent sign kept
+  as "%"; "x = 5" as 5; tuples, sets, intervals and matrices element by element; text as its
+  normal form.
 * Pure, bounded and total: answers longer than MAX_ANSWER_CHARS get None before any pattern runs,
   so the cost is that of a few regular expressions over at most 2,000 characters, and any failure
   is None, never an exception. It runs inside a reading's hard time budget on hostile model text.
@@ -24,7 +24,6 @@ from __future__ import annotations
 import dataclasses
 import re
 import unicodedata
-from fractions import Fraction
 from functools import lru_cache
 
 from .base import Item, Reading
@@ -35,10 +34,6 @@ __all__ = ["MAX_ANSWER_CHARS", "canonical_answer", "with_canonical"]
 # An extracted answer longer than this is not one answer (a whole response, a runaway span): it has
 # no canonical form. Also the bound that keeps every pattern below cheap on hostile text.
 MAX_ANSWER_CHARS = 2_000
-# Exact numbers whose numerator or denominator is larger than this are kept as written ("1e9999"):
-# their digits would be a canonical form nobody can read, and Python refuses to print ints of
-# more than 4,300 digits.
-_MAX_NUMBER_BITS = 400
 _LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 # Markdown emphasis, code ticks and quotes around a whole answer.
@@ -70,18 +65,7 @@ _CONNECTED_LETTER = re.compile(
     r"^(?:,|;|/|&|\+|\band\b|\bor\b)\s*(?:or\s+|and\s+)?[(\[]?\s*([A-Za-z])\s*[)\]]?(?:\W|$)", re.IGNORECASE)
 _BRACKETED_LETTER = re.compile(r"[(\[]\s*([A-Za-z])\s*[)\]]")
 _SPACES = re.compile(r"\s+")
-# A space is kept only between two letters ("New York", "\\pi r"): elsewhere ("x + 1", "2 x")
-# spacing carries no meaning.
-_INSIGNIFICANT_SPACE = re.compile(r"(?<![^\W\d_]) | (?![^\W\d_])")
-# "1 234 567" (thin spaces, "1\\,234", after normalize): one number, not a list.
-_SPACED_THOUSANDS = re.compile(r"^[-+]?\d{1,3}(?: \d{3})+(?:\.\d+)?$")
-# "x = 5", "y_1 = 3": a single variable assigned a value is the value. Anything else on the left
-# ("\\sin(x) = ...", "f(x) = ...", "2x = 4") is part of the answer and kept.
-_VARIABLE = re.compile(r"^(?:[A-Za-z]|\\[A-Za-z]+)(?:_\{?[A-Za-z0-9]+\}?)?$")
 _NOT_AN_ANSWER = "$.,;:!?'\"`*_~ "
-# Stands for "=" while normalize() runs (a private-use character: no answer's own text uses it).
-_EQUALS = "\ue000"
-_RELATION = re.compile(r"[<>≤≥≠]|!=|\\(?:le|ge|ne|leq|geq|neq|lt|gt|approx|equiv)(?![A-Za-z])")
 
 
 def canonical_answer(answer: str | None, item: Item) -> str | None:
@@ -239,65 +223,11 @@ def _letter_with_rest(letter: str, rest: str, *, trusted: bool, letters: str, ke
 # open-ended (maths)
 # ---------------------------------------------------------------------------------------------
 
-def _exact_text(value: Fraction) -> str:
-    """One spelling per exact value: an integer, a terminating decimal written out ("2.5", never
-    "5/2" or "2.50"), else the fraction in lowest terms ("1/3"). Exact either way: 0.333 stays
-    0.333, not 1/3."""
-    numerator, denominator = value.numerator, value.denominator
-    if denominator == 1:
-        return str(numerator)
-    rest, twos, fives = denominator, 0, 0
-    while rest % 2 == 0:
-        rest, twos = rest // 2, twos + 1
-    while rest % 5 == 0:
-        rest, fives = rest // 5, fives + 1
-    if rest != 1:
-        return f"{numerator}/{denominator}"
-    places = max(twos, fives)
-    digits = str(abs(numerator) * 10**places // denominator).rjust(places + 1, "0")
-    return ("-" if numerator < 0 else "") + digits[:-places] + "." + digits[-places:]
-
-
-def _number_text(text: str) -> str | None:
-    parsed = parse_number(text)
-    if parsed is None:
-        return None
-    value, percent = parsed
-    if max(value.numerator.bit_length(), value.denominator.bit_length()) > _MAX_NUMBER_BITS:
-        return None
-    return _exact_text(value) + ("%" if percent else "")
-
-
-def _expression_form(text: str) -> str:
-    s = normalize(text)
-    if _SPACED_THOUSANDS.match(s):
-        number = _number_text(s.replace(" ", ""))
-        if number is not None:
-            return number
-    number = _number_text(s)
-    if number is not None:
-        return number
-    return _squeeze(s)
-
-
-def _squeeze(text: str) -> str:
-    return _INSIGNIFICANT_SPACE.sub("", _SPACES.sub(" ", text).strip())
-
-
 def _math_form(answer: str) -> str | None:
-    text = answer.strip()
-    # normalize() drops any "<lhs> =" whose left side looks like a variable or a function call; a
-    # function name is part of the answer ("\\cos(x) = 1/2" is not "\\sin(x) = 1/2"). So the "=" of
-    # an equation is hidden from it, and only a single variable's assignment ("x = 5") is dropped.
-    if text.count("=") == 1 and _EQUALS not in text and not _RELATION.search(text):
-        s = normalize(text.replace("=", f" {_EQUALS} "))
-        if s.count(_EQUALS) == 1:
-            lhs, rhs = (part.strip() for part in s.split(_EQUALS))
-            if lhs and rhs:
-                right = _expression_form(rhs)
-                if _VARIABLE.match(lhs):
-                    return right or None
-                return f"{_squeeze(lhs)}={right}"
-    form = _expression_form(text)
+    """The typed answer's canonical form (readers.answers): exact numbers spelled one way, "x = 5"
+    as 5, an equation with anything else on its left kept whole (a function name is part of it)."""
+    from .answers import parse_answer  # noqa: PLC0415 - SymPy-free, but a large module
+
+    form = parse_answer(answer).canonical
     # What is left of "$." or "**": punctuation alone is no answer.
     return None if not form or not form.strip(_NOT_AN_ANSWER) else form

@@ -148,6 +148,7 @@ def normalize(s: str) -> str:
     s = s.replace("{,}", ",").replace("\\%", "%").replace("\\$", "$")
     s = s.replace("\\dots", "...").replace("\\ldots", "...").replace("\\cdots", "...")
     s = s.replace("−", "-").replace("\\neq", "\\ne").replace("\\leq", "\\le").replace("\\geq", "\\ge")
+    s = s.replace("\\varnothing", "\\emptyset").replace("\\{\\}", "\\emptyset").replace("∅", "\\emptyset")
     s = _DEGREES.sub("", s)
     s = _FRAC_SHORT.sub(r"\\frac{\1}{\2}", s)
     s = _FRAC_SHORT2.sub(r"\\frac\1{\2}", s)
@@ -360,15 +361,29 @@ _DANGEROUS = re.compile(
 _SCREEN_CHARS = re.compile(r"[^\x20-\x7e]")
 
 
+def _conversion_config() -> Any:
+    from latex2sympy2_extended.latex2sympy2 import ConversionConfig  # noqa: PLC0415
+
+    return ConversionConfig(lowercase_symbols=False)
+
+
+
+_CONVERSION: Any = None
+
+
 @lru_cache(maxsize=4096)
 def _to_sympy(s: str) -> Any:
     """Parse LaTeX to SymPy, or None. Cached: the same gold is parsed once per process."""
     if not s or len(s) > MAX_SYMPY_CHARS or _DANGEROUS.search(s) or _SCREEN_CHARS.search(s):
         return None
+    global _CONVERSION
     try:
         from latex2sympy2_extended import latex2sympy  # noqa: PLC0415 - heavy import, only when needed
 
-        return latex2sympy(s)
+        if _CONVERSION is None:
+            _CONVERSION = _conversion_config()
+        # Case-sensitive symbols: A and a are different quantities (the parser lowercases by default).
+        return latex2sympy(s, conversion_config=_CONVERSION)
     except Exception:  # noqa: BLE001 - any parse failure means "not parseable", never an error
         return None
 
@@ -397,7 +412,8 @@ def _sympy_equal(a: Any, b: Any, rel_tol: float) -> tuple[bool, str] | None:
         if a == b:
             return True, "sympy_structural"
         if a.free_symbols != b.free_symbols:
-            return False, "sympy_symbols_differ"
+            # Only an identity can remove a symbol (sin^2 x + cos^2 x is 1): simplify decides.
+            return _is_zero(a - b), "sympy_symbols_differ"
         return _is_zero(a - b), "sympy_symbolic"
     except Exception:  # noqa: BLE001 - SymPy raises a zoo of types on odd inputs
         return None

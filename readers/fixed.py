@@ -689,7 +689,7 @@ def _find_anchors(region: str, lower: str) -> list[tuple[int, int, str]]:
     pos = region.find("\\", 0)
     for m in _BOX.finditer(region, pos if pos >= 0 else n):
         found.setdefault(m.start(), (m.start(), m.end(), "boxed"))
-    if not region.isascii():
+    if not region.isascii() or "antwort" in lower or "respuesta" in lower or "risposta" in lower:
         for m in _ANSWER_OTHER_LANGUAGES.finditer(region):
             found.setdefault(m.start(), (m.start(), m.end(), "answer"))
     pos = lower.find("<answer>")
@@ -1153,6 +1153,13 @@ def _conclusion_number(region: str, limit: int) -> _Cand | None:
     start = found[-1].end()
     stop = _SENTENCE_BREAK.search(text, start)
     end = stop.start() if stop else len(text)
+    eq_at = text.rfind("=", start, end)
+    if eq_at >= 0:
+        # "So $x = \\frac{\\sqrt 5}{5} \\approx 0.447$": the value the equation states.
+        value = text[eq_at + 1:end].strip().strip("$").strip()
+        if value:
+            v_start = text.find(value, eq_at + 1, end)
+            return _Cand(v_start, v_start + len(value), value, "conclusion_equals")
     nums = list(_NUMERAL.finditer(text, start, end))
     if not nums:
         return None
