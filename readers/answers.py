@@ -79,6 +79,8 @@ _THIN_DIGITS = re.compile(r"(?<=\d)(?:\\,|\\ |\\;|[\u2009\u202f\u00a0])(?=\d{3}(
 _APPROX = re.compile(r"\\approx|≈|\\simeq|\\sim(?![a-z])")
 _PERCENT_WORDS = re.compile(r"\s*(?:\\text\s*\{\s*|\\mathrm\s*\{\s*)?\b(?:percent(?:age)?|pct)\b\s*\}?\.?\s*$", re.I)
 _ANSWER_TAG = re.compile(r"</?answer>", re.I)
+_TRIG_DEGREES = re.compile(
+    r"(\\(?:sin|cos|tan|cot|sec|csc)\s*\(?\s*)(\d+(?:\.\d+)?)\s*\^\s*\{?\s*\\circ\s*\}?\s*\)?")
 
 
 _BOX_CMD = re.compile(r"\\(?:boxed|fbox)\s*\{")
@@ -125,8 +127,13 @@ def prepare(text: str) -> str:
     # "exact ≈ approximate": the exact value is the answer.
     m = _APPROX.search(s)
     if m is not None and s[: m.start()].strip(" $"):
-        s = s[: m.start()]
+        left = s[: m.start()].strip(" $")
+        # "x ≈ 11" names its value on the right; "\\frac{1}{3} ≈ 0.33" gives the exact one on the left.
+        s = s[m.end():] if _BARE_VARIABLE.fullmatch(left) else s[: m.start()]
     s = _PERCENT_WORDS.sub("%", s)
+    # "\\cos 60^\\circ" is the cosine of 60 degrees: the normaliser drops degree signs, so the
+    # argument of a trigonometric function is turned into radians first.
+    s = _TRIG_DEGREES.sub(lambda m: f"{m.group(1)}{{\\frac{{{m.group(2)}\\pi}}{{180}}}}", s)
     return s
 
 
@@ -142,7 +149,7 @@ left right big bigg sqrt root alpha beta gamma delta epsilon varepsilon zeta eta
 lambda mu nu xi omicron rho varrho sigma tau upsilon phi varphi chi psi omega Gamma Delta Theta Lambda Xi
 Pi Sigma Upsilon Phi Psi Omega in notin subset subseteq supset setminus forall exists vec hat bar overline
 underline dot ddot prime dots ldots cdots quad qquad begin end matrix pmatrix bmatrix vmatrix array cases
-and or
+and or oo infinity
 """.split())
 # Latin words of two letters or more (single letters are variables), and any letters of scripts
 # other than Latin and Greek (Greek letters are maths: π, θ).
@@ -150,7 +157,7 @@ _WORD = re.compile(r"\\?[A-Za-z]{2,}|(?:(?![A-Za-z\u0370-\u03ff\u1f00-\u1fff])[^
 _LATEX_CMD = re.compile(r"\\[A-Za-z]+")
 
 
-_MATH_MARK = re.compile(r"[\d=^\\+*/<>_]")
+_MATH_MARK = re.compile(r"[=^\\+*/<>_]")  # operators and LaTeX, not bare digits ("It's 72" is prose)
 
 
 def _words(s: str) -> list[str]:
@@ -162,7 +169,9 @@ def _words(s: str) -> list[str]:
         w = m.group(0)
         if w.startswith("\\") or w in _MATH_WORDS or w.lower() in _MATH_WORDS:
             continue
-        if w.isupper():
+        if w.isupper() or (len(w) <= 3 and w.isascii()):
+            # In a formula, capitals name points ("\\angle APC") and a short lowercase run is a
+            # product of variables ("x^2yz"); outside one, "cat" and "USA" are words.
             if formula is None:
                 formula = bool(_MATH_MARK.search(s))
             if formula:
@@ -306,6 +315,8 @@ def _matching_paren(s: str, open_idx: int) -> int:
 # A value followed by words and nothing else, in any script: "12 apples", "-½ extra", "3页", "4000千克".
 _UNIT_WORDS = re.compile(r"^\(?((?:[-+]?\$?[\d.,]+|\S+?)(?:\s+\d+/\d+)?)\)?\s*(?=[^\W\d_])[^\d=<>^\\]{1,40}$")
 _AND_OR = re.compile(r"\s*,?\s+(?:or|and)\s+|(?<=[)\]}])\s*(?:or|and)\s*(?=[(\[{\\])")
+_SPACE_THOUSANDS = re.compile(r"^[-+]?\d{1,3}(?: \d{3})+(?:\.\d+)?$")
+_CLOCK = re.compile(r"^\d{1,2}\s*:\s*\d{2}(?:\s*:\s*\d{2})?$")
 _BASE_NUMERAL = re.compile(r"^([0-9A-Za-z]+)_\{?\(?(\d{1,2})\)?\}?$")
 _MATRIX = re.compile(r"^\\begin\{([pbvBV]?matrix|array)\}(?:\{[^{}]*\})?(.*)\\end\{\1\}$", re.S)
 _MIXED_SLASH = re.compile(r"^(?P<sign>-)?\s*(?P<w>\d+)\s+(?P<n>\d+)\s*/\s*(?P<d>\d+)$")
@@ -373,6 +384,12 @@ def _parse(s: str, depth: int) -> Answer:
     s = s.strip()
     if not s:
         return Answer("empty", "", "")
+    if _SPACE_THOUSANDS.match(s):
+        s = s.replace(" ", "")  # "1 000 000": thousands grouped by spaces
+    clock = _CLOCK.match(s)
+    if clock is not None:
+        # 12:00 is a time of day (or a ratio as written), never 12 divided by 0.
+        return Answer("numeral", s, s.replace(" ", ""))
     base = _BASE_NUMERAL.match(s)
     if base is not None:
         # 4210_7 is a numeral in base 7: the digits and the base are the answer, as written.
@@ -436,6 +453,8 @@ def _collection(s: str, structure: tuple[str, list[str]], depth: int) -> Answer:
 
 
 def _matrix(s: str, depth: int) -> Answer | None:
+    if s[:1] in "([" and s[-1:] in ")]" and s[1:].lstrip().startswith("\\begin{"):
+        s = s[1:-1].strip()  # "(\\begin{pmatrix}…\\end{pmatrix})": the brackets add nothing
     m = _MATRIX.match(s)
     if not m:
         return None
@@ -468,13 +487,30 @@ def _plus_minus(s: str, depth: int) -> Answer | None:
     return Answer("set", s, "{" + ",".join(sorted(p.canonical for p in parts)) + "}", parts=parts)
 
 
-def _value_side(texts: list[str]) -> tuple[str, str]:
-    """(named side, value side) of a two-sided equation: the value is the side that is not a bare
-    variable ("2 = x" states 2), else the right-hand side ("|AB| = 1" states 1)."""
+def _is_name(side: str) -> bool:
+    """A side that names a quantity rather than computes one: a bare variable, or letters without
+    a sum or difference (|AB|, A:B, \\angle APC, \\frac{NO}{BO}). "2x + z" is an expression."""
+    if _BARE_VARIABLE.fullmatch(side):
+        return True
+    inner = re.sub(r"\\[A-Za-z]+|\{|\}", " ", side)
+    return bool(re.search(r"[A-Za-z]", inner)) and not re.search(r"\d", inner) \
+        and not re.search(r"(?<=[\w)|}])\s*[-+]\s*(?=[\w(\\|])", side)
+
+
+def _value_side(texts: list[str]) -> tuple[str, str, bool]:
+    """(named side, value side, whether the equation names a value) of a two-sided equation:
+    "x = 2" and "2 = x" state 2, "|AB| = 1" states 1; "7 = 11a + c" names nothing: it is an
+    equation to satisfy, and only another equation answers it."""
     lhs, rhs = texts
+    if not re.search(r"[A-Za-z]", re.sub(r"\\[A-Za-z]+", "", lhs + rhs)):
+        return lhs, rhs, True  # "28 + 32 = 60": arithmetic, ending in its value
     if _BARE_VARIABLE.fullmatch(rhs) and not _BARE_VARIABLE.fullmatch(lhs):
-        return rhs, lhs
-    return lhs, rhs
+        return rhs, lhs, True
+    if _is_name(lhs):
+        return lhs, rhs, True
+    if _is_name(rhs):
+        return rhs, lhs, True
+    return lhs, rhs, False
 
 
 def _relation(s: str, depth: int) -> Answer | None:
@@ -491,16 +527,17 @@ def _relation(s: str, depth: int) -> Answer | None:
     if all(op in ("=", "in") for op in ops):
         if len(texts) > 2:
             # "x = 3 + 2 = 5": a computation ending in its value.
-            named, value_t = texts[0], texts[-1]
+            named, value_t, names = texts[0], texts[-1], True
         else:
-            named, value_t = _value_side(texts)
+            named, value_t, names = _value_side(texts)
         variable = named if _BARE_VARIABLE.fullmatch(named) else ""
         lhs, rhs = _parse(eq.normalize(named), depth + 1), _parse(eq.normalize(value_t), depth + 1)
         op = "in" if "in" in ops else "="
         # "x = 5" states 5: that is its canonical form; any other equation keeps both sides.
         canonical = rhs.canonical if variable and op == "=" and "(" not in variable else \
             f"{lhs.canonical}{'∈' if op == 'in' else '='}{rhs.canonical}"
-        return Answer("equation", s, canonical, parts=(lhs, rhs), op=op, variable=variable)
+        return Answer("equation", s, canonical, parts=(lhs, rhs), op=op, variable=variable,
+                      extra={"names_value": names or op == "in"})
     if len(texts) == 2 and ops[0] in ("<", "<=", ">", ">=", "!="):
         lhs, rhs = _parse(eq.normalize(texts[0]), depth + 1), _parse(eq.normalize(texts[1]), depth + 1)
         return Answer("inequality", s, squeeze(s), parts=(lhs, rhs), op=ops[0])
@@ -570,6 +607,9 @@ class _Comparer:
         eqn, other = (p, g) if p.kind == "equation" else (g, p)
         if other.kind == "inequality" and eqn.op != "in":
             return False, "equation_vs_inequality"
+        if not eqn.extra.get("names_value") and not (eqn is p and len(eqn.source.split("=")) > 2):
+            # "a + 3z = 0" is a condition, not the value 0.
+            return False, "equation_vs_value"
         # "x = 2", "|AB| = 1", "x \\in [1, 2]": the value stated is what is compared.
         return self.equal(eqn.parts[1], other, depth + 1)[0], "equation_value"
 

@@ -64,9 +64,12 @@ _STYLE = re.compile(r"\\(?:displaystyle|textstyle|scriptstyle)\s*")
 _FRAC_VARIANTS = re.compile(r"\\[dt]frac")
 _FRAC_SHORT = re.compile(r"\\frac\s*(\d)\s*(\d)")
 _FRAC_SHORT2 = re.compile(r"\\frac\s*(\{[^{}]*\})\s*(\d)")
+_FRAC_SHORT3 = re.compile(r"\\frac\s*(\d)\s*(\{[^{}]*\})")
 _SQRT_SHORT = re.compile(r"\\sqrt\s*(\d+|[a-zA-Z])")
-_UNWRAP_CMD = re.compile(r"\\(?:text|textbf|textit|textrm|mathrm|mathbf|mbox|operatorname|mathit|rm|bf)\s*\{([^{}]*)\}")
-_TRAILING_TEXT = re.compile(r"\s*\\(?:text|textrm|mbox|mathrm)\s*\{[^{}]*\}\s*(?:\^\s*\{?\d\}?)?\s*$")
+_UNWRAP_CMD = re.compile(
+    r"\\(?:text|textbf|textit|textrm|textnormal|mathrm|mathbf|mbox|operatorname|mathit|rm|bf)\s*\{([^{}]*)\}")
+_TRAILING_TEXT = re.compile(
+    r"\s*\\(?:text|textrm|textnormal|mbox|mathrm)\s*\{[^{}]*\}\s*(?:\^\s*\{?\d\}?)?\s*$")
 _MULTI_SPACE = re.compile(r"\s+")
 _DANGLING_ESCAPE = re.compile(r"(?<!\\)\\$")
 _CURRENCY = re.compile(r"^(-?)\s*(?:\\\$|\$|€|£|¥|₹|US\$|USD\s*|Rs\.?\s*)\s*(?=[\d.])")
@@ -152,6 +155,7 @@ def normalize(s: str) -> str:
     s = _DEGREES.sub("", s)
     s = _FRAC_SHORT.sub(r"\\frac{\1}{\2}", s)
     s = _FRAC_SHORT2.sub(r"\\frac\1{\2}", s)
+    s = _FRAC_SHORT3.sub(r"\\frac{\1}\2", s)
     s = _SQRT_SHORT.sub(r"\\sqrt{\1}", s)
     # A unit in \text{} after a value ("5\text{ cm}") is not part of the answer.
     stripped = _TRAILING_TEXT.sub("", s)
@@ -398,6 +402,11 @@ def _sympy_equal(a: Any, b: Any, rel_tol: float) -> tuple[bool, str] | None:
             for cand in (da - db, da + db):
                 if _is_zero(cand):
                     return True, "sympy_equation"
+            # The same equation scaled: 2x + 4y - 3 = 0 and y = -x/2 + 3/4.
+            if db != 0 and sympy.count_ops(da) + sympy.count_ops(db) <= 80:
+                ratio = sympy.simplify(da / db)
+                if ratio.is_number and ratio.is_finite and ratio != 0:
+                    return True, "sympy_equation_scaled"
             return False, "sympy_equation"
         if isinstance(a, sympy.Equality):
             a = a.rhs
@@ -407,6 +416,10 @@ def _sympy_equal(a: Any, b: Any, rel_tol: float) -> tuple[bool, str] | None:
             if a == b:
                 return True, "sympy_structural"
             return None
+        if a.has(sympy.zoo, sympy.nan) or b.has(sympy.zoo, sympy.nan):
+            return None  # a division by zero ("12:00" read as 12/0) says nothing
+        if a == b:
+            return True, "sympy_structural"
         if a.is_number and b.is_number:
             return _numeric_sympy_equal(a, b, rel_tol), "sympy_numeric"
         if a == b:

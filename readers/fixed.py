@@ -211,6 +211,7 @@ _MATH_PREFIX = re.compile(
 _MATH_T2 = re.compile(r"\bfinal\s+answer\s*(?:\*\*|__)?\s*(?:is|:|：|=|would\s+be)?", re.I)
 _MATH_T3 = re.compile(
     r"\banswer\s*(?:\*\*|__)?\s*(?:is|:|：|=|would\s+be|should\s+be)(?!\s*(?:not|n't)\b)|答案\s*(?:是|为|為|:|：)"
+    r"|\banswer\s+(?=\\\(|\$)|\b(?:the\s+)?(?:only\s+)?solutions?\s+(?:is|are|set\s+is)(?!\s*(?:not|n't)\b)"
     r"|" + _ANSWER_OTHER_LANGUAGES.pattern.removeprefix("(?i)"), re.I
 )
 # Q/A few-shot format ("A: 72" as the last line, GSM8K's released solutions).
@@ -1118,7 +1119,7 @@ def _gold_answer(gold: str) -> str:
     return boxes[-1].text if boxes else gold
 
 
-_COPULA = re.compile(r"(?i)\s(?:is|are|equals|=)\s+")
+_COPULA = re.compile(r"(?i)\s(?:is|are|equals|=)\s+|(?:是|为|為|は)\s*")
 
 
 def _copula_tail(value: str) -> str:
@@ -1165,6 +1166,35 @@ def _conclusion_number(region: str, limit: int) -> _Cand | None:
         return None
     m = nums[-1]
     return _Cand(m.start(), m.end(), m.group(0), "conclusion_number")
+
+
+_MATH_SPAN = re.compile(r"\$\$(.+?)\$\$|\\\[(.+?)\\\]|\\\((.+?)\\\)|(?<![\\$])\$([^$\n]+?)\$", re.S)
+
+
+def _last_math_span(region: str, limit: int) -> _Cand | None:
+    """The last formula of the response's last sentence, when that sentence is short and states
+    it ("Therefore $x \\geq 5$ is the solution.", "The identity matrix is $I$."): math set apart
+    at the very end is what the response arrives at."""
+    text = region[:limit].rstrip()
+    tail_start = max(0, len(text) - 400)
+    last = None
+    for m in _MATH_SPAN.finditer(text, tail_start):
+        last = m
+    if last is None:
+        return None
+    after = text[last.end():]
+    if len(after) > 60 or _SENTENCE_BREAK.search(after.rstrip(".!) \n")):
+        return None  # more sentences follow: not the conclusion
+    from .answers import has_words  # noqa: PLC0415
+
+    group = next(g for g in range(1, 5) if last.group(g) is not None)
+    value = last.group(group).strip()
+    if not value or has_words(value):
+        return None  # "$? just about 1$": two dollar signs of money, not a formula
+    if "=" in value.split("\\approx")[0] and not _CONCLUSION.search(text[max(0, last.start() - 200):
+                                                                                          last.start()]):
+        return None  # a computation mid-derivation, unless a conclusion introduces it
+    return _Cand(last.start(group), last.end(group), value, "last_math_span")
 
 
 def _answer_tag(region: str, limit: int) -> _Cand | None:
@@ -1218,7 +1248,7 @@ def _bare_answer(region: str, limit: int) -> _Cand | None:
     return _Cand(start, start + len(stripped), stripped, "bare_answer")
 
 
-_NUMERAL = re.compile(r"-?\$?\d[\d,]*(?:\.\d+)?(?:\s*[½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞]|/\d+)?%?|-?\.\d+|-?[½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞]"
+_NUMERAL = re.compile(r"(?<![A-Za-z_])-?\$?\d[\d,]*(?:\.\d+)?(?:\s*[½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞]|/\d+)?%?|-?\.\d+|-?[½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞]"
                       r"|[〇零一二三四五六七八九十百千万两]")
 
 
@@ -1249,6 +1279,9 @@ def _math_weak(region: str, limit: int) -> _Cand | None:
     conclusion = _conclusion_number(region, limit)
     if conclusion is not None:
         cands.append(conclusion)
+    span = _last_math_span(region, limit)
+    if span is not None:
+        cands.append(span)
     am = _LAST_LINE_ANSWER.match(last_line)
     if am is not None:
         value = am.group(1).strip().rstrip(".").strip()

@@ -94,6 +94,13 @@ def test_written_answers_parse_into_typed_answers(text: str, kind: str, canonica
     ("Rolling Stones", "The Rolling Stones"),
     ("\\frac{\\sqrt{5}}{5} \\approx 0.447", "\\frac{1}{\\sqrt{5}}"),
     ("33_5", "33_{5}"),
+    ("2 500 000", "2500000"),  # thousands grouped by spaces
+    ("t \\approx 4.5", "4.5"),  # a variable named on the left of ≈: its value is on the right
+    ("3x - 6y + 9 = 0", "y = \\frac{x}{2} + \\frac{3}{2}"),  # the same line, scaled
+    ("17 + 25 = 42", "42"),  # arithmetic ending in its value
+    ("\\tan 45^\\circ", "1"),  # degrees inside a trigonometric function
+    ("(\\begin{pmatrix} 1 \\\\ 3 \\end{pmatrix})", "\\begin{bmatrix}1\\\\3\\end{bmatrix}"),
+    ("x y^2", "y^2 x"),  # a short run of letters in a formula is a product of variables
 ])
 def test_equal_answers_are_equal(pred: str, gold: str) -> None:
     assert eq.math_equal(pred, gold).equal, eq.math_equal(pred, gold)
@@ -120,6 +127,8 @@ def test_equal_answers_are_equal(pred: str, gold: str) -> None:
     ("\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}", "\\begin{pmatrix} 2 \\\\ 1 \\end{pmatrix}"),
     ("33_5", "33"),  # a base-5 numeral is not the decimal number
     ("\\text{none}", "\\emptyset"),
+    ("5", "3u + w = 5"),  # an equation to satisfy is not the value on one side of it
+    ("10:30", "1:30"),  # times of day are not divisions by zero
 ])
 def test_different_answers_are_different(pred: str, gold: str) -> None:
     assert not eq.math_equal(pred, gold).equal, eq.math_equal(pred, gold)
@@ -220,6 +229,21 @@ def test_a_gold_written_like_a_response_is_read_by_the_same_rules() -> None:
 ])
 def test_text_answers_follow_text_rules(response: str, gold: str, verdict: str) -> None:
     assert read(response, gold).verdict == verdict
+
+
+@pytest.mark.parametrize("response,gold", [
+    ("Solving the two inequalities together, we conclude that $t \\geq 2$.", "t \\ge 2"),
+    ("Multiplying out, the product is $\\begin{pmatrix} 2 & 1 \\\\ 0 & 2 \\end{pmatrix}$.",
+     "\\begin{pmatrix}2&1\\\\0&2\\end{pmatrix}"),
+    ("Answer \\( 3 + 4 \\)", "7"),
+    ("Checking every case, the only solution is $t = 6$.", "6"),
+])
+def test_the_formula_a_response_arrives_at_is_read(response: str, gold: str) -> None:
+    assert read(response, gold).verdict == "correct"
+
+
+def test_digits_inside_a_code_are_not_a_number() -> None:
+    assert read("QX7B", "7").verdict != "correct"
 
 
 def test_a_concluding_sentence_states_the_result() -> None:
