@@ -166,3 +166,13 @@ def test_candidates_of_readings_stored_before_canonical_answers_fall_back_to_the
     policy = routing_policy_create(dataset=ds, name="p", panel=["strict-match", "boxed"])
     cands, _spans = panel_candidates(response_id=response.pk, policy_id=policy.pk, item_id=1, annotator_id=1)
     assert sorted(c["answer"] for c in cands) == ["(B)", "C"]
+
+
+def test_reader_agreement_compares_the_canonical_answers(write_jsonl):
+    from adjudication.analytics.selectors import reader_observations
+
+    ds = import_rows([mc_row(0, response=MERTON)], "ag", write_jsonl)
+    read_with(ds, "boxed", "fixed")
+    answers = {obs.reader: obs.answer for obs in reader_observations(dataset=ds)}
+    # boxed's own normalized form is the box text; what agreement compares is the option letter.
+    assert answers == {"boxed": "C", "fixed": "C"}

@@ -13,6 +13,7 @@ from typing import Any
 from django.db.models import BooleanField, Case, Count, Q, Value, When
 
 from ..models import Dataset, FinalLabel, Label, ReaderSpec, Reading, Response, ReviewItem, RoutingPolicy
+from ..routing import comparable_answer
 from ..services.review import normalise_answer
 from .agreement import HumanObs, ReaderObs, human_verdict
 from .format_share import Observation
@@ -42,12 +43,14 @@ def reader_observations(*, dataset: Dataset) -> list[ReaderObs]:
     labels = reader_labels(dataset=dataset)
     kinds = dict(ReaderSpec.objects.filter(id__in=labels).values_list("id", "kind"))
     rows = (Reading.objects.filter(response__dataset=dataset)
-            .values_list("response_id", "reader_spec_id", "verdict", "normalized", "answer",
+            .values_list("response_id", "reader_spec_id", "verdict", "canonical", "normalized", "answer",
                          "response__run__model", "response__run__checkpoint", "response__run__benchmark"))
+    # Readers are compared on one answer form whoever read ("(C) Merton" and "C" are one answer).
     return [ReaderObs(response=str(rid), reader=labels[sid], verdict=verdict,
-                      answer=normalized if normalized is not None else answer, kind=kinds[sid],
-                      model=model, checkpoint=ckpt, benchmark=bench)
-            for rid, sid, verdict, normalized, answer, model, ckpt, bench in rows.iterator(chunk_size=5000)]
+                      answer=comparable_answer(canonical=canonical, normalized=normalized, answer=answer),
+                      kind=kinds[sid], model=model, checkpoint=ckpt, benchmark=bench)
+            for rid, sid, verdict, canonical, normalized, answer, model, ckpt, bench
+            in rows.iterator(chunk_size=5000)]
 
 
 def human_observations(*, dataset: Dataset) -> dict[str, HumanObs]:
