@@ -79,6 +79,7 @@ _THIN_DIGITS = re.compile(r"(?<=\d)(?:\\,|\\ |\\;|[\u2009\u202f\u00a0])(?=\d{3}(
 _APPROX = re.compile(r"\\approx|≈|\\simeq|\\sim(?![a-z])")
 _PERCENT_WORDS = re.compile(r"\s*(?:\\text\s*\{\s*|\\mathrm\s*\{\s*)?\b(?:percent(?:age)?|pct)\b\s*\}?\.?\s*$", re.I)
 _ANSWER_TAG = re.compile(r"</?answer>", re.I)
+_REALS = re.compile(r"^\s*(?:\\mathbb\s*\{\s*R\s*\}|ℝ)\s*$")
 _TRIG_DEGREES = re.compile(
     r"(\\(?:sin|cos|tan|cot|sec|csc)\s*\(?\s*)(\d+(?:\.\d+)?)\s*\^\s*\{?\s*\\circ\s*\}?\s*\)?")
 
@@ -131,6 +132,7 @@ def prepare(text: str) -> str:
         # "x ≈ 11" names its value on the right; "\\frac{1}{3} ≈ 0.33" gives the exact one on the left.
         s = s[m.end():] if _BARE_VARIABLE.fullmatch(left) else s[: m.start()]
     s = _PERCENT_WORDS.sub("%", s)
+    s = _REALS.sub(r"(-\\infty, \\infty)", s)  # the set of real numbers is that interval
     # "\\cos 60^\\circ" is the cosine of 60 degrees: the normaliser drops degree signs, so the
     # argument of a trigonometric function is turned into radians first.
     s = _TRIG_DEGREES.sub(lambda m: f"{m.group(1)}{{\\frac{{{m.group(2)}\\pi}}{{180}}}}", s)
