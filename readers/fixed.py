@@ -1248,6 +1248,22 @@ def _bare_answer(region: str, limit: int) -> _Cand | None:
     return _Cand(start, start + len(stripped), stripped, "bare_answer")
 
 
+def _bare_last_line(region: str, limit: int) -> _Cand | None:
+    """A last line that is one answer and nothing else, maths without words ("…\n\\frac{5}{2}"):
+    the response ends on its answer."""
+    from .answers import has_words, parse_answer  # noqa: PLC0415
+
+    text = region[:limit].rstrip()
+    start = text.rfind("\n") + 1
+    if start == 0:
+        return None  # one line: _bare_answer's business
+    line = text[start:].strip()
+    if not line or len(line) > 200 or has_words(line) or parse_answer(line).kind in ("empty", "text"):
+        return None
+    s = text.find(line, start)
+    return _Cand(s, s + len(line), line, "bare_last_line")
+
+
 _NUMERAL = re.compile(r"(?<![A-Za-z_])-?\$?\d[\d,]*(?:\.\d+)?(?:\s*[½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞]|/\d+)?%?|-?\.\d+|-?[½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞]"
                       r"|[〇零一二三四五六七八九十百千万两]")
 
@@ -1282,6 +1298,9 @@ def _math_weak(region: str, limit: int) -> _Cand | None:
     span = _last_math_span(region, limit)
     if span is not None:
         cands.append(span)
+    bare_last = _bare_last_line(region, limit)
+    if bare_last is not None:
+        cands.append(bare_last)
     am = _LAST_LINE_ANSWER.match(last_line)
     if am is not None:
         value = am.group(1).strip().rstrip(".").strip()

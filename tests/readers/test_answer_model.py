@@ -158,6 +158,11 @@ def test_a_response_that_is_only_an_answer_is_read_whole(response: str, gold: st
     assert (r.verdict, r.detail["rule"]) == ("correct", "bare_answer"), (r.answer, r.detail)
 
 
+def test_a_response_that_ends_on_a_bare_answer_line_is_read_by_it() -> None:
+    r = read("Dividing both sides by 4 leaves the fraction below.\n\\frac{9}{4}", "2.25")
+    assert (r.verdict, r.detail["rule"]) == ("correct", "bare_last_line")
+
+
 def test_prose_is_never_a_bare_answer() -> None:
     r = read("Working through it, the total comes out to 18 apples.", "18")
     assert r.detail.get("rule") != "bare_answer"
