@@ -112,11 +112,43 @@ def _boxed_only(s: str) -> str:
     return ", ".join(contents)
 
 
+_QUOTED = re.compile(r'\\?"(.+)\\?"|“(.+)”|「(.+)」', re.S)
+_BACKSLASH_RUN = re.compile(r"\\+")
+_DOUBLED_COMMAND = re.compile(r"\\\\[A-Za-z]")
+_ONE_INLINE_FORMULA = re.compile(r"([^$]*?)(?<!\\)\$([^$]+)(?<!\\)\$([^$]*)")
+
+
+def _undo_double_escape(s: str) -> str:
+    """LaTeX escaped twice on its way through JSON ("\\\\frac{1}{2}"): every backslash run has even
+    length and some doubled backslash starts a command. A real row break ("1 \\\\ 2") is followed
+    by a space or a digit, and a text with any single backslash is taken as written."""
+    if "\\\\" not in s or not _DOUBLED_COMMAND.search(s):
+        return s
+    runs = [len(m.group(0)) for m in _BACKSLASH_RUN.finditer(s)]
+    if any(n % 2 for n in runs):
+        return s
+    return _BACKSLASH_RUN.sub(lambda m: "\\" * (len(m.group(0)) // 2), s)
+
+
+def _one_formula_with_words(s: str) -> str:
+    """ "$125$ miles", "about $3.5$": one formula with words around it is that formula with the
+    words, without the delimiters (a unit or a remark is then read as one)."""
+    m = _ONE_INLINE_FORMULA.fullmatch(s)
+    if m is None or not (m.group(1).strip() or m.group(3).strip()):
+        return s
+    return " ".join(part.strip() for part in m.groups() if part.strip())
+
+
 def prepare(text: str) -> str:
     """Unicode and typesetting normalisation before the LaTeX-level `equivalence.normalize`."""
     s = text[:MAX_ANSWER_CHARS]
+    s = _undo_double_escape(s)
     s = _ANSWER_TAG.sub("", s)
+    quoted = _QUOTED.fullmatch(s.strip())
+    if quoted is not None:
+        s = next(g for g in quoted.groups() if g is not None)  # quotation marks around an answer are not part of it
     s = _boxed_only(s)
+    s = _one_formula_with_words(s)
     # Superscript digits are exponents ("x²"); NFKC alone would make them plain digits ("x2").
     s = _SUPERSCRIPT_RUN.sub(lambda m: "^{" + m.group(1).translate(_SUPERSCRIPTS) + "}", s)
     # "2½" is two and a half: separate it so the mixed-number rule reads it.
@@ -324,10 +356,30 @@ _MATRIX = re.compile(r"^\\begin\{([pbvBV]?matrix|array)\}(?:\{[^{}]*\})?(.*)\\en
 _MIXED_SLASH = re.compile(r"^(?P<sign>-)?\s*(?P<w>\d+)\s+(?P<n>\d+)\s*/\s*(?P<d>\d+)$")
 
 
+_REPEATING = re.compile(r"(-)?(\d*)\.(\d*)(?:\\overline\s*\{(\d{1,12})\}|\\overline\s*(\d)|\((\d{1,12})\))")
+
+
+def _repeating_decimal(s: str) -> Fraction | None:
+    """0.\\overline{3} (or 0.(3)) is 1/3 exactly; 1.2\\overline{36} is 1.2363636…"""
+    m = _REPEATING.fullmatch(s.strip())
+    if m is None:
+        return None
+    sign, whole, fixed, period = m.group(1), m.group(2) or "0", m.group(3), m.group(4) or m.group(5) or m.group(6)
+    if len(whole) + len(fixed) > 40:
+        return None
+    scale = 10 ** len(fixed)
+    value = Fraction(int(whole)) + Fraction(int(fixed or "0"), scale) + Fraction(int(period),
+                                                                                  scale * (10 ** len(period) - 1))
+    return -value if sign else value
+
+
 def _number(s: str) -> tuple[Fraction, bool] | None:
     got = eq.parse_number(s)
     if got is not None:
         return got
+    repeating = _repeating_decimal(s)
+    if repeating is not None:
+        return repeating, False
     m = _MIXED_SLASH.match(s)
     if m and int(m.group("d")) != 0 and int(m.group("n")) < int(m.group("d")):
         value = int(m.group("w")) + Fraction(int(m.group("n")), int(m.group("d")))
@@ -413,6 +465,11 @@ def _parse(s: str, depth: int) -> Answer:
             if plus_minus is not None:
                 return plus_minus
         structure = _structure(s)
+        if structure is not None and structure[0] == "union" and not words and _LEADING_MEMBERSHIP.match(s):
+            # "x \\in (-\\infty, 1) \\cup (2, \\infty)": membership binds looser than the union.
+            relation = _relation(s, depth)
+            if relation is not None:
+                return relation
         if structure is not None and (not words or structure[0] in ("set", "seq()", "seq[]", "list")):
             return _collection(s, structure, depth)
         if not words:
@@ -428,6 +485,9 @@ def _parse(s: str, depth: int) -> Answer:
                 return Answer("number", s, _canonical_number(num, s), number=num)
         return Answer("text", s, squeeze(_TEXT_CMD.sub(r"\1", s)) or s)
     return Answer("expression", s, squeeze(s))
+
+
+_LEADING_MEMBERSHIP = re.compile(r"^[^(){}\[\]]*?(?:\\in\b|∈)")
 
 
 def _structure(s: str) -> tuple[str, list[str]] | None:
@@ -564,6 +624,10 @@ class _Comparer:
     def equal(self, p: Answer, g: Answer, depth: int) -> tuple[bool, str]:
         if p.kind == "empty" or g.kind == "empty":
             return False, "empty"
+        if depth == 0:
+            labelled = self._option_labelled(p, g)
+            if labelled is not None:
+                return labelled
         if p.kind == "number" and g.kind == "number":
             return eq._numbers_equal(p.number, g.number), "number"  # type: ignore[arg-type]
         if "numeral" in (p.kind, g.kind):
@@ -581,6 +645,23 @@ class _Comparer:
         if p.kind in _COLLECTIONS or g.kind in _COLLECTIONS:
             return self._collection(p, g, depth)
         return self._symbolic(p, g)
+
+    # -- an option's label with its value ("\\textbf{(C)}\\ 12", as AMC answers are written) --------
+
+    def _option_labelled(self, p: Answer, g: Answer) -> tuple[bool, str] | None:
+        lp, lg = _option_label(p.source), _option_label(g.source)
+        if lp is None and lg is None:
+            return None
+        letter_p = lp[0] if lp else _lone_option_letter(p.source)
+        letter_g = lg[0] if lg else _lone_option_letter(g.source)
+        if letter_p and letter_g:
+            return letter_p == letter_g, "option_label"
+        # One side labelled, the other a value: the labelled side's value is what is compared.
+        value_p = parse_answer(lp[1]) if lp else p
+        value_g = parse_answer(lg[1]) if lg else g
+        if value_p.kind == "empty" or value_g.kind == "empty":
+            return False, "option_label"
+        return self.equal(value_p, value_g, 1)[0], "option_value"
 
     # -- text ---------------------------------------------------------------------------------
 
@@ -654,6 +735,13 @@ class _Comparer:
                 sa, sb = _as_set(a), _as_set(b)
                 if sa is not None and sb is not None and (p.kind == "union" or g.kind == "union"):
                     return bool(sa == sb), "interval_set"
+        if self.use_sympy and ({p.kind, g.kind} & {"union", "sequence"}) and \
+                (_conditions(p) or _conditions(g)):
+            # "x \\le -2 or x \\ge 3" states the set (-\\infty, -2] \\cup [3, \\infty): conditions on one
+            # variable, joined by "or", are the union of what each allows.
+            sa, sb = self._solution_set(p), self._solution_set(g)
+            if sa is not None and sb is not None:
+                return bool(sa == sb), "conditions_set"
         kp, kg = p.kind, g.kind
         if {kp, kg} == {"set", "list"}:
             kp = kg = "set"  # "1, 2" and "\{1, 2\}" both state a solution set
@@ -668,6 +756,23 @@ class _Comparer:
                 return False, "brackets_differ"
             return all(self.equal(x, y, depth + 1)[0] for x, y in zip(p.parts, g.parts)), "sequence"
         return _multiset_equal(p.parts, g.parts, lambda x, y: self.equal(x, y, depth + 1)[0]), kp
+
+    def _solution_set(self, a: Answer) -> Any:
+        if _conditions(a):
+            import sympy  # noqa: PLC0415
+
+            sets = [self._solution_set(part) for part in a.parts]
+            if any(x is None for x in sets):
+                return None
+            symbols = {frozenset(x.free_symbols) for x in (_to_sympy(part, self.max_chars) for part in a.parts)}
+            if len(symbols) != 1:
+                return None  # "x > 1, y < 2" are conditions on two variables, not one set
+            try:
+                return sympy.Union(*sets)
+            except Exception:  # noqa: BLE001
+                return None
+        expr = _to_sympy(a, self.max_chars)
+        return None if expr is None else _as_set(expr)
 
     # -- SymPy --------------------------------------------------------------------------------
 
@@ -687,6 +792,25 @@ _COLLECTIONS = ("sequence", "set", "list", "union", "matrix")
 def _single(a: Answer) -> Answer:
     """A set or list of one element states that element: \\{1\\} answers 1."""
     return a.parts[0] if a.kind in ("set", "list") and len(a.parts) == 1 else a
+
+
+_OPTION_LABEL = re.compile(r"\(([A-E])\)\s*(.*)", re.S)
+
+
+def _option_label(source: str) -> tuple[str, str] | None:
+    """ "(C) 12" (normalised from "\\textbf{(C)}\\ 12"): an option letter and the option's value."""
+    m = _OPTION_LABEL.fullmatch(source.strip())
+    return (m.group(1), m.group(2).strip()) if m else None
+
+
+def _lone_option_letter(source: str) -> str:
+    s = source.strip()
+    return s if len(s) == 1 and "A" <= s <= "E" else ""
+
+
+def _conditions(a: Answer) -> bool:
+    """A list of inequalities ("x < -2, x > 3"): alternatives, each a condition on the variable."""
+    return a.kind == "list" and len(a.parts) > 1 and all(part.kind == "inequality" for part in a.parts)
 
 
 def _same_variable(a: str, b: str) -> bool:

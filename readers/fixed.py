@@ -586,6 +586,10 @@ class FixedReader(Reader):
             return Reading("no_answer", span=span, detail=detail)
         gold = _gold_answer(item.gold)
         value = _copula_tail(value)
+        only = _only_number_in_prose(value, gold)
+        if only is not None:
+            value = only
+            detail["value"] = "only_number_in_prose"
         result = eq.math_equal(value, gold, rel_tol=self.config.rel_tol, use_sympy=self.config.use_sympy,
                                max_sympy_chars=self.config.max_sympy_chars)
         whole = chosen.extra.pop("whole_clause", None)
@@ -623,6 +627,13 @@ class FixedReader(Reader):
             if later:
                 chosen = later[-1]
                 chosen.extra["overrode"] = "earlier_answer"
+            elif chosen.rule == "boxed":
+                # "… = \\boxed{255}. So he has $10,455. Final Answer: The final answer is $10,455$.": a box
+                # mid-derivation, then the response's own final answer, which is what it commits to.
+                final = [c for c in t2 if c.start > chosen.end and _states_an_answer(c.text)]
+                if final:
+                    chosen = final[-1]
+                    chosen.extra["overrode"] = "box_before_final_answer"
             return chosen
         bare = _bare_answer(region, limit)
         if bare is not None:
@@ -1136,6 +1147,27 @@ def _copula_tail(value: str) -> str:
     return tail if tail and parse_answer(tail).kind not in ("text", "empty") else value
 
 
+def _states_an_answer(value: str) -> bool:
+    from .answers import parse_answer  # noqa: PLC0415
+
+    return parse_answer(value).kind not in ("text", "empty")
+
+
+def _only_number_in_prose(value: str, gold: str) -> str | None:
+    """ "Final Answer: Jane started growing Sphere 3 hours ago." against a numeric gold: a committed
+    sentence that states one number and nothing else numeric states that number."""
+    from .answers import parse_answer  # noqa: PLC0415
+
+    if len(value) > 300 or parse_answer(value).kind != "text" or parse_answer(gold).kind != "number":
+        return None
+    if _MATH_SPAN.search(value) or "\\" in value:
+        return None  # a formula in the sentence: not prose with a number
+    found = list(_NUMERAL.finditer(value))
+    if len(found) != 1:
+        return None
+    return found[0].group(0)
+
+
 _SENTENCE_BREAK = re.compile(r"[.!?](?=\s+\S)|[。！？]")
 # "Therefore …", "So …", "Donc …", "因此…": a concluding sentence, in several languages.
 _CONCLUSION = re.compile(
@@ -1146,7 +1178,10 @@ _CONCLUSION = re.compile(
 
 
 def _conclusion_number(region: str, limit: int) -> _Cand | None:
-    """The last number of the response's last concluding sentence ("Therefore, she has 99 marbles.")."""
+    """The value of the response's last concluding sentence ("Therefore, she has 99 marbles.",
+    "So the probability is $\\frac{3}{4}$.", "Hence $x \\geq 5$."). A formula is read whole: the
+    last number of "$\\frac{3}{4}$" is not the answer, and neither is the bound of "$x \\geq 5$";
+    only an equation gives the value it states ("So $x = 5 + 3 = 8$" states 8)."""
     text = region[:limit]
     found = [m for m in _CONCLUSION.finditer(text, max(0, len(text) - 600))]
     if not found:
@@ -1154,18 +1189,78 @@ def _conclusion_number(region: str, limit: int) -> _Cand | None:
     start = found[-1].end()
     stop = _SENTENCE_BREAK.search(text, start)
     end = stop.start() if stop else len(text)
-    eq_at = text.rfind("=", start, end)
+    # "$12.50 and the tax is $" is two amounts of money, not a formula.
+    spans = [m for m in _MATH_SPAN.finditer(text, start, end) if _is_formula(_span_content(m))]
+    outside = [m for m in _NUMERAL.finditer(text, start, end)
+               if not any(sp.start() <= m.start() < sp.end() for sp in spans)]
+    if spans and (not outside or outside[-1].start() < spans[-1].start()):
+        # "Hence $x \\le -2$ or $x \\ge 3$": formulas joined by "or" / "and" / commas are one answer.
+        first = len(spans) - 1
+        while first > 0 and _FORMULA_GLUE.fullmatch(text, spans[first - 1].end(), spans[first].start()):
+            first -= 1
+        if first < len(spans) - 1:
+            joined = ", ".join(_span_content(m).strip() for m in spans[first:])
+            return _Cand(_content_start(spans[first]), _content_end(spans[-1]), joined, "conclusion_formula")
+        span = spans[-1]
+        v_start, v_end = _content_start(span), _content_end(span)
+        eq_at = _last_equals(text, v_start, v_end)
+        if eq_at >= 0 and text[eq_at + 1:v_end].strip():
+            v_start = eq_at + 1
+        value = text[v_start:v_end].strip()
+        if value:
+            v_start = text.find(value, v_start, v_end)
+            return _Cand(v_start, v_start + len(value), value, "conclusion_formula")
+    eq_at = _last_equals(text, start, end)
     if eq_at >= 0:
-        # "So $x = \\frac{\\sqrt 5}{5} \\approx 0.447$": the value the equation states.
+        # "So x = 0.447 approximately": the value the equation states.
         value = text[eq_at + 1:end].strip().strip("$").strip()
         if value:
             v_start = text.find(value, eq_at + 1, end)
             return _Cand(v_start, v_start + len(value), value, "conclusion_equals")
-    nums = list(_NUMERAL.finditer(text, start, end))
-    if not nums:
+    if not outside:
         return None
-    m = nums[-1]
+    m = outside[-1]
     return _Cand(m.start(), m.end(), m.group(0), "conclusion_number")
+
+
+_FORMULA_GLUE = re.compile(r"\s*(?:,|;|,?\s*(?:or|and)|\\text\{\s*(?:or|and)\s*\})?\s*", re.I)
+
+
+# Two dollar signs of money around prose: "$12.50 and the tax is $".
+_MONEY_AROUND_PROSE = re.compile(r"\s*\d[\d,]*(?:\.\d+)?\s+[A-Za-z]+\s+[A-Za-z]+")
+
+
+def _is_formula(content: str) -> bool:
+    from .answers import has_words  # noqa: PLC0415
+
+    return bool(content.strip()) and not has_words(content) and not _MONEY_AROUND_PROSE.match(content)
+
+
+def _span_group(m: re.Match) -> int:
+    return next(g for g in range(1, 5) if m.group(g) is not None)
+
+
+def _span_content(m: re.Match) -> str:
+    return m.group(_span_group(m))
+
+
+def _content_start(m: re.Match) -> int:
+    return m.start(_span_group(m))
+
+
+def _content_end(m: re.Match) -> int:
+    return m.end(_span_group(m))
+
+
+# An equals sign that states a value: not part of "<=", ">=", "!=", "==" or ":=".
+_EQUALS = re.compile(r"(?<![<>!=:\\])=(?!=)")
+
+
+def _last_equals(text: str, start: int, end: int) -> int:
+    found = -1
+    for m in _EQUALS.finditer(text, start, end):
+        found = m.start()
+    return found
 
 
 _MATH_SPAN = re.compile(r"\$\$(.+?)\$\$|\\\[(.+?)\\\]|\\\((.+?)\\\)|(?<![\\$])\$([^$\n]+?)\$", re.S)
@@ -1185,11 +1280,9 @@ def _last_math_span(region: str, limit: int) -> _Cand | None:
     after = text[last.end():]
     if len(after) > 60 or _SENTENCE_BREAK.search(after.rstrip(".!) \n")):
         return None  # more sentences follow: not the conclusion
-    from .answers import has_words  # noqa: PLC0415
-
     group = next(g for g in range(1, 5) if last.group(g) is not None)
     value = last.group(group).strip()
-    if not value or has_words(value):
+    if not _is_formula(value):
         return None  # "$? just about 1$": two dollar signs of money, not a formula
     if "=" in value.split("\\approx")[0] and not _CONCLUSION.search(text[max(0, last.start() - 200):
                                                                                           last.start()]):
@@ -1282,7 +1375,7 @@ def _math_weak(region: str, limit: int) -> _Cand | None:
     text = region[:limit].rstrip()
     ls = text.rfind("\n") + 1
     last_line = text[ls:]
-    eqpos = last_line.rfind("=")
+    eqpos = _last_equals(last_line, 0, len(last_line))
     cands: list[_Cand] = []
     if bolds:
         m = bolds[-1]
@@ -1318,7 +1411,10 @@ def _math_weak(region: str, limit: int) -> _Cand | None:
             cands.append(_Cand(s, s + len(stripped), stripped, "last_line_equals"))
     if not cands:
         return None
-    return max(cands, key=lambda c: c.start)
+    chosen = max(cands, key=lambda c: c.start)
+    if conclusion is not None and conclusion.start < chosen.start < conclusion.end:
+        return conclusion  # a part of the concluding formulas ("$x = 2$ or $x = -3$") is not the whole
+    return chosen
 
 
 # ------------------------------------------------------------------------------------------

@@ -256,3 +256,72 @@ def test_a_concluding_sentence_states_the_result() -> None:
                 "Therefore, 40 eggs arrive.")
     assert read(response, "40").verdict == "correct"
     assert read("一共有 6 × 7 = 42 个鸡蛋，路上打碎了 2 个。因此，到达的鸡蛋有 40 个。", "40").verdict == "correct"
+
+
+# -- concluding formulas, doubled escapes, quoted answers, a final answer after a box -------------
+
+@pytest.mark.parametrize("response,gold", [
+    ("Dividing the favourable cases by all 8, the chance is $\\frac{5}{8}$.", "5/8"),
+    ("So the chance of two heads is $\\frac{1}{4}$ exactly.", "0.25"),
+    ("Hence $t \\geq -1$ is the solution set.", "[-1, \\infty)"),
+    ("Thus $t >= -1$ is what we wanted.", "t \\ge -1"),
+    ("Therefore $m < 4$ or $m > 9$.", "(-\\infty, 4) \\cup (9, \\infty)"),
+    ("Therefore the two roots are $-4$ and $7$.", "-4, 7"),
+    ("So $p = 2 + 9 = 11$.", "11"),
+])
+def test_a_concluding_formula_is_read_whole(response: str, gold: str) -> None:
+    assert read(response, gold).verdict == "correct"
+
+
+@pytest.mark.parametrize("response,gold", [
+    ("So the chance of two heads is $\\frac{1}{4}$.", "4"),  # the denominator is not the answer
+    ("Hence $t \\geq -1$.", "-1"),  # a bound is not a value
+    ("Therefore $m < 4$ or $n > 9$.", "(-\\infty, 4) \\cup (9, \\infty)"),  # two variables: not one set
+    ("Therefore $m \\le 4$ or $m > 9$.", "(-\\infty, 4) \\cup (9, \\infty)"),  # 4 is in one, not the other
+])
+def test_a_concluding_formula_is_not_read_in_part(response: str, gold: str) -> None:
+    assert read(response, gold).verdict != "correct"
+
+
+def test_money_in_a_concluding_sentence_is_not_a_formula() -> None:
+    assert read("Therefore the ticket costs $8.25 and the snack costs $4.", "4").verdict == "correct"
+
+
+def test_membership_binds_looser_than_a_union() -> None:
+    ans = parse_answer("y \\in (-\\infty, 0) \\cup [5, \\infty)")
+    assert (ans.kind, ans.op) == ("equation", "in")
+    assert read("y < 0 or y >= 5", "y \\in (-\\infty, 0) \\cup [5, \\infty)").verdict == "correct"
+    assert read("y < 0 or y > 5", "y \\in (-\\infty, 0) \\cup [5, \\infty)").verdict == "incorrect"
+
+
+def test_latex_escaped_twice_reads_as_latex() -> None:
+    assert read("The point is $\\\\left( \\\\frac{2}{7}, 3 \\\\right)$", "(2/7, 3)").verdict == "correct"
+    # A real row break is not a doubled escape: the matrix keeps its two rows.
+    two_rows = parse_answer("\\begin{pmatrix} 4 \\\\ 9 \\end{pmatrix}")
+    assert (two_rows.kind, two_rows.shape) == ("matrix", (2, 1))
+
+
+def test_a_gold_that_is_one_formula_and_a_unit_is_the_formula() -> None:
+    assert read("The rope is $\\boxed{36\\text{ metres}}$ long.", "$36$ metres").verdict == "correct"
+    assert read("The rope is $\\boxed{63}$ metres long.", "$36$ metres").verdict == "incorrect"
+
+
+def test_quotation_marks_are_not_part_of_an_answer() -> None:
+    assert read('Final answer: "Lisbon".', "Lisbon").verdict == "correct"
+    assert read("The answer is “19”.", "19").verdict == "correct"
+
+
+def test_a_final_answer_after_a_box_mid_derivation_is_the_commitment() -> None:
+    response = ("The first year adds $\\boxed{80}$ dollars of interest, so after two years she has $1,680. "
+                "Final Answer: The final answer is $1680$.")
+    reading = read(response, "1680")
+    assert reading.verdict == "correct"
+    assert reading.detail["overrode"] == "box_before_final_answer"
+    # A final-answer phrase that states no answer leaves the box in place.
+    assert read("So the total is \\boxed{12}. Final answer: as computed above.", "12").verdict == "correct"
+
+
+def test_a_committed_sentence_with_one_number_states_that_number() -> None:
+    assert read("Final Answer: the tank fills after 14 minutes.", "14").verdict == "correct"
+    # Two numbers: no single value is stated.
+    assert read("Final Answer: 14 minutes for tank A and 9 for tank B.", "14").verdict != "correct"

