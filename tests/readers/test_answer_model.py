@@ -325,3 +325,26 @@ def test_a_committed_sentence_with_one_number_states_that_number() -> None:
     assert read("Final Answer: the tank fills after 14 minutes.", "14").verdict == "correct"
     # Two numbers: no single value is stated.
     assert read("Final Answer: 14 minutes for tank A and 9 for tank B.", "14").verdict != "correct"
+
+
+@pytest.mark.parametrize("written,value", [
+    ("0.\\overline{6}", "2/3"),
+    ("2.1\\overline{45}", "\\frac{236}{110}"),
+    ("-0.8\\overline{3}", "-5/6"),
+    ("0.(285714)", "2/7"),
+])
+def test_a_repeating_decimal_is_its_exact_value(written: str, value: str) -> None:
+    assert read(f"\\boxed{{{written}}}", value).verdict == "correct"
+    assert read(f"\\boxed{{{written}}}", "0.67").verdict == "incorrect"
+
+
+@pytest.mark.parametrize("response,gold,verdict", [
+    ("\\boxed{\\textbf{(D)}\\ 45}", "D", "correct"),
+    ("\\boxed{\\textbf{(D)}\\ 45}", "E", "incorrect"),
+    ("\\boxed{45}", "\\textbf{(D) }45", "correct"),
+    ("\\boxed{54}", "\\textbf{(D) }45", "incorrect"),
+    ("\\boxed{D}", "\\textbf{(D) }45", "correct"),
+    ("\\boxed{\\text{(B)}\\ 45}", "\\textbf{(D) }45", "incorrect"),  # the letter decides
+])
+def test_an_option_label_with_its_value(response: str, gold: str, verdict: str) -> None:
+    assert read(response, gold).verdict == verdict
