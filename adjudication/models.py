@@ -74,6 +74,9 @@ class Response(models.Model):
     question = models.ForeignKey(Question, on_delete=models.PROTECT, related_name="responses")
     external_id = models.CharField(max_length=500)
     text = VerbatimTextField()
+    # The rendered prompt the text was generated from (chat template and few-shot examples
+    # included), when the import carried it; Answer Regeneration continues it verbatim.
+    prompt_text = VerbatimTextField(null=True, blank=True)
     content_hash = models.CharField(max_length=64, help_text="sha256 of the response text")
     row_hash = models.CharField(max_length=64, help_text="sha256 of the whole imported row; detects changes")
     meta = models.JSONField(default=dict, blank=True)

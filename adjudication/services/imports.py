@@ -160,8 +160,8 @@ class _Importer:
                 continue
             to_create.append(Response(
                 dataset=self.dataset, run=run, question_id=self.question_ids[row.question_fingerprint],
-                external_id=row.id, text=row.response, content_hash=row.content_hash, row_hash=row.row_hash,
-                meta=row.meta,
+                external_id=row.id, text=row.response, prompt_text=row.prompt_text, content_hash=row.content_hash,
+                row_hash=row.row_hash, meta=row.meta,
             ))
             self.report.by_run[str(run)] += 1
         if to_create:
@@ -174,7 +174,7 @@ class _Importer:
         question_id = self.question_ids[row.question_fingerprint]
         old_hash, old_question = Response.objects.filter(pk=pk).values_list("content_hash", "question_id").get()
         Response.objects.filter(pk=pk).update(
-            run=run, question_id=question_id, text=row.response,
+            run=run, question_id=question_id, text=row.response, prompt_text=row.prompt_text,
             content_hash=row.content_hash, row_hash=row.row_hash, meta=row.meta,
         )
         if old_hash != row.content_hash or old_question != question_id:

@@ -53,6 +53,9 @@ class Row:
     prompt: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
     line: int = 0
+    # The rendered prompt the response was generated from (after any chat template), verbatim;
+    # None when the file does not carry it. Answer Regeneration continues exactly this text.
+    prompt_text: str | None = None
 
     @cached_property
     def content_hash(self) -> str:
@@ -66,6 +69,10 @@ class Row:
     def row_hash(self) -> str:
         payload = [self.id, self.question, self.gold, self.response, list(self.choices), self.model,
                    self.checkpoint, self.benchmark, self.prompt, self.meta]
+        if self.prompt_text is not None:
+            # Appended only when present, so that rows imported before prompts were stored keep their
+            # hash (re-importing them stays a no-op) while adding a prompt later is a change.
+            payload.append(self.prompt_text)
         return sha256(json.dumps(payload, ensure_ascii=True, sort_keys=True))
 
     def to_canonical(self) -> dict[str, Any]:
@@ -75,6 +82,8 @@ class Row:
         for key in ("model", "checkpoint", "benchmark", "prompt"):
             if getattr(self, key):
                 out[key] = getattr(self, key)
+        if self.prompt_text is not None:
+            out["prompt_text"] = self.prompt_text
         if self.meta:
             out["meta"] = self.meta
         return out
@@ -87,7 +96,7 @@ def sha256(text: str) -> str:
 
 REQUIRED = ("id", "question", "gold", "response")
 OPTIONAL_STR = ("model", "checkpoint", "benchmark", "prompt")
-KNOWN = set(REQUIRED) | set(OPTIONAL_STR) | {"choices", "meta"}
+KNOWN = set(REQUIRED) | set(OPTIONAL_STR) | {"choices", "meta", "prompt_text"}
 
 
 def _has_lone_surrogate(value: str) -> bool:
@@ -197,6 +206,19 @@ def _str_field(obj: dict, key: str, path: Path, line: int, *, required: bool, al
     return value
 
 
+def _prompt_text(value: Any, path: Path, line: int, field_name: str) -> str | None:
+    """A rendered prompt: text like the question and the response (any characters, any length,
+    stored verbatim), so only its type and emptiness are checked. None (or JSON null) means "not
+    recorded"; an empty string is refused because it would silently mean "the model saw nothing"."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise RowError(path, line, field_name, f"must be a string (the rendered prompt), got {type(value).__name__}")
+    if not value.strip():
+        raise RowError(path, line, field_name, "must not be empty (leave the field out when the prompt is unknown)")
+    return value
+
+
 def canonical_row(obj: Any, path: Path, line: int, *, max_lengths: Mapping[str, int] | None = None,
                   check_values: bool = True) -> Row:
     """One canonical line; `max_lengths` bounds the identity fields (the importer passes its columns')."""
@@ -208,6 +230,7 @@ def canonical_row(obj: Any, path: Path, line: int, *, max_lengths: Mapping[str, 
     question = _str_field(obj, "question", path, line, required=True)
     gold = _str_field(obj, "gold", path, line, required=True, allow_number=True)
     response = _str_field(obj, "response", path, line, required=True)
+    prompt_text = _prompt_text(obj.get("prompt_text"), path, line, "prompt_text")
     extras = {k: _str_field(obj, k, path, line, required=False) for k in OPTIONAL_STR}
     for key, value in extras.items():
         check.identity(value, key)
@@ -234,7 +257,8 @@ def canonical_row(obj: Any, path: Path, line: int, *, max_lengths: Mapping[str, 
         for key in unknown:
             check.json({key: obj[key]}, key)
         meta = {**meta, "extra_fields": {k: obj[k] for k in unknown}}
-    return Row(id=row_id, question=question, gold=gold, response=response, choices=choices, meta=meta, line=line, **extras)
+    return Row(id=row_id, question=question, gold=gold, response=response, choices=choices, meta=meta, line=line,
+               prompt_text=prompt_text, **extras)
 
 
 _SAMPLES_NAME = re.compile(r"^samples_(?P<task>.+?)_(?P<date>\d{4}-\d{2}-\d{2}T[\d\-.:]+)\.jsonl$")
@@ -270,6 +294,40 @@ def _lm_eval_choices(doc: dict, path: Path, line: int, check: _LineChecks) -> tu
 
 def _is_index(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _lm_eval_prompt(obj: dict, path: Path, line: int) -> str | None:
+    """The rendered prompt of an lm-eval sample, from its `arguments`; None when it has none.
+
+    lm-eval's samples files hold each request's arguments as {"gen_args_0": {"arg_0": context,
+    "arg_1": …}, …}; older writers dumped the raw list [[context, …], …]. The context (arg_0 of the first request) is the
+    prompt exactly as the model received it, few-shot examples and chat template included; every
+    request of a multiple-choice (loglikelihood) doc shares it. Chat-API runs
+    (local-chat-completions) log a JSON list of messages instead of a string: there is no rendered
+    prompt to keep (regeneration then falls back, and says so). A structure that is neither is a
+    bad line."""
+    if obj.get("arguments") is None:
+        return None
+    arguments = obj["arguments"]
+    if isinstance(arguments, dict):
+        first = arguments.get("gen_args_0")
+        if not isinstance(first, dict):
+            raise RowError(path, line, "arguments.gen_args_0",
+                           "missing or not an object (expected lm-eval's {\"gen_args_0\": {\"arg_0\": prompt, …}})")
+        if "arg_0" not in first:
+            raise RowError(path, line, "arguments.gen_args_0.arg_0", "missing (the rendered prompt)")
+        context, field_name = first["arg_0"], "arguments.gen_args_0.arg_0"
+    elif isinstance(arguments, list):
+        if not arguments or not isinstance(arguments[0], list) or not arguments[0]:
+            raise RowError(path, line, "arguments[0]", "missing or not a list (expected [[prompt, …], …])")
+        context, field_name = arguments[0][0], "arguments[0][0]"
+    else:
+        raise RowError(path, line, "arguments", f"must be an object or a list, got {type(arguments).__name__}")
+    if isinstance(context, list) and len(context) == 1 and isinstance(context[0], str):
+        return None  # chat messages serialised by a chat-API run: no rendered prompt exists
+    if isinstance(context, str) and not context.strip():
+        return None  # a zero-shot task with an empty context: the model saw no prompt worth replaying
+    return _prompt_text(context, path, line, field_name)
 
 
 def lm_eval_row(obj: Any, path: Path, line: int, *, task: str, model: str, checkpoint: str,
@@ -329,6 +387,7 @@ def lm_eval_row(obj: Any, path: Path, line: int, *, task: str, model: str, check
     return Row(
         id=row_id, question=question, gold=gold, response=response, choices=choices,
         model=model, checkpoint=checkpoint, benchmark=task, prompt=prompt, meta={"lm_eval": lm_eval}, line=line,
+        prompt_text=_lm_eval_prompt(obj, path, line),
     )
 
 
