@@ -25,10 +25,10 @@ def judge_batch(self, judge_ids: list[int], response_ids: list[int], retry_error
 
 @shared_task(bind=True, acks_late=True)
 def regenerate_batch(self, endpoint_id: int, response_ids: list[int], retry_errors: bool = False,
-                     tag: str = "", batch_id: int | None = None) -> int:
+                     tag: str = "", batch_id: int | None = None, instruction: str | None = None) -> int:
     with llm_batch_tracked(batch_id):
         endpoint = Endpoint.objects.filter(pk=endpoint_id).first()
         if endpoint is None:
             return 0
         return regenerations_create(endpoint=endpoint, response_ids=response_ids, retry_errors=retry_errors,
-                                    tag=tag)
+                                    tag=tag, instruction=instruction)

@@ -12,11 +12,13 @@ from readers import registry as reader_registry
 
 from ..models import Endpoint
 from adjudication.services.batches import BatchFailed
+from ..services.regeneration import check_instruction
 from ..services.runs import dataset_regenerate
 
 
 def run_regeneration(command: BaseCommand, dataset: Dataset, *, endpoint: str | None, batch_size: int | None,
-                     no_wait: bool, timeout: float, other_readers: list[str] = ()) -> None:
+                     no_wait: bool, timeout: float, other_readers: list[str] = (),
+                     instruction: str | None = None) -> None:
     from .commands.run_judges import wait_for
 
     if not endpoint:
@@ -24,6 +26,10 @@ def run_regeneration(command: BaseCommand, dataset: Dataset, *, endpoint: str | 
     unknown = [n for n in other_readers if n != "all" and n not in reader_registry.names()]
     if unknown:
         raise CommandError(f"unknown reader(s): {', '.join(unknown)}. `manage.py readers` lists them.")
+    try:
+        instruction = check_instruction(instruction)
+    except ValueError as exc:
+        raise CommandError(f"--regen-instruction: {exc}") from None
     ep = Endpoint.objects.filter(name=endpoint).first()
     if ep is None:
         raise CommandError(f"no endpoint named {endpoint!r}; add it with `manage.py add_endpoint`")
@@ -32,7 +38,7 @@ def run_regeneration(command: BaseCommand, dataset: Dataset, *, endpoint: str | 
     bar = tqdm(total=total, unit="readings", file=sys.stderr, desc="regenerate", leave=False)
     try:
         run = dataset_regenerate(dataset=dataset, endpoint=ep, batch_size=batch_size,
-                                 on_enqueued=bar.update if eager else None)
+                                 on_enqueued=bar.update if eager else None, instruction=instruction)
     except BatchFailed as exc:  # eager mode: the task ran, and failed, right here
         raise CommandError(str(exc)) from None
     if not eager and not no_wait:

@@ -1,18 +1,29 @@
-"""Answer Regeneration (seed 002 §5): the question as the model saw it, the model's whole output
-(unfinished thinking included), then "Answer:", sent as a non-reasoning call to a regenerating
-model; its result is a Reading named `regeneration` whose config carries that model.
+"""Answer Regeneration (seed 002 §5): "the original input prompt and its previous output (the
+reasoning process), and a new prefix `Answer:`", sent to a regenerating model in non-reasoning
+mode; its result is a Reading named `regeneration` whose config carries that model.
+
+The original input is the rendered prompt stored with the response at import (lm-eval's
+`arguments`, the canonical `prompt_text`): the exact string the model was given, its chat template
+and few-shot examples included. On the completions endpoint it is sent verbatim, followed by the
+output and "Answer:": the server applies no template of its own, so the text is byte for byte the
+original conversation continued, and no new thinking block is opened (non-reasoning). On a chat
+endpoint the stored prompt is the user message and the server applies the model's chat template.
+A response imported without a prompt falls back to a prompt rebuilt from the question and its
+options, and its reading's detail says so (`prompt: "rebuilt"`, `prompt_missing`).
+
+No instruction is added unless one is configured (`instruction`, part of the spec's config hash):
+the seed's request is the prompt, the output and "Answer:" and nothing else.
 
 Multiple choice is answered by log-probability, by the endpoint's `logprob_method`:
 
 * `completions_echo` (default; vLLM's /v1/completions, lm-eval's loglikelihood method): one
   request whose `prompt` is the list [context + " A", context + " B", ...] with echo=true,
   logprobs=1, max_tokens=1, temperature=0; each option scores the sum of the log-probabilities of
-  the prompt tokens that cover its continuation (found through `text_offset`). The raw completion
-  prompt has no chat template, so no thinking is started: the call is non-reasoning by itself.
+  the prompt tokens that cover its continuation (found through `text_offset`).
 * `chat_top_logprobs` (/v1/chat/completions; OpenAI, or vLLM without completions): max_tokens=1,
   logprobs=true, top_logprobs=k at the first generated position; " B", "B", "(B" are merged.
   On vLLM (flavour "vllm") the output and "Answer:" are the final assistant message, continued
-  (continue_final_message); elsewhere "Answer:" ends a final user turn.
+  (continue_final_message); elsewhere "Answer:" is a final user turn.
 * `none`, or an endpoint that returns no log-probabilities, or refuses the logprob request with a
   4xx: a short generation, parsed for an option letter or text (detail.fallback = true).
 
@@ -38,13 +49,18 @@ from .calls import Caller, CallOutcome, Job, fan_out
 from .records import ReadingResult, internal_failure, work_for, write
 
 NAME = "regeneration"
-VERSION = "1"
+VERSION = "2"
 PREFIX = "Answer:"
+# Between the output and "Answer:" (and around an instruction): a paragraph break, so that the
+# prefix starts a line of its own whatever the output ended with.
+SEPARATOR = "\n\n"
+NO_PROMPT = ("no rendered prompt was imported for this response (lm-eval `arguments` or canonical "
+             "`prompt_text`): the prompt was rebuilt from the question and its options (fallback)")
 GENERATE_MAX_TOKENS = 32
 _RAW_CHARS = 2000
 
 
-def regeneration_config(cfg: EndpointConfig) -> dict[str, Any]:
+def regeneration_config(cfg: EndpointConfig, instruction: str | None = None) -> dict[str, Any]:
     return {
         "endpoint_model": cfg.model,
         "method": cfg.logprob_method,
@@ -52,12 +68,25 @@ def regeneration_config(cfg: EndpointConfig) -> dict[str, Any]:
         "top_logprobs": cfg.top_logprobs if cfg.logprob_method == "chat_top_logprobs" else None,
         "prefix": PREFIX,
         "generate_max_tokens": GENERATE_MAX_TOKENS,
-        "prompt": "question+options / output / Answer: v1",
+        "prompt": "stored prompt (fallback: question+options) / output / Answer: v2",
+        "instruction": instruction or None,
     }
 
 
-def regeneration_spec_for(endpoint: Endpoint) -> ReaderSpec:
-    config = regeneration_config(EndpointConfig.from_model(endpoint))
+def check_instruction(instruction: str | None) -> str | None:
+    """An added instruction is part of what the regenerating model reads: refuse blank ones (they
+    would make a second spec that sends nothing different) and text no request can carry."""
+    if instruction is None:
+        return None
+    if not instruction.strip():
+        raise ValueError("a regeneration instruction must not be blank (leave it out for the seed's prompt)")
+    if "\x00" in instruction:
+        raise ValueError("a regeneration instruction must not contain NUL characters")
+    return instruction
+
+
+def regeneration_spec_for(endpoint: Endpoint, instruction: str | None = None) -> ReaderSpec:
+    config = regeneration_config(EndpointConfig.from_model(endpoint), check_instruction(instruction))
     spec, _ = ReaderSpec.objects.get_or_create(
         name=NAME, version=VERSION, config_hash=config_hash(config),
         defaults={"config": json_safe(config), "kind": "regeneration"},
@@ -74,23 +103,35 @@ class RegenItem:
     choices: tuple[str, ...]
     gold: str
     output: str
+    # The rendered prompt stored at import, verbatim; None: rebuilt from question and options.
+    prompt_text: str | None = None
+    instruction: str | None = None
+
+
+def _prefix(item: RegenItem) -> str:
+    """"Answer:", preceded by the configured instruction when there is one."""
+    return f"{item.instruction}{SEPARATOR}{PREFIX}" if item.instruction else PREFIX
 
 
 def completion_context(item: RegenItem) -> str:
-    return f"{prompts.question_block(item.question, item.choices)}\n\n{item.output.rstrip()}\n\n{PREFIX}"
+    """The text the completions endpoint continues. With a stored prompt: that prompt, the output
+    right after it (as the model produced it), then "Answer:". Without: the fallback prompt."""
+    if item.prompt_text is not None:
+        return f"{item.prompt_text}{item.output.rstrip()}{SEPARATOR}{_prefix(item)}"
+    return f"{prompts.question_block(item.question, item.choices)}{SEPARATOR}{item.output.rstrip()}{SEPARATOR}{_prefix(item)}"
 
 
 def chat_messages(item: RegenItem, cfg: EndpointConfig) -> tuple[list[dict], dict]:
-    """Messages and extra request fields for a chat call that ends on "Answer:"."""
-    question = prompts.question_block(item.question, item.choices)
+    """Messages and extra request fields for a chat call that ends on "Answer:". The server renders
+    them with the model's chat template; the stored prompt is the user message."""
+    question = item.prompt_text if item.prompt_text is not None else prompts.question_block(item.question, item.choices)
     if cfg.flavour == Endpoint.Flavour.VLLM:
         messages = [{"role": "user", "content": question},
-                    {"role": "assistant", "content": f"{item.output.rstrip()}\n\n{PREFIX}"}]
+                    {"role": "assistant", "content": f"{item.output.rstrip()}{SEPARATOR}{_prefix(item)}"}]
         return messages, {"extra_body": {"continue_final_message": True, "add_generation_prompt": False}}
-    ask = ("Reply with the letter of your final answer only." if item.choices
-           else "Reply with your final answer only, no explanation.")
+    # No assistant prefill outside vLLM: "Answer:" (after the instruction, if any) is the next turn.
     messages = [{"role": "user", "content": question}, {"role": "assistant", "content": item.output},
-                {"role": "user", "content": f"{ask}\n{PREFIX}"}]
+                {"role": "user", "content": _prefix(item)}]
     return messages, {}
 
 
@@ -180,7 +221,10 @@ def _canonical(item: RegenItem, answer: str | None) -> str | None:
 
 def _regenerate(caller: Caller, item: RegenItem) -> ReadingResult:
     cfg = caller.endpoint
-    detail: dict[str, Any] = {"method": cfg.logprob_method, "model": cfg.model}
+    detail: dict[str, Any] = {"method": cfg.logprob_method, "model": cfg.model,
+                              "prompt": "stored" if item.prompt_text is not None else "rebuilt"}
+    if item.prompt_text is None:
+        detail["prompt_missing"] = NO_PROMPT
     attempts = 0
     if item.choices:
         gold = answers.gold_letter(item.gold, item.choices)
@@ -232,11 +276,11 @@ def _regenerate(caller: Caller, item: RegenItem) -> ReadingResult:
 
 
 def regenerations_create(*, endpoint: Endpoint, response_ids: Sequence[int], retry_errors: bool = False,
-                         tag: str = "") -> int:
+                         tag: str = "", instruction: str | None = None) -> int:
     """Regenerate the answer of every response in `response_ids` that has no `regeneration`
-    reading for this endpoint's model yet (and, with `retry_errors`, of every one whose calls
-    failed). Returns the number of readings written or replaced."""
-    spec = regeneration_spec_for(endpoint)
+    reading for this endpoint's model (and instruction) yet, and, with `retry_errors`, of every
+    one whose calls failed. Returns the number of readings written or replaced."""
+    spec = regeneration_spec_for(endpoint, instruction)
     todo = work_for(spec=spec, response_ids=response_ids, retry_errors=retry_errors)
     if not todo:
         return 0
@@ -246,7 +290,9 @@ def regenerations_create(*, endpoint: Endpoint, response_ids: Sequence[int], ret
     for r in Response.objects.filter(id__in=list(todo)).select_related("question").order_by("id"):
         q = r.question
         item = RegenItem(r.id, spec.id, todo[r.id], prompts.sendable(q.text),
-                         tuple(prompts.sendable(c) for c in q.choices or ()), q.gold, prompts.sendable(r.text))
+                         tuple(prompts.sendable(c) for c in q.choices or ()), q.gold, prompts.sendable(r.text),
+                         prompt_text=None if r.prompt_text is None else prompts.sendable(r.prompt_text),
+                         instruction=spec.config.get("instruction"))
         jobs.append(Job(key=(r.id, spec.id), endpoint=cfg, run=partial(_regenerate, item=item),
                         failure=internal_failure(r.id, spec.id, todo[r.id], secrets=secrets)))
     fan_out(jobs, write=partial(write, tag=tag))

@@ -104,9 +104,10 @@ def dataset_judge(*, dataset: Dataset, judges: Sequence[Judge], retry_errors: bo
 
 
 def dataset_regenerate(*, dataset: Dataset, endpoint: Endpoint, retry_errors: bool = False,
-                       batch_size: int | None = None, on_enqueued: Callable[[int], None] | None = None) -> LLMRun:
+                       batch_size: int | None = None, on_enqueued: Callable[[int], None] | None = None,
+                       instruction: str | None = None) -> LLMRun:
     """Enqueue `regenerate_batch` tasks so every response gets one `regeneration` reading by this
-    endpoint's model."""
+    endpoint's model (and `instruction`, when one is added before "Answer:")."""
     from ..tasks import regenerate_batch
 
     batch_size = batch_size or batch_size_default()
@@ -114,7 +115,7 @@ def dataset_regenerate(*, dataset: Dataset, endpoint: Endpoint, retry_errors: bo
         raise ValueError("batch size must be at least 1")
     run = LLMRun(dataset=dataset, enqueued=[], tag=uuid.uuid4().hex if retry_errors else "",
                  kind=TaskBatch.Kind.REGENERATE)
-    spec = regeneration_spec_for(endpoint)
+    spec = regeneration_spec_for(endpoint, instruction)
     todo = _missing(dataset, spec)
     if retry_errors:
         failed = _failed(dataset, spec)
@@ -126,7 +127,7 @@ def dataset_regenerate(*, dataset: Dataset, endpoint: Endpoint, retry_errors: bo
                                sizes=[len(chunk) for chunk in chunks])
     for chunk, batch_id in zip(chunks, batch_ids, strict=True):
         transaction.on_commit(lambda c=chunk, b=batch_id: regenerate_batch.delay(endpoint.pk, c, retry_errors,
-                                                                                 run.tag, b))
+                                                                                 run.tag, b, instruction))
         if on_enqueued:
             on_enqueued(len(chunk))
     run.enqueued = [Enqueued(reader_spec=spec, missing=len(todo), batches=len(chunks))]

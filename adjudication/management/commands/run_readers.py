@@ -26,9 +26,13 @@ class Command(BaseCommand):
         parser.add_argument("--timeout", type=float, default=0, help="give up waiting after this many seconds (0 = never)")
         parser.add_argument("--endpoint", default=None,
                             help="LLM endpoint (see add_endpoint) for the `regeneration` reader: Answer Regeneration")
+        parser.add_argument("--regen-instruction", default=None,
+                            help="text added before \"Answer:\" in regeneration requests (default: none, as seed 002 "
+                                 "specifies); part of the reader's config hash, so a separate set of readings")
 
     def handle(self, *args, dataset: str, readers: list[str] | None, batch_size: int, no_wait: bool,
-               timeout: float, endpoint: str | None = None, **options) -> None:
+               timeout: float, endpoint: str | None = None, regen_instruction: str | None = None,
+               **options) -> None:
         try:
             ds = dataset_get(name=dataset)
         except Dataset.DoesNotExist:
@@ -39,11 +43,12 @@ class Command(BaseCommand):
 
             readers = [r for r in readers if r != "regeneration"]
             run_regeneration(self, ds, endpoint=endpoint, batch_size=batch_size, no_wait=no_wait, timeout=timeout,
-                             other_readers=readers)
+                             other_readers=readers, instruction=regen_instruction)
             if not readers:
                 return
-        elif endpoint:
-            raise CommandError("--endpoint is for the LLM reader: add --reader regeneration")
+        elif endpoint or regen_instruction is not None:
+            option = "--endpoint" if endpoint else "--regen-instruction"
+            raise CommandError(f"{option} is for the LLM reader: add --reader regeneration")
         names = default_panel() if not readers or readers == ["all"] else readers
         known = set(reader_registry.names())
         unknown = [n for n in names if n not in known]
