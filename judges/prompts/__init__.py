@@ -1,4 +1,5 @@
-"""Prompt templates: the built-in judge graders and the Answer Regeneration prompt.
+"""Prompt templates: the built-in judge graders, and the question block Answer Regeneration falls
+back on when no rendered prompt was imported.
 
 Placeholders are `{question}`, `{choices}`, `{target}` (alias `{gold}`) and `{response}`. Only
 these names are substituted, so the braces of LaTeX in questions and responses, and any other
@@ -37,8 +38,8 @@ def choices_block(choices: list[str] | tuple[str, ...]) -> str:
 
 
 def question_block(question: str, choices: list[str] | tuple[str, ...]) -> str:
-    """The question as the model saw it (we store question text and options, not the original
-    prompt string): the question, then one `X. option` line per option."""
+    """The question and its options, one `X. option` line each: what a judge is shown, and
+    Answer Regeneration's stand-in for the original prompt when the import carried none."""
     return question.rstrip() + ("\n" + choices_block(choices) if choices else "")
 
 
