@@ -39,6 +39,7 @@ from typing import Any, Sequence
 
 from adjudication.fields import json_safe
 from adjudication.models import ReaderSpec, Response
+from adjudication.validators import free_text_problem
 from readers.base import Item, config_hash
 from readers.canonical import canonical_answer
 
@@ -80,8 +81,10 @@ def check_instruction(instruction: str | None) -> str | None:
         return None
     if not instruction.strip():
         raise ValueError("a regeneration instruction must not be blank (leave it out for the seed's prompt)")
-    if "\x00" in instruction:
-        raise ValueError("a regeneration instruction must not contain NUL characters")
+    # The config (jsonb) must hold exactly what is sent, so nothing it would have to alter.
+    problem = free_text_problem(instruction)
+    if problem:
+        raise ValueError(f"a regeneration instruction {problem}")
     return instruction
 
 

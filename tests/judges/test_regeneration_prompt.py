@@ -134,5 +134,9 @@ def test_run_readers_takes_the_instruction_and_refuses_a_blank_one(loopback, mak
     assert ReaderSpec.objects.get(name="regeneration").config["instruction"] == "Final answer only."
     with pytest.raises(CommandError, match="--regen-instruction: .*blank"):
         run_command("run_readers", dataset=ds.name, readers=["regeneration"], endpoint="loop", regen_instruction=" ")
+    with pytest.raises(CommandError, match="--regen-instruction: .*lone surrogate"):
+        run_command("run_readers", dataset=ds.name, readers=["regeneration"], endpoint="loop",
+                    regen_instruction="bad \udcff byte")
+    assert ReaderSpec.objects.filter(name="regeneration").count() == 1
     with pytest.raises(CommandError, match="--regen-instruction is for the LLM reader"):
         run_command("run_readers", dataset=ds.name, readers=["boxed"], regen_instruction="x")
