@@ -140,3 +140,23 @@ def test_run_readers_takes_the_instruction_and_refuses_a_blank_one(loopback, mak
     assert ReaderSpec.objects.filter(name="regeneration").count() == 1
     with pytest.raises(CommandError, match="--regen-instruction is for the LLM reader"):
         run_command("run_readers", dataset=ds.name, readers=["boxed"], regen_instruction="x")
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.worker
+def test_the_stored_prompt_and_the_instruction_reach_a_real_worker(loopback, make_endpoint, make_dataset,
+                                                                   celery_worker):
+    ds = make_dataset([math_row(0, prompt_text=MATH_PROMPT, response=MATH_OUTPUT), math_row(1)], n_mc=0)
+    loopback.reply = " 72"
+    make_endpoint("loop")
+    out = run_command("run_readers", dataset=ds.name, readers=["regeneration"], endpoint="loop", timeout=120,
+                      regen_instruction="Final answer only.")
+    assert out.split()[:2] == ["regeneration", "2"]
+    prompts = sorted(b["prompt"] for b in loopback.stats.bodies)
+    assert prompts == sorted([
+        MATH_PROMPT + MATH_OUTPUT.rstrip() + "\n\nFinal answer only.\n\nAnswer:",
+        "Compute 1 + 72 - 1.\n\n" + math_row(1)["response"] + "\n\nFinal answer only.\n\nAnswer:",
+    ])
+    got = {r.response.external_id: (r.verdict, r.detail["prompt"])
+           for r in Reading.objects.filter(reader_spec__name="regeneration").select_related("response")}
+    assert got == {"math-0": ("correct", "stored"), "math-1": ("correct", "rebuilt")}
