@@ -89,9 +89,10 @@ def has_box(text: str) -> bool:
 
 
 _NUMBER = re.compile(r"[-+−]?(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d+)?(?:\s*/\s*\d+)?\s*%?")
-_LATEX = re.compile(r"\\[A-Za-z]+|\^|_\{|\\\(|\\\[")
+# A LaTeX command or spacing/escape (\frac, \!, \$), a power, or a subscript (52_8, x_{1}).
+_LATEX = re.compile(r"\\[A-Za-z!,;:$%()\[]|\^|_\{|_\d")
 _LETTER = re.compile(r"\(?[A-Za-z]\)?\.?")
-# A short formula: digits, variables, operators and brackets, with at least one digit and one operator.
+# The characters of a short formula: digits, variables, operators, brackets, commas.
 _FORMULA = re.compile(r"[\w\s+\-−*/=<>≤≥().,\[\]{}|!]{1,40}")
 _OPERATOR = re.compile(r"[+\-−*/=<>≤≥(]")
 
@@ -126,8 +127,9 @@ def item_task_type(gold: str, choices: Sequence[str] = ()) -> str:
     bare = text.lstrip("$€£").strip()
     if any(c.isdigit() for c in bare) and _NUMBER.fullmatch(bare):
         return MATHS
-    if any(c.isdigit() for c in bare) and _FORMULA.fullmatch(bare) and _OPERATOR.search(bare) \
-            and sum(c.isalpha() for c in bare) <= 3:
+    # A short formula or list of numbers ("2k", "p - q", "3, 5, 7"): few letters, and a digit or an operator.
+    if _FORMULA.fullmatch(bare) and sum(c.isalpha() for c in bare) <= 3 \
+            and (any(c.isdigit() for c in bare) or (_OPERATOR.search(bare) and any(c.isalpha() for c in bare))):
         return MATHS
     return FREE_FORM
 
