@@ -258,3 +258,23 @@ def test_free_form_science_answers_are_typed_free_form_with_a_warning_worthy_maj
     golds = {r["question_id"]: r["reference_answer"] for r in rows}
     gpqa = _type_of([(g, ()) for g in golds.values()])
     assert gpqa["task_type"] == "free_form" and gpqa["agreement"] < fs.MIXED_BELOW
+
+
+def test_the_seed_000_examples_reproduce_the_documented_figures():
+    """docs/seeds-000.md quotes these numbers; the files are synthetic constructions from the seed's text."""
+    from ..conftest import ROOT
+
+    toy = json.loads(run_command("format_share", input=ROOT / "docs" / "examples" / "seed000-toy.jsonl", json=True,
+                                 bootstrap=0))
+    (c,) = toy["comparisons"]
+    assert (c["reported_gain"], c["fixed_gain"], c["format_share"]) == (50.0, 0.0, 1.0)
+    out = json.loads(run_command("format_share", input=ROOT / "docs" / "examples" / "seed000-pooling.jsonl",
+                                 json=True))  # the documented intervals use the defaults: 1000 resamples, seed 0
+    assert [(c["reported_gain"], c["fixed_gain"]) for c in out["comparisons"]] == [(30.0, 3.0), (15.0, 5.0)]
+    p = out["pooled"]
+    assert (p["reported_gain"], p["fixed_gain"], p["format_share"]) == (22.5, 4.0, fs.format_share(22.5, 4.0))
+    assert round(out["mean_of_shares"], 3) == 0.783
+    assert [round(x, 3) for x in p["format_share_ci"]] == [0.688, 0.933]
+    assert [round(x, 3) for x in out["mean_of_shares_ci"]] == [0.641, 0.911]
+    box = out["box_rate"]
+    assert (box["base"]["k"], box["base"]["n"], box["rl"]["k"], box["rl"]["n"]) == (50, 200, 197, 200)
