@@ -10,8 +10,10 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 class Command(BaseCommand):
     help = ("Format share of base→RL gains: reported gain under the harness reader, fixed gain under a fixed "
-            "reader (any reader, an LLM reader's stored verdicts, or 'human'), per (model, benchmark, prompt), "
-            "pooled and as a mean of shares. --input FILE needs no database; --dataset NAME reads the database.")
+            "reader (any reader, an LLM reader's stored verdicts, or 'human'), per (model, benchmark, prompt); over "
+            "the eligible comparisons the pooled share, the mean of shares (our reading of seed 000's other pooling "
+            "rule), the summed gain per model pair and the box rate by base / RL role, overall and --by task type or "
+            "benchmark. --input FILE needs no database; --dataset NAME reads the database.")
     # --input must work with no database server at all: no system checks, no ORM.
     requires_system_checks: list = []
 
