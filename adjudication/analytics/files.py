@@ -11,7 +11,7 @@ from typing import Any
 
 from ..services.rows import Row, RowError, iter_json_lines, iter_rows
 from .bias import VERDICTS
-from .format_share import Observation, has_box
+from .format_share import Observation, has_box, item_task_type
 
 HUMAN = "human"
 
@@ -88,7 +88,8 @@ def format_share_observations(path: Path, *, reported: str, fixed: str, processe
         verdicts[name] = given
         sources[name] = "human_verdict fields of the file" if name == HUMAN else f"verdicts.{name} fields of the file"
     obs = [Observation(model=r.model, checkpoint=r.checkpoint, benchmark=r.benchmark, prompt=r.prompt,
-                       question=r.question_fingerprint, reported=rep, fixed=fix, has_box=has_box(r.response))
+                       question=r.question_fingerprint, reported=rep, fixed=fix, has_box=has_box(r.response),
+                       task_type=item_task_type(r.gold, r.choices))
            for r, rep, fix in zip(rows, verdicts[reported], verdicts[fixed], strict=True)]
     return obs, sources
 

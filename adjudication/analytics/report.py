@@ -25,6 +25,9 @@ class Params:
     base: str = "base"
     by: str = "model"
     reference: str = ""
+    min_gain: float = 0.0
+    min_extraction: float = 0.0
+    pool_by: str = ""
     n_boot: int = 1000
     seed: int = 0
 
@@ -36,7 +39,19 @@ class Params:
         p.base = (q.get("base") or p.base)[:100]
         p.by = q.get("by") if q.get("by") in DIMENSIONS else p.by
         p.reference = (q.get("reference") or "")[:200]
+        p.min_gain = _number(q.get("min_gain"), low=0.0, high=100.0)
+        p.min_extraction = _number(q.get("min_extraction"), low=0.0, high=1.0)
+        p.pool_by = q.get("pool_by") if q.get("pool_by") in fs.POOL_BY else ""
         return p
+
+
+def _number(value: Any, *, low: float, high: float) -> float:
+    """A query-string threshold; anything unreadable or out of range is 0 (which the page warns about)."""
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return 0.0
+    return x if low <= x <= high else 0.0
 
 
 @dataclass
@@ -151,27 +166,38 @@ def _format_share(rep: Report) -> None:
     except LookupError as exc:
         rep.format_share_error = str(exc.args[0])
         rep.tables["format-share"] = {"title": "Format share", "rows": []}
+        rep.tables["format-share-pairs"] = {"title": "Format share: summed reported gain per model pair", "rows": []}
         return
-    res = jsonable(fs.strip_private(fs.compute(obs, base_checkpoint=p.base, n_boot=p.n_boot, seed=p.seed)))
+    res = jsonable(fs.strip_private(fs.compute(obs, base_checkpoint=p.base, min_reported_gain=p.min_gain,
+                                               min_extraction_rate=p.min_extraction, by=p.pool_by or None,
+                                               n_boot=p.n_boot, seed=p.seed)))
     rep.format_share = res
     if not res["comparisons"]:
         rep.format_share_error = (f"no comparison: the dataset has no {p.base!r} checkpoint next to another checkpoint "
                                   "of the same model, benchmark and prompt")
     rows = []
     for c in res["comparisons"]:
-        rows.append({"model": c["model"], "benchmark": c["benchmark"], "prompt": c["prompt"],
+        rows.append({"model": c["model"], "benchmark": c["benchmark"], "task_type": c["task_type"], "prompt": c["prompt"],
                      "base_checkpoint": c["base_checkpoint"], "rl_checkpoint": c["rl_checkpoint"],
                      "n_questions": c["n_questions"], "reported_gain": c["reported_gain"], "fixed_gain": c["fixed_gain"],
                      "format_share": c["format_share"], "format_share_error": c.get("format_share_error") or "",
                      "eligible": c["eligible"], "ineligible_reason": c.get("ineligible_reason") or "",
                      "base_box_rate": (c.get("base") or {}).get("box_rate", {}).get("rate"),
                      "rl_box_rate": (c.get("rl") or {}).get("box_rate", {}).get("rate")})
-    pooled = res["pooled"]
-    rows.append({"model": "(pooled: ratio of mean gains)", "reported_gain": pooled["reported_gain"],
-                 "fixed_gain": pooled["fixed_gain"], "format_share": pooled["format_share"],
-                 "n_questions": None, "eligible": None})
-    rows.append({"model": "(mean of per-comparison shares)", "format_share": res["mean_of_shares"]})
+    pools = [("all", res)] + [(f"{res['by']} {name}", g) for name, g in (res.get("groups") or {}).items()]
+    for scope, g in pools:
+        pooled = g["pooled"]
+        box = g["box_rate"]
+        rows.append({"model": f"(pooled over {scope}: ratio of mean gains)", "reported_gain": pooled["reported_gain"],
+                     "fixed_gain": pooled["fixed_gain"], "format_share": pooled["format_share"],
+                     "n_questions": None, "eligible": None, "base_box_rate": box["base"]["rate"],
+                     "rl_box_rate": box["rl"]["rate"]})
+        rows.append({"model": f"(mean of per-comparison shares over {scope}: our reading of the seed's pooling rule)",
+                     "format_share": g["mean_of_shares"]})
     rep.tables["format-share"] = {"title": f"Format share ({p.reported} vs {p.fixed})", "rows": rows}
+    rep.tables["format-share-pairs"] = {
+        "title": "Format share: summed reported gain per model pair (eligible comparisons)",
+        "rows": [{"pool": scope, **c} for scope, g in pools for c in g["pair_contributions"]]}
 
 
 def _ranking(rep: Report) -> None:
@@ -203,7 +229,7 @@ def _ranking(rep: Report) -> None:
 
 
 TABLES = ("readers", "readers-by", "agreement", "agreement-by", "population", "human-agreement", "format-share",
-          "ranking", "flips", "kendall-tau")
+          "format-share-pairs", "ranking", "flips", "kendall-tau")
 
 
 def columns(rows: list[dict[str, Any]]) -> list[str]:

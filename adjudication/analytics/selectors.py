@@ -12,11 +12,11 @@ from typing import Any
 
 from django.db.models import BooleanField, Case, Count, Q, Value, When
 
-from ..models import Dataset, FinalLabel, Label, ReaderSpec, Reading, Response, ReviewItem, RoutingPolicy
+from ..models import Dataset, FinalLabel, Label, Question, ReaderSpec, Reading, Response, ReviewItem, RoutingPolicy
 from ..routing import comparable_answer
 from ..services.review import normalise_answer
 from .agreement import HumanObs, ReaderObs, human_verdict
-from .format_share import Observation
+from .format_share import Observation, item_task_type
 
 HUMAN = "human"
 
@@ -147,10 +147,13 @@ def format_share_observations(*, dataset: Dataset, reported: str, fixed: str) ->
                               .values_list("response_id", "verdict"))
     if HUMAN in (rep, fix):
         verdicts[HUMAN] = {int(k): h.verdict for k, h in human.items() if h.verdict}
+    types = {qid: item_task_type(gold, choices or ())
+             for qid, gold, choices in Question.objects.filter(dataset=dataset).values_list("id", "gold", "choices")}
     rows = (Response.objects.filter(dataset=dataset).annotate(boxed=_box_annotation())
             .values_list("id", "run__model", "run__checkpoint", "run__benchmark", "run__prompt", "question_id", "boxed"))
     return [Observation(model=m, checkpoint=c, benchmark=b, prompt=p, question=str(q),
-                        reported=verdicts[rep].get(rid), fixed=verdicts[fix].get(rid), has_box=boxed)
+                        reported=verdicts[rep].get(rid), fixed=verdicts[fix].get(rid), has_box=boxed,
+                        task_type=types.get(q))
             for rid, m, c, b, p, q, boxed in rows.iterator(chunk_size=5000)]
 
 

@@ -10,6 +10,7 @@ from ..exports import CONTENT_TYPES, attachment, download_name, json_text, table
 from ..models import Dataset
 from ..permissions import is_manager
 from . import svg
+from .format_share import POOL_BY
 from .report import TABLES, Params, build, columns
 
 
@@ -95,7 +96,20 @@ def analytics_page(request: HttpRequest, dataset_id: int) -> HttpResponse:
                      "kappa": _f(r.get("cohen_kappa")), "alpha": _f(r.get("krippendorff_alpha"))}
                     for r in rep.tables["human-agreement"]["rows"]],
         "readers": rep.readers,
+        "pool_dimensions": POOL_BY, "fs_pools": _format_share_pools(rep.format_share),
     })
+
+
+def _format_share_pools(res: dict | None) -> list[dict]:
+    """The overall pool and each group's, with the top three pairs' cumulative share of the summed gain."""
+    if not res or not res["comparisons"]:
+        return []
+    pools = [{"name": "all eligible", "g": res}]
+    pools += [{"name": f"{res['by']}: {name}", "g": g} for name, g in (res.get("groups") or {}).items()]
+    for p in pools:
+        pairs = p["g"]["pair_contributions"]
+        p["top3"] = pairs[min(2, len(pairs) - 1)]["cumulative_share"] if len(pairs) > 1 else None
+    return pools
 
 
 def analytics_export(request: HttpRequest, dataset_id: int, table: str, fmt: str) -> HttpResponse:

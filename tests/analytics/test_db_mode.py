@@ -214,3 +214,23 @@ def test_the_page_works_before_any_label_or_reading(write_jsonl):
     client.force_login(make_user("boss", "manager"))
     page = client.get(f"/analytics/{Dataset.objects.get(name='empty').pk}/")
     assert page.status_code == 200 and b"No final human labels yet" in page.content
+
+
+def test_format_share_on_the_database_pools_by_task_type_and_warns_on_zero_thresholds(labelled):
+    ds, _ = labelled
+    out = json.loads(run_command("format_share", dataset="an", json=True, bootstrap=0, by="task_type"))
+    assert out["task_types"]["mmlu"] == {**out["task_types"]["mmlu"], "task_type": "multiple_choice", "source": "items"}
+    group = out["groups"]["multiple_choice"]
+    assert group["pooled"]["format_share"] == pytest.approx(7 / 8)
+    assert group["box_rate"]["base"]["rate"] == 0.0 and group["box_rate"]["rl"]["rate"] == 1.0
+    assert group["pair_contributions"][0]["cumulative_share"] == 1.0
+    assert any("--min-reported-gain is 0" in w for w in out["warnings"])
+    client = Client()
+    client.force_login(make_user("boss2", "manager"))
+    warned = client.get(f"/analytics/{ds.pk}/?pool_by=task_type").content.decode()
+    assert "--min-reported-gain is 0" in warned and "task_type: multiple_choice" in warned
+    assert "our reading of the seed" in warned
+    chosen = client.get(f"/analytics/{ds.pk}/?min_gain=80&min_extraction=0.5").content.decode()
+    assert "--min-reported-gain is 0" not in chosen and "no eligible comparison" in chosen
+    pairs = client.get(f"/analytics/{ds.pk}/format-share-pairs.json").json()
+    assert pairs["rows"][0]["model"] == "orca-7b" and pairs["rows"][0]["pool"] == "all"
