@@ -3,6 +3,7 @@ from django.contrib import admin
 
 from adjudication.admin import ManagerAdmin, ReadOnlyAdmin
 
+from . import prompts
 from .models import Endpoint, Judge, Judgement, LLMAttempt
 
 
@@ -23,7 +24,17 @@ class JudgeAdmin(ManagerAdmin):
     list_display = ("name", "endpoint", "template", "parser", "temperature", "max_tokens")
     list_filter = ("template", "parser")
     search_fields = ("name",)
-    fields = ("name", "endpoint", "template", "custom_template", "parser", "temperature", "max_tokens")
+    fields = ("name", "endpoint", "template", "custom_template", "upstream_text", "parser", "temperature",
+              "max_tokens")
+    readonly_fields = ("upstream_text",)
+
+    @admin.display(description="upstream text")
+    def upstream_text(self, judge: Judge) -> str:
+        # Whether a supplied upstream prompt is the pinned upstream text: a bias measured with an
+        # edited copy is not comparable with a published one.
+        if judge.template not in prompts.UPSTREAM or not judge.custom_template:
+            return "-"
+        return prompts.verbatim_note(judge.template, judge.custom_template)
 
 
 @admin.register(Judgement)

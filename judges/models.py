@@ -77,9 +77,16 @@ class Judge(models.Model):
     """An LLM judge: an endpoint, a prompt template and the parser that reads its reply."""
 
     class Template(models.TextChoices):
-        SIMPLEQA = "simpleqa", "SimpleQA-style three-way grader (CORRECT / INCORRECT / NOT_ATTEMPTED)"
-        XVERIFY = "xverify", "xVerify-style grader (Correct / Incorrect)"
+        SIMPLEQA = "simpleqa", "ours: SimpleQA-style three-way grader (a paraphrase; CORRECT / INCORRECT / NOT_ATTEMPTED)"
+        XVERIFY = "xverify", "ours: xVerify-style grader (a paraphrase; Correct / Incorrect)"
+        SIMPLEQA_UPSTREAM = ("simpleqa-upstream",
+                             "upstream: simple-evals' SimpleQA grader, verbatim, from a file the user supplies "
+                             "(seed 002's GPTGrader)")
+        XVERIFY_UPSTREAM = "xverify-upstream", "upstream: xVerify's judge prompt, verbatim, from a file the user supplies"
         CUSTOM = "custom", "custom template"
+
+    # Templates whose text is stored on the judge (custom_template) rather than shipped with the code.
+    STORED_TEXT = (Template.CUSTOM, Template.SIMPLEQA_UPSTREAM, Template.XVERIFY_UPSTREAM)
 
     class Parser(models.TextChoices):
         AUTO = "auto", "ours, chosen by template"
@@ -92,10 +99,11 @@ class Judge(models.Model):
 
     name = models.CharField(max_length=100, unique=True, help_text="the reader name its verdicts carry")
     endpoint = models.ForeignKey(Endpoint, on_delete=models.PROTECT, related_name="judges")
-    template = models.CharField(max_length=10, choices=Template.choices, default=Template.SIMPLEQA)
+    template = models.CharField(max_length=30, choices=Template.choices, default=Template.SIMPLEQA)
     custom_template = models.TextField(
         blank=True, default="",
-        help_text="for template=custom: placeholders {question} {choices} {target} {response}")
+        help_text="for template=custom: placeholders {question} {choices} {target} {response}; for "
+                  "template=simpleqa-upstream or xverify-upstream: the upstream prompt as supplied by the user")
     parser = models.CharField(max_length=30, choices=Parser.choices, default=Parser.AUTO)
     temperature = models.FloatField(default=0.0)
     max_tokens = models.PositiveIntegerField(default=256)
@@ -105,8 +113,21 @@ class Judge(models.Model):
     class Meta:
         ordering = ["name"]
         constraints = [
-            CheckConstraint(condition=~Q(template="custom") | ~Q(custom_template=""), name="judge_custom_has_text"),
+            CheckConstraint(
+                condition=~Q(template__in=["custom", "simpleqa-upstream", "xverify-upstream"]) | ~Q(custom_template=""),
+                name="judge_custom_has_text"),
         ]
+
+    def clean(self) -> None:
+        # The admin edits the stored text too: a user-supplied upstream prompt must stay one that
+        # upstream's str.format would accept, or the judge would fail at its first call.
+        from . import prompts
+
+        if self.template in prompts.UPSTREAM:
+            try:
+                prompts.check_upstream(self.template, self.custom_template, origin="custom_template")
+            except ValueError as exc:
+                raise ValidationError({"custom_template": str(exc)}) from None
 
     def __str__(self) -> str:
         return f"{self.name} ({self.template} on {self.endpoint.name})"

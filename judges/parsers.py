@@ -178,7 +178,8 @@ def resolve(parser: str, template: str) -> str:
         if parser not in ALL:
             raise KeyError(f"unknown parser {parser!r}; known: auto, {', '.join(ALL)}")
         return parser
-    return {"simpleqa": "simpleqa", "xverify": "xverify"}.get(template, "labels")
+    return {"simpleqa": "simpleqa", "xverify": "xverify", "simpleqa-upstream": "simpleqa",
+            "xverify-upstream": "xverify"}.get(template, "labels")
 
 
 def reparse(reply: str | None) -> dict[str, str | None]:

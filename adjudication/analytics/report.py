@@ -95,6 +95,8 @@ def build(dataset: Dataset, params: Params) -> Report:
     inputs = agreement_inputs(dataset=dataset)
     result = jsonable(ag.report(inputs["obs"], inputs["human"], annotator_ratings=inputs["annotator_ratings"],
                                 control_ids=inputs["control_ids"], strata=inputs["strata"], seed=params.seed))
+    templates: dict[str, str] = inputs.get("templates", {})
+    result["judge_templates"] = templates
     rep.agreement = result
     t = rep.tables
 
@@ -121,7 +123,8 @@ def build(dataset: Dataset, params: Params) -> Report:
     rows = []
     for scope, per_reader in result["vs_human"].items():
         for reader, groups in per_reader.items():
-            rows.append({"reader": reader, "kind": rep.kinds.get(reader, ""), "scope": scope, **_bias_cols(groups["all"])})
+            rows.append({"reader": reader, "kind": rep.kinds.get(reader, ""), "scope": scope, **_bias_cols(groups["all"]),
+                         "template_hash": templates.get(reader, "")})
     t["agreement"] = {"title": "Agreement with final human labels, and bias", "rows": rows}
 
     rows = []
@@ -129,14 +132,16 @@ def build(dataset: Dataset, params: Params) -> Report:
         for reader, groups in per_reader.items():
             for group, s in groups.items():
                 rows.append({"reader": reader, "dimension": dim, "group": group,
-                             "scope": result["selection"]["preferred_scope"], **_bias_cols(s)})
+                             "scope": result["selection"]["preferred_scope"], **_bias_cols(s),
+                             "template_hash": templates.get(reader, "")})
     t["agreement-by"] = {"title": "Agreement with humans by model, checkpoint and benchmark", "rows": rows}
 
     rows = []
     for pop in result["population"]:
         for reader, s in pop["readers"].items():
             row = {"policy": pop["policy"], "reader": reader, "n_disputed": pop["n_disputed"],
-                   "n_undisputed": pop["n_undisputed"], "error": s.get("error", "")}
+                   "n_undisputed": pop["n_undisputed"], "error": s.get("error", ""),
+                   "template_hash": templates.get(reader, "")}
             for name in ("accuracy", "judge_correct_rate", "human_correct_rate", "bias"):
                 ci = s.get(f"{name}_ci") or [None, None]
                 row.update({name: s.get(name), f"{name}_lo": ci[0], f"{name}_hi": ci[1]})

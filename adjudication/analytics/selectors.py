@@ -110,10 +110,19 @@ def policy_strata(*, dataset: Dataset) -> list[dict[str, Any]]:
     return out
 
 
+def judge_template_hashes(*, dataset: Dataset) -> dict[str, str]:
+    """{display name: template hash} of the LLM judges that read this dataset: a judge's bias is a
+    property of its prompt as much as of its model, so every bias figure shows which prompt."""
+    labels = reader_labels(dataset=dataset)
+    specs = ReaderSpec.objects.filter(id__in=labels, kind="judge").values_list("id", "config")
+    return {labels[sid]: str((config or {}).get("template_hash") or "") for sid, config in specs}
+
+
 def agreement_inputs(*, dataset: Dataset) -> dict[str, Any]:
     ratings, controls = annotator_ratings(dataset=dataset)
     return {"obs": reader_observations(dataset=dataset), "human": human_observations(dataset=dataset),
-            "annotator_ratings": ratings, "control_ids": controls, "strata": policy_strata(dataset=dataset)}
+            "annotator_ratings": ratings, "control_ids": controls, "strata": policy_strata(dataset=dataset),
+            "templates": judge_template_hashes(dataset=dataset)}
 
 
 def _box_annotation():

@@ -30,7 +30,7 @@ def _agreement_display(rows: list[dict], preferred: str) -> list[dict]:
     out = []
     for r in sorted(rows, key=lambda r: (order.get(r.get("scope"), 9), r["reader"])):
         out.append({
-            **{k: r.get(k) for k in ("reader", "kind", "scope", "group", "n", "lean", "warnings")},
+            **{k: r.get(k) for k in ("reader", "kind", "scope", "group", "n", "lean", "warnings", "template_hash")},
             "agreement": _f(r["accuracy"], r["accuracy_lo"], r["accuracy_hi"]),
             "answer": (_f(r["answer_agreement"], r["answer_agreement_lo"], r["answer_agreement_hi"])
                        + f" (n={r['answer_agreement_n']})") if r.get("answer_agreement") is not None else "–",

@@ -23,7 +23,12 @@ _VERDICT = {parsers.CORRECT: "correct", parsers.INCORRECT: "incorrect", parsers.
 
 
 def template_text(judge: Judge) -> str:
-    return judge.custom_template if judge.template == Judge.Template.CUSTOM else prompts.builtin(judge.template)
+    return judge.custom_template if judge.template in Judge.STORED_TEXT else prompts.builtin(judge.template)
+
+
+def upstream_of(judge: Judge) -> str | None:
+    """The upstream grader whose own text (and str.format rendering) the judge uses, if any."""
+    return judge.template if judge.template in prompts.UPSTREAM else None
 
 
 def judge_config(judge: Judge) -> dict[str, Any]:
@@ -103,6 +108,7 @@ def judgements_create(*, judges: Sequence[Judge], response_ids: Sequence[int], r
         template = template_text(judge)
         t_hash = prompts.template_hash(template)
         parser_name = parsers.resolve(judge.parser, judge.template)
+        upstream = upstream_of(judge)
         for rid, replace_id in todo.items():
             response = responses.get(rid)
             if response is None:  # deleted meanwhile
@@ -110,7 +116,7 @@ def judgements_create(*, judges: Sequence[Judge], response_ids: Sequence[int], r
             q = response.question
             prompt = prompts.render(template, question=q.text, choices=q.choices, gold=q.gold,
                                     gold_letter=gold_letter(q.gold, q.choices) if q.choices else None,
-                                    response=response.text)
+                                    response=response.text, upstream=upstream)
             prompt_hash = hashlib.sha256(json.dumps([{"role": "user", "content": prompt}], ensure_ascii=False)
                                          .encode("utf-8", "surrogatepass")).hexdigest()
             base = {"judge_id": judge.pk, "prompt_hash": prompt_hash, "template_hash": t_hash, "parser": parser_name}

@@ -46,6 +46,9 @@ def response_text(ckpt: str, i: int) -> str:
     return f"Quick check done. \\boxed{{{rl}}} [{i}]"
 
 
+JUDGE_TEMPLATE = "063c04ea798f91c4"
+
+
 @pytest.fixture
 def labelled(write_jsonl):
     rows = []
@@ -60,7 +63,8 @@ def labelled(write_jsonl):
     specs = [reader_spec_by_name(name=n) for n in ("boxed", "strict-match", "fixed")]
     readings_create(reader_specs=specs, response_ids=ids)
     # An LLM judge's verdicts, stored as readings of a judge spec: it accepts everything from RL.
-    judge = ReaderSpec.objects.create(name="judge-x", version="1", kind="judge", config_hash="j" * 16)
+    judge = ReaderSpec.objects.create(name="judge-x", version="1", kind="judge", config_hash="j" * 16,
+                                      config={"template": "simpleqa-upstream", "template_hash": JUDGE_TEMPLATE})
     for r in Response.objects.filter(dataset=ds).select_related("question", "run"):
         gold, base, rl = truth(int(r.external_id.split("-")[1]))
         said = base if r.run.checkpoint == "base" else rl
@@ -234,3 +238,26 @@ def test_format_share_on_the_database_pools_by_task_type_and_warns_on_zero_thres
     assert "--min-reported-gain is 0" not in chosen and "no eligible comparison" in chosen
     pairs = client.get(f"/analytics/{ds.pk}/format-share-pairs.json").json()
     assert pairs["rows"][0]["model"] == "orca-7b" and pairs["rows"][0]["pool"] == "all"
+
+
+def test_every_judge_bias_figure_names_the_judges_template(labelled):
+    ds, _ = labelled
+    client = Client()
+    client.force_login(make_user("boss", "manager"))
+    page = client.get(f"/analytics/{ds.pk}/?by=checkpoint").content.decode()
+    # The agreement section holds every bias figure (overall, by checkpoint, population): the
+    # judge's rows carry its template hash; a rule reader's do not.
+    html = page.split('<section id="agreement">', 1)[1].split("</section>", 1)[0]
+    cells = re.findall(r"<tr[^>]*><td>(judge-x|boxed)</td>.*?</tr>", html, flags=re.S)
+    assert cells.count("judge-x") >= 2
+    for row in re.findall(r"<tr[^>]*><td>judge-x</td>.*?</tr>", html, flags=re.S):
+        assert f"template {JUDGE_TEMPLATE}" in row
+    for row in re.findall(r"<tr[^>]*><td>boxed</td>.*?</tr>", html, flags=re.S):
+        assert "template " not in row
+    for table in ("agreement", "agreement-by"):
+        rows = list(csv.DictReader(io.StringIO(client.get(f"/analytics/{ds.pk}/{table}.csv").content.decode())))
+        assert {r["template_hash"] for r in rows if r["reader"] == "judge-x"} == {JUDGE_TEMPLATE}
+        assert {r["template_hash"] for r in rows if r["reader"] == "boxed"} == {""}
+    text = run_command("agreement", dataset="an")
+    judge_block = text.split("judge-x", 1)[1].split("\n")[1]
+    assert judge_block.strip() == f"judge template sha256 {JUDGE_TEMPLATE}"

@@ -86,7 +86,7 @@ class Command(BaseCommand):
             raise CommandError(f"dataset {name!r} has no readings yet (run_readers first)")
         result = ag.report(inputs["obs"], inputs["human"], annotator_ratings=inputs["annotator_ratings"],
                            control_ids=inputs["control_ids"], strata=inputs["strata"], seed=seed)
-        return {"dataset": name, **result}
+        return {"dataset": name, **result, "judge_templates": inputs["templates"]}
 
 
 def _dumps(obj) -> str:
@@ -118,6 +118,10 @@ def render(result: dict) -> str:
                      f"{(('%+.3f' % s['bias']) if s['bias'] is not None else '–'):>7} "
                      f"{_r(s['false_accept_rate']) + _ci(s['false_accept_rate_ci']):>22} "
                      f"{_r(s['false_reject_rate']) + _ci(s['false_reject_rate_ci']):>22}")
+        template = result.get("judge_templates", {}).get(name)
+        if template:
+            # A judge's bias belongs to its prompt as much as to its model: name the prompt beside it.
+            lines.append(f"    judge template sha256 {template}")
         for w in s.get("warnings", []):
             lines.append(f"    ! {w}")
     hh = result.get("human_human", {}).get("reviewed")
