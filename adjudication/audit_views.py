@@ -8,10 +8,13 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
+from readers.audit.contracts import seed_stratum_label
 from readers.audit.runner import BUCKETS
 
+from .audit_figures import audit_figures
 from .models import AuditRun, Dataset
 from .permissions import is_manager
 from .services.audit import (audit_claim_is_stale, audit_last_seen, audit_lease_seconds, audit_reader_choices,
@@ -104,7 +107,25 @@ def _report_context(summary: dict[str, Any]) -> dict[str, Any]:
                                 "base": _pct(c["baseline_rate"]),
                                 "variant": _pct(c["variant_rate"]), "lost": c["lost"], "gained": c["gained"]})
     examples = [{"reader": name, **e} for name in readers for e in summary.get("examples", {}).get(name, [])]
-    return {"readers": readers, "self_validation": self_validation, "budget": budget, "buckets": BUCKETS,
+    identity = [{"reader": name, **summary.get("reader_identity", {}).get(name, {})} for name in readers]
+    by_source = []
+    for source, per_reader in summary.get("self_validation_by_source", {}).items():
+        for name in readers:
+            c = per_reader.get(name, {})
+            if c.get("n"):
+                by_source.append({"source": source, "reader": name, "n": c["n"],
+                                  "self_validation": _pct(c.get("self_validation")), "ci": _ci(c.get("ci")),
+                                  "coverage": _pct(c.get("coverage")), "judged": _pct(c.get("judged"))})
+    for b in budget:
+        for s in b["strata"]:
+            s["seed"] = seed_stratum_label(s["stratum"])
+    for row in strata_rows:
+        row.setdefault("seed_stratum", seed_stratum_label(row["stratum"]))
+    # SVG built by audit_figures from numbers; every data string in it is escaped there.
+    figures = {k: mark_safe(v) for k, v in audit_figures(summary).items()}  # noqa: S308
+    return {**figures, "identity": identity, "overrides": summary.get("contract_overrides", []),
+            "by_source": by_source, "gold_sources": summary.get("gold_sources", {}),
+            "seed_strata": summary.get("seed_strata", {}),"readers": readers, "self_validation": self_validation, "budget": budget, "buckets": BUCKETS,
             "magnitude": magnitude, "disagreement": disagreement, "in_contract": in_contract,
             "contract_dep": contract_dep, "out_of_contract": out_of_contract, "punctuation": punctuation,
             "examples": examples, "throughput": summary.get("throughput", {}), "suite": summary.get("suite", {}),

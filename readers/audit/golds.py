@@ -14,6 +14,18 @@ class GoldsError(ValueError):
         super().__init__(f"{where}: {message}")
 
 
+SOURCES = ("corpus", "synthetic")
+
+
+def _source_of(obj: dict, path: Path, line: int) -> str:
+    value = obj.get("source", "corpus")
+    if value is None:
+        return "corpus"
+    if value not in SOURCES:
+        raise GoldsError(path, line, f"field 'source': must be one of {', '.join(SOURCES)}, got {value!r}")
+    return value
+
+
 def _gold_of(obj: object, path: Path, line: int) -> str | None:
     if not isinstance(obj, dict):
         raise GoldsError(path, line, f"expected a JSON object with a 'gold' field, got {type(obj).__name__}")
@@ -40,11 +52,18 @@ def _looks_like_jsonl(path: Path, first: str) -> bool:
 
 
 def load_golds(path: str | Path) -> list[str]:
-    """Distinct golds in file order.
+    """Distinct golds in file order (see load_golds_tagged)."""
+    return [gold for gold, _source in load_golds_tagged(path)]
+
+
+def load_golds_tagged(path: str | Path) -> list[tuple[str, str]]:
+    """Distinct (gold, source) pairs in file order; source is "corpus" or "synthetic".
 
     JSONL (by extension, or when the first non-blank line is a JSON object): the "gold" field of
-    each line (multiple-choice rows, which carry "choices", are skipped: their golds are letters).
-    Otherwise one gold per line, surrounding whitespace stripped, blank lines skipped.
+    each line (multiple-choice rows, which carry "choices", are skipped: their golds are letters),
+    and an optional "source" field ("corpus" when absent; seed 001 §2.5 tags synthetic golds).
+    Otherwise one gold per line, surrounding whitespace stripped, blank lines skipped: all corpus.
+    A gold given twice keeps its first source.
     """
     path = Path(path)
     try:
@@ -60,7 +79,7 @@ def load_golds(path: str | Path) -> list[str]:
     first = next((ln for ln in lines if ln.strip()), None)
     if first is None:
         raise GoldsError(path, 0, "no golds (the file is empty)")
-    golds: list[str] = []
+    golds: list[tuple[str, str]] = []
     if _looks_like_jsonl(path, first):
         for number, ln in enumerate(lines, 1):
             if not ln.strip():
@@ -71,15 +90,18 @@ def load_golds(path: str | Path) -> list[str]:
                 raise GoldsError(path, number, f"not valid JSON ({exc.msg} at column {exc.colno})") from exc
             gold = _gold_of(obj, path, number)
             if gold is not None:
-                golds.append(gold)
+                golds.append((gold, _source_of(obj, path, number)))
     else:
         for ln in lines:
             gold = ln.strip()
             if gold:
-                golds.append(gold)
-    if "\x00" in "".join(golds):
+                golds.append((gold, "corpus"))
+    if "\x00" in "".join(g for g, _s in golds):
         raise GoldsError(path, 0, "contains a NUL character")
-    out = list(dict.fromkeys(golds))
+    first_source: dict[str, str] = {}
+    for gold, source in golds:
+        first_source.setdefault(gold, source)
+    out = list(first_source.items())
     if not out:
         raise GoldsError(path, 0, "no open-ended golds (every row is multiple-choice)")
     return out

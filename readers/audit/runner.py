@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 from ..base import Item
+from .contracts import (CONTRACT_OVERRIDES, SEED001_READERS, SEED_STRATA, Overrides, override_rows,
+                        seed_stratum_label)
 from .transforms import (ADVERSARIAL, CERTIFIED, CONTRACT_DEP, STRATA, TRANSFORMS, Transform, Variant,
                          build_variants, int_value)
 
@@ -29,8 +31,14 @@ ACCEPTED, REJECTED, NOT_JUDGED = "accepted", "rejected", "not_judged"
 OUTCOME = {"correct": ACCEPTED, "incorrect": REJECTED, "no_answer": REJECTED, "error": NOT_JUDGED,
            "timeout": NOT_JUDGED}
 BUCKETS = ("<10", "1e1", "1e2", "1e3", "1e4", ">=1e5")
-# The seed's four verifiers (Table 1), as registered here.
-SEED_READERS = ("math-verify-latex", "math-verify-expr", "strip-string", "sympy-cascade")
+# The seed's four verifiers (Table 1) under the seed's own conventions: the audit's default.
+SEED_READERS = SEED001_READERS
+# The same four verifiers as this platform registers them for reading stored responses (our variants).
+OUR_READERS = ("math-verify-latex", "math-verify-expr", "strip-string", "sympy-cascade")
+# Named reader sets `--readers` accepts besides reader names.
+READER_SETS = {"seed001": SEED001_READERS, "ours": OUR_READERS}
+CORPUS, SYNTHETIC = "corpus", "synthetic"
+GOLD_SOURCES = (CORPUS, SYNTHETIC)
 # Punctuation / whitespace rewrites and the variant each is paired with (same gold) to measure its effect.
 PUNCTUATION = {"trailing_period": "identity", "trailing_newline": "identity", "pad_spaces": "identity",
                "leading_newline": "identity", "dollar_period": "dollar", "dollar_newline": "dollar",
@@ -53,8 +61,36 @@ def audit_reader_choices() -> list[str]:
         reader = registry.get(name)
         if reader.kind == "rule" and reader.contract & MATH_FORMS:
             names.append(name)
-    seed = [n for n in SEED_READERS if n in names]
+    seed = [n for n in (*SEED_READERS, *OUR_READERS) if n in names]
     return seed + sorted(n for n in names if n not in seed)
+
+
+def resolve_readers(spec: Sequence[str] | None) -> list[str]:
+    """Reader names from what a user typed: nothing = the seed-001 set; `seed001` / `ours` = a named
+    set; `all` = every maths rule reader; anything else a reader name (checked by the caller)."""
+    if not spec:
+        return list(SEED_READERS)
+    names: list[str] = []
+    for item in spec:
+        for part in (p.strip() for p in item.split(",")):
+            if not part:
+                continue
+            if part == "all":
+                names += audit_reader_choices()
+            elif part in READER_SETS:
+                names += READER_SETS[part]
+            else:
+                names.append(part)
+    return list(dict.fromkeys(names))
+
+
+def reader_identity(name: str) -> dict[str, str]:
+    """What seed 001 §4 asks every verifier figure to carry: name, version, config hash, upstream."""
+    from .. import registry
+
+    reader = registry.get(name)
+    return {"name": reader.name, "version": reader.version, "config_hash": reader.config_hash,
+            "upstream": reader.upstream or ""}
 
 
 def magnitude_bucket(value: int) -> str:
@@ -120,17 +156,32 @@ class AuditResult:
     strata_rows: list[dict[str, Any]] = field(default_factory=list)
     disagreement_rows: list[dict[str, Any]] = field(default_factory=list)
     magnitude_rows: list[dict[str, Any]] = field(default_factory=list)
+    # reader -> stratum -> in contract (decides where given; the form contract decides elsewhere)
+    overrides: Overrides = field(default_factory=dict)
+    # gold -> "corpus" | "synthetic" (missing = corpus)
+    gold_sources: dict[str, str] = field(default_factory=dict)
+    # reader -> {name, version, config_hash, upstream}
+    identity: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def in_contract(self, reader: str, variant: Variant) -> bool:
+        decided = self.overrides.get(reader, {}).get(variant.stratum)
+        if decided is not None:
+            return bool(decided)
         return variant.forms <= self.contracts[reader]
+
+    def source(self, gold: str) -> str:
+        return self.gold_sources.get(gold, CORPUS)
 
     def records(self) -> Iterable[dict[str, Any]]:
         for reader in self.readers:
-            contract = self.contracts[reader]
+            ident = self.identity.get(reader, {})
             for v, (verdict, ms) in zip(self.variants, self.verdicts[reader]):
-                yield {"gold": v.gold, "variant": v.text, "transform": v.transform.name, "stratum": v.stratum,
-                       "class": v.klass, "reader": reader, "verdict": verdict, "outcome": OUTCOME[verdict],
-                       "in_contract": v.forms <= contract, "forms": sorted(v.forms), "ms": round(ms, 3)}
+                yield {"gold": v.gold, "gold_source": self.source(v.gold), "variant": v.text,
+                       "transform": v.transform.name, "stratum": v.stratum,
+                       "seed_stratum": seed_stratum_label(v.stratum), "class": v.klass, "reader": reader,
+                       "reader_version": ident.get("version"), "reader_config_hash": ident.get("config_hash"),
+                       "verdict": verdict, "outcome": OUTCOME[verdict], "in_contract": self.in_contract(reader, v),
+                       "forms": sorted(v.forms), "ms": round(ms, 3)}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -180,21 +231,34 @@ def read_variants(variants: Sequence[Variant], readers: Sequence[str], *, pool: 
 
 def run_audit(golds: Sequence[str], readers: Sequence[str], out_dir: str | Path | None = None, *,
               processes: int = 2, budget_s: float = 5.0, pool: Any = None, progress: Progress | None = None,
-              transforms: Sequence[Transform] = TRANSFORMS) -> AuditResult:
+              transforms: Sequence[Transform] = TRANSFORMS, contract_overrides: Overrides | None = None,
+              gold_sources: dict[str, str] | None = None) -> AuditResult:
     """Build the variants of `golds`, read them with every reader, compute the tables and (when
     `out_dir` is given) write verdicts.jsonl, strata.csv, disagreement.csv, magnitude.csv and
-    summary.json there."""
+    summary.json there.
+
+    contract_overrides: reader -> stratum -> in contract (default: seed 001's published
+    assignments, readers.audit.contracts.CONTRACT_OVERRIDES; pass {} for form contracts only).
+    gold_sources: gold -> "corpus" | "synthetic" (default: every gold is corpus)."""
     from .. import registry
 
     readers = list(dict.fromkeys(readers))
     if not readers:
         raise ValueError("no readers to audit")
     contracts = {name: frozenset(registry.get(name).contract) for name in readers}
+    identity = {name: reader_identity(name) for name in readers}
+    overrides = CONTRACT_OVERRIDES if contract_overrides is None else contract_overrides
+    overrides = {r: dict(overrides[r]) for r in readers if r in overrides}
+    sources = {g.strip(): s for g, s in (gold_sources or {}).items()}
+    bad = sorted({s for s in sources.values() if s not in GOLD_SOURCES})
+    if bad:
+        raise ValueError(f"unknown gold source(s) {bad}; expected one of {list(GOLD_SOURCES)}")
     golds = list(dict.fromkeys(g.strip() for g in golds if g and g.strip()))
     variants = build_variants(golds, transforms)
     verdicts, timing = read_variants(variants, readers, pool=pool, processes=processes, budget_s=budget_s,
                                      progress=progress)
-    result = AuditResult(golds, readers, variants, contracts, verdicts, timing)
+    result = AuditResult(golds, readers, variants, contracts, verdicts, timing, overrides=overrides,
+                         gold_sources={g: sources.get(g, CORPUS) for g in golds}, identity=identity)
     analyse(result, transforms)
     if out_dir is not None:
         write_outputs(result, Path(out_dir))
@@ -224,7 +288,9 @@ def analyse(result: AuditResult, transforms: Sequence[Transform] = TRANSFORMS) -
     readers, variants = result.readers, result.variants
     strata_order = {s: i for i, s in enumerate(STRATA)}
     outcomes = {r: [OUTCOME[v] for v, _ms in result.verdicts[r]] for r in readers}
-    inside = {r: [v.forms <= result.contracts[r] for v in variants] for r in readers}
+    inside = {r: [result.in_contract(r, v) for v in variants] for r in readers}
+    source = [result.source(v.gold) for v in variants]
+    by_source: dict[str, dict[str, Tally]] = {s: defaultdict(Tally) for s in GOLD_SOURCES}
 
     cells: dict[tuple[str, str, str, bool], Tally] = defaultdict(Tally)
     selfval: dict[str, Tally] = defaultdict(Tally)
@@ -244,6 +310,7 @@ def analyse(result: AuditResult, transforms: Sequence[Transform] = TRANSFORMS) -
                 in_contract_all[r].add(o)
             if klass == CERTIFIED and ok:
                 selfval[r].add(o)
+                by_source[source[i]][r].add(o)
                 budget[r][v.stratum].add(o)
                 if o != ACCEPTED and len(examples[r]) < 12 and not any(
                         e["transform"] == v.transform.name for e in examples[r]):
@@ -261,7 +328,9 @@ def analyse(result: AuditResult, transforms: Sequence[Transform] = TRANSFORMS) -
     rows = []
     for (r, stratum, klass, ok), t in sorted(cells.items(), key=lambda kv: (
             readers.index(kv[0][0]), not kv[0][3], strata_order.get(kv[0][1], 99), kv[0][2])):
-        rows.append({"reader": r, "stratum": stratum, "class": klass,
+        rows.append({"reader": r, "reader_version": result.identity.get(r, {}).get("version"),
+                     "reader_config_hash": result.identity.get(r, {}).get("config_hash"), "stratum": stratum,
+                     "seed_stratum": seed_stratum_label(stratum), "class": klass,
                      "scope": "in-contract" if ok else "out-of-contract", **_cell(t, klass)})
     result.strata_rows = rows
 
@@ -274,6 +343,8 @@ def analyse(result: AuditResult, transforms: Sequence[Transform] = TRANSFORMS) -
         a = adversarial[r]
         alo, ahi = wilson(a.accepted, a.judged)
         readers_summary[r] = {
+            "version": result.identity.get(r, {}).get("version"),
+            "config_hash": result.identity.get(r, {}).get("config_hash"),
             "self_validation": _rate(t.accepted, t.n), "coverage": _rate(t.judged, t.n),
             "judged": _rate(t.accepted, t.judged),
             "n": t.n, "n_judged": t.judged, "accepted": t.accepted, "rejected": t.rejected,
@@ -305,7 +376,8 @@ def analyse(result: AuditResult, transforms: Sequence[Transform] = TRANSFORMS) -
             rate = _rate(t.accepted, t.judged)
             off_by_one[r][b] = rate
             lo, hi = wilson(t.accepted, t.judged)
-            mag_rows.append({"reader": r, "bucket": b, "n": t.n, "judged": t.judged, "accepted": t.accepted,
+            mag_rows.append({"reader": r, "reader_version": result.identity.get(r, {}).get("version"),
+                             "reader_config_hash": result.identity.get(r, {}).get("config_hash"), "bucket": b, "n": t.n, "judged": t.judged, "accepted": t.accepted,
                              "rate": rate, "ci_low": lo, "ci_high": hi})
     result.magnitude_rows = mag_rows
     off_by_one_total = {}
@@ -329,7 +401,9 @@ def analyse(result: AuditResult, transforms: Sequence[Transform] = TRANSFORMS) -
                     disagree += oa[i] != ob[i]
             cell = {"support": support, "disagreements": disagree, "rate": _rate(disagree, support)}
             matrix[a][b] = cell
-            dis_rows.append({"reader_a": a, "reader_b": b, **cell})
+            dis_rows.append({"reader_a": a, "reader_a_config_hash": result.identity.get(a, {}).get("config_hash"),
+                             "reader_b": b, "reader_b_config_hash": result.identity.get(b, {}).get("config_hash"),
+                             **cell})
     result.disagreement_rows = dis_rows
 
     # contract-dependent acceptance (Table 6) and out-of-contract results (Table 7), kept apart
@@ -377,7 +451,25 @@ def analyse(result: AuditResult, transforms: Sequence[Transform] = TRANSFORMS) -
     applied: dict[str, int] = defaultdict(int)
     for v in variants:
         applied[v.transform.name] += 1
+    # seed 001 §3.5: self-validation on corpus golds alone (and on synthetic golds alone)
+    source_counts = {s: sum(1 for g in result.golds if result.source(g) == s) for s in GOLD_SOURCES}
+    self_validation_by_source: dict[str, dict[str, Any]] = {}
+    for s in GOLD_SOURCES:
+        self_validation_by_source[s] = {}
+        for r in readers:
+            t = by_source[s][r]
+            lo, hi = wilson(t.accepted, t.n)
+            self_validation_by_source[s][r] = {"n": t.n, "accepted": t.accepted, "not_judged": t.not_judged,
+                                               "self_validation": _rate(t.accepted, t.n),
+                                               "coverage": _rate(t.judged, t.n),
+                                               "judged": _rate(t.accepted, t.judged), "ci": [lo, hi]}
+
     result.summary = {
+        "reader_identity": {r: result.identity.get(r, {}) for r in readers},
+        "contract_overrides": override_rows(result.overrides, readers),
+        "seed_strata": {s: seed_stratum_label(s) for s in STRATA if s in SEED_STRATA},
+        "gold_sources": source_counts,
+        "self_validation_by_source": self_validation_by_source,
         "readers": readers_summary,
         "off_by_one": off_by_one,
         "off_by_one_total": off_by_one_total,
@@ -398,7 +490,10 @@ def analyse(result: AuditResult, transforms: Sequence[Transform] = TRANSFORMS) -
             "not_judged": "verdict error or timeout (execution failure)",
             "self_validation": "accepted / n over in-contract CERTIFIED-EQUIV variants",
             "coverage": "judged / n over the same variants", "judged": "accepted / judged over the same variants",
-            "in_contract": "every answer form the variant exercises is in the reader's contract",
+            "in_contract": "the contract override for (reader, stratum) when there is one (seed 001's published "
+                           "assignments); otherwise every answer form the variant exercises is in the reader's "
+                           "contract",
+            "gold_source": "corpus = a gold as given; synthetic = generated by readers.audit.synthetic (seed 001 §2.5)",
             "off_by_one": "acceptance of off-by-one variants over judged verdicts, by |gold| bucket; null = no verdict",
         },
     }
@@ -422,10 +517,12 @@ def _write_csv(path: Path, rows: list[dict[str, Any]], columns: Sequence[str]) -
             w.writerow([_fmt(row.get(c)) for c in columns])
 
 
-STRATA_COLUMNS = ("reader", "stratum", "class", "scope", "metric", "n", "judged", "coverage", "accepted", "rejected",
+STRATA_COLUMNS = ("reader", "reader_version", "reader_config_hash", "stratum", "seed_stratum", "class", "scope",
+                  "metric", "n", "judged", "coverage", "accepted", "rejected",
                   "not_judged", "rate", "ci_low", "ci_high")
-DISAGREEMENT_COLUMNS = ("reader_a", "reader_b", "support", "disagreements", "rate")
-MAGNITUDE_COLUMNS = ("reader", "bucket", "n", "judged", "accepted", "rate", "ci_low", "ci_high")
+DISAGREEMENT_COLUMNS = ("reader_a", "reader_a_config_hash", "reader_b", "reader_b_config_hash", "support",
+                        "disagreements", "rate")
+MAGNITUDE_COLUMNS = ("reader", "reader_version", "reader_config_hash", "bucket", "n", "judged", "accepted", "rate", "ci_low", "ci_high")
 
 
 def _json_text(value: Any, **kwargs: Any) -> str:

@@ -558,11 +558,13 @@ def t_strip_spaces(g: str) -> str | None:
 
 
 def t_thin_space(g: str) -> str | None:
-    """A TeX thin space \\, between a number and what it multiplies, and after top-level commas."""
+    """A TeX thin space \\, between a number and what it multiplies, after top-level commas, and
+    around \\pm / \\mp (seed 001 Table 8: 3\\pm\\sqrt{2} -> 3\\,\\pm\\,\\sqrt{2})."""
     s = g.strip()
     if _THOUSANDS.fullmatch(s) or ",\\!" in s:
         return None
-    out = re.sub(r"(\d)\s*(\\(?:sqrt|pi)(?![A-Za-z]))", r"\1\\,\2", s)
+    out = re.sub(r"\s*(\\(?:pm|mp)(?![A-Za-z]))\s*", r"\\,\1\\,", s)
+    out = re.sub(r"(\d)\s*(\\(?:sqrt|pi)(?![A-Za-z]))", r"\1\\,\2", out)
     out = re.sub(r"(?<!\\),\s*(?=\S)", r",\\,", out)
     return out
 
@@ -1017,7 +1019,8 @@ TRANSFORMS: tuple[Transform, ...] = (
     _t("dollar_then_period", "whitespace_punct", C, LATEX, t_dollar_then_period, "g -> $g$. (sentence period)"),
     _t("operator_spaces", "whitespace_punct", C, (), t_operator_spaces, "1+2i -> 1 + 2i; (2,4) -> (2, 4)"),
     _t("strip_spaces", "whitespace_punct", C, (), t_strip_spaces, r"2 \sqrt{5} -> 2\sqrt{5}"),
-    _t("thin_space", "whitespace_punct", C, LATEX, t_thin_space, r"2\sqrt{5} -> 2\,\sqrt{5}; (2,4) -> (2,\,4)"),
+    _t("thin_space", "whitespace_punct", C, LATEX, t_thin_space,
+       r"2\sqrt{5} -> 2\,\sqrt{5}; (2,4) -> (2,\,4); 3\pm\sqrt{2} -> 3\,\pm\,\sqrt{2}"),
     # sqrt and exponents
     _t("sqrt_to_power", "sqrt_exponent", C, LATEX, t_sqrt_to_power, r"\sqrt{5} -> 5^{\frac{1}{2}}"),
     _t("sqrt_braces", "sqrt_exponent", C, LATEX, t_sqrt_braces, r"\sqrt{5} <-> \sqrt5"),

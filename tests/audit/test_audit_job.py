@@ -59,8 +59,14 @@ def test_audit_job_end_to_end(eager, dataset, django_capture_on_commit_callbacks
     assert report.status_code == 200
     html = report.content.decode()
     for section in ('id="self-validation"', 'id="error-budget"', 'id="magnitude"', 'id="disagreement"',
-                    'id="out-of-contract"', 'id="contract-dependent"', "100 %"):
+                    'id="out-of-contract"', 'id="contract-dependent"', "100 %", 'id="reader-identity"',
+                    'id="contract-overrides"', 'id="by-source"', 'id="figure-self-validation"',
+                    'id="figure-error-budget"', 'id="figure-magnitude"'):
         assert section in html, section
+    # seed 001's three figures, drawn as inline SVG, and every reader's config hash
+    assert html.count("<svg xmlns") >= 3 and "prior work (~94%)" in html and "10^4" in html
+    for name in run.readers:
+        assert s["reader_identity"][name]["config_hash"] in html
 
     # a redelivered task finds the run done and does nothing
     before = run.finished_at

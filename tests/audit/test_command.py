@@ -76,3 +76,24 @@ def test_dataset_golds(tmp_path, write_jsonl):
     assert "strip-string" in output
     with pytest.raises(CommandError, match="no dataset named"):
         run_command("audit_verifiers", dataset="missing", out=str(out), no_progress=True)
+
+
+def test_default_readers_are_seed_001s_and_overrides_and_synthetic_golds_apply(tmp_path):
+    golds = tmp_path / "golds.txt"
+    golds.write_text("42\n\\frac{3}{4}\n")
+    out = tmp_path / "seed"
+    run_command("audit_verifiers", "--contract-override", "strip-string-deepseek:whitespace_punct:out",
+                "--synthetic", "5", golds=str(golds), out=str(out), no_progress=True)
+    summary = json.loads((out / "summary.json").read_text())
+    assert list(summary["readers"]) == ["math-verify-latex-seed001", "math-verify-expr-seed001",
+                                        "strip-string-deepseek", "sympy-cascade-seed001"]
+    assert summary["gold_sources"] == {"corpus": 2, "synthetic": 5}
+    cells = {(o["reader"], o["stratum"]): o["in_contract"] for o in summary["contract_overrides"]}
+    assert cells[("strip-string-deepseek", "whitespace_punct")] is False
+    assert cells[("strip-string-deepseek", "unreduced")] is False  # the seed's own assignment stays
+    with pytest.raises(CommandError, match="expected READER:STRATUM:in"):
+        run_command("audit_verifiers", "--contract-override", "strip-string-deepseek:sets", golds=str(golds),
+                    out=str(out), no_progress=True)
+    with pytest.raises(CommandError, match="unknown stratum 'nope'"):
+        run_command("audit_verifiers", "--contract-override", "strip-string-deepseek:nope:in", golds=str(golds),
+                    out=str(out), no_progress=True)

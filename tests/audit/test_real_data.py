@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from readers.audit.runner import BUCKETS, SEED_READERS, run_audit
+from readers.audit.runner import BUCKETS, OUR_READERS, run_audit
 from readers.audit.transforms import BY_NAME, int_value
 from readers.isolation import IsolatedPool
 
@@ -54,9 +54,9 @@ def test_the_step_on_every_real_gold(real_golds, pool, tmp_path):
 
 def test_full_suite_on_a_sample_of_real_golds(real_golds, pool, tmp_path):
     sample = real_golds[::6]
-    result = run_audit(sample, list(SEED_READERS), tmp_path, pool=pool)
+    result = run_audit(sample, list(OUR_READERS), tmp_path, pool=pool)
     r = result.summary["readers"]
-    for name in SEED_READERS:
+    for name in OUR_READERS:
         assert r[name]["n"] > 0 and r[name]["self_validation"] is not None
     # coverage and judged are reported apart: the cascade's misses are execution failures (parse
     # errors on LaTeX), and on what it does judge it is right every time (seed 001 §3.1)
