@@ -15,7 +15,7 @@ beside ours, under names that say whose convention they follow:
 * `sympy-cascade-seed001`: the reference cascade with no unboxing (a box is a parse failure, so
   "no verdict on boxed input"), after the seed's delimiter and whitespace handling.
 
-Pure Python (no Django). See docs/audit.md §"Seed-convention readers" and docs/seeds-001.md.
+Pure Python (no Django). See docs/audit.md §"Seed-convention readers" and docs/seeds.md.
 """
 from __future__ import annotations
 

@@ -261,7 +261,7 @@ def test_free_form_science_answers_are_typed_free_form_with_a_warning_worthy_maj
 
 
 def test_the_seed_000_examples_reproduce_the_documented_figures():
-    """docs/seeds-000.md quotes these numbers; the files are synthetic constructions from the seed's text."""
+    """docs/seeds.md quotes these numbers; the files are synthetic constructions from the seed's text."""
     from ..conftest import ROOT
 
     toy = json.loads(run_command("format_share", input=ROOT / "docs" / "examples" / "seed000-toy.jsonl", json=True,
