@@ -1280,14 +1280,13 @@ def _last_math_span(region: str, limit: int) -> _Cand | None:
     after = text[last.end():]
     if len(after) > 60 or _SENTENCE_BREAK.search(after.rstrip(".!) \n")):
         return None  # more sentences follow: not the conclusion
-    group = next(g for g in range(1, 5) if last.group(g) is not None)
-    value = last.group(group).strip()
+    value = _span_content(last).strip()
     if not _is_formula(value):
         return None  # "$? just about 1$": two dollar signs of money, not a formula
     if "=" in value.split("\\approx")[0] and not _CONCLUSION.search(text[max(0, last.start() - 200):
                                                                                           last.start()]):
         return None  # a computation mid-derivation, unless a conclusion introduces it
-    return _Cand(last.start(group), last.end(group), value, "last_math_span")
+    return _Cand(_content_start(last), _content_end(last), value, "last_math_span")
 
 
 def _answer_tag(region: str, limit: int) -> _Cand | None:
