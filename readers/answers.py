@@ -203,6 +203,8 @@ def _words(s: str) -> list[str]:
         w = m.group(0)
         if w.startswith("\\") or w in _MATH_WORDS or w.lower() in _MATH_WORDS:
             continue
+        if m.start() > 0 and s[m.start() - 1].isdigit() and len(w) <= 3 and w.isascii() and w not in _GLUED_UNITS:
+            continue  # "2ab", "4ac": variables glued to a coefficient, not a word
         if w.isupper() or (len(w) <= 3 and w.isascii()):
             # In a formula, capitals name points ("\\angle APC") and a short lowercase run is a
             # product of variables ("x^2yz"); outside one, "cat" and "USA" are words.
@@ -258,6 +260,7 @@ _FUNCTION_CMDS = ("sin", "cos", "tan", "cot", "sec", "csc", "log", "ln", "exp", 
                   "sinh", "cosh", "tanh", "det", "max", "min", "gcd", "lcm")
 _BARE_VARIABLE = re.compile(
     r"(?:[A-Za-z]|\\(?!(?:" + "|".join(_FUNCTION_CMDS) + r")\b)[A-Za-z]+)(?:_\{?[A-Za-z0-9]+\}?)?(?:'+)?"
+    r"(?:\^\{?-1\}?(?=\())?"  # an inverse function, f^{-1}(x), when applied to its argument
     r"(?:\(\s*[A-Za-z](?:\s*,\s*[A-Za-z])*\s*\))?"
 )
 _RELATIONS = (("\\in", "in"), ("∈", "in"), ("\\le", "<="), ("\\ge", ">="), ("\\lt", "<"), ("\\gt", ">"), ("\\ne", "!="), ("≤", "<="),
@@ -348,6 +351,23 @@ def _matching_paren(s: str, open_idx: int) -> int:
 
 # A value followed by words and nothing else, in any script: "12 apples", "-½ extra", "3页", "4000千克".
 _UNIT_WORDS = re.compile(r"^\(?((?:[-+]?\$?[\d.,]+|\S+?)(?:\s+\d+/\d+)?)\)?\s*(?=[^\W\d_])[^\d=<>^\\]{1,40}$")
+# Units written glued to their number ("5cm", "12kg", "60mph"). Other letters glued to a number are
+# variables: "2ab" is the product 2·a·b, "3xy" is 3·x·y, never the number with a unit.
+_GLUED_UNITS = frozenset("""
+mm cm dm m km in ft yd mi nm um μm mg g kg t lb lbs oz ml mL dl cl l L gal qt pt s ms min h hr hrs
+sec secs mph kph kmh Hz kHz MHz GHz W kW MW J kJ cal kcal N Pa kPa V mV A mA mol K rad deg sq
+""".split())
+_GLUED_LETTERS = re.compile(r"[A-Za-zμ]+")
+
+
+def _glued_variables(s: str, number: str) -> bool:
+    rest = s[len(number):] if s.startswith(number) else ""
+    if not rest or rest[0].isspace():
+        return False  # "12 kg", "2 apples": words after a space are a unit or a remark
+    m = _GLUED_LETTERS.match(rest)
+    return m is not None and m.end() == len(rest.rstrip(".")) and m.group(0) not in _GLUED_UNITS
+
+
 _AND_OR = re.compile(r"\s*,?\s+(?:or|and)\s+|(?<=[)\]}])\s*(?:or|and)\s*(?=[(\[{\\])")
 _SPACE_THOUSANDS = re.compile(r"^[-+]?\d{1,3}(?: \d{3})+(?:\.\d+)?$")
 _CLOCK = re.compile(r"^\d{1,2}\s*:\s*\d{2}(?:\s*:\s*\d{2})?$")
@@ -478,7 +498,7 @@ def _parse(s: str, depth: int) -> Answer:
                 return relation
     if words:
         head = _UNIT_WORDS.match(s)
-        if head is not None:
+        if head is not None and not _glued_variables(s, head.group(1)):
             num = _number(head.group(1).strip())
             if num is not None:
                 # "-½ extra", "12 apples": a number followed only by words (a unit, a remark).

@@ -1163,8 +1163,11 @@ def _only_number_in_prose(value: str, gold: str) -> str | None:
     if _MATH_SPAN.search(value) or "\\" in value:
         return None  # a formula in the sentence: not prose with a number
     found = list(_NUMERAL.finditer(value))
-    if len(found) != 1:
+    if len(found) != 1 or len(value.split()) < 2:
         return None
+    end = found[0].end()
+    if end < len(value) and value[end].isalpha():
+        return None  # "2ab": a coefficient of variables, not a number in a sentence
     return found[0].group(0)
 
 

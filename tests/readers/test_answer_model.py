@@ -348,3 +348,24 @@ def test_a_repeating_decimal_is_its_exact_value(written: str, value: str) -> Non
 ])
 def test_an_option_label_with_its_value(response: str, gold: str, verdict: str) -> None:
     assert read(response, gold).verdict == verdict
+
+
+@pytest.mark.parametrize("response,gold,verdict", [
+    ("\\boxed{3mn}", "3", "incorrect"),  # variables glued to a coefficient are not a unit
+    ("\\boxed{3mn}", "3 n m", "correct"),
+    ("\\boxed{7pq}", "7", "incorrect"),
+    ("\\boxed{45kg}", "45", "correct"),  # a unit glued to its number is still a unit
+    ("\\boxed{45 km}", "45", "correct"),
+])
+def test_letters_glued_to_a_number_are_variables_unless_a_unit(response: str, gold: str, verdict: str) -> None:
+    assert read(response, gold).verdict == verdict
+
+
+def test_an_inverse_function_names_its_value() -> None:
+    assert read("\\boxed{g^{-1}(t) = 4t + 1}", "4t+1").verdict == "correct"
+    assert read("\\boxed{g^{-1}(t) = 4t + 1}", "4t-1").verdict == "incorrect"
+
+
+def test_unbraced_fraction_arguments_are_single_tokens() -> None:
+    assert read("\\boxed{\\frac{3 + i}{4}}", "\\frac34 + \\frac i4").verdict == "correct"
+    assert read("\\boxed{\\frac{p}{q}}", "\\frac pq").verdict == "correct"
