@@ -268,37 +268,17 @@ _RELATIONS = (("\\in", "in"), ("∈", "in"), ("\\le", "<="), ("\\ge", ">="), ("\
               (">", ">"))
 
 
+def _relation_at(s: str, i: int) -> tuple[int, str] | None:
+    for written, op in _RELATIONS:
+        # "\\le" is a relation, "\\left" is not.
+        if s.startswith(written, i) and not (written[0] == "\\" and s[i + len(written): i + len(written) + 1].isalpha()):
+            return len(written), op
+    return None
+
+
 def _split_relations(s: str) -> list[tuple[str, str]]:
     """[(side, op-after-it), ...] split at relation operators outside brackets; the last op is ""."""
-    parts: list[tuple[str, str]] = []
-    depth = 0
-    start = 0
-    i = 0
-    n = len(s)
-    while i < n:
-        c = s[i]
-        if c == "\\" and i + 1 < n and s[i + 1] in "{}":
-            depth += 1 if s[i + 1] == "{" else -1
-            i += 2
-            continue
-        if c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-        elif depth == 0:
-            for written, op in _RELATIONS:
-                if s.startswith(written, i) and not (written[0] == "\\" and s[i + len(written): i + len(written) + 1]
-                                                     .isalpha()):
-                    parts.append((s[start:i], op))
-                    i += len(written)
-                    start = i
-                    break
-            else:
-                i += 1
-            continue
-        i += 1
-    parts.append((s[start:], ""))
-    return parts
+    return eq.split_at_top_level(s, _relation_at)
 
 
 _PLAIN_FUNC = re.compile(r"(?<![\\A-Za-z])(sqrt|sin|cos|tan|cot|sec|csc|log|ln|exp|arcsin|arccos|arctan)\s*\(")

@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
-from typing import Any
+from typing import Any, Callable
 
 __all__ = ["Equivalence", "math_equal", "normalize", "canonical", "parse_number", "letter_of"]
 
@@ -256,10 +256,11 @@ def _numbers_equal(a: tuple[Fraction, bool], b: tuple[Fraction, bool]) -> bool:
 _OPEN = {"(": ")", "[": "]", "{": "}"}
 
 
-def split_top_level(s: str, sep: str = ",") -> list[str]:
-    """Split on a separator at bracket depth 0 (LaTeX escaped braces count as brackets; brackets of
-    mixed intervals pair up by depth). Parts are returned as they stand, spaces included."""
-    parts: list[str] = []
+def split_at_top_level(s: str, find: Callable[[str, int], tuple[int, str] | None]) -> list[tuple[str, str]]:
+    """[(part, what-ended-it), ...]: s cut wherever `find(s, i)` recognises a separator at bracket
+    depth 0 (it returns the separator's length and a tag); the last part's tag is "". LaTeX escaped
+    braces count as brackets; brackets of mixed intervals pair up by depth."""
+    parts: list[tuple[str, str]] = []
     depth = 0
     start = 0
     i = 0
@@ -274,14 +275,21 @@ def split_top_level(s: str, sep: str = ",") -> list[str]:
             depth += 1
         elif c in ")]}":
             depth -= 1
-        elif depth == 0 and s.startswith(sep, i):
-            parts.append(s[start:i])
-            start = i + len(sep)
-            i = start
-            continue
+        elif depth == 0:
+            hit = find(s, i)
+            if hit is not None:
+                parts.append((s[start:i], hit[1]))
+                i += hit[0]
+                start = i
+                continue
         i += 1
-    parts.append(s[start:])
+    parts.append((s[start:], ""))
     return parts
+
+
+def split_top_level(s: str, sep: str = ",") -> list[str]:
+    """Split on a separator at bracket depth 0. Parts are returned as they stand, spaces included."""
+    return [part for part, _ in split_at_top_level(s, lambda t, i: (len(sep), sep) if t.startswith(sep, i) else None)]
 
 
 def _split_top(s: str, sep: str = ",") -> list[str]:
