@@ -116,6 +116,9 @@ _QUOTED = re.compile(r'\\?"(.+)\\?"|“(.+)”|「(.+)」', re.S)
 _BACKSLASH_RUN = re.compile(r"\\+")
 _DOUBLED_COMMAND = re.compile(r"\\\\[A-Za-z]")
 _ONE_INLINE_FORMULA = re.compile(r"([^$]*?)(?<!\\)\$([^$]+)(?<!\\)\$([^$]*)")
+# A newline or tab that arrived as its escape sequence (an export that escaped the text once more
+# than it unescaped it). No LaTeX command is a lone \n, \t or \r: \neq, \times, \rho go on with letters.
+_ESCAPED_WHITESPACE = re.compile(r"(?<!\\)\\[ntr](?![A-Za-z])")
 
 
 def _undo_double_escape(s: str) -> str:
@@ -143,6 +146,7 @@ def prepare(text: str) -> str:
     """Unicode and typesetting normalisation before the LaTeX-level `equivalence.normalize`."""
     s = text[:MAX_ANSWER_CHARS]
     s = _undo_double_escape(s)
+    s = _ESCAPED_WHITESPACE.sub(" ", s)
     s = _ANSWER_TAG.sub("", s)
     quoted = _QUOTED.fullmatch(s.strip())
     if quoted is not None:

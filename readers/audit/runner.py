@@ -40,7 +40,8 @@ READER_SETS = {"seed001": SEED001_READERS, "ours": OUR_READERS}
 CORPUS, SYNTHETIC = "corpus", "synthetic"
 GOLD_SOURCES = (CORPUS, SYNTHETIC)
 # Punctuation / whitespace rewrites and the variant each is paired with (same gold) to measure its effect.
-PUNCTUATION = {"trailing_period": "identity", "trailing_newline": "identity", "pad_spaces": "identity",
+PUNCTUATION = {"trailing_period": "identity", "trailing_newline": "identity",
+               "trailing_escaped_newline": "identity", "pad_spaces": "identity",
                "leading_newline": "identity", "dollar_period": "dollar", "dollar_newline": "dollar",
                "dollar_then_period": "dollar"}
 

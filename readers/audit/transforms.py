@@ -519,6 +519,13 @@ def t_trailing_newline(g: str) -> str:
     return g + "\n"
 
 
+def t_trailing_escaped_newline(g: str) -> str | None:
+    """A trailing newline that reached the reader as its escape sequence, the two characters
+    backslash and n (an export escaped once more than it unescaped). It is still whitespace, not a
+    command: no LaTeX command is a lone \\n. Seed 001 Table 8, row 2 writes its variant this way."""
+    return None if g.endswith("\\") else g + "\\n"
+
+
 def t_pad_spaces(g: str) -> str:
     return f"  {g}  "
 
@@ -1012,6 +1019,8 @@ TRANSFORMS: tuple[Transform, ...] = (
     # whitespace and punctuation
     _t("trailing_period", "whitespace_punct", C, (), t_trailing_period, "g -> g."),
     _t("trailing_newline", "whitespace_punct", C, (), t_trailing_newline, r"g -> g\n"),
+    _t("trailing_escaped_newline", "whitespace_punct", C, (), t_trailing_escaped_newline,
+       "g -> g followed by backslash, n (a newline as its escape sequence)"),
     _t("pad_spaces", "whitespace_punct", C, (), t_pad_spaces, "g -> '  g  '"),
     _t("leading_newline", "whitespace_punct", C, (), t_leading_newline, r"g -> \ng"),
     _t("dollar_period", "whitespace_punct", C, LATEX, t_dollar_period, "g -> $g.$ (period inside math mode)"),

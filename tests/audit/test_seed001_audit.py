@@ -73,6 +73,8 @@ def test_table_8_pairs_in_the_audit(bundled):
     assert rec[(MVL, "\\frac{1}{2}", "identity")] == "correct"
     assert rec[(MVL, "\\frac{1}{2}", "trailing_period")] != "correct"
     assert rec[(MVE, "\\frac{1}{2}", "trailing_period")] != "correct"
+    assert rec[(MVL, "\\frac{1}{2}", "trailing_escaped_newline")] != "correct"
+    assert rec[(MVE, "\\frac{1}{2}", "trailing_escaped_newline")] != "correct"
     assert rec[(MVL, "\\frac{1}{2}", "frac_to_dfrac")] == "correct"
     assert rec[(MVE, "\\frac{1}{2}", "frac_to_dfrac")] != "correct"
     assert rec[(MVL, "(a+5)(b+2)", "left_right")] == "correct"

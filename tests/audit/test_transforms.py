@@ -27,6 +27,8 @@ _LATEX = [LatexExtractionConfig()]
 def value(text: str):
     """The number a (possibly decorated) answer string denotes, via math-verify's LaTeX parser."""
     s = text.strip()
+    if s.endswith("\\n") and not s.endswith("\\\\n"):
+        s = s[:-2].strip()  # a newline as its escape sequence is whitespace, as trailing_escaped_newline claims
     if s.endswith("."):
         s = s[:-1].strip()
     for left, right in (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]")):
