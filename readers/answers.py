@@ -438,10 +438,36 @@ def parse_answer(text: str) -> Answer:
     return _parse(eq.normalize(prepare(text)), 0)
 
 
+def _redundant_group(s: str) -> str | None:
+    """The inside of `{…}` or `(…)` when one unescaped pair encloses the whole text and holds no
+    top-level comma. In TeX `{42}` is a group, invisible in print; `(52_8)` is grouping, since a
+    tuple or an interval needs a comma. With a comma ("{1, 2}", "(1, 2)") the brackets mean a set,
+    a tuple or an interval and stay."""
+    if len(s) < 2 or (s[0], s[-1]) not in (("{", "}"), ("(", ")")):
+        return None
+    opener, closer = s[0], s[-1]
+    depth = 0
+    for i, ch in enumerate(s):
+        escaped = i > 0 and s[i - 1] == "\\"
+        if ch == opener and not escaped:
+            depth += 1
+        elif ch == closer and not escaped:
+            depth -= 1
+            if depth == 0 and i != len(s) - 1:
+                return None  # "{a}{b}", "(a)(b)": the first group closes before the end
+    inner = s[1:-1]
+    if depth != 0 or not inner.strip() or len(eq._split_top(inner)) > 1:
+        return None
+    return inner
+
+
 def _parse(s: str, depth: int) -> Answer:
     s = s.strip()
     if not s:
         return Answer("empty", "", "")
+    group = _redundant_group(s)
+    if group is not None and depth < _MAX_DEPTH:
+        return _parse(group, depth + 1)
     if _SPACE_THOUSANDS.match(s):
         s = s.replace(" ", "")  # "1 000 000": thousands grouped by spaces
     clock = _CLOCK.match(s)

@@ -178,7 +178,7 @@ def test_canonical_answer_is_total_on_any_text(answer, mc):
 
 def test_items_of_the_wrong_shape_give_none_not_an_exception():
     odd = Item(response="", gold=None, choices=None)  # type: ignore[arg-type]
-    assert canonical_answer("(C)", odd) == "(C)"
+    assert canonical_answer("(C)", odd) == "C"  # parentheses without a comma only group
     assert canonical_answer(12, SOCIOLOGY) is None  # type: ignore[arg-type]
     numeric_choices = Item(response="", gold="A", choices=(1, 2, 3))  # type: ignore[arg-type]
     assert canonical_answer("2", numeric_choices) == "B"

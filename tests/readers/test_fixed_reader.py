@@ -615,3 +615,17 @@ def test_qwen25_math_problems_25_to_99() -> None:
             total += 1
     print(f"fixed vs Qwen grader on problems 25-99: {agree}/{total} agree")
     assert agree >= 0.95 * total
+
+
+@pytest.mark.parametrize("gold, response, verdict", [
+    ("42", "{42}", "correct"),                      # a TeX group prints as its content
+    ("p - q", "{p - q}", "correct"),
+    ("52_8", "(52_8)", "correct"),                  # parentheses without a comma only group
+    ("12:30", "(12:30)", "correct"),
+    ("\\{1,2\\}", "{1,2}", "correct"),              # with a comma, braces are a set
+    ("(1,2)", "((1,2))", "correct"),
+    ("1", "(1,2)", "incorrect"),                    # and parentheses a tuple
+    ("\\frac{1}{2}", "\\frac{1}{2}\\n", "correct"),  # a newline that arrived escaped
+])
+def test_grouping_and_escaped_whitespace_do_not_change_the_answer(gold: str, response: str, verdict: str) -> None:
+    assert open_(response, gold).verdict == verdict
