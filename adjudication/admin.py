@@ -4,8 +4,8 @@ Access follows the platform's roles, not Django's per-model permissions: manager
 add_user) see every model here and edit the editable ones; deleting stays with superusers."""
 from django.contrib import admin
 
-from .models import Dataset, Question, ReaderSpec, Reading, Response, Run, TaskBatch
-from .permissions import is_manager
+from adjudication.models import Dataset, Question, ReaderSpec, Reading, Response, Run, TaskBatch
+from adjudication.permissions import is_manager
 
 
 class ManagerAdmin(admin.ModelAdmin):

@@ -1,7 +1,8 @@
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView
 
-from . import api, review_api
+from adjudication.pipeline import api
+from adjudication.review import api as review_api
 
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),

@@ -11,7 +11,7 @@ from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.models import User
 from django.db import connections, router
 
-from .rawsql import convert_row, raw_all
+from adjudication.rawsql import convert_row, raw_all
 
 _FIELDS = list(User._meta.concrete_fields)
 _ATTNAMES = [f.attname for f in _FIELDS]

@@ -19,7 +19,7 @@ from typing import Any
 from django.http import HttpResponse
 from django.utils.http import content_disposition_header
 
-from .text import escape_surrogates
+from adjudication.text import escape_surrogates
 
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 _PLAIN_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")

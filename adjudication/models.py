@@ -6,8 +6,8 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import CheckConstraint, Q, UniqueConstraint
 
-from .fields import VerbatimTextField
-from .validators import INT_MAX, INT_MIN, SMALLINT_MAX, validate_name
+from adjudication.fields import VerbatimTextField
+from adjudication.validators import INT_MAX, INT_MIN, SMALLINT_MAX, validate_name
 
 
 class Dataset(models.Model):
@@ -411,7 +411,7 @@ class TaskBatch(models.Model):
     (`read_batch`), judge (`judge_batch`) or for one regenerating endpoint (`regenerate_batch`).
     Tasks keep no results (there is no result backend) and a failed task is acknowledged, not
     redelivered, so this row is how a waiting command learns that a batch failed instead of
-    waiting forever for its readings (adjudication.services.batches)."""
+    waiting forever for its readings (adjudication.pipeline.batches)."""
 
     class Kind(models.TextChoices):
         READ = "read"

@@ -8,7 +8,7 @@ from typing import Any
 from rest_framework.renderers import JSONRenderer
 from rest_framework.utils.encoders import JSONEncoder
 
-from .text import escape_surrogates
+from adjudication.text import escape_surrogates
 
 
 class SurrogateEscapingEncoder(JSONEncoder):

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from .models import ReaderSpec
-from .services.batches import batch_tracked
-from .services.readings import readings_create
+from adjudication.models import ReaderSpec
+from adjudication.pipeline.batches import batch_tracked
+from adjudication.pipeline.readings import readings_create
 
 
 @shared_task(
@@ -35,7 +35,7 @@ def run_audit(self, audit_run_id: int) -> str:
     visibility timeout, so that the broker never redelivers the waiting message as well."""
     from django.conf import settings
 
-    from .services.audit import audit_run_execute
+    from adjudication.audit.services import audit_run_execute
 
     outcome = audit_run_execute(audit_run_id=audit_run_id)
     if outcome.recheck_in is not None and not self.request.is_eager:

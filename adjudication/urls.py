@@ -1,11 +1,10 @@
-from django.urls import path
+"""The app's pages, one URL module per capability. Each keeps its own namespace
+(`review:`, `analytics:`, `audit:`, `adjudication:` for datasets and health)."""
+from django.urls import include, path
 
-from . import views
-
-app_name = "adjudication"
 urlpatterns = [
-    path("", views.home, name="home"),
-    path("datasets/<int:dataset_id>/", views.dataset_detail, name="dataset"),
-    path("datasets/<int:dataset_id>/run/", views.dataset_run_readers, name="dataset-run"),
-    path("healthz", views.healthz, name="healthz"),
+    path("", include("adjudication.review.urls")),
+    path("", include("adjudication.analytics.urls")),
+    path("", include("adjudication.audit.urls")),
+    path("", include("adjudication.pipeline.urls")),
 ]

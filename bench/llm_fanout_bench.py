@@ -44,7 +44,7 @@ def main() -> None:
         os.environ.setdefault("NO_PROXY", "127.0.0.1,localhost")
         os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
         sys.path.insert(0, str(ROOT))
-        server = subprocess.Popen([sys.executable, "-m", "judges.loopback", "--latency", str(LATENCY_S)],
+        server = subprocess.Popen([sys.executable, "-m", "judges.testing.loopback", "--latency", str(LATENCY_S)],
                                   cwd=ROOT, stdout=subprocess.PIPE, text=True,
                                   env=dict(os.environ, PYTHONPATH=str(ROOT)))
         try:

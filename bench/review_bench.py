@@ -93,7 +93,7 @@ def generate(path: Path, n: int) -> None:
 READINGS_SCRIPT = r"""
 import re
 from adjudication.models import Reading, Response
-from adjudication.services.readings import reader_spec_by_name
+from adjudication.pipeline.readings import reader_spec_by_name
 
 PATTERNS = {"strict-match": re.compile(r"The answer is \(([A-D])\)"), "boxed": re.compile(r"\\boxed\{([A-D])\}")}
 specs = {name: reader_spec_by_name(name=name) for name in PATTERNS}

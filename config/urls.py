@@ -8,8 +8,5 @@ urlpatterns = [
     path("accounts/login/", login_not_required(auth_views.LoginView.as_view()), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/", include("adjudication.api_urls")),
-    path("", include("adjudication.review_urls")),
-    path("", include("adjudication.analytics_urls")),
-    path("", include("adjudication.audit_urls")),
     path("", include("adjudication.urls")),
 ]

@@ -3,8 +3,8 @@ from django.contrib import admin
 
 from adjudication.admin import ManagerAdmin, ReadOnlyAdmin
 
-from . import prompts
-from .models import Endpoint, Judge, Judgement, LLMAttempt
+from judges import prompts
+from judges.models import Endpoint, Judge, Judgement, LLMAttempt
 
 
 @admin.register(Endpoint)

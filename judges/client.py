@@ -24,7 +24,7 @@ import httpcore2
 import httpx2
 import openai
 
-from .redaction import redact, redact_bytes
+from judges.redaction import redact, redact_bytes
 
 OK = "ok"
 RETRYABLE = "retryable_error"

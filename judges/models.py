@@ -121,7 +121,7 @@ class Judge(models.Model):
     def clean(self) -> None:
         # The admin edits the stored text too: a user-supplied upstream prompt must stay one that
         # upstream's str.format would accept, or the judge would fail at its first call.
-        from . import prompts
+        from judges import prompts
 
         if self.template in prompts.UPSTREAM:
             try:

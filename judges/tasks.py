@@ -1,16 +1,16 @@
 """Celery tasks on the `llm` queue (routed by `judges.tasks.*`): take ids, load, re-check what is
 still missing, call one service. Idempotent: a redelivered task costs a query, never a duplicate.
 
-Each task records its batch's status (adjudication.services.batches), so that a command waiting
+Each task records its batch's status (adjudication.pipeline.batches), so that a command waiting
 for the readings learns of a failure; the failure is re-raised as BatchFailed, API keys redacted."""
 from __future__ import annotations
 
 from celery import shared_task
 
-from .models import Endpoint, Judge
-from .services.batches import BatchFailed, llm_batch_tracked
-from .services.judging import judgements_create
-from .services.regeneration import regenerations_create
+from judges.models import Endpoint, Judge
+from judges.services.batches import BatchFailed, llm_batch_tracked
+from judges.services.judging import judgements_create
+from judges.services.regeneration import regenerations_create
 
 __all__ = ["BatchFailed", "judge_batch", "regenerate_batch"]
 

@@ -32,9 +32,9 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from ..routing import answer_key
-from .bias import judge_bias, producer_binary
-from .stats import all_agree_rate, krippendorff_alpha, pairwise, percentile_interval, proportion
+from adjudication.routing.rules import answer_key
+from adjudication.analytics.bias import judge_bias, producer_binary
+from adjudication.analytics.stats import all_agree_rate, krippendorff_alpha, pairwise, percentile_interval, proportion
 
 NO_ANSWER = "∅"  # the answer key of "no answer" (reader no_answer, human label kind no_answer)
 DIMENSIONS = ("model", "checkpoint", "benchmark")

@@ -33,7 +33,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from .stats import Undefined, cohen_kappa, confusion, wilson
+from adjudication.analytics.stats import Undefined, cohen_kappa, confusion, wilson
 
 BINARY = ("correct", "incorrect")
 VERDICTS = ("correct", "incorrect", "no_answer", "error", "timeout")

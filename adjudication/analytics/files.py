@@ -5,13 +5,12 @@ the isolation pool (readers.isolation), and nothing here imports a model.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from ..services.rows import Row, RowError, iter_json_lines, iter_rows
-from .bias import VERDICTS
-from .format_share import Observation, has_box, item_task_type
+from adjudication.ingest.formats import Row, RowError, iter_json_lines, iter_rows
+from adjudication.analytics.bias import VERDICTS
+from adjudication.analytics.format_share import Observation, has_box, item_task_type
 
 HUMAN = "human"
 

@@ -58,7 +58,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from .stats import percentile_interval, proportion
+from adjudication.analytics.stats import percentile_interval, proportion
 
 BOX = re.compile(r"\\(?:boxed|fbox)\s*\{")
 EXTRACTED = ("correct", "incorrect")

@@ -16,7 +16,7 @@ from fractions import Fraction
 from itertools import combinations
 from typing import Any, Mapping
 
-from .stats import kendall_tau, wilson
+from adjudication.analytics.stats import kendall_tau, wilson
 
 
 def rank(scores: Mapping[str, tuple[int, int]]) -> list[dict[str, Any]]:

@@ -20,9 +20,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from .bias import judge_bias
-from .ranking import compare
-from .stats import cohen_kappa, jsonable, krippendorff_alpha, pairwise
+from adjudication.analytics.bias import judge_bias
+from adjudication.analytics.ranking import compare
+from adjudication.analytics.stats import cohen_kappa, jsonable, krippendorff_alpha, pairwise
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
 ANSWER_MATCHING = SHARED / "answer-matching-human-annotations"

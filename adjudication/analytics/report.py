@@ -6,12 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..models import Dataset
-from . import agreement as ag
-from . import format_share as fs
-from . import ranking
-from .selectors import agreement_inputs, format_share_observations, ranking_tables, reader_spec_kinds
-from .stats import jsonable
+from adjudication.models import Dataset
+from adjudication.analytics import agreement as ag
+from adjudication.analytics import format_share as fs
+from adjudication.analytics import ranking
+from adjudication.analytics.selectors import agreement_inputs, format_share_observations, ranking_tables, reader_spec_kinds
+from adjudication.analytics.stats import jsonable
 
 RATES = ("accuracy", "extraction_rate", "coverage")
 BIAS_RATES = ("accuracy", "judge_correct_rate", "human_correct_rate", "false_accept_rate", "false_reject_rate")

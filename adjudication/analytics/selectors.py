@@ -12,11 +12,11 @@ from typing import Any
 
 from django.db.models import BooleanField, Case, Count, Q, Value, When
 
-from ..models import Dataset, FinalLabel, Label, Question, ReaderSpec, Reading, Response, ReviewItem, RoutingPolicy
-from ..routing import comparable_answer
-from ..services.review import normalise_answer
-from .agreement import HumanObs, ReaderObs, human_verdict
-from .format_share import Observation, item_task_type
+from adjudication.models import Dataset, FinalLabel, Label, Question, ReaderSpec, Reading, Response, ReviewItem, RoutingPolicy
+from adjudication.routing.rules import comparable_answer
+from adjudication.review.labels import normalise_answer
+from adjudication.analytics.agreement import HumanObs, ReaderObs, human_verdict
+from adjudication.analytics.format_share import Observation, item_task_type
 
 HUMAN = "human"
 

@@ -6,12 +6,12 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils.safestring import mark_safe
 
-from ..exports import CONTENT_TYPES, attachment, download_name, json_text, table_download
-from ..models import Dataset
-from ..permissions import is_manager
-from . import svg
-from .format_share import POOL_BY
-from .report import TABLES, Params, build, columns
+from adjudication.exports import CONTENT_TYPES, attachment, download_name, json_text, table_download
+from adjudication.models import Dataset
+from adjudication.permissions import is_manager
+from adjudication.analytics import svg
+from adjudication.analytics.format_share import POOL_BY
+from adjudication.analytics.report import TABLES, Params, build, columns
 
 
 def _f(value, lo=None, hi=None, digits: int = 3, signed: bool = False) -> str:

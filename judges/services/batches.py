@@ -1,4 +1,4 @@
-"""LLM tasks are tracked like every fan-out task (adjudication.services.batches); what only they
+"""LLM tasks are tracked like every fan-out task (adjudication.pipeline.batches); what only they
 add is that an error may quote an endpoint's API key, which is redacted before it is stored or
 logged."""
 from __future__ import annotations
@@ -7,10 +7,10 @@ from contextlib import contextmanager
 from functools import partial
 from typing import Callable, Iterator
 
-from adjudication.services.batches import BatchFailed, batch_tracked
+from adjudication.pipeline.batches import BatchFailed, batch_tracked
 
-from ..models import Endpoint
-from ..redaction import redact, secrets_from_env
+from judges.models import Endpoint
+from judges.redaction import redact, secrets_from_env
 
 __all__ = ["BatchFailed", "llm_batch_tracked", "known_secrets"]
 

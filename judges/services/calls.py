@@ -28,9 +28,9 @@ from typing import Any, Callable, Hashable, Sequence
 
 from django.conf import settings
 
-from .. import client as llm
-from ..client import AttemptResult, EndpointConfig
-from ..limits import limiter_for
+from judges import client as llm
+from judges.client import AttemptResult, EndpointConfig
+from judges.limits import limiter_for
 
 
 @dataclass(frozen=True)

@@ -11,12 +11,12 @@ from adjudication.fields import json_safe
 from adjudication.models import ReaderSpec, Response
 from readers.base import config_hash
 
-from .. import parsers, prompts
-from ..answers import gold_letter
-from ..client import TIMEOUT, EndpointConfig
-from ..models import Judge, Judgement
-from .calls import Caller, Job, fan_out
-from .records import ReadingResult, internal_failure, work_for, write
+from judges import parsers, prompts
+from judges.answers import gold_letter
+from judges.client import TIMEOUT, EndpointConfig
+from judges.models import Judge, Judgement
+from judges.services.calls import Caller, Job, fan_out
+from judges.services.records import ReadingResult, internal_failure, work_for, write
 
 JUDGE_VERSION = "1"
 _VERDICT = {parsers.CORRECT: "correct", parsers.INCORRECT: "incorrect", parsers.NOT_ATTEMPTED: "no_answer"}

@@ -11,11 +11,11 @@ from django.db import DataError, IntegrityError, transaction
 
 from adjudication.fields import json_safe
 from adjudication.models import ReaderSpec, Reading, Response
-from adjudication.services.readings import missing_pairs
+from adjudication.pipeline.readings import missing_pairs
 
-from ..models import Judgement, LLMAttempt
-from ..redaction import redact
-from .calls import AttemptEvent, Finished
+from judges.models import Judgement, LLMAttempt
+from judges.redaction import redact
+from judges.services.calls import AttemptEvent, Finished
 
 log = logging.getLogger(__name__)
 

@@ -43,11 +43,11 @@ from adjudication.validators import free_text_problem
 from readers.base import Item, config_hash
 from readers.canonical import canonical_answer
 
-from .. import answers, prompts
-from ..client import FATAL, TIMEOUT, EndpointConfig
-from ..models import Endpoint
-from .calls import Caller, CallOutcome, Job, fan_out
-from .records import ReadingResult, internal_failure, work_for, write
+from judges import answers, prompts
+from judges.client import FATAL, TIMEOUT, EndpointConfig
+from judges.models import Endpoint
+from judges.services.calls import Caller, CallOutcome, Job, fan_out
+from judges.services.records import ReadingResult, internal_failure, work_for, write
 
 NAME = "regeneration"
 VERSION = "2"

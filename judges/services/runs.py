@@ -15,13 +15,13 @@ from django.conf import settings
 from django.db import transaction
 
 from adjudication.models import Dataset, ReaderSpec, Reading, Response, TaskBatch
-from adjudication.services.batches import batches_create
-from adjudication.services.pipeline import Enqueued
+from adjudication.pipeline.batches import batches_create
+from adjudication.pipeline.services import Enqueued
 
-from ..models import Endpoint, Judge
-from .judging import judge_spec_for
-from .records import RETRYABLE_VERDICTS
-from .regeneration import regeneration_spec_for
+from judges.models import Endpoint, Judge
+from judges.services.judging import judge_spec_for
+from judges.services.records import RETRYABLE_VERDICTS
+from judges.services.regeneration import regeneration_spec_for
 
 DEFAULT_BATCH = 200
 
@@ -72,7 +72,7 @@ def _missing(dataset: Dataset, spec: ReaderSpec) -> set[int]:
 def dataset_judge(*, dataset: Dataset, judges: Sequence[Judge], retry_errors: bool = False,
                   batch_size: int | None = None, on_enqueued: Callable[[int], None] | None = None) -> LLMRun:
     """Enqueue `judge_batch` tasks so every response gets one reading by every judge."""
-    from ..tasks import judge_batch
+    from judges.tasks import judge_batch
 
     batch_size = batch_size or batch_size_default()
     if batch_size < 1:
@@ -108,7 +108,7 @@ def dataset_regenerate(*, dataset: Dataset, endpoint: Endpoint, retry_errors: bo
                        instruction: str | None = None) -> LLMRun:
     """Enqueue `regenerate_batch` tasks so every response gets one `regeneration` reading by this
     endpoint's model (and `instruction`, when one is added before "Answer:")."""
-    from ..tasks import regenerate_batch
+    from judges.tasks import regenerate_batch
 
     batch_size = batch_size or batch_size_default()
     if batch_size < 1:

@@ -14,9 +14,9 @@ from django.core.management.base import CommandError
 from django.test import Client
 
 from adjudication.models import Dataset, FinalLabel, QueueItem, ReaderSpec, Reading, Response
-from adjudication.services.readings import reader_spec_by_name, readings_create
-from adjudication.review_selectors import adjudication_queue
-from adjudication.services.review import (final_label_adjudicate, label_submit, lease_claim_next,
+from adjudication.pipeline.readings import reader_spec_by_name, readings_create
+from adjudication.review.selectors import adjudication_queue
+from adjudication.review.services import (final_label_adjudicate, label_submit, lease_claim_next,
                                           queue_create)
 
 from ..conftest import run_command

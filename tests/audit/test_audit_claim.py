@@ -13,7 +13,7 @@ from django.test import Client
 from django.utils import timezone
 
 from adjudication.models import AuditRun, Dataset
-from adjudication.services.audit import audit_run_execute
+from adjudication.audit.services import audit_run_execute
 
 from ..conftest import math_row, run_command
 from ..review.conftest import make_user

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from adjudication.models import AuditRun, Dataset
-from adjudication.services.audit import audit_run_start
+from adjudication.audit.services import audit_run_start
 from adjudication.tasks import run_audit
 
 from ..conftest import math_row, run_command, start_worker, stop_worker, wait_until

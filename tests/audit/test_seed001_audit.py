@@ -154,7 +154,7 @@ def test_seed_conventions_on_real_golds(pool, tmp_path):
 
 
 def test_figures_escape_reader_names_and_draw_the_step(bundled):
-    from adjudication.audit_figures import audit_figures
+    from adjudication.audit.figures import audit_figures
 
     result, _out = bundled
     summary = dict(result.summary)

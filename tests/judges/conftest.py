@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 import pytest
 
-from judges.loopback import LoopbackServer
+from judges.testing.loopback import LoopbackServer
 
 from ..conftest import math_row, mc_row, run_command
 

@@ -6,7 +6,7 @@ import math
 import pytest
 
 from judges import answers
-from judges.loopback import tokenize
+from judges.testing.loopback import tokenize
 
 
 def echo_logprobs(prompt: str, values: dict[int, float]) -> dict:

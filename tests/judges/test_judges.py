@@ -238,7 +238,7 @@ def test_concurrency_is_honoured_and_reached(loopback, make_endpoint, make_judge
 
 
 def test_two_judges_on_two_endpoints_each_keep_their_own_concurrency(make_dataset):
-    from judges.loopback import LoopbackServer
+    from judges.testing.loopback import LoopbackServer
 
     ds = make_dataset([mc_row(i) for i in range(24)], n_mc=0)
     with LoopbackServer(latency_s=0.05, reply="A") as a, LoopbackServer(latency_s=0.05, reply="Correct") as b:

@@ -137,7 +137,7 @@ def test_a_row_the_database_refuses_does_not_lose_the_other_rows_of_the_flush(lo
 
 
 def test_waiting_stops_with_a_clear_error_when_a_batch_task_failed(loopback, make_judge, make_dataset, settings):
-    from judges.management.commands.run_judges import wait_for
+    from adjudication.pipeline.progress import wait_for_run
     from adjudication.models import TaskBatch
     from judges.services.runs import dataset_judge
 
@@ -154,13 +154,13 @@ def test_waiting_stops_with_a_clear_error_when_a_batch_task_failed(loopback, mak
     TaskBatch.objects.filter(pk=batches[2].pk).update(status="done")
     started = time.monotonic()
     with pytest.raises(CommandError, match=r"1 of 3 LLM tasks failed.*the disk is full"):
-        wait_for(run, tqdm(disable=True), timeout=60)
+        wait_for_run(run, bar=tqdm(disable=True), timeout=60)
     assert time.monotonic() - started < 30
 
 
 def test_waiting_stops_when_every_task_finished_but_readings_are_missing(loopback, make_judge, make_dataset,
                                                                          settings):
-    from judges.management.commands.run_judges import wait_for
+    from adjudication.pipeline.progress import wait_for_run
     from adjudication.models import TaskBatch
     from judges.services.runs import dataset_judge
 
@@ -169,7 +169,7 @@ def test_waiting_stops_when_every_task_finished_but_readings_are_missing(loopbac
     run = dataset_judge(dataset=ds, judges=[make_judge("sq")])
     TaskBatch.objects.filter(run=run.id).update(status="done")  # e.g. the judge was deleted meanwhile
     with pytest.raises(CommandError, match=r"every LLM task finished but 2 of 2 readings are missing"):
-        wait_for(run, tqdm(disable=True), timeout=60)
+        wait_for_run(run, bar=tqdm(disable=True), timeout=60)
 
 
 def test_a_failing_batch_task_records_its_failure(loopback, make_judge, make_dataset, settings):

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from adjudication.models import ReaderSpec, Reading
-from adjudication.services.pipeline import default_panel
+from adjudication.pipeline.services import default_panel
 from judges.models import LLMAttempt
 from judges.services.regeneration import regenerations_create
 
@@ -188,7 +188,7 @@ def test_run_readers_routes_regeneration_to_the_endpoint(loopback, make_endpoint
     with pytest.raises(CommandError, match="add --reader regeneration"):
         run_command("run_readers", dataset=ds.name, readers=["boxed"], endpoint="loop")
     # export shows it like any reader
-    from adjudication.selectors import export_rows
+    from adjudication.pipeline.selectors import export_rows
 
     assert {r["reader"] for r in export_rows(dataset=ds)} == {"regeneration", "boxed"}
     assert json.dumps(list(export_rows(dataset=ds)))  # serialisable

@@ -5,8 +5,8 @@ import pytest
 from django.contrib.auth.models import Group, User
 
 from adjudication.models import Dataset, Response
-from adjudication.services.readings import reader_spec_by_name
-from adjudication.services.review import queue_create
+from adjudication.pipeline.readings import reader_spec_by_name
+from adjudication.review.services import queue_create
 from adjudication.models import Reading
 
 from ..conftest import mc_row, run_command

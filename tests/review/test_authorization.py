@@ -6,7 +6,7 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
 from adjudication.models import AuditRun, Dataset
-from adjudication.services.review import label_submit, lease_claim_next
+from adjudication.review.services import label_submit, lease_claim_next
 
 from .conftest import make_user
 

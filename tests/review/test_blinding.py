@@ -5,8 +5,8 @@ import pytest
 from django.test import Client
 
 from adjudication.models import Reading, Response
-from adjudication.services.readings import reader_spec_for
-from adjudication.services.review import label_submit, lease_claim_next, queue_create
+from adjudication.pipeline.readings import reader_spec_for
+from adjudication.review.services import label_submit, lease_claim_next, queue_create
 from readers.base import Item, Reader, Reading as ReaderReading
 from readers import registry
 

@@ -9,7 +9,7 @@ import pytest
 from django.db import connection, connections
 
 from adjudication.models import Label, Lease, QueueItem
-from adjudication.services.review import label_submit, lease_claim_next, queue_create
+from adjudication.review.services import label_submit, lease_claim_next, queue_create
 
 from .conftest import disputed_dataset, make_user
 

@@ -7,8 +7,8 @@ import pytest
 from django.utils import timezone
 
 from adjudication.models import FinalLabel, Label, Lease, QueueItem
-from adjudication.review_selectors import adjudication_queue
-from adjudication.services.review import (ReviewError, final_label_adjudicate, label_revise,
+from adjudication.review.selectors import adjudication_queue
+from adjudication.review.services import (ReviewError, final_label_adjudicate, label_revise,
                                           label_submit, lease_claim_next)
 
 from .conftest import make_user
@@ -136,7 +136,7 @@ def test_unresolved_adjudication(queue):
 
 
 def test_nested_candidate_spans_each_keep_a_mark():
-    from adjudication.review_selectors import response_parts
+    from adjudication.review.rendering import response_parts
 
     text = "So the answer is B. Then again \\boxed{C} it is."
     outer = (text.index("B. Then"), text.index("{C}") + 2, 1)  # a long, greedy regex match

@@ -12,10 +12,10 @@ import pytest
 from django.contrib.auth.models import Group
 from django.test import Client
 
-from adjudication import review_selectors
+from adjudication.review import selectors as review_selectors
 from adjudication.models import Label
-from adjudication.review_selectors import annotator_progress, leased_item
-from adjudication.services.review import label_revise, label_submit, lease_claim_next
+from adjudication.review.selectors import annotator_progress, leased_item
+from adjudication.review.services import label_revise, label_submit, lease_claim_next
 
 from ..conftest import ROOT
 from .conftest import make_user

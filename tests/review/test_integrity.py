@@ -15,9 +15,9 @@ from django.test import Client
 
 from adjudication.models import (Dataset, FinalLabel, Label, QueueItem, Reading, Response, ReviewItem, ReviewQueue,
                                  RoutingPolicy)
-from adjudication.review_selectors import adjudication_queue
-from adjudication.services.readings import reader_spec_by_name
-from adjudication.services.review import (ReviewError, final_label_adjudicate, label_revise, label_submit,
+from adjudication.review.selectors import adjudication_queue
+from adjudication.pipeline.readings import reader_spec_by_name
+from adjudication.review.services import (ReviewError, final_label_adjudicate, label_revise, label_submit,
                                           lease_claim_next, queue_create)
 
 from ..conftest import mc_row, run_command
@@ -155,7 +155,7 @@ def test_replacing_a_response_invalidates_its_labels_and_reopens_the_item(write_
 
 
 def test_a_lease_taken_before_the_text_was_replaced_cannot_label_the_new_text(write_jsonl):
-    from adjudication.services.review import review_invalidate_replaced
+    from adjudication.review.services import review_invalidate_replaced
 
     queue = queue_create(dataset=disputed_dataset(write_jsonl, 1), name="q")
     a = make_user("a", "annotator")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from adjudication.review_selectors import response_parts
+from adjudication.review.selectors import response_parts
 
 from ..conftest import ROOT, mc_row, run_command
 from .test_browser_flow import (ITEM_URL, READERS, add_user, chromium_browser, log_in,  # noqa: F401 (a fixture)

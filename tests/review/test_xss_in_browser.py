@@ -75,7 +75,7 @@ def hostile_queue(write_jsonl, service_env, monkeypatch):
     from django.contrib.auth.models import User
 
     from adjudication.models import ReviewQueue
-    from adjudication.services.review import label_submit, lease_claim_next
+    from adjudication.review.services import label_submit, lease_claim_next
 
     queue = ReviewQueue.objects.get(name="hostile-q")
     other = User.objects.get(username="other")

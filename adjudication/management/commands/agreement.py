@@ -45,7 +45,7 @@ class Command(BaseCommand):
         from adjudication.analytics.files import agreement_records
         from adjudication.analytics.stats import proportion
         from adjudication.analytics.files import InputError
-        from adjudication.services.rows import RowError
+        from adjudication.ingest.formats import RowError
 
         keys = tuple(k.strip() for k in by.split(",") if k.strip())
         bad = [k for k in keys if k not in ("model", "checkpoint", "benchmark")]

@@ -90,7 +90,7 @@ class Command(BaseCommand):
             skipped = 0
         else:
             from adjudication.models import Dataset
-            from adjudication.services.audit import dataset_golds
+            from adjudication.audit.services import dataset_golds
 
             ds = Dataset.objects.filter(name=dataset).first()
             if ds is None:

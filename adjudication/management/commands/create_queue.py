@@ -3,8 +3,8 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from adjudication.models import Dataset, RoutingPolicy
-from adjudication.selectors import dataset_get
-from adjudication.services.review import ReviewError, queue_create
+from adjudication.pipeline.selectors import dataset_get
+from adjudication.review.services import ReviewError, queue_create
 
 
 class Command(BaseCommand):

@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from adjudication.exports import csv_lines, jsonl_lines
 from adjudication.models import Dataset
-from adjudication.selectors import EXPORT_FIELDS, dataset_get, export_rows
+from adjudication.pipeline.selectors import EXPORT_FIELDS, dataset_get, export_rows
 
 
 class Command(BaseCommand):

@@ -52,7 +52,7 @@ class Command(BaseCommand):
         from adjudication.analytics import format_share as fs
         from adjudication.analytics.stats import jsonable
         from adjudication.analytics.files import InputError
-        from adjudication.services.rows import RowError
+        from adjudication.ingest.formats import RowError
 
         if bootstrap < 0:
             raise CommandError("--bootstrap must be 0 or more")

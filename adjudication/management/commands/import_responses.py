@@ -4,7 +4,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from adjudication.services.imports import ImportFailed, progress_bar, responses_import
+from adjudication.ingest.services import ImportFailed, progress_bar, responses_import
 
 
 class Command(BaseCommand):

@@ -7,7 +7,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
-from adjudication.selectors import dataset_get, reader_summary
+from adjudication.pipeline.selectors import dataset_get, reader_summary
 from readers.summary import render
 
 SAMPLE = Path(__file__).resolve().parents[2] / "sample_data" / "quickstart.jsonl"

@@ -7,7 +7,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from adjudication.services.rows import RowError, iter_rows
+from adjudication.ingest.formats import RowError, iter_rows
 from readers import Item
 from readers import registry as reader_registry
 from readers.summary import render, summarise
@@ -30,7 +30,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, input: Path, readers: list[str], out: Path | None, budget: float, processes: int,
                **options) -> None:  # noqa: A002
-        from adjudication.services.pipeline import default_panel
+        from adjudication.pipeline.services import default_panel
         from readers.isolation import IsolatedPool
 
         names = default_panel() if "all" in readers else readers

@@ -3,14 +3,15 @@ from __future__ import annotations
 import sys
 
 from django.conf import settings
+from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
-from adjudication.management.waiting import wait_for_readings
+from adjudication.pipeline.progress import wait_for_readings
 from adjudication.models import Dataset
-from adjudication.selectors import dataset_get, reading_counts
-from adjudication.services.batches import BatchFailed
-from adjudication.services.pipeline import dataset_read, default_panel
+from adjudication.pipeline.selectors import dataset_get, reading_counts
+from adjudication.pipeline.batches import BatchFailed
+from adjudication.pipeline.services import dataset_read, default_panel
 from readers import registry as reader_registry
 
 
@@ -38,22 +39,22 @@ class Command(BaseCommand):
         except Dataset.DoesNotExist:
             raise CommandError(f"no dataset named {dataset!r}") from None
         if readers and "regeneration" in readers:
-            # Answer Regeneration is an LLM reader: it runs on the `llm` queue through the judges app.
-            from judges.management.regeneration import run_regeneration
-
+            # Answer Regeneration is an LLM reader: the judges app's `regenerate` command runs it on
+            # the `llm` queue. Unknown rule-reader names fail before any model is called.
             readers = [r for r in readers if r != "regeneration"]
-            run_regeneration(self, ds, endpoint=endpoint, batch_size=batch_size, no_wait=no_wait, timeout=timeout,
-                             other_readers=readers, instruction=regen_instruction)
+            _require_readers([n for n in readers if n != "all"])
+            if not endpoint:
+                raise CommandError("the regeneration reader calls a model: give --endpoint NAME "
+                                   "(see `manage.py add_endpoint`)")
+            call_command("regenerate", dataset=dataset, endpoint=endpoint, regen_instruction=regen_instruction,
+                         batch_size=batch_size, no_wait=no_wait, timeout=timeout, stdout=self.stdout)
             if not readers:
                 return
         elif endpoint or regen_instruction is not None:
             option = "--endpoint" if endpoint else "--regen-instruction"
             raise CommandError(f"{option} is for the LLM reader: add --reader regeneration")
         names = default_panel() if not readers or readers == ["all"] else readers
-        known = set(reader_registry.names())
-        unknown = [n for n in names if n not in known]
-        if unknown:
-            raise CommandError(f"unknown reader(s): {', '.join(unknown)}. `manage.py readers` lists them.")
+        _require_readers(names)
         if batch_size < 1:
             raise CommandError("--batch-size must be at least 1")
         eager = settings.CELERY_TASK_ALWAYS_EAGER
@@ -76,3 +77,10 @@ class Command(BaseCommand):
         for e in run.enqueued:
             self.stdout.write(f"{e.reader_spec.name:<28} {e.missing:>7} read now, "
                               f"{reading_counts(dataset=ds, reader_spec=e.reader_spec):>7} readings in all")
+
+
+def _require_readers(names: list[str]) -> None:
+    known = set(reader_registry.names())
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise CommandError(f"unknown reader(s): {', '.join(unknown)}. `manage.py readers` lists them.")

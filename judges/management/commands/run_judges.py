@@ -9,18 +9,11 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
 from adjudication.models import Dataset, Reading
-from adjudication.selectors import dataset_get
+from adjudication.pipeline.selectors import dataset_get
 from judges.models import Judge, LLMAttempt
-from adjudication.management.waiting import wait_for_readings
-from adjudication.services.batches import BatchFailed
-from judges.services.runs import LLMRun, dataset_judge
-
-
-def wait_for(run: LLMRun, bar: tqdm, timeout: float) -> None:
-    """Poll the database until every enqueued reading arrived (workers do the work), or stop with
-    the reason when every task of the run ended without them (adjudication.management.waiting)."""
-    wait_for_readings(run_id=run.id, dataset_id=run.dataset.pk, kind=run.kind, done=run.done, total=run.total,
-                      bar=bar, timeout=timeout, noun="LLM task")
+from adjudication.pipeline.progress import wait_for_run
+from adjudication.pipeline.batches import BatchFailed
+from judges.services.runs import dataset_judge
 
 
 class Command(BaseCommand):
@@ -65,7 +58,7 @@ class Command(BaseCommand):
             bar.update(max(0, run.total - bar.n))
         elif not no_wait:
             bar.update(run.total - sum(e.missing for e in run.enqueued) - bar.n)
-            wait_for(run, bar, timeout)
+            wait_for_run(run, bar=bar, timeout=timeout)
         bar.close()
         for e in run.enqueued:
             spec = e.reader_spec

@@ -1,0 +1,220 @@
+"""Importing responses: all-or-nothing, idempotent, streaming."""
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+from django.db import transaction
+
+from adjudication.models import Dataset, Question, Reading, Response, Run
+from adjudication.review.services import InvalidationReport, review_invalidate_replaced
+from adjudication.ingest.formats import Row, RowError, count_lines, identity_problem, iter_rows
+
+BATCH = 1000
+
+
+def _max_length(model: type, field_name: str) -> int:
+    return model._meta.get_field(field_name).max_length
+
+
+# What each identity field of a row may hold: the max_length of the column it is stored in.
+ROW_MAX_LENGTHS: dict[str, int] = {
+    "id": _max_length(Response, "external_id"),
+    "model": _max_length(Run, "model"),
+    "checkpoint": _max_length(Run, "checkpoint"),
+    "benchmark": min(_max_length(Run, "benchmark"), _max_length(Question, "benchmark")),
+    "prompt": _max_length(Run, "prompt"),
+}
+
+
+class ImportFailed(Exception):
+    """The import was rolled back; the message names file, line and field."""
+
+
+@dataclass
+class ImportReport:
+    dataset: str
+    created: int = 0
+    unchanged: int = 0
+    replaced: int = 0
+    runs_created: int = 0
+    questions_created: int = 0
+    by_run: Counter = field(default_factory=Counter)
+    # What review had decided about replaced texts, now invalidated (see review_invalidate_replaced).
+    review: InvalidationReport = field(default_factory=InvalidationReport)
+
+    @property
+    def total(self) -> int:
+        return self.created + self.unchanged + self.replaced
+
+
+def responses_import(
+    *,
+    path: Path,
+    dataset_name: str,
+    fmt: str = "canonical",
+    replace: bool = False,
+    model: str = "",
+    checkpoint: str = "",
+    task: str | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> ImportReport:
+    """Import a file into a dataset in one transaction. Any bad line rolls everything back."""
+    _check_names(dataset_name=dataset_name, model=model, checkpoint=checkpoint, task=task)
+    rows = iter_rows(path, fmt=fmt, model=model, checkpoint=checkpoint, task=task, max_lengths=ROW_MAX_LENGTHS)
+    try:
+        with transaction.atomic():
+            dataset, _ = Dataset.objects.get_or_create(name=dataset_name)
+            # Imports into one dataset take turns. Two that share questions insert the same unique rows
+            # (question fingerprints, run identities): PostgreSQL makes the second wait for the first and
+            # then fail, and two multi-batch imports meeting shared questions in opposite orders deadlock
+            # (each holds rows the other inserts next). Holding the dataset row makes the second wait,
+            # then see all the first committed. NO KEY: rows that merely reference the dataset (audits,
+            # policies) are still created meanwhile.
+            dataset = Dataset.objects.select_for_update(no_key=True).get(pk=dataset.pk)
+            return _import_rows(dataset, rows, path=path, replace=replace, progress=progress)
+    except RowError as exc:
+        raise ImportFailed(str(exc)) from exc
+
+
+def _check_names(*, dataset_name: str, model: str, checkpoint: str, task: str | None) -> None:
+    """The names given on the command line must fit their columns like the names in the file."""
+    if not dataset_name.strip():
+        raise ImportFailed("--dataset: a dataset name must not be blank")
+    for option, value, max_length in (
+        ("dataset", dataset_name, _max_length(Dataset, "name")),
+        ("model", model, ROW_MAX_LENGTHS["model"]),
+        ("checkpoint", checkpoint, ROW_MAX_LENGTHS["checkpoint"]),
+        ("task", task or "", ROW_MAX_LENGTHS["benchmark"]),
+    ):
+        problem = identity_problem(value, max_length)
+        if problem:
+            preview = ascii(value[:40] + ("…" if len(value) > 40 else ""))
+            raise ImportFailed(f"--{option}: the name {preview} {problem}")
+
+
+class _Importer:
+    def __init__(self, dataset: Dataset, path: Path, replace: bool) -> None:
+        self.dataset, self.path, self.replace = dataset, path, replace
+        self.runs: dict[tuple[str, str, str, str], Run] = {
+            (r.model, r.checkpoint, r.benchmark, r.prompt): r for r in dataset.runs.all()
+        }
+        self.question_ids: dict[str, int] = {}
+        self.report = ImportReport(dataset=dataset.name)
+
+    def run_for(self, row: Row) -> Run:
+        key = (row.model, row.checkpoint, row.benchmark, row.prompt)
+        run = self.runs.get(key)
+        if run is None:
+            run = Run.objects.create(dataset=self.dataset, model=row.model, checkpoint=row.checkpoint,
+                                     benchmark=row.benchmark, prompt=row.prompt)
+            self.runs[key] = run
+            self.report.runs_created += 1
+        return run
+
+    def resolve_questions(self, batch: list[Row]) -> None:
+        wanted = {r.question_fingerprint: r for r in batch if r.question_fingerprint not in self.question_ids}
+        if not wanted:
+            return
+        for fp, qid in Question.objects.filter(dataset=self.dataset, fingerprint__in=list(wanted)).values_list("fingerprint", "id"):
+            self.question_ids[fp] = qid
+        new = [
+            Question(dataset=self.dataset, benchmark=r.benchmark, text=r.question, choices=list(r.choices), gold=r.gold,
+                     meta={}, fingerprint=fp)
+            for fp, r in wanted.items() if fp not in self.question_ids
+        ]
+        if new:
+            Question.objects.bulk_create(new, batch_size=BATCH)
+            # bulk_create does not return ids on every backend; fetch them back by fingerprint.
+            fps = [q.fingerprint for q in new]
+            for fp, qid in Question.objects.filter(dataset=self.dataset, fingerprint__in=fps).values_list("fingerprint", "id"):
+                self.question_ids[fp] = qid
+            self.report.questions_created += len(new)
+
+    def flush(self, batch: list[Row]) -> None:
+        if not batch:
+            return
+        self.resolve_questions(batch)
+        existing = {
+            ext: (pk, row_hash)
+            for ext, pk, row_hash in Response.objects.filter(
+                dataset=self.dataset, external_id__in=[r.id for r in batch]
+            ).values_list("external_id", "id", "row_hash")
+        }
+        to_create: list[Response] = []
+        for row in batch:
+            run = self.run_for(row)
+            if row.id in existing:
+                pk, old_hash = existing[row.id]
+                if old_hash == row.row_hash:
+                    self.report.unchanged += 1
+                    continue
+                if not self.replace:
+                    raise RowError(self.path, row.line, "id",
+                                   f"response {row.id!r} already exists in dataset {self.dataset.name!r} with different "
+                                   "content; pass --replace to overwrite it (its readings are then discarded)")
+                self._replace(pk, row, run)
+                continue
+            to_create.append(Response(
+                dataset=self.dataset, run=run, question_id=self.question_ids[row.question_fingerprint],
+                external_id=row.id, text=row.response, prompt_text=row.prompt_text, content_hash=row.content_hash,
+                row_hash=row.row_hash, meta=row.meta,
+            ))
+            self.report.by_run[str(run)] += 1
+        if to_create:
+            Response.objects.bulk_create(to_create, batch_size=BATCH)
+            self.report.created += len(to_create)
+
+    def _replace(self, pk: int, row: Row, run: Run) -> None:
+        # Readings describe the old text; keeping them would attach verdicts to words never read.
+        Reading.objects.filter(response_id=pk).delete()
+        question_id = self.question_ids[row.question_fingerprint]
+        old_hash, old_question = Response.objects.filter(pk=pk).values_list("content_hash", "question_id").get()
+        Response.objects.filter(pk=pk).update(
+            run=run, question_id=question_id, text=row.response, prompt_text=row.prompt_text,
+            content_hash=row.content_hash, row_hash=row.row_hash, meta=row.meta,
+        )
+        if old_hash != row.content_hash or old_question != question_id:
+            # Labels judged the old text against the old question and gold: they no longer stand
+            # (a change of model name or meta alone leaves them be).
+            found = review_invalidate_replaced(response_ids=[pk])
+            self.report.review.labels += found.labels
+            self.report.review.final_labels += found.final_labels
+            self.report.review.items_reopened += found.items_reopened
+        self.report.replaced += 1
+
+
+def _import_rows(dataset: Dataset, rows: Iterable[Row], *, path: Path, replace: bool,
+                 progress: Callable[[int], None] | None) -> ImportReport:
+    importer = _Importer(dataset, path, replace)
+    batch: list[Row] = []
+    seen_any = False
+    for row in rows:
+        seen_any = True
+        batch.append(row)
+        if len(batch) >= BATCH:
+            importer.flush(batch)
+            if progress:
+                progress(len(batch))
+            batch = []
+    if not seen_any:
+        # An empty file is almost always a failed export upstream; importing it would only create an empty dataset.
+        raise RowError(path, 0, None, "no rows to import: the file is empty or holds only blank lines")
+    importer.flush(batch)
+    if progress and batch:
+        progress(len(batch))
+    return importer.report
+
+
+def progress_bar(path: Path, *, enabled: bool = True):
+    """A tqdm bar on stderr sized by the file's line count (a cheap streaming pre-pass)."""
+    from tqdm import tqdm
+
+    try:
+        total = count_lines(path) if enabled else None
+    except OSError:
+        total = None  # the import itself reports an unreadable file, with its reason
+    return tqdm(total=total, unit="rows", file=sys.stderr, disable=not enabled, desc="import", leave=False)

@@ -1,0 +1,64 @@
+"""The status of every fan-out task (reading, judging, regenerating), so that a waiting command
+notices a task that failed.
+
+Tasks ignore their results (there is no Celery result backend), and a task that raises loses its
+batch: `acks_late` acknowledges a failed task, so it is not redelivered. Without a record, the
+command waiting for the batch's readings would wait forever. Each batch gets a TaskBatch row when
+it is enqueued; the task marks it running, then done or failed (with the error, secrets redacted
+by the caller's `redact`). A worker process that dies mid-task leaves the row `running` and the
+message is redelivered (CELERY_TASK_REJECT_ON_WORKER_LOST), which marks it running again.
+"""
+from __future__ import annotations
+
+import logging
+import traceback
+import uuid
+from contextlib import contextmanager
+from typing import Callable, Iterator, Sequence
+
+from django.db import DatabaseError
+from django.db.models import F
+
+from adjudication.models import Dataset, TaskBatch
+
+log = logging.getLogger(__name__)
+
+_ERROR_CHARS = 4000
+
+
+class BatchFailed(RuntimeError):
+    """A batch task failed; the message (and the batch's `error`) says why, secrets redacted."""
+
+
+def batches_create(*, run_id: uuid.UUID, kind: str, dataset: Dataset, sizes: Sequence[int]) -> list[int]:
+    """One queued TaskBatch per batch about to be enqueued; their ids, in order."""
+    rows = TaskBatch.objects.bulk_create(
+        [TaskBatch(run=run_id, kind=kind, dataset=dataset, responses=size) for size in sizes])
+    return [row.pk for row in rows]
+
+
+def _as_is(text: str) -> str:
+    return text
+
+
+@contextmanager
+def batch_tracked(batch_id: int | None, *, redact: Callable[[], Callable[[str], str]] | None = None) -> Iterator[None]:
+    """Run a batch task's work, recording that it started and how it ended. A failure is logged
+    and re-raised as BatchFailed. `redact()` is called before the work (after a failure the
+    database may not answer) and returns the function that removes secrets from error texts."""
+    if batch_id is None:  # a message enqueued before batches were tracked
+        yield
+        return
+    TaskBatch.objects.filter(pk=batch_id).update(status=TaskBatch.Status.RUNNING, deliveries=F("deliveries") + 1)
+    clean = redact() if redact is not None else _as_is
+    try:
+        yield
+    except Exception as exc:
+        message = clean(f"{type(exc).__name__}: {exc}")[:_ERROR_CHARS]
+        log.error("task batch %s failed: %s", batch_id, clean(traceback.format_exc()))
+        try:
+            TaskBatch.objects.filter(pk=batch_id).update(status=TaskBatch.Status.FAILED, error=message)
+        except DatabaseError as db_exc:  # the database itself is what failed: the log line is all there is
+            log.error("task batch %s: its failure could not be recorded either: %s", batch_id, clean(str(db_exc)))
+        raise BatchFailed(f"batch {batch_id} failed: {message}") from None
+    TaskBatch.objects.filter(pk=batch_id).update(status=TaskBatch.Status.DONE, error="")

@@ -1,0 +1,130 @@
+"""Reads: queries the views, commands and exports share."""
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Iterator
+
+from django.db.models import QuerySet
+
+from readers.summary import Row as SummaryRow
+from readers.summary import summarise
+
+from adjudication.models import Dataset, ReaderSpec, Reading, TaskBatch
+
+
+def dataset_get(*, name: str) -> Dataset:
+    return Dataset.objects.get(name=name)
+
+
+def dataset_progress(*, dataset: Dataset, reader_names: list[str] | None = None) -> dict:
+    """Readings done per reader: every reader with readings in the dataset, or the named ones
+    (in their registry version and config, whether or not any reading exists yet)."""
+    from django.db.models import Count
+
+    from readers import registry as reader_registry
+
+    responses = dataset.responses.count()
+    counts = dict(
+        Reading.objects.filter(response__dataset=dataset).values("reader_spec").annotate(n=Count("id"))
+        .values_list("reader_spec", "n")
+    )
+    if reader_names is None:
+        identities = list(ReaderSpec.objects.filter(id__in=counts).values_list("id", "name", "version", "config_hash"))
+    else:
+        identities = []
+        for name in reader_names:
+            reader = reader_registry.get(name)
+            spec_id = ReaderSpec.objects.filter(name=reader.name, version=reader.version,
+                                                config_hash=reader.config_hash).values_list("id", flat=True).first()
+            identities.append((spec_id, reader.name, reader.version, reader.config_hash))
+    readers = [
+        {"reader": name, "version": version, "config_hash": config_hash, "done": counts.get(spec_id, 0),
+         "total": responses}
+        for spec_id, name, version, config_hash in sorted(identities, key=lambda t: t[1])
+    ]
+    return {"dataset": dataset.name, "responses": responses, "readers": readers,
+            "done": sum(r["done"] for r in readers), "total": responses * len(readers)}
+
+
+def reading_counts(*, dataset: Dataset, reader_spec: ReaderSpec) -> int:
+    return Reading.objects.filter(response__dataset=dataset, reader_spec=reader_spec).count()
+
+
+SUMMARY_GROUPS = {
+    "checkpoint": ("response__run__checkpoint",),
+    "model": ("response__run__model",),
+    "benchmark": ("response__run__benchmark",),
+    "benchmark/checkpoint": ("response__run__benchmark", "response__run__checkpoint"),
+    "model/checkpoint": ("response__run__model", "response__run__checkpoint"),
+}
+
+
+def reader_summary(*, dataset: Dataset, by: str = "benchmark/checkpoint") -> list[SummaryRow]:
+    """Coverage, extraction rate and accuracy per reader and per run attribute(s) (`by`)."""
+    fields = SUMMARY_GROUPS[by]
+    records = Reading.objects.filter(response__dataset=dataset).values_list("reader_spec__name", "verdict", *fields)
+    return summarise((name, "/".join(group), verdict) for name, verdict, *group in records.iterator(chunk_size=5000))
+
+
+def readings_for_export(*, dataset: Dataset) -> QuerySet:
+    return (
+        Reading.objects.filter(response__dataset=dataset)
+        .select_related("reader_spec", "response__run")
+        .defer("response__text", "response__meta", "detail")
+        .order_by("response_id", "reader_spec__name")
+    )
+
+
+# `canonical` (the platform's one form of the answer, readers.canonical) sits beside `answer` (the raw
+# text the reader extracted) and its span; `normalized` is the reader's own compared form.
+EXPORT_FIELDS = ("response_id", "model", "checkpoint", "benchmark", "prompt", "reader", "version", "config_hash",
+                 "canonical", "answer", "span_start", "span_end", "normalized", "verdict", "elapsed_ms")
+
+
+def export_rows(*, dataset: Dataset) -> Iterator[dict]:
+    for r in readings_for_export(dataset=dataset).iterator(chunk_size=2000):
+        run = r.response.run
+        yield {
+            "response_id": r.response.external_id, "model": run.model, "checkpoint": run.checkpoint,
+            "benchmark": run.benchmark, "prompt": run.prompt, "reader": r.reader_spec.name,
+            "version": r.reader_spec.version, "config_hash": r.reader_spec.config_hash, "canonical": r.canonical,
+            "answer": r.answer, "span_start": r.span_start, "span_end": r.span_end, "normalized": r.normalized,
+            "verdict": r.verdict, "elapsed_ms": round(r.elapsed_ms, 3),
+        }
+
+
+_ACTIVE_BATCH = (TaskBatch.Status.QUEUED, TaskBatch.Status.RUNNING)
+
+
+@dataclass
+class BatchProgress:
+    total: int = 0
+    by_status: dict[str, int] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)  # of the failed batches, oldest first
+
+    @property
+    def failed(self) -> int:
+        return self.by_status.get(TaskBatch.Status.FAILED, 0)
+
+    @property
+    def finished(self) -> bool:
+        """Every task ran to its end, done or failed."""
+        return self.total > 0 and not any(self.by_status.get(s, 0) for s in _ACTIVE_BATCH)
+
+
+def batch_progress(*, run_id: uuid.UUID) -> BatchProgress:
+    progress = BatchProgress()
+    for status, error in TaskBatch.objects.filter(run=run_id).order_by("id").values_list("status", "error"):
+        progress.total += 1
+        progress.by_status[status] = progress.by_status.get(status, 0) + 1
+        if status == TaskBatch.Status.FAILED:
+            progress.errors.append(error)
+    return progress
+
+
+def other_runs_active(*, run_id: uuid.UUID, dataset_id: int, kind: str) -> bool:
+    """Another run's tasks of the same kind on the same dataset still queued or running: they may
+    be writing the readings this run's tasks found already claimed."""
+    return (TaskBatch.objects.filter(dataset_id=dataset_id, kind=kind, status__in=_ACTIVE_BATCH)
+            .exclude(run=run_id).exists())

@@ -1,0 +1,74 @@
+"""Fan-out: enqueue reader work so that every response gets one reading from every selected reader."""
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Callable
+
+from django.db import transaction
+
+from readers import registry as reader_registry
+
+from adjudication.models import Dataset, ReaderSpec, Response, TaskBatch
+from adjudication.pipeline.batches import batches_create
+from adjudication.pipeline.readings import reader_spec_for
+
+
+@dataclass
+class Enqueued:
+    reader_spec: ReaderSpec
+    missing: int
+    batches: int
+
+
+@dataclass
+class ReadRun:
+    """What one `dataset_read` enqueued; its tasks' TaskBatch rows carry `id`."""
+
+    enqueued: list[Enqueued]
+    id: uuid.UUID = field(default_factory=uuid.uuid4)
+    kind: str = TaskBatch.Kind.READ
+
+
+def default_panel() -> list[str]:
+    """Every registered rule reader (LLM readers need an endpoint and are opted into explicitly)."""
+    names = []
+    for name in reader_registry.names():
+        if name.startswith("test-"):
+            continue
+        if reader_registry.get(name).kind == "rule":
+            names.append(name)
+    return names
+
+
+def dataset_read(*, dataset: Dataset, reader_names: list[str], batch_size: int = 200,
+                 on_enqueued: Callable[[int], None] | None = None) -> ReadRun:
+    """Enqueue `read_batch` tasks for every (response, reader) still missing a reading.
+
+    A task carries a batch of response ids and every selected reader, so the responses are loaded
+    once per batch. The task re-checks what is missing when it runs, so enqueuing twice (a re-run
+    while the first run is still in flight, a redelivery) costs a query, never a duplicate reading.
+    `on_enqueued(n_readings)` is called after each batch (in eager mode: after it was read).
+    """
+    from adjudication.tasks import read_batch
+
+    if batch_size < 1:
+        raise ValueError("batch size must be at least 1")
+    specs = [reader_spec_for(reader=reader_registry.get(name)) for name in reader_names]
+    response_ids = list(Response.objects.filter(dataset=dataset).order_by("id").values_list("id", flat=True))
+    missing_by_spec: dict[int, set[int]] = {}
+    for spec in specs:
+        missing_by_spec[spec.id] = set(
+            Response.objects.filter(dataset=dataset).exclude(readings__reader_spec=spec).values_list("id", flat=True))
+    needed = [rid for rid in response_ids if any(rid in m for m in missing_by_spec.values())]
+    chunks = [needed[start:start + batch_size] for start in range(0, len(needed), batch_size)]
+    run = ReadRun(enqueued=[])
+    batch_ids = batches_create(run_id=run.id, kind=run.kind, dataset=dataset, sizes=[len(c) for c in chunks])
+    for chunk, batch_id in zip(chunks, batch_ids, strict=True):
+        spec_ids = [s.id for s in specs if any(rid in missing_by_spec[s.id] for rid in chunk)]
+        # on_commit: a worker must never receive ids of rows it cannot see yet.
+        transaction.on_commit(lambda spec_ids=spec_ids, ids=chunk, b=batch_id: read_batch.delay(spec_ids, ids, b))
+        if on_enqueued:
+            on_enqueued(sum(1 for s in specs for rid in chunk if rid in missing_by_spec[s.id]))
+    run.enqueued = [Enqueued(reader_spec=s, missing=len(missing_by_spec[s.id]), batches=len(chunks)) for s in specs]
+    return run

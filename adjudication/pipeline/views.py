@@ -1,0 +1,66 @@
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_not_required
+from django.core.exceptions import PermissionDenied
+from django.db import connection
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from readers import registry as reader_registry
+
+from adjudication.forms import form_errors
+from adjudication.pipeline.forms import RunReadersForm
+from adjudication.models import Dataset
+from adjudication.permissions import has_role, is_manager
+from adjudication.pipeline.selectors import SUMMARY_GROUPS, reader_summary
+from adjudication.pipeline.services import dataset_read, default_panel
+
+
+def home(request: HttpRequest) -> HttpResponse:
+    # Dataset pages name models and checkpoints: managers only. Others go to their own work.
+    if not is_manager(request.user):
+        return redirect("review:adjudicate" if has_role(request.user, "adjudicator") and
+                        not has_role(request.user, "annotator") else "review:home")
+    datasets = Dataset.objects.order_by("name")
+    return render(request, "pipeline/home.html", {"datasets": datasets})
+
+
+def dataset_detail(request: HttpRequest, dataset_id: int) -> HttpResponse:
+    if not is_manager(request.user):
+        raise PermissionDenied("managers only")
+    dataset = get_object_or_404(Dataset, pk=dataset_id)
+    by = request.GET.get("by", "benchmark/checkpoint")
+    if by not in SUMMARY_GROUPS:
+        by = "benchmark/checkpoint"
+    rows = reader_summary(dataset=dataset, by=by)
+    return render(request, "pipeline/dataset.html", {
+        "dataset": dataset, "rows": rows, "by": by,
+        "runs": dataset.runs.all(), "n_responses": dataset.responses.count(), "groupings": list(SUMMARY_GROUPS),
+        "panel": default_panel(), "can_manage": is_manager(request.user),
+    })
+
+
+@require_POST
+def dataset_run_readers(request: HttpRequest, dataset_id: int) -> HttpResponse:
+    if not is_manager(request.user):
+        raise PermissionDenied("managers only")
+    dataset = get_object_or_404(Dataset, pk=dataset_id)
+    form = RunReadersForm(request.POST, readers=list(reader_registry.names()))
+    if not form.is_valid():
+        # Nothing ticked is a mistake to point out, not a request for every reader.
+        messages.error(request, form_errors(form))
+        return redirect("adjudication:dataset", dataset_id=dataset.id)
+    names = form.cleaned_data["reader"]
+    dataset_read(dataset=dataset, reader_names=names, batch_size=settings.READER_BATCH_SIZE)
+    messages.info(request, f"Reading with {len(names)} reader(s); progress below.")
+    return redirect("adjudication:dataset", dataset_id=dataset.id)
+
+
+@login_not_required
+def healthz(request: HttpRequest) -> JsonResponse:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+    return JsonResponse({"ok": True})

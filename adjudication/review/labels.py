@@ -1,0 +1,29 @@
+"""Pure label logic (no database): how two labels compare, and how much an item's labels agree."""
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from adjudication.models import FinalLabel, Label
+
+_SPACES = re.compile(r"\s+")
+
+
+def normalise_answer(kind: str, answer: str) -> str:
+    if kind == Label.Kind.OPTION:
+        return answer.strip().strip("()").strip().upper()
+    if kind == Label.Kind.TEXT:
+        return _SPACES.sub(" ", answer.strip()).casefold()
+    return ""
+
+
+def _label_key(label: Label | FinalLabel, judge_correctness: bool) -> tuple:
+    key = (label.kind, normalise_answer(label.kind, label.answer))
+    return key + ((label.correctness,) if judge_correctness else ())
+
+
+def agreement(labels: list[Label], judge_correctness: bool) -> float:
+    if not labels:
+        return 1.0
+    counts = Counter(_label_key(lab, judge_correctness) for lab in labels)
+    return counts.most_common(1)[0][1] / len(labels)

@@ -1,0 +1,275 @@
+"""What the blinded item page shows, and the progress numbers. Nothing here may carry model,
+checkpoint, run, prompt or reader identity into an annotator-facing context."""
+from __future__ import annotations
+
+import random
+import statistics
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.contrib.auth.models import User
+from django.db.models import Count, Q
+from django.utils import timezone
+
+from adjudication.models import Label, Lease, Question, QueueItem, Reading, Response, ReviewItem, ReviewQueue
+from adjudication.rawsql import fetch_all, fetch_one, raw_one
+from adjudication.review.rendering import response_parts
+from adjudication.routing.rules import MISSING, answer_key, comparable_answer
+from adjudication.text import displayable
+
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+_PANEL_READINGS_SQL = """
+    SELECT r.answer, r.normalized, r.canonical, r.verdict, r.span_start, r.span_end FROM adjudication_reading r
+    WHERE r.response_id = %s AND r.reader_spec_id IN (
+        SELECT p.readerspec_id FROM adjudication_routingpolicy_panel p WHERE p.routingpolicy_id = %s)
+    ORDER BY r.reader_spec_id"""
+_PANEL_READING_FIELDS = [Reading._meta.get_field(name) for name in
+                         ("answer", "normalized", "canonical", "verdict", "span_start", "span_end")]
+
+
+def candidates_for(item: QueueItem, annotator: User) -> tuple[list[dict], list[tuple[int, int, int]]]:
+    return panel_candidates(response_id=item.review_item.response_id, policy_id=item.queue.policy_id,
+                            item_id=item.pk, annotator_id=annotator.pk)
+
+
+def panel_candidates(*, response_id: int, policy_id: int, item_id: int,
+                     annotator_id: int) -> tuple[list[dict], list[tuple[int, int, int]]]:
+    """Distinct candidate answers of the routing panel, anonymised and shuffled per (item, annotator),
+    with their spans in the response. Readers are grouped by their canonical answer (so "(C) Merton"
+    and "option C)" are one candidate, "C"), which is what the candidate shows; the raw text each
+    reader extracted is marked in the response."""
+    by_key: dict[str, dict] = {}
+    for answer, normalized, canonical, verdict, span_start, span_end in fetch_all(
+            _PANEL_READINGS_SQL, [response_id, policy_id], _PANEL_READING_FIELDS):
+        if verdict in MISSING:
+            continue
+        key = answer_key(comparable_answer(canonical=canonical, normalized=normalized, answer=answer))
+        if not key:
+            continue
+        entry = by_key.setdefault(key, {"canonical": None, "raw": (answer or key).strip()[:200], "spans": set()})
+        if entry["canonical"] is None and canonical is not None and canonical.strip():
+            entry["canonical"] = canonical.strip()[:200]
+        if span_start is not None and span_end is not None and span_end > span_start:
+            entry["spans"].add((span_start, span_end))
+    keys = sorted(by_key)
+    random.Random(f"{item_id}:{annotator_id}").shuffle(keys)
+    cands, spans = [], []
+    for number, key in enumerate(keys, start=1):
+        # Readings stored without a canonical answer (and answers that have none) show the raw text.
+        cands.append({"number": number, "answer": by_key[key]["canonical"] or by_key[key]["raw"]})
+        spans.extend((s, e, number) for s, e in sorted(by_key[key]["spans"]))
+    return cands, spans
+
+
+@dataclass(frozen=True)
+class LeasedItem:
+    """What the annotator's item page needs, loaded in one statement (the page is the hot path of
+    the review loop). Blinded by construction: no run, model, checkpoint or reader columns."""
+
+    lease_id: int
+    item_id: int
+    claimed_at: datetime
+    expires_at: datetime
+    completed_at: datetime | None
+    queue_id: int
+    queue_name: str
+    overlap: int
+    show_candidates: bool
+    judge_correctness: bool
+    policy_id: int
+    response_id: int
+    response_text: str
+    question_text: str
+    choices: list
+    gold: str
+
+
+_LEASED_ITEM_SQL = """
+    SELECT l.id, l.item_id, l.claimed_at, l.expires_at, l.completed_at, q.id, q.name, q.overlap,
+           q.show_candidates, q.judge_correctness, q.policy_id, r.id, r.text, qu.text, qu.choices, qu.gold
+    FROM adjudication_lease l
+    JOIN adjudication_queueitem qi ON qi.id = l.item_id
+    JOIN adjudication_reviewqueue q ON q.id = qi.queue_id
+    JOIN adjudication_reviewitem ri ON ri.id = qi.review_item_id
+    JOIN adjudication_response r ON r.id = ri.response_id
+    JOIN adjudication_question qu ON qu.id = r.question_id
+    WHERE l.id = %s AND l.annotator_id = %s"""
+_LEASED_ITEM_FIELDS = [
+    *(Lease._meta.get_field(n) for n in ("id", "item", "claimed_at", "expires_at", "completed_at")),
+    *(ReviewQueue._meta.get_field(n) for n in ("id", "name", "overlap", "show_candidates", "judge_correctness",
+                                               "policy")),
+    *(Response._meta.get_field(n) for n in ("id", "text")),
+    *(Question._meta.get_field(n) for n in ("text", "choices", "gold")),
+]
+
+
+def leased_item(*, lease_id: int, annotator: User) -> LeasedItem | None:
+    """The annotator's own lease (None for anybody else's: a lease id reveals nothing)."""
+    row = fetch_one(_LEASED_ITEM_SQL, [lease_id, annotator.pk], _LEASED_ITEM_FIELDS)
+    return None if row is None else LeasedItem(*row)
+
+
+def shown_item(*, question: str, choices: list, gold: str, response: str, show_gold: bool,
+               candidates: tuple[list[dict], list[tuple[int, int, int]]]) -> dict:
+    """What the item pages show of an item: question, options, the response in parts, candidate
+    answers and (when asked) the gold, all made displayable."""
+    cands, spans = candidates
+    return {
+        "question": displayable(question),
+        "choices": [(LETTERS[i], displayable(str(text))) for i, text in enumerate(choices)],
+        "is_mc": bool(choices),
+        "parts": response_parts(displayable(response), spans),
+        "candidates": [{**c, "answer": displayable(c["answer"])} for c in cands],
+        "gold": displayable(gold) if show_gold else None,
+    }
+
+
+def item_page(*, leased: LeasedItem, annotator: User) -> dict:
+    cands = (panel_candidates(response_id=leased.response_id, policy_id=leased.policy_id,
+                              item_id=leased.item_id, annotator_id=annotator.pk)
+             if leased.show_candidates else ([], []))
+    return {
+        "lease_id": leased.lease_id, "queue_name": leased.queue_name,
+        **shown_item(question=leased.question_text, choices=leased.choices, gold=leased.gold,
+                     response=leased.response_text, show_gold=leased.judge_correctness, candidates=cands),
+        "judge_correctness": leased.judge_correctness,
+        "progress": progress_counts(queue_id=leased.queue_id, overlap=leased.overlap, annotator_id=annotator.pk),
+        "expires_at": leased.expires_at,
+    }
+
+
+def adjudication_page(*, item: QueueItem, adjudicator: User) -> dict:
+    """The adjudicator's view of a conflicting item: what annotators saw, the gold, and the
+    labels as "Annotator 1 / 2"."""
+    response = item.review_item.response
+    question = response.question
+    cands = candidates_for(item, adjudicator) if item.queue.show_candidates else ([], [])
+    return {
+        "item": item,
+        **shown_item(question=question.text, choices=question.choices, gold=question.gold, response=response.text,
+                     show_gold=True, candidates=cands),
+        "labels": current_labels_anonymous(item), "judge_correctness": item.queue.judge_correctness,
+    }
+
+
+def adjudication_queue(*, queue: ReviewQueue, adjudicator: User) -> list[tuple[QueueItem, float]]:
+    """Conflicting items this adjudicator may decide (not ones they labelled), lowest agreement first."""
+    from adjudication.review.labels import agreement
+
+    mine = Label.objects.filter(queue=queue, annotator=adjudicator).values("item_id")
+    items = list(queue.items.filter(status=QueueItem.Status.CONFLICT).exclude(id__in=mine)
+                 .prefetch_related("labels"))
+    scored = [(item, agreement(current_labels(item), queue.judge_correctness)) for item in items]
+    return sorted(scored, key=lambda pair: (pair[1], -pair[0].priority, pair[0].tiebreak, pair[0].id))
+
+
+def policy_items_missing(*, queue: ReviewQueue) -> int:
+    """How many of its policy's items the queue does not hold (routed since it was last synced)."""
+    return ReviewItem.objects.filter(policy_id=queue.policy_id).exclude(queue_items__queue=queue).count()
+
+
+def current_labels_anonymous(item: QueueItem) -> list[dict]:
+    """The item's current labels as "Annotator 1", "Annotator 2"… in labelling order (for adjudicators)."""
+
+    labels = sorted(current_labels(item), key=lambda lab: (lab.created_at, lab.id))
+    return [{"who": f"Annotator {n}", "kind": lab.get_kind_display(), "answer": displayable(lab.answer),
+             "correctness": lab.correctness, "confidence": lab.confidence, "note": lab.note}
+            for n, lab in enumerate(labels, start=1)]
+
+
+# Counting every open item of a large queue on each page view costs more than the rest of the
+# page (about 10 ms for 35,000 items): beyond this many, "remaining" is shown as "1000+".
+REMAINING_CAP = 1000
+
+
+# One statement, two counts. Both read the annotator's labels in this queue from the (queue,
+# annotator, item) index, with no join; NOT IN (item_id is never null) lets PostgreSQL hash that
+# list once rather than probe the labels per open item. Open items are counted only up to
+# REMAINING_CAP + 1, so a 100,000-item queue costs what a 1,000-item one does.
+_PROGRESS_SQL = """
+    SELECT (SELECT count(DISTINCT lab.item_id) FROM adjudication_label lab
+            WHERE lab.queue_id = %(queue)s AND lab.annotator_id = %(annotator)s AND lab.invalidated_at IS NULL),
+           (SELECT count(*) FROM (
+                SELECT 1 FROM adjudication_queueitem qi
+                WHERE qi.queue_id = %(queue)s AND qi.status = 'open' AND qi.label_count < %(overlap)s
+                  AND qi.id NOT IN (SELECT lab.item_id FROM adjudication_label lab
+                                    WHERE lab.queue_id = %(queue)s AND lab.annotator_id = %(annotator)s
+                                      AND lab.invalidated_at IS NULL)
+                LIMIT %(limit)s) open_items)"""
+
+
+def annotator_progress(*, queue: ReviewQueue, annotator: User) -> dict:
+    return progress_counts(queue_id=queue.pk, overlap=queue.overlap, annotator_id=annotator.pk)
+
+
+def progress_counts(*, queue_id: int, overlap: int, annotator_id: int) -> dict:
+    done, remaining = raw_one(_PROGRESS_SQL, {"queue": queue_id, "annotator": annotator_id, "overlap": overlap,
+                                              "limit": REMAINING_CAP + 1})
+    return {"done": done, "remaining": min(remaining, REMAINING_CAP), "remaining_more": remaining > REMAINING_CAP}
+
+
+def queue_status(*, queue: ReviewQueue) -> dict:
+    now = timezone.now()
+    counts = dict(queue.items.values_list("status").annotate(n=Count("id")))
+    leased = queue.items.filter(leases__completed_at__isnull=True, leases__expires_at__gt=now).distinct().count()
+    open_items = counts.get(QueueItem.Status.OPEN, 0)
+    labelled = queue.items.filter(label_count__gt=0).count()
+    return {
+        "items": sum(counts.values()), "pending": open_items, "leased": leased, "labelled": labelled,
+        "conflicting": counts.get(QueueItem.Status.CONFLICT, 0), "agreed": counts.get(QueueItem.Status.AGREED, 0),
+        "adjudicated": counts.get(QueueItem.Status.ADJUDICATED, 0),
+    }
+
+
+def annotator_stats(*, queue: ReviewQueue) -> list[dict]:
+    rows = []
+    by_user: dict[int, list[float]] = {}
+    names: dict[int, str] = {}
+    for annotator_id, username, seconds in Label.objects.filter(item__queue=queue, revises__isnull=True).values_list(
+            "annotator_id", "annotator__username", "seconds_spent"):
+        by_user.setdefault(annotator_id, []).append(seconds or 0.0)
+        names[annotator_id] = username
+    for uid, seconds in sorted(by_user.items(), key=lambda kv: names[kv[0]]):
+        rows.append({"annotator": names[uid], "count": len(seconds), "median_seconds": statistics.median(seconds)})
+    return rows
+
+
+FINAL_LABEL_COLUMNS = ("response_id", "model", "checkpoint", "benchmark", "is_control", "status", "final_kind",
+                       "final_answer", "final_correctness", "provenance", "error_type", "replaced_at", "labels")
+
+
+def final_labels(*, queue: ReviewQueue) -> list[dict]:
+    """Every item with a final label: the newest final label, its provenance and the individual labels."""
+    out = []
+    items = (queue.items.filter(~Q(status=QueueItem.Status.OPEN))
+             .select_related("review_item__response__run").prefetch_related("final_labels", "labels__annotator"))
+    for item in items.order_by("id"):
+        finals = sorted(item.final_labels.all(), key=lambda f: (f.created_at, f.id))
+        response = item.review_item.response
+        row = {
+            "response_id": response.external_id, "model": response.run.model, "checkpoint": response.run.checkpoint,
+            "benchmark": response.run.benchmark, "is_control": item.review_item.is_control, "status": item.status,
+            "replaced_at": item.review_item.replaced_at.isoformat() if item.review_item.replaced_at else None,
+            "labels": [{"annotator": lab.annotator.username, "kind": lab.kind, "answer": lab.answer,
+                        "correctness": lab.correctness, "confidence": lab.confidence, "created_at": lab.created_at.isoformat(),
+                        "revises": lab.revises_id, "id": lab.id}
+                       for lab in sorted(item.labels.all(), key=lambda x: (x.created_at, x.id))],
+        }
+        if finals:
+            f = finals[-1]
+            row.update(final_kind=f.kind, final_answer=f.answer, final_correctness=f.correctness,
+                       provenance=f.provenance, error_type=f.error_type)
+        else:
+            row.update(final_kind=None, final_answer=None, final_correctness=None, provenance=None, error_type="")
+        out.append(row)
+    return out
+
+
+def current_labels(item: QueueItem) -> list[Label]:
+    """Each annotator's newest label of the item, skips excluded."""
+    newest: dict[int, Label] = {}
+    for label in item.labels.order_by("created_at", "id"):
+        newest[label.annotator_id] = label
+    return [lab for lab in newest.values() if lab.kind != Label.Kind.SKIPPED]

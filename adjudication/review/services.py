@@ -1,0 +1,411 @@
+"""Review queues: claiming items under leases, labelling, agreement and adjudication.
+
+Concurrency invariant: every change to an item's label count, and every lease granted on it,
+happens while holding that QueueItem row's lock (SELECT … FOR UPDATE). So "labels + live leases
+< overlap" is checked and acted on atomically, and no item ever gets more than `overlap` labels.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.contrib.auth.models import User
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from adjudication.models import (Dataset, FinalLabel, Label, Lease, Question, QueueItem, Reading, ReviewItem, ReviewQueue,
+                      RoutingPolicy)
+from adjudication.rawsql import convert_row, fetch_one, raw_one
+from adjudication.validators import free_text_problem
+from adjudication.review.labels import agreement
+from adjudication.review.selectors import current_labels
+from adjudication.routing.services import queue_items_sync, review_items_route, routing_policy_create, validation_message
+
+CLAIM_ATTEMPTS = 25  # rows tried (one locked at a time) per claim before reporting "busy"
+MAX_FREE_TEXT = 10_000  # characters of a note, reason or typed answer
+
+
+class ReviewError(Exception):
+    """A request the review flow refuses (expired lease, wrong annotator, bad label)."""
+
+
+@dataclass
+class Claim:
+    lease: Lease | None
+    busy: bool = False  # items remain but were momentarily locked by other claims: try again
+
+
+def queue_create(
+    *, dataset: Dataset, name: str, policy: RoutingPolicy | None = None, panel: list[str] | None = None,
+    overlap: int = 2, lease_seconds: int = 900, show_candidates: bool = True, judge_correctness: bool = False,
+    control_fraction: float = 0.0, seed: int = 0, missing_is_disagreement: bool = False, compare: str = "either",
+    created_by: User | None = None,
+) -> ReviewQueue:
+    """A queue over a routing policy's items. Without a policy, one is made from `panel` (default:
+    every rule reader that has read this dataset) and routed now. All or nothing: a queue that
+    cannot be filled is not left behind half made."""
+    queue = ReviewQueue(name=name, dataset=dataset, policy=policy, overlap=overlap, lease_seconds=lease_seconds,
+                        show_candidates=show_candidates, judge_correctness=judge_correctness, seed=seed,
+                        created_by=created_by)
+    try:
+        # The model's validators bound every number to its column and names to one printable line.
+        queue.full_clean(exclude=["policy"], validate_unique=False)
+    except ValidationError as exc:
+        raise ReviewError(validation_message(exc)) from None
+    if ReviewQueue.objects.filter(name=name).exists():
+        raise ReviewError(f"a queue named {name!r} exists already")
+    try:
+        with transaction.atomic():
+            if policy is None:
+                if not panel:
+                    panel = sorted(set(Reading.objects.filter(response__dataset=dataset, reader_spec__kind="rule")
+                                       .values_list("reader_spec__name", flat=True)))
+                if len(panel) < 2:
+                    raise ReviewError("the dataset needs readings by at least two readers (run_readers) to route "
+                                      "disagreements")
+                try:
+                    queue.policy = routing_policy_create(
+                        dataset=dataset, name=f"queue:{name}", panel=panel, compare=compare,
+                        missing_is_disagreement=missing_is_disagreement, control_fraction=control_fraction,
+                        seed=seed)
+                except (ValueError, KeyError) as exc:
+                    raise ReviewError(str(exc).strip("'\"")) from exc
+            elif policy.dataset_id != dataset.pk:
+                raise ReviewError(f"policy {policy.name!r} belongs to another dataset")
+            queue.save()
+            # Routes on the policy, which adds the items to every queue on it, this one included.
+            review_items_route(policy=queue.policy)
+            queue_items_sync(queue=queue)
+    except IntegrityError:
+        # The name check above raced with another creation of the same name.
+        raise ReviewError(f"a queue named {name!r} exists already") from None
+    return queue
+
+
+def queue_sync(*, queue: ReviewQueue) -> int:
+    """Route newly disputed responses and add the policy's new items to the queue."""
+    report = review_items_route(policy=queue.policy)
+    return report.queued + queue_items_sync(queue=queue)
+
+
+def _live(now):
+    return Q(completed_at__isnull=True, expires_at__gt=now)
+
+
+# Raw SQL: the claim runs on every "next item", and building these statements through the ORM
+# cost more CPU than PostgreSQL spends executing them (bench/review_bench.py).
+_CURRENT_LEASE_SQL = """
+    SELECT l.id FROM adjudication_lease l
+    JOIN adjudication_queueitem qi ON qi.id = l.item_id
+    WHERE qi.queue_id = %(queue)s AND l.annotator_id = %(annotator)s
+      AND l.completed_at IS NULL AND l.expires_at > %(now)s
+    ORDER BY l.claimed_at, l.id LIMIT 1"""
+_WITH_ROOM_SQL = """
+    SELECT qi.id FROM adjudication_queueitem qi
+    WHERE qi.queue_id = %(queue)s AND qi.status = 'open' AND qi.label_count < %(overlap)s
+      AND NOT EXISTS (SELECT 1 FROM adjudication_label lab
+                      WHERE lab.item_id = qi.id AND lab.annotator_id = %(annotator)s
+                        AND lab.invalidated_at IS NULL)
+      AND qi.label_count + (SELECT count(*) FROM adjudication_lease l
+                            WHERE l.item_id = qi.id AND l.completed_at IS NULL AND l.expires_at > %(now)s)
+          < %(overlap)s"""
+# Ties are broken by the per-queue shuffle (QueueItem.tiebreak), never by import order.
+_BY_PRIORITY = " ORDER BY qi.priority DESC, qi.tiebreak, qi.id LIMIT 1"
+# A statement of its own, so that under READ COMMITTED it counts the leases committed while we
+# waited for the row lock: the candidate query's snapshot may predate them.
+_LEASE_IF_ROOM_SQL = """
+    INSERT INTO adjudication_lease (item_id, annotator_id, claimed_at, expires_at, completed_at)
+    SELECT qi.id, %(annotator)s, %(now)s, %(expires)s, NULL FROM adjudication_queueitem qi
+    WHERE qi.id = %(item)s AND qi.label_count + (
+        SELECT count(*) FROM adjudication_lease l
+        WHERE l.item_id = qi.id AND l.completed_at IS NULL AND l.expires_at > %(now)s) < %(overlap)s
+    RETURNING id"""
+
+
+def lease_claim_next(*, queue: ReviewQueue, annotator: User) -> Claim:
+    """The annotator's next item: an unfinished live lease first; else the highest-priority open
+    item they have not labelled or skipped, whose labels + live leases leave room.
+
+    One row is locked per attempt (LIMIT 1 FOR UPDATE SKIP LOCKED over the items with room), so
+    concurrent claims and label submissions do not queue behind a window of locked rows; the room
+    is re-counted under the lock, since the query's snapshot may predate a lease committed since."""
+    now = timezone.now()
+    expires = now + timedelta(seconds=queue.lease_seconds)
+    adapt = connection.ops.adapt_datetimefield_value
+    params = {"queue": queue.pk, "annotator": annotator.pk, "now": adapt(now), "overlap": queue.overlap,
+              "expires": adapt(expires)}
+    lock = " FOR UPDATE SKIP LOCKED" if connection.features.has_select_for_update_skip_locked else ""
+    with transaction.atomic():
+        row = raw_one(_CURRENT_LEASE_SQL, params)
+        if row is not None:
+            return Claim(Lease.objects.get(pk=row[0]))
+        tried: list[int] = []
+
+        def with_room() -> str:
+            # Rows whose room ran out under our lock are passed over in the next attempt.
+            not_tried = "".join(f" AND qi.id <> {int(pk)}" for pk in tried)
+            return _WITH_ROOM_SQL + not_tried + _BY_PRIORITY
+
+        for _ in range(CLAIM_ATTEMPTS):
+            row = raw_one(with_room() + lock, params)
+            if row is None:
+                break
+            granted = raw_one(_LEASE_IF_ROOM_SQL, {**params, "item": row[0]})
+            if granted is not None:
+                return Claim(Lease(id=granted[0], item_id=row[0], annotator=annotator, claimed_at=now,
+                                   expires_at=expires))
+            tried.append(row[0])
+        # Nothing claimable among the rows we could lock. If items with room exist that others
+        # hold locked right now, report busy rather than "done".
+        return Claim(None, busy=raw_one(with_room(), params) is not None)
+
+
+_LOCK_ITEM_SQL = """
+    SELECT qi.id, qi.queue_id, qi.review_item_id, qi.priority, qi.label_count, qi.status,
+           q.id, q.name, q.overlap, q.judge_correctness, qu.choices, ri.replaced_at
+    FROM adjudication_queueitem qi
+    JOIN adjudication_reviewqueue q ON q.id = qi.queue_id
+    JOIN adjudication_reviewitem ri ON ri.id = qi.review_item_id
+    JOIN adjudication_response r ON r.id = ri.response_id
+    JOIN adjudication_question qu ON qu.id = r.question_id
+    WHERE qi.id = %s"""
+_ITEM_COLUMNS = ["id", "queue_id", "review_item_id", "priority", "label_count", "status"]
+_QUEUE_COLUMNS = ["id", "name", "overlap", "judge_correctness"]
+_LOCK_ITEM_FIELDS = [*(QueueItem._meta.get_field(n.removesuffix("_id")) for n in _ITEM_COLUMNS),
+                     *(ReviewQueue._meta.get_field(n) for n in _QUEUE_COLUMNS),
+                     Question._meta.get_field("choices"), ReviewItem._meta.get_field("replaced_at")]
+
+
+@dataclass(frozen=True)
+class _Locked:
+    item: QueueItem
+    choices: list
+    replaced_at: datetime | None
+
+
+def _lock_item(item_id: int) -> _Locked:
+    """The item, locked (only its own row: not the queue, response or question), with its queue
+    (the fields labelling needs; others load on access), the question's options and when the
+    response text was last replaced. Must run inside a transaction."""
+    lock = " FOR UPDATE OF qi" if connection.features.has_select_for_update_of else ""
+    row = fetch_one(_LOCK_ITEM_SQL + lock, [item_id], _LOCK_ITEM_FIELDS)
+    if row is None:
+        raise QueueItem.DoesNotExist(f"queue item {item_id}")
+    n = len(_ITEM_COLUMNS)
+    item = QueueItem.from_db("default", _ITEM_COLUMNS, row[:n])
+    item.queue = ReviewQueue.from_db("default", _QUEUE_COLUMNS, row[n:n + len(_QUEUE_COLUMNS)])
+    return _Locked(item, row[-2], row[-1])
+
+
+@dataclass(frozen=True)
+class CleanLabel:
+    """A label's fields as they may be stored: only what the queue asked for, normalised."""
+
+    kind: str
+    answer: str
+    correctness: str
+    confidence: int | None
+
+
+def _check_text(field: str, value: str) -> None:
+    problem = free_text_problem(value)
+    if problem:
+        raise ReviewError(f"{field} {problem}")
+    if len(value) > MAX_FREE_TEXT:
+        raise ReviewError(f"{field} must be at most {MAX_FREE_TEXT} characters")
+
+
+def _validate(queue: ReviewQueue, choices: list, kind: str, answer: str, correctness: str,
+              confidence: int | None) -> CleanLabel:
+    """The label as it may be stored. Whatever the caller sent, a field the queue did not ask for
+    is stored empty: a correctness on a queue that does not judge it would otherwise make its way
+    into the unanimous final label and into agreement."""
+    if kind not in Label.Kind.values:
+        raise ReviewError(f"unknown label kind {kind!r}")
+    _check_text("the answer", answer)
+    if kind == Label.Kind.OPTION:
+        letter = answer.strip().strip("()").strip().upper()
+        letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"[: len(choices)]
+        if len(letter) != 1 or letter not in letters:
+            raise ReviewError(f"an option label must be one of {', '.join(letters) or '(no options)'}")
+        answer = letter
+    elif kind == Label.Kind.TEXT:
+        answer = answer.strip()
+        if not answer:
+            raise ReviewError("a free-text label needs the answer text")
+    else:
+        answer = ""
+    if correctness not in ("", "correct", "incorrect"):
+        raise ReviewError("correctness must be correct, incorrect or empty")
+    if not queue.judge_correctness or kind == Label.Kind.SKIPPED:
+        correctness = ""
+    if confidence is not None and (isinstance(confidence, bool) or not 1 <= confidence <= 5):
+        raise ReviewError("confidence must be 1–5")
+    return CleanLabel(kind=kind, answer=answer, correctness=correctness, confidence=confidence)
+
+
+_LOCK_LEASE_SQL = """
+    SELECT l.annotator_id, l.claimed_at, l.expires_at, l.completed_at,
+           EXISTS (SELECT 1 FROM adjudication_label lab
+                   WHERE lab.item_id = l.item_id AND lab.annotator_id = %(annotator)s
+                     AND lab.invalidated_at IS NULL)
+    FROM adjudication_lease l WHERE l.id = %(lease)s"""
+_LOCK_LEASE_FIELDS = [Lease._meta.get_field(n) for n in ("annotator", "claimed_at", "expires_at", "completed_at")]
+
+
+def label_submit(*, lease: Lease, annotator: User, kind: str, answer: str = "", correctness: str = "",
+                 confidence: int | None = None, note: str = "", skip_reason: str = "") -> Label:
+    """Record the annotator's label for the leased item and complete the lease."""
+    now = timezone.now()
+    lock = " FOR UPDATE OF l" if connection.features.has_select_for_update_of else ""
+    with transaction.atomic():
+        locked = _lock_item(lease.item_id)
+        item, queue = locked.item, locked.item.queue
+        row = raw_one(_LOCK_LEASE_SQL + lock, {"annotator": annotator.pk, "lease": lease.pk})
+        if row is None:
+            raise ReviewError("no such lease")
+        annotator_id, claimed_at, expires_at, completed_at = convert_row(row[:4], _LOCK_LEASE_FIELDS)
+        if annotator_id != annotator.id:
+            raise ReviewError("this item is leased to someone else")
+        if completed_at is not None:
+            raise ReviewError("this item was already labelled; revise the label instead")
+        if row[4]:
+            raise ReviewError("you have already labelled this item")
+        if locked.replaced_at is not None and locked.replaced_at >= claimed_at:
+            raise ReviewError("the response was replaced by a new version after you opened it; "
+                              "it is back in the queue")
+        if expires_at <= now and kind != Label.Kind.SKIPPED:
+            # An expired lease went back to the pool; honour it only if the item still has room.
+            others = Lease.objects.filter(_live(now), item=item).exclude(annotator=annotator).count()
+            if item.label_count + others >= queue.overlap:
+                raise ReviewError("your lease expired and the item has been labelled by others meanwhile")
+        clean = _validate(queue, locked.choices, kind, answer, correctness, confidence)
+        _check_text("the note", note)
+        _check_text("the skip reason", skip_reason)
+        if kind == Label.Kind.SKIPPED and not skip_reason.strip():
+            raise ReviewError("a skip needs a reason")
+        label = Label.objects.create(
+            item=item, annotator=annotator, kind=clean.kind, answer=clean.answer, correctness=clean.correctness,
+            confidence=clean.confidence, note=note, skip_reason=skip_reason.strip(),
+            seconds_spent=(now - claimed_at).total_seconds())
+        Lease.objects.filter(pk=lease.pk).update(completed_at=now)
+        if kind != Label.Kind.SKIPPED:
+            item.label_count += 1
+            _settle(item, queue)
+            item.save(update_fields=["label_count", "status"])
+        return label
+
+
+def label_revise(*, label: Label, annotator: User, kind: str, answer: str = "", correctness: str = "",
+                 confidence: int | None = None, note: str = "") -> Label:
+    """A new label row revising the annotator's earlier one (the old row is kept)."""
+    with transaction.atomic():
+        locked = _lock_item(label.item_id)
+        item = locked.item
+        if label.annotator_id != annotator.id:
+            raise ReviewError("only the author can revise a label")
+        if label.invalidated_at is not None:
+            raise ReviewError("this label was made on a response text that has since been replaced")
+        if item.status == QueueItem.Status.ADJUDICATED:
+            raise ReviewError("the item is adjudicated; ask an adjudicator")
+        if kind == Label.Kind.SKIPPED:
+            raise ReviewError("a label cannot be revised into a skip")
+        clean = _validate(item.queue, locked.choices, kind, answer, correctness, confidence)
+        _check_text("the note", note)
+        new = Label.objects.create(item=item, annotator=annotator, kind=clean.kind, answer=clean.answer,
+                                   correctness=clean.correctness, confidence=clean.confidence, note=note,
+                                   revises=label)
+        if label.kind == Label.Kind.SKIPPED:
+            item.label_count += 1
+        _settle(item, item.queue)
+        item.save(update_fields=["label_count", "status"])
+        return new
+
+
+def _settle(item: QueueItem, queue: ReviewQueue) -> None:
+    """With k labels in, an item is either agreed (final label: unanimous) or in conflict."""
+    if item.label_count < queue.overlap or item.status == QueueItem.Status.ADJUDICATED:
+        return
+    labels = current_labels(item)
+    if agreement(labels, queue.judge_correctness) == 1.0:
+        first = labels[0]
+        FinalLabel.objects.create(item=item, kind=first.kind, answer=first.answer, correctness=first.correctness,
+                                  provenance=FinalLabel.Provenance.UNANIMOUS)
+        item.status = QueueItem.Status.AGREED
+    else:
+        item.status = QueueItem.Status.CONFLICT
+
+
+ADJUDICABLE = (QueueItem.Status.CONFLICT, QueueItem.Status.ADJUDICATED)
+
+
+def may_adjudicate(*, item: QueueItem, adjudicator: User) -> str | None:
+    """Why this adjudicator may not see or decide this item, or None. An item still open would show
+    the labels and the gold to someone who may yet label it; an item they labelled (or skipped)
+    themselves would make them judge their own work against their colleague's."""
+    if item.status not in ADJUDICABLE:
+        return "only items whose labels conflict are adjudicated"
+    if Label.objects.filter(item_id=item.pk, annotator_id=adjudicator.pk).exists():
+        return "you labelled this item yourself; another adjudicator decides it"
+    return None
+
+
+def final_label_adjudicate(*, item: QueueItem, adjudicator: User, kind: str, answer: str = "", correctness: str = "",
+                           error_type: str = "", notes: str = "", unresolved: bool = False) -> FinalLabel:
+    with transaction.atomic():
+        locked = _lock_item(item.pk)
+        item = locked.item
+        refusal = may_adjudicate(item=item, adjudicator=adjudicator)
+        if refusal:
+            raise ReviewError(refusal)
+        if error_type not in FinalLabel.ErrorType.values:
+            raise ReviewError(f"unknown error type {error_type!r}")
+        _check_text("the notes", notes)
+        if unresolved:
+            clean = CleanLabel(kind=Label.Kind.AMBIGUOUS, answer="", correctness="", confidence=None)
+        elif kind == Label.Kind.SKIPPED:
+            raise ReviewError("a final label cannot be a skip")
+        else:
+            clean = _validate(item.queue, locked.choices, kind, answer, correctness, None)
+        final = FinalLabel.objects.create(
+            item=item, kind=clean.kind, answer=clean.answer, correctness=clean.correctness, error_type=error_type,
+            notes=notes, decided_by=adjudicator,
+            provenance=FinalLabel.Provenance.UNRESOLVED if unresolved else FinalLabel.Provenance.ADJUDICATED)
+        item.status = QueueItem.Status.ADJUDICATED
+        item.save(update_fields=["status"])
+        return final
+
+
+@dataclass
+class InvalidationReport:
+    labels: int = 0
+    final_labels: int = 0
+    items_reopened: int = 0
+
+
+def review_invalidate_replaced(*, response_ids: list[int]) -> InvalidationReport:
+    """The responses' texts were replaced: labels and final labels made on the old text are kept as
+    history but invalidated, their queue items re-opened (no labels, open), live leases on them
+    ended, and their review items marked replaced with the old routing reason kept. The routing
+    gives the items a new reason once the new readings are in."""
+    report = InvalidationReport()
+    if not response_ids:
+        return report
+    now = timezone.now()
+    with transaction.atomic():
+        items = QueueItem.objects.filter(review_item__response_id__in=response_ids)
+        item_ids = list(items.select_for_update().values_list("id", flat=True))
+        report.labels = Label.objects.filter(item_id__in=item_ids).update(invalidated_at=now)
+        report.final_labels = FinalLabel.objects.filter(item_id__in=item_ids).update(invalidated_at=now)
+        report.items_reopened = (QueueItem.objects.filter(id__in=item_ids)
+                                 .exclude(status=QueueItem.Status.OPEN, label_count=0)
+                                 .update(status=QueueItem.Status.OPEN, label_count=0))
+        Lease.objects.filter(_live(now), item_id__in=item_ids).update(expires_at=now)
+        for review_item in ReviewItem.objects.filter(response_id__in=response_ids).only("id", "reason"):
+            reason = review_item.reason or {}
+            previous = reason.get("before_replacement") if "readings" not in reason else reason
+            ReviewItem.objects.filter(pk=review_item.pk).update(
+                replaced_at=now, reason={"before_replacement": previous})
+    return report

@@ -1,0 +1,15 @@
+from django.urls import path
+
+from adjudication.review import views
+
+app_name = "review"
+urlpatterns = [
+    path("review/", views.review_home, name="home"),
+    path("review/item/<int:lease_id>/", views.review_item, name="item"),
+    path("adjudicate/", views.adjudicate_list, name="adjudicate"),
+    path("adjudicate/<int:item_id>/", views.adjudicate_item, name="adjudicate-item"),
+    path("queues/", views.queue_list, name="queues"),
+    path("queues/new/", views.queue_new, name="queue-new"),
+    path("queues/<int:queue_id>/sync/", views.queue_sync_view, name="queue-sync"),
+    path("queues/<int:queue_id>/final-labels.<str:fmt>", views.queue_export, name="queue-export"),
+]

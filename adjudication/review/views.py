@@ -1,0 +1,160 @@
+"""Annotator, adjudicator and manager pages of the review flow. Thin: services write, selectors read."""
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_http_methods, require_POST
+
+from adjudication.exports import table_download
+from adjudication.forms import form_errors
+from adjudication.review.forms import AdjudicationForm, LabelForm, QueueForm, SkipForm
+from adjudication.models import Dataset, FinalLabel, Label, Lease, QueueItem, ReviewQueue
+from adjudication.permissions import has_role, is_manager
+from adjudication.review.selectors import (FINAL_LABEL_COLUMNS, adjudication_page, adjudication_queue, annotator_stats,
+                               final_labels, item_page, leased_item, policy_items_missing, queue_status)
+from adjudication.review.services import (ReviewError, final_label_adjudicate, label_submit, lease_claim_next, may_adjudicate,
+                              queue_create, queue_sync)
+
+
+def _require(request: HttpRequest, role: str) -> None:
+    if not has_role(request.user, role):
+        raise PermissionDenied(f"{role}s only")
+
+
+def review_home(request: HttpRequest) -> HttpResponse:
+    """Claim the next item of the first queue with work for this annotator, and go there."""
+    _require(request, "annotator")
+    queues = ReviewQueue.objects.order_by("created_at", "id")
+    wanted = request.GET.get("queue")
+    if wanted:
+        queues = queues.filter(name=wanted)
+    busy = False
+    for queue in queues:
+        claim = lease_claim_next(queue=queue, annotator=request.user)
+        if claim.lease is not None:
+            return redirect("review:item", lease_id=claim.lease.pk)
+        busy = busy or claim.busy
+    return render(request, "review/done.html", {"busy": busy, "queues": [q.name for q in queues]})
+
+
+def _next_item_url(queue_name: str) -> str:
+    return f"{reverse('review:home')}?{urlencode({'queue': queue_name})}"
+
+
+@require_http_methods(["GET", "POST"])
+def review_item(request: HttpRequest, lease_id: int) -> HttpResponse:
+    _require(request, "annotator")
+    leased = leased_item(lease_id=lease_id, annotator=request.user)
+    if leased is None:
+        raise Http404("no such lease of yours")
+    if leased.completed_at is not None:
+        return redirect("review:home")
+    if request.method == "POST":
+        lease = Lease(id=leased.lease_id, item_id=leased.item_id, annotator=request.user,
+                      claimed_at=leased.claimed_at, expires_at=leased.expires_at)
+        skipping = request.POST.get("action", "label") == "skip"
+        form = SkipForm(request.POST) if skipping else LabelForm(request.POST)
+        try:
+            if not form.is_valid():
+                raise ReviewError(form_errors(form))
+            if skipping:
+                label_submit(lease=lease, annotator=request.user, kind=Label.Kind.SKIPPED, **form.cleaned_data)
+            else:
+                label_submit(lease=lease, annotator=request.user, **form.cleaned_data)
+        except ReviewError as exc:
+            messages.error(request, str(exc))
+            now = timezone.now()
+            current = leased_item(lease_id=leased.lease_id, annotator=request.user)
+            if current is None or current.expires_at <= now or leased.expires_at <= now:
+                # The item went back to the pool (and filled up, or its text was replaced): nothing
+                # to do here, take the next one.
+                return redirect(_next_item_url(leased.queue_name))
+            return redirect("review:item", lease_id=leased.lease_id)
+        return redirect(_next_item_url(leased.queue_name))
+    return render(request, "review/item.html", item_page(leased=leased, annotator=request.user))
+
+
+def adjudicate_list(request: HttpRequest) -> HttpResponse:
+    _require(request, "adjudicator")
+    rows = []
+    for queue in ReviewQueue.objects.order_by("name"):
+        for item, score in adjudication_queue(queue=queue, adjudicator=request.user):
+            rows.append({"item": item, "queue": queue.name, "agreement": score})
+    return render(request, "review/adjudicate_list.html", {"rows": rows})
+
+
+@require_http_methods(["GET", "POST"])
+def adjudicate_item(request: HttpRequest, item_id: int) -> HttpResponse:
+    _require(request, "adjudicator")
+    item = get_object_or_404(QueueItem.objects.select_related("queue", "review_item__response__question"), pk=item_id)
+    if may_adjudicate(item=item, adjudicator=request.user):
+        # Not "forbidden": whether an item exists and is still being labelled is itself not shown.
+        raise Http404("no such item to adjudicate")
+    if request.method == "POST":
+        form = AdjudicationForm(request.POST)
+        try:
+            if not form.is_valid():
+                raise ReviewError(form_errors(form))
+            final_label_adjudicate(item=item, adjudicator=request.user, **form.cleaned_data)
+        except ReviewError as exc:
+            messages.error(request, str(exc))
+            return redirect("review:adjudicate-item", item_id=item.pk)
+        nxt = adjudication_queue(queue=item.queue, adjudicator=request.user)
+        return redirect("review:adjudicate-item", item_id=nxt[0][0].pk) if nxt else redirect("review:adjudicate")
+    return render(request, "review/adjudicate_item.html",
+                  {**adjudication_page(item=item, adjudicator=request.user),
+                   "error_types": FinalLabel.ErrorType.choices})
+
+
+def queue_list(request: HttpRequest) -> HttpResponse:
+    if not is_manager(request.user):
+        raise PermissionDenied("managers only")
+    queues = [{"queue": q, "status": queue_status(queue=q), "annotators": annotator_stats(queue=q),
+               "missing": policy_items_missing(queue=q)}
+              for q in ReviewQueue.objects.select_related("dataset").order_by("name")]
+    return render(request, "review/queues.html", {"queues": queues, "datasets": Dataset.objects.order_by("name")})
+
+
+@require_POST
+def queue_new(request: HttpRequest) -> HttpResponse:
+    if not is_manager(request.user):
+        raise PermissionDenied("managers only")
+    form = QueueForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, form_errors(form))
+        return redirect("review:queues")
+    data = form.cleaned_data
+    try:
+        queue_create(dataset=data["dataset"], name=data["name"], overlap=data["overlap"],
+                     lease_seconds=data["lease_seconds"], show_candidates=data["show_candidates"],
+                     judge_correctness=data["judge_correctness"], control_fraction=data["control_fraction"] or 0.0,
+                     created_by=request.user)
+    except ReviewError as exc:
+        messages.error(request, str(exc))
+    return redirect("review:queues")
+
+
+@require_POST
+def queue_sync_view(request: HttpRequest, queue_id: int) -> HttpResponse:
+    if not is_manager(request.user):
+        raise PermissionDenied("managers only")
+    queue = get_object_or_404(ReviewQueue.objects.select_related("policy"), pk=queue_id)
+    added = queue_sync(queue=queue)
+    messages.info(request, f"queue {queue.name}: {added} new item(s) from its policy")
+    return redirect("review:queues")
+
+
+def queue_export(request: HttpRequest, queue_id: int, fmt: str) -> HttpResponse:
+    if not is_manager(request.user):
+        raise PermissionDenied("managers only")
+    if fmt not in ("jsonl", "csv"):
+        raise Http404("export formats: jsonl, csv")
+    queue = get_object_or_404(ReviewQueue, pk=queue_id)
+    return table_download(fmt=fmt, filename_stem=f"{queue.name}-final-labels", rows=final_labels(queue=queue),
+                          columns=FINAL_LABEL_COLUMNS)
