@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import result  # noqa: E402
 from readers import VERDICTS, registry  # noqa: E402
 from readers.hostile import hostile_items  # noqa: E402
-from readers.isolation import IsolatedPool  # noqa: E402
+from readers.isolation.pool import IsolatedPool  # noqa: E402
 
 N = int(os.environ.get("BENCH_HOSTILE_N", "10000"))
 BUDGET_S = float(os.environ.get("BENCH_BUDGET_S", "2"))

@@ -11,7 +11,7 @@ from readers import registry
 from readers.base import Item, Reader, Reading
 from readers.audit.runner import BUCKETS, magnitude_bucket, run_audit, wilson
 from readers.audit.transforms import BY_NAME
-from readers.isolation import IsolatedPool
+from readers.isolation.pool import IsolatedPool
 
 OTHERS = ("math-verify-latex", "math-verify-expr", "strip-string", "strip-string-lm-eval",
           "sympy-cascade-magnitude-safe", "fixed")

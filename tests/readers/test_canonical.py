@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from readers import registry
 from readers.base import Item, Reader, Reading
 from readers.canonical import MAX_ANSWER_CHARS, canonical_answer, with_canonical
-from readers.isolation import read_isolated
+from readers.isolation.pool import read_isolated
 
 
 @pytest.fixture(autouse=True)

@@ -10,7 +10,7 @@ import pytest
 from readers import VERDICTS
 from readers import registry
 from readers.hostile import FAMILIES, hostile_items
-from readers.isolation import IsolatedPool
+from readers.isolation.pool import IsolatedPool
 
 BUDGET_S = 2.0
 # Slack for the parent noticing an overrun and killing the worker, on a loaded 2-core machine.

@@ -18,7 +18,7 @@ import pytest
 
 from readers import registry
 from readers.base import VERDICTS, Item, Reader, Reading
-from readers.isolation import IsolatedPool, read_isolated
+from readers.isolation.pool import IsolatedPool, read_isolated
 
 @pytest.fixture(autouse=True)
 def _plain_http() -> None:
@@ -304,9 +304,9 @@ def test_hostile_inputs_each_get_a_verdict_within_budget(no_leftovers: None) -> 
 def never_flush_early(monkeypatch: pytest.MonkeyPatch) -> None:
     """Children forked while this is active send results only at the end of a batch, so every
     item finished before a hang or crash in the same batch is still unsent when it happens."""
-    import readers.isolation as iso
+    import readers.isolation.child as child
 
-    monkeypatch.setattr(iso, "_FLUSH_NS", 10**15)
+    monkeypatch.setattr(child, "_FLUSH_NS", 10**15)
 
 
 def echo_ok(results: list[tuple[Reading, float]], responses: list[str], skip: set[int]) -> None:
@@ -397,7 +397,7 @@ def test_hang_on_the_first_item_after_a_slow_reader_build(no_leftovers: None) ->
 
 
 def test_fast_readings_travel_in_chunks(no_leftovers: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    import readers.isolation as iso
+    import readers.isolation.pool as iso
 
     messages = {"n": 0}
     real_handle = iso._Run._handle
@@ -548,7 +548,7 @@ def test_invalid_arguments(kwargs: dict[str, Any]) -> None:
 
 
 def test_interrupted_run_does_not_leak_into_the_next(pool: IsolatedPool, monkeypatch: pytest.MonkeyPatch) -> None:
-    import readers.isolation as iso
+    import readers.isolation.pool as iso
 
     real_handle = iso._Run._handle
     calls = {"n": 0}
