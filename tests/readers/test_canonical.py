@@ -237,9 +237,8 @@ class Echo(Reader):
 
 @pytest.fixture(scope="module", autouse=True)
 def _echo_reader() -> Iterator[None]:
-    registry.register(Echo.name, Echo, "test-only reader")
-    yield
-    registry._REGISTRY.pop(Echo.name, None)
+    with registry.scoped({Echo.name: Echo}):
+        yield
 
 
 def test_every_reading_from_the_isolation_pool_carries_its_canonical_answer():
