@@ -41,7 +41,7 @@ from _common import result  # noqa: E402
 from readers import registry  # noqa: E402
 from readers.base import Item, Reader, Reading  # noqa: E402
 from readers.canonical import with_canonical  # noqa: E402
-from readers.isolation import IsolatedPool  # noqa: E402
+from readers.isolation.pool import IsolatedPool  # noqa: E402
 
 N_MATH = 2000
 N_COT = 10_000

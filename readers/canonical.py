@@ -28,13 +28,13 @@ from functools import lru_cache
 
 from .base import Item, Reading
 from .equivalence import normalize, parse_number
+from .options import LETTERS
 
 __all__ = ["MAX_ANSWER_CHARS", "canonical_answer", "with_canonical"]
 
 # An extracted answer longer than this is not one answer (a whole response, a runaway span): it has
 # no canonical form. Also the bound that keeps every pattern below cheap on hostile text.
 MAX_ANSWER_CHARS = 2_000
-_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 # Markdown emphasis, code ticks and quotes around a whole answer.
 _EDGE_MARKS = "*_`\"'“”‘’ \t\r\n"
@@ -78,7 +78,7 @@ def canonical_answer(answer: str | None, item: Item) -> str | None:
         if choices:
             return _option_letter(answer, choices)
         if _gold_is_letter(item):
-            letter = _lone_letter(answer, _LETTERS)
+            letter = _lone_letter(answer, LETTERS)
             if letter is not None:
                 return letter
         return _math_form(answer)
@@ -108,7 +108,7 @@ def _choices_of(item: Item) -> tuple[str, ...]:
     raw = item.choices
     if not isinstance(raw, (tuple, list)):
         return ()
-    return tuple(c if isinstance(c, str) else str(c) for c in raw[:len(_LETTERS)])
+    return tuple(c if isinstance(c, str) else str(c) for c in raw[:len(LETTERS)])
 
 
 def _gold_is_letter(item: Item) -> bool:
@@ -165,12 +165,12 @@ def _option_number(answer: str, choices: tuple[str, ...]) -> str | None:
     value = parse_number(_unwrap(answer))
     if value is None:
         return None
-    found = {_LETTERS[i] for i, c in enumerate(choices) if parse_number(_unwrap(c[:80])) == value}
+    found = {LETTERS[i] for i, c in enumerate(choices) if parse_number(_unwrap(c[:80])) == value}
     return found.pop() if len(found) == 1 else None
 
 
 def _option_letter(answer: str, choices: tuple[str, ...]) -> str | None:
-    letters = _LETTERS[:len(choices)]
+    letters = LETTERS[:len(choices)]
     letter = _lone_letter(answer, letters)
     if letter is not None:
         return letter

@@ -30,7 +30,7 @@ from typing import Any
 
 from . import equivalence as eq
 from .base import ANSWER_FORMS, Item, Reader, Reading
-from .registry import register
+from . import options
 
 __all__ = ["FixedConfig", "FixedReader"]
 
@@ -242,7 +242,7 @@ class _Options:
     """The item's options, with normalised texts for matching an answer written as text."""
 
     def __init__(self, choices: tuple[str, ...]) -> None:
-        self.letters = tuple(chr(ord("A") + i) for i in range(min(len(choices), 26)))
+        self.letters = tuple(options.letters(len(choices)))
         self.raw = tuple(choices[: len(self.letters)])
         self.norm = tuple(_norm_text(c) for c in self.raw)
 
@@ -1468,9 +1468,3 @@ def _clean(s: str | None) -> str | None:
         return None
     s = s.replace("\x00", "")
     return s.encode("utf-8", "replace").decode("utf-8")
-
-
-register(
-    "fixed", FixedReader,
-    "our broad model-agnostic reader: final committed answer, option text, think tags, math equivalence",
-)

@@ -1,12 +1,22 @@
-"""Registry of named readers. A registry name maps to a Reader class plus a default config,
-so that one implementation (e.g. lm-eval's RegexFilter) can be registered several times as
-named configs ("gsm8k-strict-match", "mmlu-pro-custom-extract", ...)."""
+"""Registry of named readers. A registry name maps to a Reader factory (a class, or a class plus a
+config), so that one implementation (e.g. lm-eval's RegexFilter) can be registered several times as
+named configs ("gsm8k-strict-match", "mmlu-pro-custom-extract", ...).
+
+Where entries come from, in this order:
+1. the built-in table, readers.builtin.READERS (one declarative table; loaded on first use so that
+   importing readers.base stays cheap: math-verify pulls in SymPy, ~0.4 s);
+2. user plugins: every module named in READER_PLUGINS="mypkg.readers,other.module" is imported in
+   every process that reads (CLI, web, each Celery worker). A plugin module either defines
+   `READERS`, a sequence of `Entry`, or calls `register(...)` itself at import;
+3. `scoped({...})` overrides, for the duration of a `with` block (tests): nothing outlives it.
+"""
 from __future__ import annotations
 
 import importlib
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from .base import Reader
 
@@ -18,45 +28,125 @@ class Entry:
     summary: str = ""
 
 
+class UnknownReader(KeyError):
+    """One or more reader names that no entry answers to. A KeyError, so that existing
+    `except KeyError` callers keep working; str() is the message itself, not its repr."""
+
+    def __init__(self, unknown: Sequence[str], known: Iterable[str]) -> None:
+        self.unknown = list(unknown)
+        self.known = sorted(known)
+        if len(self.unknown) == 1:
+            message = f"unknown reader {self.unknown[0]!r}; known readers: {', '.join(self.known)}"
+        else:
+            message = (f"unknown readers {', '.join(repr(n) for n in self.unknown)}; "
+                       f"known readers: {', '.join(self.known)}")
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
 _REGISTRY: dict[str, Entry] = {}
+# Stack of scoped overrides; later layers shadow earlier ones and the base registry.
+_SCOPES: list[dict[str, Entry]] = []
+_loaded = False
 
 
 def register(name: str, factory: Callable[[], Reader], summary: str = "") -> None:
-    if name in _REGISTRY:
-        raise ValueError(f"reader {name!r} registered twice")
-    _REGISTRY[name] = Entry(name, factory, summary)
+    """Public plugin API: add a reader for the life of the process."""
+    _load()  # built-ins first, whoever registers first: registration order is the listing order
+    _add(Entry(name, factory, summary))
 
 
-_plugins_loaded = False
+def _add(entry: Entry) -> None:
+    if entry.name in _REGISTRY:
+        raise ValueError(f"reader {entry.name!r} registered twice")
+    _REGISTRY[entry.name] = entry
 
 
-def _load_builtin() -> None:
-    # Import for side effects: each module registers its readers. Kept lazy so that importing
-    # `readers.base` stays cheap (math-verify pulls in SymPy, ~0.4 s).
-    global _plugins_loaded
-    from . import builtin  # noqa: F401
+def _load() -> None:
+    global _loaded
+    if _loaded:
+        return
+    from .builtin import READERS
 
-    if not _plugins_loaded:
-        _plugins_loaded = True
-        # Users' own readers: READER_PLUGINS="mypkg.readers,other.module" is imported in every
-        # process that reads (CLI, web, each Celery worker), so a plugin registers everywhere.
-        for module in filter(None, (m.strip() for m in os.environ.get("READER_PLUGINS", "").split(","))):
-            importlib.import_module(module)
+    # Set before the plugins: a plugin that calls register()/names() at import must not recurse.
+    _loaded = True
+
+    for entry in READERS:
+        _add(entry)
+    for module_name in filter(None, (m.strip() for m in os.environ.get("READER_PLUGINS", "").split(","))):
+        module = importlib.import_module(module_name)
+        for entry in getattr(module, "READERS", ()):
+            _add(entry)
+
+
+def _entries(items: Mapping[str, Callable[[], Reader]] | Iterable[Entry]) -> dict[str, Entry]:
+    if isinstance(items, Mapping):
+        return {name: Entry(name, factory) for name, factory in items.items()}
+    out: dict[str, Entry] = {}
+    for entry in items:
+        if entry.name in out:
+            raise ValueError(f"reader {entry.name!r} given twice")
+        out[entry.name] = entry
+    return out
+
+
+@contextmanager
+def scoped(items: Mapping[str, Callable[[], Reader]] | Iterable[Entry]) -> Iterator[None]:
+    """Readers that exist only inside the block: `{name: factory}` or a sequence of `Entry`.
+
+    Process-wide (not per thread), so that threads and processes forked inside the block see them
+    (the isolation pool forks its workers; it replaces a worker forked before the block). A scoped
+    name may shadow a registered one. Usable as a decorator too.
+    """
+    _load()
+    layer = _entries(items)
+    _SCOPES.append(layer)
+    try:
+        yield
+    finally:
+        # By identity: a scope left out of order (threads) removes its own layer only.
+        for i in range(len(_SCOPES) - 1, -1, -1):
+            if _SCOPES[i] is layer:
+                del _SCOPES[i]
+                break
+
+
+def snapshot() -> dict[str, Entry]:
+    """Every visible entry, by name, in registration order (built-ins, plugins, then scopes)."""
+    _load()
+    out = dict(_REGISTRY)
+    for layer in _SCOPES:
+        out.update(layer)
+    return out
 
 
 def names() -> list[str]:
-    _load_builtin()
-    return list(_REGISTRY)
+    return list(snapshot())
+
+
+def require(names_: Iterable[str]) -> list[str]:
+    """The names, in order and without duplicates, once each is known; else UnknownReader listing
+    every unknown name and the known ones."""
+    wanted = list(dict.fromkeys(names_))
+    known = snapshot()
+    unknown = [n for n in wanted if n not in known]
+    if unknown:
+        raise UnknownReader(unknown, known)
+    return wanted
+
+
+def entry(name: str) -> Entry:
+    known = snapshot()
+    try:
+        return known[name]
+    except KeyError:
+        raise UnknownReader([name], known) from None
 
 
 def get(name: str) -> Reader:
-    _load_builtin()
-    try:
-        entry = _REGISTRY[name]
-    except KeyError:
-        known = ", ".join(sorted(_REGISTRY))
-        raise KeyError(f"unknown reader {name!r}; known readers: {known}") from None
-    reader = entry.factory()
+    reader = entry(name).factory()
     # The registry name is the identity users type and that verdicts store.
     if reader.name != name:
         raise RuntimeError(f"registry entry {name!r} built a reader named {reader.name!r}")
@@ -65,11 +155,11 @@ def get(name: str) -> Reader:
 
 def describe() -> list[dict[str, Any]]:
     out = []
-    for name in names():
+    for name, e in snapshot().items():
         r = get(name)
         out.append({
             "name": r.name, "version": r.version, "kind": r.kind, "config_hash": r.config_hash,
-            "contract": sorted(r.contract), "upstream": r.upstream, "summary": _REGISTRY[name].summary,
+            "contract": sorted(r.contract), "upstream": r.upstream, "summary": e.summary,
         })
     return out
 
@@ -80,8 +170,8 @@ def contract_matrix_markdown() -> str:
     forms it claims, and reports the rest apart as out-of-contract."""
     from .base import ANSWER_FORMS
 
-    # Sorted: registration order depends on which reader module a process imported first.
-    rows = sorted((r for r in describe() if not r["name"].startswith("test-")), key=lambda r: r["name"])
+    # Sorted, so that the table does not depend on where a plugin's entries come in the order.
+    rows = sorted(describe(), key=lambda r: r["name"])
     head = "| reader | version | kind | " + " | ".join(f.replace("_", " ") for f in ANSWER_FORMS) + " | upstream |"
     lines = [head, "|" + "---|" * (len(ANSWER_FORMS) + 4)]
     for r in rows:

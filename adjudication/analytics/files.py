@@ -69,7 +69,7 @@ def format_share_observations(path: Path, *, reported: str, fixed: str, processe
     sources: dict[str, str] = {}
     pending = [name for name in dict.fromkeys((reported, fixed)) if name in known and name != HUMAN]
     if pending:
-        from readers.isolation import IsolatedPool
+        from readers.isolation.pool import IsolatedPool
 
         items = [Item(response=r.response, gold=r.gold, choices=r.choices, question=r.question) for r in rows]
         with IsolatedPool(processes=processes, budget_s=budget_s) as pool:

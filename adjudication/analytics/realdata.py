@@ -101,7 +101,7 @@ def mmlu_pro_ranking(path: Path = MMLU_PRO, *, readers: tuple[str, ...] = RANKIN
     """Accuracy of each model under each reader on the stratified slice (same 280 questions for all
     7 models), the released prediction as one more reader, rankings, flips and Kendall's τ."""
     from readers import Item
-    from readers.isolation import IsolatedPool
+    from readers.isolation.pool import IsolatedPool
 
     rows = [r for r in _load(path) if r["slice"] == "stratified"]
     items = [Item(response=r["model_output"], gold=r["answer"], choices=tuple(r["options"]), question=r["question"])

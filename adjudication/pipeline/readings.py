@@ -24,7 +24,7 @@ def _isolated_pool():
     global _pool
     with _pool_lock:
         if _pool is None:
-            from readers.isolation import IsolatedPool
+            from readers.isolation.pool import IsolatedPool
 
             _pool = IsolatedPool(
                 processes=settings.READER_PROCESSES,

@@ -1,6 +1,6 @@
 """Seed 001's published assignments, as data the audit applies and the report shows.
 
-* `SEED001_READERS`: the four verifiers of seed 001 under its own conventions (readers.seed001);
+* `SEED001_READERS`: the four verifiers of seed 001 under its own conventions (readers.math.seed001);
   `--readers seed001` selects exactly these, and they are the audit's default.
 * `SEED_STRATA`: our strata -> seed 001's S1–S14 where the seed names the stratum. The seed
   names nine of its fourteen (S1, S2, S4, S5, S6, S7, S9, S10, S14, in Tables 2, 3 and 7); S3, S8

@@ -57,8 +57,6 @@ def audit_reader_choices() -> list[str]:
 
     names = []
     for name in registry.names():
-        if name.startswith("test-"):
-            continue
         reader = registry.get(name)
         if reader.kind == "rule" and reader.contract & MATH_FORMS:
             names.append(name)
@@ -193,7 +191,7 @@ def read_variants(variants: Sequence[Variant], readers: Sequence[str], *, pool: 
                   budget_s: float = 5.0, progress: Progress | None = None) -> tuple[dict, dict]:
     """{reader: [(verdict, ms) per variant]} and timing. One read_many call per reader over the
     distinct (gold, variant) pairs (readers are pure functions of the item)."""
-    from ..isolation import IsolatedPool
+    from ..isolation.pool import IsolatedPool
 
     keys: dict[tuple[str, str], int] = {}
     index = [keys.setdefault((v.gold, v.text), len(keys)) for v in variants]
@@ -243,7 +241,7 @@ def run_audit(golds: Sequence[str], readers: Sequence[str], out_dir: str | Path 
     gold_sources: gold -> "corpus" | "synthetic" (default: every gold is corpus)."""
     from .. import registry
 
-    readers = list(dict.fromkeys(readers))
+    readers = registry.require(readers)
     if not readers:
         raise ValueError("no readers to audit")
     contracts = {name: frozenset(registry.get(name).contract) for name in readers}

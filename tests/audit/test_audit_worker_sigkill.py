@@ -11,6 +11,8 @@ import pytest
 from adjudication.models import AuditRun, Dataset
 from adjudication.audit.services import audit_run_start
 from adjudication.tasks import run_audit
+from readers import registry
+from tests.plugins import slow_reader
 
 from ..conftest import math_row, run_command, start_worker, stop_worker, wait_until
 
@@ -19,10 +21,9 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 LEASE_SECONDS = 3
 
 
+@registry.scoped(slow_reader.READERS)  # `test-slow` here too (audit_run_start checks names)
 def test_sigkill_mid_audit_then_a_new_worker_reruns_the_stale_audit_once_to_done(
         write_jsonl, service_env, broker, tmp_path, settings):
-    import tests.plugins.slow_reader  # noqa: F401  registers `test-slow` here too (audit_run_start checks names)
-
     out_dir = tmp_path / "audit-out"
     env = {**service_env, "READER_PLUGINS": "tests.plugins.slow_reader",
            # Redelivery of the dead worker's unacknowledged task after 2 s instead of 10 minutes,

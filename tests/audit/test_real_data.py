@@ -12,7 +12,7 @@ import pytest
 
 from readers.audit.runner import BUCKETS, OUR_READERS, run_audit
 from readers.audit.transforms import BY_NAME, int_value
-from readers.isolation import IsolatedPool
+from readers.isolation.pool import IsolatedPool
 
 from ..conftest import shared_data
 

@@ -11,7 +11,7 @@ from readers import registry
 from readers.base import Item, Reader, Reading
 from readers.audit.runner import BUCKETS, magnitude_bucket, run_audit, wilson
 from readers.audit.transforms import BY_NAME
-from readers.isolation import IsolatedPool
+from readers.isolation.pool import IsolatedPool
 
 OTHERS = ("math-verify-latex", "math-verify-expr", "strip-string", "strip-string-lm-eval",
           "sympy-cascade-magnitude-safe", "fixed")
@@ -159,11 +159,9 @@ class _FlakyReader(Reader):
 
 def test_timeouts_and_errors_are_not_judged(tmp_path):
     """Execution failures lower coverage; they are never counted as rejections (or acceptances)."""
-    # registered before the pool forks; a "test-" name keeps it out of panels and the contract matrix
-    if "test-audit-flaky" not in registry.names():
-        registry.register("test-audit-flaky", _FlakyReader, "tests only: hangs on '.', raises on newline")
     suite = [BY_NAME[n] for n in ("identity", "trailing_period", "trailing_newline", "pad_spaces", "off_by_one_plus")]
-    with IsolatedPool(processes=2, budget_s=0.5) as p:
+    # in scope before the pool forks: the workers inherit it
+    with registry.scoped({"test-audit-flaky": _FlakyReader}), IsolatedPool(processes=2, budget_s=0.5) as p:
         result = run_audit(["42", "10000"], ["test-audit-flaky"], tmp_path, pool=p, transforms=suite)
     r = result.summary["readers"]["test-audit-flaky"]
     # 2 golds x (identity, period, newline, spaces) certified, in contract

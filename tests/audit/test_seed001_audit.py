@@ -1,4 +1,4 @@
-"""The seed-convention audit (readers.seed001 + seed 001's contract assignments) reproduces seed
+"""The seed-convention audit (readers.math.seed001 + seed 001's contract assignments) reproduces seed
 001's findings in the seed's direction, on the bundled synthetic golds and, when present, on the
 MATH-500 + GSM8K golds (../shared/data)."""
 from __future__ import annotations
@@ -13,7 +13,7 @@ from readers.audit.golds import GoldsError, load_golds_tagged
 from readers.audit.runner import BUCKETS, OUR_READERS, SEED_READERS, resolve_readers, run_audit
 from readers.audit.synthetic import synthetic_golds
 from readers.audit.transforms import BY_NAME, STRATA
-from readers.isolation import IsolatedPool
+from readers.isolation.pool import IsolatedPool
 
 from ..conftest import shared_data
 

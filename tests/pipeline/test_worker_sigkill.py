@@ -7,16 +7,17 @@ from collections import Counter
 import pytest
 
 from adjudication.models import Reading, Response
+from readers import registry
+from tests.plugins import slow_reader
 
 from ..conftest import mc_row, run_command, start_worker, stop_worker, wait_until
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 
 
+@registry.scoped(slow_reader.READERS)  # `test-slow` in this process too (run_readers checks names)
 def test_sigkill_mid_run_then_a_new_worker_finishes_with_every_reading_exactly_once(
         write_jsonl, service_env, broker, tmp_path):
-    import tests.plugins.slow_reader  # noqa: F401  registers `test-slow` in this process too
-
     env = {**service_env, "READER_PLUGINS": "tests.plugins.slow_reader",
            # Redelivery of the dead worker's unacknowledged tasks after 2 s instead of 10 minutes.
            "CELERY_VISIBILITY_TIMEOUT": "2"}

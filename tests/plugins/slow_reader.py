@@ -1,11 +1,14 @@
 """A deliberately slow reader, loaded into worker processes with READER_PLUGINS, so that a test
-can kill a worker while it is in the middle of a run."""
+can kill a worker while it is in the middle of a run.
+
+A declarative plugin: READER_PLUGINS registers `READERS` in the worker processes; the test process
+holds the same entries in a `registry.scoped(READERS)` block, so nothing outlives the test there."""
 from __future__ import annotations
 
 import time
 
 from readers.base import Item, Reader, Reading
-from readers.registry import register
+from readers.registry import Entry
 
 
 class SlowReader(Reader):
@@ -19,4 +22,4 @@ class SlowReader(Reader):
         return Reading(verdict="correct" if letter == item.gold else "incorrect", answer=letter, normalized=letter)
 
 
-register("test-slow", SlowReader, "sleeps 30 ms per item (tests only)")
+READERS = (Entry("test-slow", SlowReader, "sleeps 30 ms per item (tests only)"),)

@@ -142,9 +142,9 @@ def markdown_vectors(scores: dict[str, Score]) -> str:
 
 
 if __name__ == "__main__":
-    from readers.isolation import IsolatedPool
+    from readers.isolation.pool import IsolatedPool
 
-    names = [n for n in registry.names() if not n.startswith("test-")]
+    names = registry.names()
     with IsolatedPool(processes=2, budget_s=5.0) as pool:
         read_many = isolated(pool)
         dev = peer_dev_cases()

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from readers import registry
 from readers.base import Item, Reader, Reading
 from readers.canonical import MAX_ANSWER_CHARS, canonical_answer, with_canonical
-from readers.isolation import read_isolated
+from readers.isolation.pool import read_isolated
 
 
 @pytest.fixture(autouse=True)
@@ -237,9 +237,8 @@ class Echo(Reader):
 
 @pytest.fixture(scope="module", autouse=True)
 def _echo_reader() -> Iterator[None]:
-    registry.register(Echo.name, Echo, "test-only reader")
-    yield
-    registry._REGISTRY.pop(Echo.name, None)
+    with registry.scoped({Echo.name: Echo}):
+        yield
 
 
 def test_every_reading_from_the_isolation_pool_carries_its_canonical_answer():

@@ -1,7 +1,7 @@
 """readers.isolation: hard budgets, crash containment, order, and clean process hygiene.
 
-Misbehaving readers are registered from this module under "test-" names before any pool forks
-(workers inherit the registry through fork()) and removed when the module is done.
+Misbehaving readers exist only inside registry scopes (`registry.scoped`), entered before the pools
+that read them fork (workers inherit the registry through fork()).
 """
 from __future__ import annotations
 
@@ -12,13 +12,13 @@ import resource
 import signal
 import threading
 import time
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 import pytest
 
 from readers import registry
 from readers.base import VERDICTS, Item, Reader, Reading
-from readers.isolation import IsolatedPool, read_isolated
+from readers.isolation.pool import IsolatedPool, read_isolated
 
 @pytest.fixture(autouse=True)
 def _plain_http() -> None:
@@ -81,33 +81,11 @@ class BrokenFactory(Reader):
         raise RuntimeError("cannot build")
 
 
-_ADDED: list[str] = []
-
-
-def register_once(name: str, factory: Callable[[], Reader]) -> None:
-    """registry.register raises on duplicates; tolerate a name that is already there."""
-    if name in registry.names():
-        return
-    try:
-        registry.register(name, factory, "test-only reader")
-    except ValueError:
-        return
-    _ADDED.append(name)
-
-
-def unregister(name: str) -> None:
-    # The registry has no public removal: test-only readers must not outlive this module,
-    # because registry.describe() builds every registered reader.
-    registry._REGISTRY.pop(name, None)
-
-
 @pytest.fixture(autouse=True, scope="module")
 def _test_readers() -> Iterator[None]:
-    """Registered before any pool forks (workers inherit the registry), removed afterwards."""
-    register_once("test-misbehave", lambda: Misbehave(name="test-misbehave"))
-    yield
-    while _ADDED:
-        unregister(_ADDED.pop())
+    """In scope before any pool of this module forks (workers inherit the registry)."""
+    with registry.scoped({"test-misbehave": lambda: Misbehave(name="test-misbehave")}):
+        yield
 
 
 def items_of(*responses: str) -> list[Item]:
@@ -251,11 +229,8 @@ def test_memory_cap_turns_a_hog_into_an_error(no_leftovers: None) -> None:
 
 
 def test_reader_that_cannot_be_built(pool: IsolatedPool) -> None:
-    register_once("test-broken-factory", BrokenFactory)
-    try:
+    with registry.scoped({"test-broken-factory": BrokenFactory}):
         results = pool.read_many("test-broken-factory", items_of("a", "b"))
-    finally:
-        unregister("test-broken-factory")
     assert [r.verdict for r, _ in results] == ["error", "error"]
     assert "cannot build" in results[0][0].detail["error"]
 
@@ -304,9 +279,9 @@ def test_hostile_inputs_each_get_a_verdict_within_budget(no_leftovers: None) -> 
 def never_flush_early(monkeypatch: pytest.MonkeyPatch) -> None:
     """Children forked while this is active send results only at the end of a batch, so every
     item finished before a hang or crash in the same batch is still unsent when it happens."""
-    import readers.isolation as iso
+    import readers.isolation.child as child
 
-    monkeypatch.setattr(iso, "_FLUSH_NS", 10**15)
+    monkeypatch.setattr(child, "_FLUSH_NS", 10**15)
 
 
 def echo_ok(results: list[tuple[Reading, float]], responses: list[str], skip: set[int]) -> None:
@@ -383,21 +358,17 @@ def test_hang_on_the_first_item_after_a_slow_reader_build(no_leftovers: None) ->
         time.sleep(0.3)
         return Misbehave(name=name)
 
-    register_once(name, slow_factory)
-    try:
-        with IsolatedPool(processes=1, budget_s=1.0, start_timeout_s=60.0) as p:
-            t0 = time.monotonic()
-            results = p.read_many(name, items_of("loop", "a"))
-            wall = time.monotonic() - t0
-    finally:
-        unregister(name)
+    with registry.scoped({name: slow_factory}), IsolatedPool(processes=1, budget_s=1.0, start_timeout_s=60.0) as p:
+        t0 = time.monotonic()
+        results = p.read_many(name, items_of("loop", "a"))
+        wall = time.monotonic() - t0
     assert [r.verdict for r, _ in results] == ["timeout", "correct"]
     assert 1000 <= results[0][1] <= 1000 + SLACK_S * 1000
     assert wall <= 0.3 + 1.0 + SLACK_S + 1
 
 
 def test_fast_readings_travel_in_chunks(no_leftovers: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    import readers.isolation as iso
+    import readers.isolation.pool as iso
 
     messages = {"n": 0}
     real_handle = iso._Run._handle
@@ -462,8 +433,25 @@ def test_read_isolated_convenience(no_leftovers: None) -> None:
 def test_reader_registered_after_the_workers_forked(pool: IsolatedPool) -> None:
     pool.read_many("test-misbehave", items_of("warm"))
     name = f"test-late-{os.getpid()}"
-    register_once(name, lambda: Misbehave(name=name))
-    assert [r.answer for r, _ in pool.read_many(name, items_of("late"))] == ["late"]
+    with registry.scoped({name: lambda: Misbehave(name=name)}):
+        assert [r.answer for r, _ in pool.read_many(name, items_of("late"))] == ["late"]
+
+
+class Shout(Reader):
+    name = "test-misbehave"
+    version = "0"
+
+    def read(self, item: Item) -> Reading:
+        return Reading("correct", answer=item.response.upper())
+
+
+def test_a_worker_forked_in_another_scope_is_replaced(pool: IsolatedPool) -> None:
+    """A name shadowed in a scope is another reader: workers that forked before the scope (and know
+    the module's reader under that name) must not build the old one, nor workers of the scope after it."""
+    pool.read_many("test-misbehave", items_of("warm"))
+    with registry.scoped({"test-misbehave": Shout}):
+        assert [r.answer for r, _ in pool.read_many("test-misbehave", items_of("abc"))] == ["ABC"]
+    assert [r.answer for r, _ in pool.read_many("test-misbehave", items_of("abc"))] == ["abc"]
 
 
 def test_outer_alarm_survives(pool: IsolatedPool) -> None:
@@ -548,7 +536,7 @@ def test_invalid_arguments(kwargs: dict[str, Any]) -> None:
 
 
 def test_interrupted_run_does_not_leak_into_the_next(pool: IsolatedPool, monkeypatch: pytest.MonkeyPatch) -> None:
-    import readers.isolation as iso
+    import readers.isolation.pool as iso
 
     real_handle = iso._Run._handle
     calls = {"n": 0}

@@ -18,17 +18,9 @@ import pytest
 
 from readers import registry
 from readers.base import ANSWER_FORMS, VERDICTS, Item, Reading
-from readers.mathreaders import (
-    CascadeConfig,
-    MathVerifyConfig,
-    MathVerifyReader,
-    StripStringConfig,
-    SympyCascadeReader,
-    extract_boxed,
-    is_equiv,
-    last_boxed_only_string,
-    strip_string,
-)
+from readers.math.cascade import CascadeConfig, SympyCascadeReader
+from readers.math.math_verify import MathVerifyConfig, MathVerifyReader
+from readers.math.strip_string import StripStringConfig, extract_boxed, is_equiv, last_boxed_only_string, strip_string
 
 @pytest.fixture(autouse=True)
 def _plain_http() -> None:
@@ -397,7 +389,7 @@ def test_math_verify_multiple_choice_is_out_of_contract_but_answered() -> None:
 
 
 def test_math_verify_calls_upstream_without_its_signal_timeouts(monkeypatch: pytest.MonkeyPatch) -> None:
-    import readers.mathreaders as mr
+    import readers.math.math_verify as mr
 
     seen: list[Any] = []
     real_parse, real_verify = mr.parse, mr.verify
@@ -426,7 +418,7 @@ def test_math_verify_works_off_the_main_thread() -> None:
 
 
 def test_math_verify_memory_exhaustion_is_an_error_not_a_rejection(monkeypatch: pytest.MonkeyPatch) -> None:
-    import readers.mathreaders as mr
+    import readers.math.math_verify as mr
 
     def exhausted(*args: Any, **kw: Any) -> bool:
         raise MemoryError
@@ -601,7 +593,6 @@ def test_sympy_cascade_reads_the_last_box_of_a_response() -> None:
     assert (reading.verdict, reading.answer, reading.detail["extraction"]) == ("correct", "5", "last_boxed")
     assert read(cascade, "10000", "so \\boxed{10001}").verdict == "correct"  # the step, through a box
     # On bare strings (the seed's audit convention) a box is not parsed: boxing is out of contract.
-    from readers.mathreaders import CascadeConfig, SympyCascadeReader
 
     bare = SympyCascadeReader(CascadeConfig(extract="none"))
     assert read(bare, "5", "\\boxed{5}").verdict == "error"

@@ -1,4 +1,4 @@
-"""Pins readers/mc.py to upstream behaviour: lm-eval 0.4.13 filters and metric, seed 002's five
+"""Pins readers/mc/ to upstream behaviour: lm-eval 0.4.13 filters and metric, seed 002's five
 MC extractors, and seed 000's box-only reader. Pure Python: runs with `-p no:django`."""
 from __future__ import annotations
 
@@ -14,10 +14,11 @@ from hypothesis import strategies as st
 
 from readers import registry
 from readers.base import ANSWER_FORMS, VERDICTS, Item, Reading
-from readers.mc import (
-    FALLBACK, GSM8K_METRIC, SEED002_ANSWER_IS_CORRECT, SEED002_STRICT, _sub_ignore,
-    exact_match, exact_match_normalize, last_box, multi_choice_regex_filter, regex_filter,
+from readers.mc.boxed import last_box
+from readers.mc.lm_eval import (
+    FALLBACK, GSM8K_METRIC, _sub_ignore, exact_match, exact_match_normalize, multi_choice_regex_filter, regex_filter,
 )
+from readers.mc.seed002 import SEED002_ANSWER_IS_CORRECT, SEED002_STRICT
 
 SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 LM_EVAL_DATA = SHARED_DATA / "lm-eval-harness-filters"

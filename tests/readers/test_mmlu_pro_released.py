@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from readers import registry
 from readers.base import Item, Reading
-from readers.mc import mmlu_pro_released_extract
+from readers.mc.mmlu_pro import mmlu_pro_released_extract
 
 from ..conftest import shared_data
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from readers.isolation import IsolatedPool
+from readers.isolation.pool import IsolatedPool
 
 from .peer import SHARED, peer_dev_cases, score, vector_cases, isolated
 

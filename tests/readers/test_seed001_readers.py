@@ -1,11 +1,11 @@
-"""Seed 001's four verifiers under seed 001's conventions (readers.seed001), read in-process."""
+"""Seed 001's four verifiers under seed 001's conventions (readers.math.seed001), read in-process."""
 from __future__ import annotations
 
 import pytest
 
 from readers import registry
 from readers.base import Item
-from readers.seed001 import deepseek_strip_string, seed_cascade_clean
+from readers.math.seed001 import deepseek_strip_string, seed_cascade_clean
 
 V1, V2, V3, V4 = "math-verify-expr-seed001", "math-verify-latex-seed001", "strip-string-deepseek", "sympy-cascade-seed001"
 

@@ -1,4 +1,4 @@
-"""Seed 002's GSM8K variants of instructed-format and answer-is-correct (readers/seed002_gsm8k.py).
+"""Seed 002's GSM8K variants of instructed-format and answer-is-correct (readers/mc/seed002.py).
 Pure Python: runs with `-p no:django`. The GSM8K measurement skips when ../shared/data is absent."""
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from readers import registry
 from readers.base import Item, Reading
-from readers.mc import regex_filter
-from readers.seed002_gsm8k import (
+from readers.mc.lm_eval import regex_filter
+from readers.mc.seed002 import (
     SEED002_GSM8K_ANSWER_IS_CORRECT, SEED002_GSM8K_ANSWER_IS_CORRECT_ALTERNATIVES,
 )
 

@@ -30,22 +30,22 @@ class CanaryReader(Reader):
 
 @pytest.fixture
 def canary_queue(write_jsonl):
-    if "test-canaryreaderqzx" not in registry.names():
-        registry.register("test-canaryreaderqzx", CanaryReader)
-    rows = [mc_row(i, model="CANARYMODELQZX", checkpoint="CANARYCKPTQZX", prompt="CANARYPROMPTQZX",
-                   benchmark="CANARYBENCHQZX", response=f"Thinking {i}. The answer is B. Then again \\boxed{{C}}")
-            for i in range(4)]
-    run_command("import_responses", str(write_jsonl(rows)), dataset="canary", no_progress=True)
-    canary_spec = reader_spec_for(reader=registry.get("test-canaryreaderqzx"))
-    boxed_spec = reader_spec_for(reader=registry.get("boxed"))
-    for response in Response.objects.all():
-        Reading.objects.create(response=response, reader_spec=canary_spec, answer="D", normalized="D",
-                               verdict="incorrect", span_start=0, span_end=1)
-        box = response.text.index("{C}") + 1
-        Reading.objects.create(response=response, reader_spec=boxed_spec, answer="C", normalized="C",
-                               verdict="incorrect", span_start=box, span_end=box + 1)
-    return queue_create(dataset=Response.objects.first().dataset, name="canary-q", overlap=2,
-                        panel=["test-canaryreaderqzx", "boxed"])
+    # The canary exists for the test only, the review views included.
+    with registry.scoped({"test-canaryreaderqzx": CanaryReader}):
+        rows = [mc_row(i, model="CANARYMODELQZX", checkpoint="CANARYCKPTQZX", prompt="CANARYPROMPTQZX",
+                       benchmark="CANARYBENCHQZX", response=f"Thinking {i}. The answer is B. Then again \\boxed{{C}}")
+                for i in range(4)]
+        run_command("import_responses", str(write_jsonl(rows)), dataset="canary", no_progress=True)
+        canary_spec = reader_spec_for(reader=registry.get("test-canaryreaderqzx"))
+        boxed_spec = reader_spec_for(reader=registry.get("boxed"))
+        for response in Response.objects.all():
+            Reading.objects.create(response=response, reader_spec=canary_spec, answer="D", normalized="D",
+                                   verdict="incorrect", span_start=0, span_end=1)
+            box = response.text.index("{C}") + 1
+            Reading.objects.create(response=response, reader_spec=boxed_spec, answer="C", normalized="C",
+                                   verdict="incorrect", span_start=box, span_end=box + 1)
+        yield queue_create(dataset=Response.objects.first().dataset, name="canary-q", overlap=2,
+                           panel=["test-canaryreaderqzx", "boxed"])
 
 
 def assert_blind(body: str, where: str) -> None:

@@ -31,7 +31,7 @@ class Command(BaseCommand):
     def handle(self, *args, input: Path, readers: list[str], out: Path | None, budget: float, processes: int,
                **options) -> None:  # noqa: A002
         from adjudication.pipeline.services import default_panel
-        from readers.isolation import IsolatedPool
+        from readers.isolation.pool import IsolatedPool
 
         names = default_panel() if "all" in readers else readers
         known = set(reader_registry.names())

@@ -1,41 +1,5 @@
-"""Hard isolation for readers: every reading runs in a killable child process under a wall-clock
-budget and an address-space cap.
-
-Why processes and not threads or math-verify's own timeouts: a thread cannot be stopped (and a
-SymPy big-integer computation starves the GIL, so even a watchdog thread does not run), and
-math-verify's SIGALRM timeout only works in the main thread and clobbers outer alarms
-(design/readers-catalogue.md §2.8, design/math-verify-probe.md §3). Only SIGKILL from outside is
-a hard bound.
-
-Why raw os.fork() and not multiprocessing.Pool/Process: this pool must also run inside a Celery
-prefork child, which is a daemonic process, and multiprocessing refuses to start children from a
-daemonic process. fork() also makes workers start warm: the parent has already imported the
-readers (SymPy, math-verify), so a replacement worker costs a few milliseconds, not 0.5 s.
-
-Protocol. Each worker has one duplex socketpair (multiprocessing.connection framing, pickle) and
-one 64-byte slot in a shared anonymous mmap created before any fork:
-    parent -> child: (batch_id, reader_name, [item fields, ...])    one batch; None = exit
-    child -> parent: ("r", batch_id, first_pos, [elapsed_ms, ...], plain, [reading fields, ...])
-                                         results of consecutive items of a batch
-                     ("fatal", batch_id, message)    the reader could not be built
-    shared slot:     seq, batch_id, pos, start_ns    the item in flight (pos -1: building the
-                                                     reader) and when it started
-The child writes the slot before every item (a seqlock: seq is odd while it writes) with
-time.monotonic_ns(), the same system-wide CLOCK_MONOTONIC the parent reads. Results are
-buffered and sent in chunks: at the end of every batch, and within a batch whenever ≥ 5 ms
-passed since the last send. So a fast reader costs one message per batch, not one per item, and
-the parent still knows exactly which item is in flight and since when: the deadline of an item
-is its own start time + budget, independent of when messages arrive. (Publishing does not wake
-the parent: while a worker builds a reader or is between items, the parent looks again at least
-every budget_s, so the next item's deadline is never missed.)
-On overrun (or death) the parent SIGKILLs (reaps) the worker, reads whatever the child had sent,
-and then: the item in flight gets timeout (error); items the child had finished but not yet sent
-are re-run on the replacement worker (readers are pure functions); later items continue there.
-The parent keeps up to two batches queued per worker (the second only when small enough to sit
-in the socket buffer), so a worker goes straight on to its next batch without a round trip.
-
-Not thread-safe by design: read_many holds a lock, so concurrent callers are serialised.
-"""
+"""The parent side of the isolation pool: IsolatedPool forks workers, deals them batches, watches
+every item's deadline, and kills and replaces a worker that overruns or dies."""
 from __future__ import annotations
 
 import gc
@@ -43,7 +7,6 @@ import math
 import mmap
 import os
 import pickle
-import resource
 import select
 import signal
 import socket
@@ -51,32 +14,25 @@ import threading
 import time
 import weakref
 from collections import deque
-from itertools import starmap
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from multiprocessing import Pipe
 from multiprocessing.connection import Connection
-from operator import attrgetter
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
-from . import registry
-from .base import Item, Reading
-from .canonical import with_canonical
+from .. import registry
+from ..base import Item, Reading
+from .child import DEFAULT_MEMORY_LIMIT, child_main, child_setup
+from .protocol import BID, PICKLE, POS, SEQ, SLOT_WORDS, T0, encode_item, recv, send, unpack_readings
 
-DEFAULT_MEMORY_LIMIT = 4 * 1024**3
-# A child whose parent already maps more than the cap still needs some headroom to run at all.
-_MIN_HEADROOM = 512 * 1024**2
-_ERROR_CHARS = 1000
-
-
-def _short(text: str) -> str:
-    return text if len(text) <= _ERROR_CHARS else text[:_ERROR_CHARS] + "…"
-
-
-def _describe_exception(exc: BaseException) -> str:
-    try:
-        return _short(f"{type(exc).__name__}: {exc}")
-    except Exception:  # noqa: BLE001 - str() of a hostile exception can itself fail
-        return type(exc).__name__
+# How many batches the parent keeps queued on one worker; a batch is only queued behind another
+# when its pickle is at most this large (a fraction of the socket buffer, so the send can never
+# block while the child is busy: the parent must always stay free to watch deadlines).
+_DEPTH = 2
+_PREFETCH_BYTES = 64 * 1024
+# Batch sizing for readers known to be fast: at least this much work per batch, and at least
+# this many batches per worker.
+_BATCH_MS = 4.0
+_FAST_SPLIT = 1
 
 
 def _describe_status(status: int | None) -> str:
@@ -94,220 +50,6 @@ def _describe_status(status: int | None) -> str:
     return f"worker ended (status {status})"
 
 
-def _vm_size() -> int | None:
-    try:
-        with open("/proc/self/status", encoding="ascii", errors="replace") as fh:
-            for line in fh:
-                if line.startswith("VmSize:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
-
-
-def _set_pdeathsig() -> None:
-    """Ask Linux to SIGKILL this child when the thread that forked it dies."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        PR_SET_PDEATHSIG = 1
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except Exception:  # noqa: BLE001 - non-Linux: the EOF check in the child loop still applies
-        pass
-
-
-# ---------------------------------------------------------------------------------------------
-# child side
-# ---------------------------------------------------------------------------------------------
-
-def _child_setup(memory_limit: int | None, pdeathsig: bool, parent_pid: int) -> None:
-    # Ctrl-C goes to the whole process group; the parent decides what happens to its workers,
-    # so a KeyboardInterrupt must not surface inside a reading as a bogus "error".
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # Handlers inherited from Celery/billiard or pytest refer to the parent's state.
-    for name in ("SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGCHLD"):
-        sig = getattr(signal, name, None)
-        if sig is not None:
-            try:
-                signal.signal(sig, signal.SIG_DFL)
-            except (OSError, ValueError):
-                pass
-    if pdeathsig:
-        _set_pdeathsig()
-        # The parent may have died between fork() and prctl().
-        if os.getppid() != parent_pid:
-            os._exit(0)
-    try:
-        import faulthandler
-
-        # The parent reports the signal; a traceback dump per intentional crash is noise.
-        faulthandler.disable()
-    except Exception:  # noqa: BLE001
-        pass
-    try:
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    except (ValueError, OSError):
-        pass
-    if memory_limit is not None:
-        limit = memory_limit
-        current = _vm_size()
-        if current is not None and current + _MIN_HEADROOM > limit:
-            limit = current + _MIN_HEADROOM
-        try:
-            _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-            if hard != resource.RLIM_INFINITY and hard < limit:
-                limit = hard
-            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-        except (ValueError, OSError):
-            pass
-
-
-
-
-# ---------------------------------------------------------------------------------------------
-# wire format and shared state
-# ---------------------------------------------------------------------------------------------
-
-_PICKLE = pickle.HIGHEST_PROTOCOL
-# One 64-byte slot (8 int64) per worker in the shared mmap; the first four words are used.
-_SLOT_WORDS = 8
-_SEQ, _BID, _POS, _T0 = 0, 1, 2, 3
-# The child sends buffered results at the end of a batch, after this much time, or this many items.
-_FLUSH_NS = 5_000_000
-_FLUSH_ITEMS = 1024
-# How many batches the parent keeps queued on one worker; a batch is only queued behind another
-# when its pickle is at most this large (a fraction of the socket buffer, so the send can never
-# block while the child is busy: the parent must always stay free to watch deadlines).
-_DEPTH = 2
-_PREFETCH_BYTES = 64 * 1024
-# Batch sizing for readers known to be fast: at least this much work per batch, and at least
-# this many batches per worker.
-_BATCH_MS = 4.0
-_FAST_SPLIT = 1
-
-# Plain Item / Reading objects cross the pipe as tuples of their fields: ~2x cheaper to pickle.
-_ITEM_FIELDS = attrgetter(*(f.name for f in fields(Item)))
-_READING_FIELDS = attrgetter(*(f.name for f in fields(Reading)))
-
-
-def _encode_item(item: Item) -> Any:
-    return _ITEM_FIELDS(item) if type(item) is Item else item
-
-
-def _decode_item(data: Any) -> Item:
-    return Item(*data) if type(data) is tuple else data
-
-
-def _pack_readings(readings: list[Reading]) -> tuple[bool, list]:
-    """(True, [field tuple, ...]) when every reading is a plain Reading, else (False, readings)."""
-    if all(type(r) is Reading for r in readings):
-        return True, [_READING_FIELDS(r) for r in readings]
-    return False, readings  # a Reading subclass travels as itself
-
-
-def _unpack_readings(plain: bool, packed: list) -> list[Reading]:
-    return list(starmap(Reading, packed)) if plain else packed
-
-
-def _send(conn: Connection, msg: Any) -> None:
-    conn.send_bytes(pickle.dumps(msg, _PICKLE))
-
-
-def _recv(conn: Connection) -> Any:
-    return pickle.loads(conn.recv_bytes())
-
-
-# ---------------------------------------------------------------------------------------------
-# child side
-# ---------------------------------------------------------------------------------------------
-
-def _read_one(reader: Any, item: Item) -> Reading:
-    try:
-        reading = reader.read(item)
-    except MemoryError:
-        return Reading("error", detail={"error": "MemoryError: reader exceeded the worker memory cap"})
-    except BaseException as exc:  # noqa: BLE001 - SystemExit from a reader is also a reader error
-        return Reading("error", detail={"error": _describe_exception(exc)})
-    if not isinstance(reading, Reading):
-        return Reading("error", detail={"error": f"reader returned {type(reading).__name__}, not Reading"})
-    # Every reading of every reader passes here, in the child, while its item is still the one
-    # published as in flight: the canonical answer is made within the reading's hard budget.
-    # with_canonical never raises, and a reader's own canonical is kept.
-    return with_canonical(reading, item)
-
-
-def _pickle_results(bid: int, first: int, times: list[float], readings: list[Reading]) -> bytes:
-    """("r", batch_id, first_pos, [elapsed_ms, ...], plain, packed readings), pickled."""
-    try:
-        return pickle.dumps(("r", bid, first, times, *_pack_readings(readings)), _PICKLE)
-    except Exception:  # noqa: BLE001 - e.g. an unpicklable object in some reading's detail
-        pass
-    for k, reading in enumerate(readings):
-        try:
-            pickle.dumps(reading, _PICKLE)
-        except Exception as exc:  # noqa: BLE001
-            readings[k] = Reading("error", detail={
-                "error": f"reading could not be sent to the parent: {_describe_exception(exc)}"})
-    return pickle.dumps(("r", bid, first, times, *_pack_readings(readings)), _PICKLE)
-
-
-def _child_main(conn: Connection, state: memoryview, base: int) -> None:
-    readers: dict[str, Any] = {}
-    clock = time.monotonic_ns
-    i_seq, i_bid, i_pos, i_t0 = base + _SEQ, base + _BID, base + _POS, base + _T0
-    while True:
-        try:
-            msg = _recv(conn)
-        except (EOFError, OSError):
-            return  # parent closed or died
-        if msg is None:
-            return
-        bid, reader_name, items = msg
-        # seqlock write: the parent never uses a half-written (odd seq) slot
-        state[i_seq] += 1
-        state[i_bid], state[i_pos], state[i_t0] = bid, -1, clock()
-        state[i_seq] += 1
-        reader = readers.get(reader_name)
-        if reader is None:
-            try:
-                reader = registry.get(reader_name)
-            except BaseException as exc:  # noqa: BLE001
-                try:
-                    _send(conn, ("fatal", bid, _describe_exception(exc)))
-                except (OSError, EOFError):
-                    return
-                continue
-            readers[reader_name] = reader
-        last = len(items) - 1
-        first = 0
-        times: list[float] = []
-        readings: list[Reading] = []
-        flushed = clock()
-        for pos, data in enumerate(items):
-            item = _decode_item(data)
-            t0 = clock()
-            state[i_seq] += 1
-            state[i_pos], state[i_t0] = pos, t0
-            state[i_seq] += 1
-            reading = _read_one(reader, item)
-            t1 = clock()
-            readings.append(reading)
-            times.append((t1 - t0) / 1e6)
-            # Pickling and sending happen while `pos` is still the published item in flight, so
-            # the time they take counts against its budget, like the reading itself.
-            if pos == last or t1 - flushed >= _FLUSH_NS or len(times) >= _FLUSH_ITEMS:
-                try:
-                    conn.send_bytes(_pickle_results(bid, first, times, readings))
-                except (OSError, EOFError):
-                    return
-                first, times, readings, flushed = pos + 1, [], [], clock()
-
-
-# ---------------------------------------------------------------------------------------------
-# parent side
-# ---------------------------------------------------------------------------------------------
-
 class _Batch:
     """Items (global indices) sent to a worker as one message; `done` results have come back."""
 
@@ -324,7 +66,8 @@ class _Batch:
 class _Worker:
     pid: int
     conn: Connection
-    known_readers: frozenset[str]
+    # the registry as it was when this worker forked: the entries it can build
+    known_readers: Mapping[str, registry.Entry]
     slot: int
     # batches sent and not fully answered, in the order the child works through them
     batches: deque[_Batch] = field(default_factory=deque)
@@ -374,7 +117,7 @@ def _shutdown(workers: list[_Worker | None], owner_pid: int) -> None:
     for w in alive:
         try:
             if not w.batches:
-                _send(w.conn, None)
+                send(w.conn, None)
         except (OSError, ValueError):
             pass
         try:
@@ -427,7 +170,7 @@ class IsolatedPool:
         self._owner_pid = os.getpid()
         self._workers: list[_Worker | None] = [None] * processes
         # Shared with every child (MAP_SHARED|MAP_ANONYMOUS, inherited through fork).
-        self._shm = mmap.mmap(-1, processes * _SLOT_WORDS * 8)
+        self._shm = mmap.mmap(-1, processes * SLOT_WORDS * 8)
         self._state = memoryview(self._shm).cast("q")
         self._next_bid = 0
         self._prefetch_bytes: int | None = None
@@ -452,15 +195,15 @@ class IsolatedPool:
     def worker_pids(self) -> list[int]:
         return [w.pid for w in self._workers if w is not None]
 
-    def _spawn(self, slot: int, known: frozenset[str]) -> _Worker:
+    def _spawn(self, slot: int, known: Mapping[str, registry.Entry]) -> _Worker:
         parent_conn, child_conn = Pipe(duplex=True)
         other_fds = [w.conn.fileno() for w in self._workers if w is not None]
         forked_from_main = threading.current_thread() is threading.main_thread()
         parent_pid = os.getpid()
-        base = slot * _SLOT_WORDS
-        for k in range(_SLOT_WORDS):  # the previous worker of this slot is dead and reaped
+        base = slot * SLOT_WORDS
+        for k in range(SLOT_WORDS):  # the previous worker of this slot is dead and reaped
             self._state[base + k] = 0
-        self._state[base + _BID] = self._state[base + _POS] = -1
+        self._state[base + BID] = self._state[base + POS] = -1
         pid = os.fork()
         if pid == 0:  # child: never return into the parent's stack (it would go on running it)
             code = 0
@@ -478,8 +221,8 @@ class IsolatedPool:
                 # PR_SET_PDEATHSIG fires when the forking *thread* exits; only safe to use when
                 # that thread is the main thread (a pool built in a request thread would lose
                 # its workers when the thread ends).
-                _child_setup(self.memory_limit_bytes, forked_from_main, parent_pid)
-                _child_main(child_conn, self._state, base)
+                child_setup(self.memory_limit_bytes, forked_from_main, parent_pid)
+                child_main(child_conn, self._state, base)
             except BaseException:  # noqa: BLE001
                 code = 1
             finally:
@@ -511,15 +254,15 @@ class IsolatedPool:
 
     def _read_state(self, slot: int) -> tuple[bool, int, int, int, int]:
         """(consistent, seq, batch_id, pos, start_ns) of the worker in `slot`."""
-        mv, base = self._state, slot * _SLOT_WORDS
+        mv, base = self._state, slot * SLOT_WORDS
         for _ in range(100):
-            seq = mv[base + _SEQ]
+            seq = mv[base + SEQ]
             if not seq & 1:
-                bid, pos, t0 = mv[base + _BID], mv[base + _POS], mv[base + _T0]
-                if mv[base + _SEQ] == seq:
+                bid, pos, t0 = mv[base + BID], mv[base + POS], mv[base + T0]
+                if mv[base + SEQ] == seq:
                     return True, seq, bid, pos, t0
         # The child is in the middle of publishing a new item (or was killed right then).
-        return False, mv[base + _SEQ], mv[base + _BID], mv[base + _POS], mv[base + _T0]
+        return False, mv[base + SEQ], mv[base + BID], mv[base + POS], mv[base + T0]
 
     def _new_batch(self, indices: list[int]) -> _Batch:
         self._next_bid += 1
@@ -533,15 +276,16 @@ class IsolatedPool:
                 raise RuntimeError("IsolatedPool is closed")
             if os.getpid() != self._owner_pid:
                 raise RuntimeError("IsolatedPool used in a forked child of its owner")
-            known = frozenset(registry.names())  # also imports the built-in readers before fork
+            known = registry.snapshot()  # also imports the built-in readers before fork
             if reader_name not in known:
-                raise KeyError(f"unknown reader {reader_name!r}")
+                raise registry.UnknownReader([reader_name], known)
             items = list(items)
             if not items:
                 return []
-            # Workers forked before this reader was registered cannot build it: replace them.
+            # Workers forked before this reader was registered cannot build it, and one forked inside
+            # another registry scope would build another reader under the name: replace them.
             for slot, w in enumerate(self._workers):
-                if w is not None and reader_name not in w.known_readers:
+                if w is not None and w.known_readers.get(reader_name) is not known[reader_name]:
                     self._retire(slot, kill=True)
             ok = False
             try:
@@ -572,7 +316,8 @@ def _prefetch_limit(conn: Connection) -> int:
 class _Run:
     """State of one read_many call."""
 
-    def __init__(self, pool: IsolatedPool, reader_name: str, items: list[Item], known: frozenset[str]) -> None:
+    def __init__(self, pool: IsolatedPool, reader_name: str, items: list[Item],
+                 known: Mapping[str, registry.Entry]) -> None:
         self.pool = pool
         self.reader_name = reader_name
         self.items = items
@@ -619,7 +364,7 @@ class _Run:
         pool = self.pool
         if batch.data is None:
             batch.data = pickle.dumps(
-                (batch.bid, self.reader_name, [_encode_item(self.items[i]) for i in batch.indices]), _PICKLE)
+                (batch.bid, self.reader_name, [encode_item(self.items[i]) for i in batch.indices]), PICKLE)
         w = pool._workers[slot]
         if w is not None and w.batches and len(batch.data) > (pool._prefetch_bytes or 0):
             return False  # too large to queue behind the running batch: wait until it is done
@@ -650,7 +395,7 @@ class _Run:
             if b.bid != bid or b.done != first or done > len(b.indices):  # pragma: no cover - protocol bug
                 raise RuntimeError(f"unexpected results for batch {bid}@{first}, expected {b.bid}@{b.done}")
             results = self.results
-            for index, reading, ms in zip(b.indices[first:done], _unpack_readings(plain, packed), times):
+            for index, reading, ms in zip(b.indices[first:done], unpack_readings(plain, packed), times):
                 if results[index] is None:
                     self.remaining -= 1
                 results[index] = (reading, ms)
@@ -676,7 +421,7 @@ class _Run:
             try:
                 if not w.readable():
                     return True
-                msg = _recv(w.conn)
+                msg = recv(w.conn)
             except (EOFError, OSError):
                 return False
             self._handle(w, msg)
@@ -691,7 +436,7 @@ class _Run:
             try:
                 if not w.readable():
                     return
-                msg = _recv(w.conn)
+                msg = recv(w.conn)
             except (EOFError, OSError, pickle.UnpicklingError):
                 return
             self._handle(w, msg)

@@ -1,9 +1,9 @@
 """Seed 001's four verifiers under seed 001's own calling conventions (arXiv:2609.01354 §2.5).
 
-The readers in readers.mathreaders are this platform's variants, built to read stored model
-responses (box extraction, a gold-only `$…$` wrap). Seed 001 audited bare answer strings under
-other conventions, and those conventions flip its headline findings, so they are registered here
-beside ours, under names that say whose convention they follow:
+The readers in readers.math.math_verify, .strip_string and .cascade are this platform's variants,
+built to read stored model responses (box extraction, a gold-only `$…$` wrap). Seed 001 audited
+bare answer strings under other conventions, and those conventions flip its headline findings, so
+they are registered beside ours, under names that say whose convention they follow:
 
 * `math-verify-latex-seed001` / `math-verify-expr-seed001`: math-verify 0.9.0 "with LaTeX
   extraction (library default)" / "restricted to plain-expression extraction", prediction AND gold
@@ -24,10 +24,10 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .base import Item, Reader, Reading
-from .mathreaders import (MATH_VERIFY_VERSION, SYMPY_VERSION, CascadeConfig, MathVerifyConfig, MathVerifyReader,
-                          SympyCascadeReader, _cap, _wrap_gold)
-from .registry import register
+from ..base import Item, Reader, Reading
+from .cascade import CascadeConfig, SympyCascadeReader
+from .common import MATH_VERIFY_VERSION, SYMPY_VERSION, cap
+from .math_verify import MathVerifyConfig, MathVerifyReader, wrap_gold
 
 DEEPSEEK_COMMIT = "21cc5c6701a708a11cee0af8b1fe884e3294dc7a"
 
@@ -173,10 +173,10 @@ class DeepSeekStripStringReader(Reader):
             return Reading("no_answer", detail=detail)
         pred = deepseek_strip_string(item.response)
         gold = deepseek_strip_string(item.gold)
-        detail["gold_normalized"] = _cap(gold)
+        detail["gold_normalized"] = cap(gold)
         stripped = item.response.strip()
         lead = len(item.response) - len(item.response.lstrip())
-        return Reading("correct" if pred == gold else "incorrect", answer=_cap(stripped), normalized=_cap(pred),
+        return Reading("correct" if pred == gold else "incorrect", answer=cap(stripped), normalized=cap(pred),
                        span=(lead, lead + len(stripped)), detail=detail)
 
 
@@ -268,44 +268,39 @@ class SeedMathVerifyReader(MathVerifyReader):
 
     def read(self, item: Item) -> Reading:
         cfg: SeedMathVerifyConfig = self.config
-        wrapped = _wrap_gold(item.response, cfg.pred_wrap_mode)
+        wrapped = wrap_gold(item.response, cfg.pred_wrap_mode)
         return super().read(Item(response=wrapped, gold=item.gold, choices=item.choices, question=item.question))
 
 
 # ---------------------------------------------------------------------------------------------
-# registration
+# named configs
 # ---------------------------------------------------------------------------------------------
 
-_MV_LATEX_SEED = (
+MV_LATEX_SEED = (
     f"math-verify {MATH_VERIFY_VERSION}, seed 001 convention: verify(parse('$'+gold+'$'), parse('$'+response+'$')) "
     "(a string already holding $, \\( or \\[ is not re-wrapped) with the library-default extraction [LatexExtractionConfig(), ExprExtractionConfig()]; "
     "internal timeouts disabled"
 )
-_MV_EXPR_SEED = (
+MV_EXPR_SEED = (
     f"math-verify {MATH_VERIFY_VERSION}, seed 001 convention: verify(parse('$'+gold+'$'), parse('$'+response+'$')) "
     "(a string already holding $, \\( or \\[ is not re-wrapped) with [ExprExtractionConfig()] only; internal timeouts disabled"
 )
 
-register(
-    "math-verify-latex-seed001",
-    lambda: SeedMathVerifyReader(SeedMathVerifyConfig(extraction="latex+expr"),
-                                 name="math-verify-latex-seed001", upstream=_MV_LATEX_SEED),
-    "seed 001's mv-latex: math-verify library defaults, prediction and gold both inside $…$ (bare answers only)",
-)
-register(
-    "math-verify-expr-seed001",
-    lambda: SeedMathVerifyReader(SeedMathVerifyConfig(extraction="expr"),
-                                 name="math-verify-expr-seed001", contract=frozenset({"plain_number"}),
-                                 upstream=_MV_EXPR_SEED),
-    "seed 001's mv-expr: math-verify plain-expression extraction, prediction and gold both inside $…$",
-)
-register(
-    "strip-string-deepseek",
-    lambda: DeepSeekStripStringReader(DeepSeekStripConfig(), name="strip-string-deepseek"),
-    "seed 001's strip-string: DeepSeek-Math strip_string on both sides, compared as strings; no box extraction",
-)
-register(
-    "sympy-cascade-seed001",
-    lambda: SeedCascadeReader(SeedCascadeConfig(), name="sympy-cascade-seed001"),
-    "seed 001's reference cascade: delimiters and trailing periods peeled, no unboxing; parse failure = error",
-)
+
+def mv_latex() -> SeedMathVerifyReader:
+    return SeedMathVerifyReader(SeedMathVerifyConfig(extraction="latex+expr"),
+                                name="math-verify-latex-seed001", upstream=MV_LATEX_SEED)
+
+
+def mv_expr() -> SeedMathVerifyReader:
+    return SeedMathVerifyReader(SeedMathVerifyConfig(extraction="expr"),
+                                name="math-verify-expr-seed001", contract=frozenset({"plain_number"}),
+                                upstream=MV_EXPR_SEED)
+
+
+def deepseek_strip_string_reader() -> DeepSeekStripStringReader:
+    return DeepSeekStripStringReader(DeepSeekStripConfig(), name="strip-string-deepseek")
+
+
+def cascade() -> SeedCascadeReader:
+    return SeedCascadeReader(SeedCascadeConfig(), name="sympy-cascade-seed001")
