@@ -1,6 +1,11 @@
 """Roles are Django groups: annotator, adjudicator, manager. Superusers count as managers."""
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+
+from django.core.exceptions import PermissionDenied
 from rest_framework.permissions import BasePermission
 
 ROLES = ("annotator", "adjudicator", "manager")
@@ -23,6 +28,29 @@ def is_manager(user) -> bool:
     return has_role(user, "manager")
 
 
-class IsManager(BasePermission):
+def role_required(role: str) -> Callable:
+    """Page views: 403 unless the user holds `role` (superusers hold every role). Put it below
+    the method decorators, so that a wrong method is refused before the role is looked up."""
+    def decorator(view: Callable) -> Callable:
+        @wraps(view)
+        def wrapped(request: Any, *args: Any, **kwargs: Any) -> Any:
+            if not has_role(request.user, role):
+                raise PermissionDenied(f"{role}s only")
+            return view(request, *args, **kwargs)
+        return wrapped
+    return decorator
+
+
+class _HasRole(BasePermission):
+    role = ""
+
     def has_permission(self, request, view) -> bool:
-        return is_manager(request.user)
+        return has_role(request.user, self.role)
+
+
+class IsManager(_HasRole):
+    role = "manager"
+
+
+class IsAnnotator(_HasRole):
+    role = "annotator"

@@ -8,13 +8,12 @@ import re
 from typing import Any, Iterable
 
 from readers import equivalence as eq
+from readers.options import letters
 
 # vLLM's chat logprob schema uses -9999.0 as its floor ("not computed"); it means -inf.
 LOGPROB_FLOOR = -9999.0
 
 
-def letters(n: int) -> list[str]:
-    return [chr(ord("A") + i) for i in range(n)]
 
 
 def gold_letter(gold: str, choices: Iterable[str]) -> str | None:

@@ -1,14 +1,13 @@
 """Manager pages: /analytics/<dataset_id>/ (tables and inline SVG plots) and its downloads."""
 from __future__ import annotations
 
-from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils.safestring import mark_safe
 
 from adjudication.exports import CONTENT_TYPES, attachment, download_name, json_text, table_download
 from adjudication.models import Dataset
-from adjudication.permissions import is_manager
+from adjudication.permissions import role_required
 from adjudication.analytics import svg
 from adjudication.analytics.format_share import POOL_BY
 from adjudication.analytics.report import TABLES, Params, build, columns
@@ -42,13 +41,8 @@ def _agreement_display(rows: list[dict], preferred: str) -> list[dict]:
     return out
 
 
-def _require_manager(request: HttpRequest) -> None:
-    if not is_manager(request.user):
-        raise PermissionDenied("managers only")
-
-
+@role_required("manager")
 def analytics_page(request: HttpRequest, dataset_id: int) -> HttpResponse:
-    _require_manager(request)
     dataset = get_object_or_404(Dataset, pk=dataset_id)
     params = Params.from_query(request.GET)
     rep = build(dataset, params)
@@ -112,8 +106,8 @@ def _format_share_pools(res: dict | None) -> list[dict]:
     return pools
 
 
+@role_required("manager")
 def analytics_export(request: HttpRequest, dataset_id: int, table: str, fmt: str) -> HttpResponse:
-    _require_manager(request)
     dataset = get_object_or_404(Dataset, pk=dataset_id)
     if fmt not in ("csv", "json") or (table not in TABLES and not (table == "report" and fmt == "json")):
         raise Http404("unknown table or format")

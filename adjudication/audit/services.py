@@ -24,9 +24,9 @@ from django.db.models.functions import Now
 from django.utils import timezone
 
 from readers import registry as reader_registry
-from readers.audit.runner import SEED_READERS, audit_reader_choices  # noqa: F401 (re-exported)
 
 from adjudication.fields import json_safe
+from adjudication.audit.selectors import audit_claim_is_stale, audit_last_seen, audit_lease_seconds, dataset_golds
 from adjudication.models import AuditRun, Dataset
 
 log = logging.getLogger(__name__)
@@ -44,55 +44,18 @@ class AuditOutcome:
     recheck_in: float | None = None
 
 
-def default_audit_readers() -> list[str]:
-    known = set(reader_registry.names())
-    return [n for n in SEED_READERS if n in known]
-
-
-def dataset_golds(dataset: Dataset) -> tuple[list[str], int]:
-    """(distinct open-ended golds in question order, number of multiple-choice questions skipped)."""
-    golds: list[str] = []
-    skipped = 0
-    for gold, choices in dataset.questions.order_by("id").values_list("gold", "choices"):
-        if choices:
-            skipped += 1
-            continue
-        gold = (gold or "").strip()
-        if gold:
-            golds.append(gold)
-    return list(dict.fromkeys(golds)), skipped
-
-
 def audit_output_root() -> Path:
     return Path(settings.AUDIT_OUTPUT_DIR)
-
-
-def audit_lease_seconds() -> float:
-    return float(settings.AUDIT_LEASE_SECONDS)
-
-
-def audit_last_seen(run: AuditRun) -> datetime | None:
-    """The last sign of life of the worker holding the claim (rows claimed before heartbeats
-    existed: the claim itself)."""
-    return run.heartbeat_at or run.started_at
-
-
-def audit_claim_is_stale(run: AuditRun, *, now: datetime) -> bool:
-    """Running, and its worker has not been heard of for a lease (or never was)."""
-    if run.status != AuditRun.Status.RUNNING:
-        return False
-    seen = audit_last_seen(run)
-    return seen is None or (now - seen).total_seconds() > audit_lease_seconds()
 
 
 def audit_run_start(*, dataset: Dataset, reader_names: list[str], user=None) -> AuditRun:
     """A queued AuditRun, handed to a worker once the transaction commits."""
     from adjudication.tasks import run_audit
 
-    known = set(reader_registry.names())
-    unknown = [n for n in reader_names if n not in known]
-    if unknown:
-        raise ValueError(f"unknown reader(s): {', '.join(unknown)}")
+    try:
+        reader_names = reader_registry.require(reader_names)
+    except reader_registry.UnknownReader as exc:
+        raise ValueError(str(exc)) from None
     if not reader_names:
         raise ValueError("choose at least one reader")
     with transaction.atomic():

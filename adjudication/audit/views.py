@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
@@ -16,14 +15,11 @@ from readers.audit.runner import BUCKETS
 
 from adjudication.audit.figures import audit_figures
 from adjudication.models import AuditRun, Dataset
-from adjudication.permissions import is_manager
-from adjudication.audit.services import (audit_claim_is_stale, audit_last_seen, audit_lease_seconds, audit_reader_choices,
-                             audit_run_resume, audit_run_start, default_audit_readers)
-
-
-def _require_manager(request: HttpRequest) -> None:
-    if not is_manager(request.user):
-        raise PermissionDenied("managers only")
+from adjudication.permissions import role_required
+from adjudication.audit.selectors import (audit_claim_is_stale, audit_last_seen, audit_lease_seconds,
+                                         default_audit_readers)
+from adjudication.audit.services import audit_run_resume, audit_run_start
+from readers.audit.runner import audit_reader_choices
 
 
 def _pct(x: Any, digits: int = 1) -> str:
@@ -36,8 +32,8 @@ def _ci(ci: Any) -> str:
     return f"[{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
 
 
+@role_required("manager")
 def audit_home(request: HttpRequest) -> HttpResponse:
-    _require_manager(request)
     choices = audit_reader_choices()
     errors: list[str] = []
     selected_dataset = None
@@ -132,8 +128,8 @@ def _report_context(summary: dict[str, Any]) -> dict[str, Any]:
             "n_variants": summary.get("variants"), "n_verdicts": summary.get("verdicts")}
 
 
+@role_required("manager")
 def audit_report(request: HttpRequest, audit_id: int) -> HttpResponse:
-    _require_manager(request)
     run = get_object_or_404(AuditRun.objects.select_related("dataset"), pk=audit_id)
     now = timezone.now()
     stale = audit_claim_is_stale(run, now=now)
@@ -150,8 +146,8 @@ def audit_report(request: HttpRequest, audit_id: int) -> HttpResponse:
 
 
 @require_POST
+@role_required("manager")
 def audit_resume(request: HttpRequest, audit_id: int) -> HttpResponse:
-    _require_manager(request)
     run = get_object_or_404(AuditRun, pk=audit_id)
     audit_run_resume(run=run)
     return redirect("audit:report", audit_id=run.pk)

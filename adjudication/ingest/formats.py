@@ -20,7 +20,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterator
 
-LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+from readers.options import LETTERS
+
 # Far below Python's recursion limit, so that hashing, Django and psycopg can walk any value that passed;
 # real metadata is a few levels deep.
 MAX_JSON_DEPTH = 100

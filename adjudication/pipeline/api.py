@@ -13,7 +13,8 @@ from readers import registry as reader_registry
 from adjudication.models import Dataset
 from adjudication.permissions import IsManager
 from adjudication.pipeline.selectors import dataset_progress
-from adjudication.pipeline.services import dataset_read, default_panel
+from adjudication.pipeline.selectors import default_panel
+from adjudication.pipeline.services import dataset_read
 
 
 class DatasetSerializer(serializers.ModelSerializer):
@@ -65,11 +66,10 @@ class RunReadersSerializer(serializers.Serializer):
     batch_size = serializers.IntegerField(min_value=1, max_value=10000, required=False)
 
     def validate_readers(self, value: list[str]) -> list[str]:
-        known = set(reader_registry.names())
-        unknown = [n for n in value if n not in known]
-        if unknown:
-            raise serializers.ValidationError(f"unknown reader(s): {', '.join(unknown)}")
-        return value
+        try:
+            return reader_registry.require(value)
+        except reader_registry.UnknownReader as exc:
+            raise serializers.ValidationError(str(exc)) from None
 
 
 class RunReadersApi(APIView):

@@ -14,6 +14,7 @@ from readers.base import Reader
 
 from adjudication.fields import json_safe
 from adjudication.models import ReaderSpec, Reading, Response
+from adjudication.pipeline.selectors import missing_pairs
 
 _pool_lock = threading.Lock()
 _pool = None
@@ -34,12 +35,18 @@ def _isolated_pool():
         return _pool
 
 
-def reader_spec_for(*, reader: Reader) -> ReaderSpec:
+def reader_spec_get_or_create(*, name: str, version: str, config: dict, config_hash: str, kind: str) -> ReaderSpec:
+    """The one row for a producer's identity (rule reader, regeneration or judge). The unique
+    constraint on (name, version, config_hash) makes concurrent callers converge on one row."""
     spec, _ = ReaderSpec.objects.get_or_create(
-        name=reader.name, version=reader.version, config_hash=reader.config_hash,
-        defaults={"config": json_safe(reader.config_dict()), "kind": reader.kind},
+        name=name, version=version, config_hash=config_hash, defaults={"config": json_safe(config), "kind": kind},
     )
     return spec
+
+
+def reader_spec_for(*, reader: Reader) -> ReaderSpec:
+    return reader_spec_get_or_create(name=reader.name, version=reader.version, config=reader.config_dict(),
+                                     config_hash=reader.config_hash, kind=reader.kind)
 
 
 def reader_spec_by_name(*, name: str) -> ReaderSpec:
@@ -50,16 +57,6 @@ def reader_spec_by_name(*, name: str) -> ReaderSpec:
 def item_for(response: Response) -> Item:
     q = response.question
     return Item(response=response.text, gold=q.gold, choices=tuple(q.choices), question=q.text)
-
-
-def missing_pairs(*, reader_specs: Sequence[ReaderSpec], response_ids: Sequence[int]) -> dict[int, list[int]]:
-    """For each reader spec, the ids (of `response_ids`) that have no reading by it yet."""
-    have: dict[int, set[int]] = {spec.id: set() for spec in reader_specs}
-    for spec_id, response_id in Reading.objects.filter(
-            reader_spec__in=list(reader_specs), response_id__in=list(response_ids)).values_list("reader_spec_id",
-                                                                                               "response_id"):
-        have[spec_id].add(response_id)
-    return {spec.id: [rid for rid in response_ids if rid not in have[spec.id]] for spec in reader_specs}
 
 
 def readings_create(*, reader_specs: Sequence[ReaderSpec], response_ids: Sequence[int]) -> int:

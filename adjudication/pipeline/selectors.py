@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import Iterator
+from collections.abc import Iterator, Sequence
 
 from django.db.models import QuerySet
 
+from readers import registry as reader_registry
 from readers.summary import Row as SummaryRow
 from readers.summary import summarise
 
@@ -128,3 +129,18 @@ def other_runs_active(*, run_id: uuid.UUID, dataset_id: int, kind: str) -> bool:
     be writing the readings this run's tasks found already claimed."""
     return (TaskBatch.objects.filter(dataset_id=dataset_id, kind=kind, status__in=_ACTIVE_BATCH)
             .exclude(run=run_id).exists())
+
+
+def default_panel() -> list[str]:
+    """Every registered rule reader (LLM readers need an endpoint and are opted into explicitly)."""
+    return [name for name in reader_registry.names() if reader_registry.get(name).kind == "rule"]
+
+
+def missing_pairs(*, reader_specs: Sequence[ReaderSpec], response_ids: Sequence[int]) -> dict[int, list[int]]:
+    """For each reader spec, the ids (of `response_ids`) that have no reading by it yet."""
+    have: dict[int, set[int]] = {spec.id: set() for spec in reader_specs}
+    for spec_id, response_id in Reading.objects.filter(
+            reader_spec__in=list(reader_specs), response_id__in=list(response_ids)).values_list("reader_spec_id",
+                                                                                               "response_id"):
+        have[spec_id].add(response_id)
+    return {spec.id: [rid for rid in response_ids if rid not in have[spec.id]] for spec in reader_specs}

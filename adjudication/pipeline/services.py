@@ -30,17 +30,6 @@ class ReadRun:
     kind: str = TaskBatch.Kind.READ
 
 
-def default_panel() -> list[str]:
-    """Every registered rule reader (LLM readers need an endpoint and are opted into explicitly)."""
-    names = []
-    for name in reader_registry.names():
-        if name.startswith("test-"):
-            continue
-        if reader_registry.get(name).kind == "rule":
-            names.append(name)
-    return names
-
-
 def dataset_read(*, dataset: Dataset, reader_names: list[str], batch_size: int = 200,
                  on_enqueued: Callable[[int], None] | None = None) -> ReadRun:
     """Enqueue `read_batch` tasks for every (response, reader) still missing a reading.

@@ -3,7 +3,6 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_not_required
-from django.core.exceptions import PermissionDenied
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -14,9 +13,10 @@ from readers import registry as reader_registry
 from adjudication.forms import form_errors
 from adjudication.pipeline.forms import RunReadersForm
 from adjudication.models import Dataset
-from adjudication.permissions import has_role, is_manager
+from adjudication.permissions import has_role, is_manager, role_required
 from adjudication.pipeline.selectors import SUMMARY_GROUPS, reader_summary
-from adjudication.pipeline.services import dataset_read, default_panel
+from adjudication.pipeline.selectors import default_panel
+from adjudication.pipeline.services import dataset_read
 
 
 def home(request: HttpRequest) -> HttpResponse:
@@ -28,9 +28,8 @@ def home(request: HttpRequest) -> HttpResponse:
     return render(request, "pipeline/home.html", {"datasets": datasets})
 
 
+@role_required("manager")
 def dataset_detail(request: HttpRequest, dataset_id: int) -> HttpResponse:
-    if not is_manager(request.user):
-        raise PermissionDenied("managers only")
     dataset = get_object_or_404(Dataset, pk=dataset_id)
     by = request.GET.get("by", "benchmark/checkpoint")
     if by not in SUMMARY_GROUPS:
@@ -44,9 +43,8 @@ def dataset_detail(request: HttpRequest, dataset_id: int) -> HttpResponse:
 
 
 @require_POST
+@role_required("manager")
 def dataset_run_readers(request: HttpRequest, dataset_id: int) -> HttpResponse:
-    if not is_manager(request.user):
-        raise PermissionDenied("managers only")
     dataset = get_object_or_404(Dataset, pk=dataset_id)
     form = RunReadersForm(request.POST, readers=list(reader_registry.names()))
     if not form.is_valid():

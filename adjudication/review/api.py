@@ -6,21 +6,17 @@ from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import PermissionDenied, ValidationError
-from rest_framework.permissions import BasePermission
 from rest_framework.response import Response as ApiResponse
 from rest_framework.views import APIView
 
+from readers.options import LETTERS
+
 from adjudication.exports import table_download
 from adjudication.models import Dataset, Lease, ReviewQueue
-from adjudication.permissions import IsManager, has_role
+from adjudication.permissions import IsAnnotator, IsManager
 from adjudication.review.selectors import FINAL_LABEL_COLUMNS, annotator_progress, candidates_for, final_labels, queue_status
 from adjudication.review.services import ReviewError, label_submit, lease_claim_next, queue_create
 from adjudication.validators import INT_MAX, INT_MIN, SMALLINT_MAX, validate_name
-
-
-class IsAnnotator(BasePermission):
-    def has_permission(self, request, view) -> bool:
-        return has_role(request.user, "annotator")
 
 
 class QueueSerializer(serializers.ModelSerializer):
@@ -62,7 +58,7 @@ def blinded_item(lease: Lease, user) -> dict:
         by_number.setdefault(number, []).append([start, end])
     return {
         "lease": lease.pk, "expires_at": lease.expires_at, "question": question.text,
-        "options": [{"letter": chr(65 + i), "text": t} for i, t in enumerate(question.choices)],
+        "options": [{"letter": LETTERS[i], "text": t} for i, t in enumerate(question.choices)],
         "response": item.review_item.response.text,
         "candidates": [{"number": c["number"], "answer": c["answer"], "spans": by_number.get(c["number"], [])}
                        for c in cands],

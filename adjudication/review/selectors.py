@@ -11,13 +11,14 @@ from django.contrib.auth.models import User
 from django.db.models import Count, Q
 from django.utils import timezone
 
+from readers.options import LETTERS
+
 from adjudication.models import Label, Lease, Question, QueueItem, Reading, Response, ReviewItem, ReviewQueue
 from adjudication.rawsql import fetch_all, fetch_one, raw_one
 from adjudication.review.rendering import response_parts
 from adjudication.routing.rules import MISSING, answer_key, comparable_answer
 from adjudication.text import displayable
 
-LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
 _PANEL_READINGS_SQL = """

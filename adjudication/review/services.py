@@ -15,6 +15,8 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from readers.options import letters as option_letters
+
 from adjudication.models import (Dataset, FinalLabel, Label, Lease, Question, QueueItem, Reading, ReviewItem, ReviewQueue,
                       RoutingPolicy)
 from adjudication.rawsql import convert_row, fetch_one, raw_one
@@ -227,7 +229,7 @@ def _validate(queue: ReviewQueue, choices: list, kind: str, answer: str, correct
     _check_text("the answer", answer)
     if kind == Label.Kind.OPTION:
         letter = answer.strip().strip("()").strip().upper()
-        letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"[: len(choices)]
+        letters = option_letters(len(choices))
         if len(letter) != 1 or letter not in letters:
             raise ReviewError(f"an option label must be one of {', '.join(letters) or '(no options)'}")
         answer = letter

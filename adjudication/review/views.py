@@ -4,7 +4,6 @@ from __future__ import annotations
 from urllib.parse import urlencode
 
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -15,21 +14,16 @@ from adjudication.exports import table_download
 from adjudication.forms import form_errors
 from adjudication.review.forms import AdjudicationForm, LabelForm, QueueForm, SkipForm
 from adjudication.models import Dataset, FinalLabel, Label, Lease, QueueItem, ReviewQueue
-from adjudication.permissions import has_role, is_manager
+from adjudication.permissions import role_required
 from adjudication.review.selectors import (FINAL_LABEL_COLUMNS, adjudication_page, adjudication_queue, annotator_stats,
                                final_labels, item_page, leased_item, policy_items_missing, queue_status)
 from adjudication.review.services import (ReviewError, final_label_adjudicate, label_submit, lease_claim_next, may_adjudicate,
                               queue_create, queue_sync)
 
 
-def _require(request: HttpRequest, role: str) -> None:
-    if not has_role(request.user, role):
-        raise PermissionDenied(f"{role}s only")
-
-
+@role_required("annotator")
 def review_home(request: HttpRequest) -> HttpResponse:
     """Claim the next item of the first queue with work for this annotator, and go there."""
-    _require(request, "annotator")
     queues = ReviewQueue.objects.order_by("created_at", "id")
     wanted = request.GET.get("queue")
     if wanted:
@@ -48,8 +42,8 @@ def _next_item_url(queue_name: str) -> str:
 
 
 @require_http_methods(["GET", "POST"])
+@role_required("annotator")
 def review_item(request: HttpRequest, lease_id: int) -> HttpResponse:
-    _require(request, "annotator")
     leased = leased_item(lease_id=lease_id, annotator=request.user)
     if leased is None:
         raise Http404("no such lease of yours")
@@ -80,8 +74,8 @@ def review_item(request: HttpRequest, lease_id: int) -> HttpResponse:
     return render(request, "review/item.html", item_page(leased=leased, annotator=request.user))
 
 
+@role_required("adjudicator")
 def adjudicate_list(request: HttpRequest) -> HttpResponse:
-    _require(request, "adjudicator")
     rows = []
     for queue in ReviewQueue.objects.order_by("name"):
         for item, score in adjudication_queue(queue=queue, adjudicator=request.user):
@@ -90,8 +84,8 @@ def adjudicate_list(request: HttpRequest) -> HttpResponse:
 
 
 @require_http_methods(["GET", "POST"])
+@role_required("adjudicator")
 def adjudicate_item(request: HttpRequest, item_id: int) -> HttpResponse:
-    _require(request, "adjudicator")
     item = get_object_or_404(QueueItem.objects.select_related("queue", "review_item__response__question"), pk=item_id)
     if may_adjudicate(item=item, adjudicator=request.user):
         # Not "forbidden": whether an item exists and is still being labelled is itself not shown.
@@ -112,9 +106,8 @@ def adjudicate_item(request: HttpRequest, item_id: int) -> HttpResponse:
                    "error_types": FinalLabel.ErrorType.choices})
 
 
+@role_required("manager")
 def queue_list(request: HttpRequest) -> HttpResponse:
-    if not is_manager(request.user):
-        raise PermissionDenied("managers only")
     queues = [{"queue": q, "status": queue_status(queue=q), "annotators": annotator_stats(queue=q),
                "missing": policy_items_missing(queue=q)}
               for q in ReviewQueue.objects.select_related("dataset").order_by("name")]
@@ -122,9 +115,8 @@ def queue_list(request: HttpRequest) -> HttpResponse:
 
 
 @require_POST
+@role_required("manager")
 def queue_new(request: HttpRequest) -> HttpResponse:
-    if not is_manager(request.user):
-        raise PermissionDenied("managers only")
     form = QueueForm(request.POST)
     if not form.is_valid():
         messages.error(request, form_errors(form))
@@ -141,18 +133,16 @@ def queue_new(request: HttpRequest) -> HttpResponse:
 
 
 @require_POST
+@role_required("manager")
 def queue_sync_view(request: HttpRequest, queue_id: int) -> HttpResponse:
-    if not is_manager(request.user):
-        raise PermissionDenied("managers only")
     queue = get_object_or_404(ReviewQueue.objects.select_related("policy"), pk=queue_id)
     added = queue_sync(queue=queue)
     messages.info(request, f"queue {queue.name}: {added} new item(s) from its policy")
     return redirect("review:queues")
 
 
+@role_required("manager")
 def queue_export(request: HttpRequest, queue_id: int, fmt: str) -> HttpResponse:
-    if not is_manager(request.user):
-        raise PermissionDenied("managers only")
     if fmt not in ("jsonl", "csv"):
         raise Http404("export formats: jsonl, csv")
     queue = get_object_or_404(ReviewQueue, pk=queue_id)

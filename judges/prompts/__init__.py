@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from readers.options import letters
+
 HERE = Path(__file__).resolve().parent
 BUILTIN = ("simpleqa", "xverify")
 PLACEHOLDERS = ("question", "choices", "target", "gold", "response")
@@ -197,8 +199,6 @@ def template_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def letters(n: int) -> list[str]:
-    return [chr(ord("A") + i) for i in range(n)]
 
 
 def choices_block(choices: list[str] | tuple[str, ...]) -> str:

@@ -7,8 +7,8 @@ import json
 from functools import partial
 from typing import Any, Sequence
 
-from adjudication.fields import json_safe
 from adjudication.models import ReaderSpec, Response
+from adjudication.pipeline.readings import reader_spec_get_or_create
 from readers.base import config_hash
 
 from judges import parsers, prompts
@@ -46,11 +46,8 @@ def judge_config(judge: Judge) -> dict[str, Any]:
 
 def judge_spec_for(judge: Judge) -> ReaderSpec:
     config = judge_config(judge)
-    spec, _ = ReaderSpec.objects.get_or_create(
-        name=judge.name, version=JUDGE_VERSION, config_hash=config_hash(config),
-        defaults={"config": json_safe(config), "kind": "judge"},
-    )
-    return spec
+    return reader_spec_get_or_create(name=judge.name, version=JUDGE_VERSION, config=config,
+                                     config_hash=config_hash(config), kind="judge")
 
 
 def _reply_text(body: dict) -> tuple[str | None, str, str]:

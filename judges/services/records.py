@@ -11,7 +11,7 @@ from django.db import DataError, IntegrityError, transaction
 
 from adjudication.fields import json_safe
 from adjudication.models import ReaderSpec, Reading, Response
-from adjudication.pipeline.readings import missing_pairs
+from adjudication.pipeline.selectors import missing_pairs
 
 from judges.models import Judgement, LLMAttempt
 from judges.redaction import redact

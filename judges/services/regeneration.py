@@ -37,8 +37,8 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Sequence
 
-from adjudication.fields import json_safe
 from adjudication.models import ReaderSpec, Response
+from adjudication.pipeline.readings import reader_spec_get_or_create
 from adjudication.validators import free_text_problem
 from readers.base import Item, config_hash
 from readers.canonical import canonical_answer
@@ -90,11 +90,8 @@ def check_instruction(instruction: str | None) -> str | None:
 
 def regeneration_spec_for(endpoint: Endpoint, instruction: str | None = None) -> ReaderSpec:
     config = regeneration_config(EndpointConfig.from_model(endpoint), check_instruction(instruction))
-    spec, _ = ReaderSpec.objects.get_or_create(
-        name=NAME, version=VERSION, config_hash=config_hash(config),
-        defaults={"config": json_safe(config), "kind": "regeneration"},
-    )
-    return spec
+    return reader_spec_get_or_create(name=NAME, version=VERSION, config=config, config_hash=config_hash(config),
+                                     kind="regeneration")
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 from ..base import Item
+from ..stats import wilson
 from .contracts import (CONTRACT_OVERRIDES, SEED001_READERS, SEED_STRATA, Overrides, override_rows,
                         seed_stratum_label)
 from .transforms import (ADVERSARIAL, CERTIFIED, CONTRACT_DEP, STRATA, TRANSFORMS, Transform, Variant,
@@ -101,16 +102,9 @@ def magnitude_bucket(value: int) -> str:
     return f"1e{len(str(v)) - 1}"
 
 
-def wilson(count: int, nobs: int) -> tuple[float | None, float | None]:
-    """Wilson 95 % interval (statsmodels proportion_confint, method="wilson"); (None, None) if nobs == 0."""
-    if nobs <= 0:
-        return None, None
-    from statsmodels.stats.proportion import proportion_confint
-
-    lo, hi = proportion_confint(count, nobs, alpha=0.05, method="wilson")
-    # floating-point dust: the Wilson bounds at 0 / n and n / n are exactly 0 and 1
-    p = count / nobs
-    return max(0.0, min(float(lo), p)), min(1.0, max(float(hi), p))
+def _ci(count: int, nobs: int) -> tuple[float | None, float | None]:
+    """The Wilson 95 % interval as (low, high), (None, None) when nobs is 0 (an empty CSV cell)."""
+    return wilson(count, nobs) or (None, None)
 
 
 def _rate(count: int, nobs: int) -> float | None:
@@ -279,7 +273,7 @@ def _cell(t: Tally, klass: str) -> dict[str, Any]:
         count = t.rejected  # a judged rejection of an equivalent variant is a false negative
     else:
         count = t.accepted  # adversarial: a false positive; contract-dep: plain acceptance
-    lo, hi = wilson(count, t.judged)
+    lo, hi = _ci(count, t.judged)
     return {**t.as_dict(), "metric": _metric(klass), "rate": _rate(count, t.judged), "ci_low": lo, "ci_high": hi}
 
 
@@ -337,10 +331,10 @@ def analyse(result: AuditResult, transforms: Sequence[Transform] = TRANSFORMS) -
     readers_summary = {}
     for r in readers:
         t = selfval[r]
-        lo, hi = wilson(t.accepted, t.n)
-        jlo, jhi = wilson(t.accepted, t.judged)
+        lo, hi = _ci(t.accepted, t.n)
+        jlo, jhi = _ci(t.accepted, t.judged)
         a = adversarial[r]
-        alo, ahi = wilson(a.accepted, a.judged)
+        alo, ahi = _ci(a.accepted, a.judged)
         readers_summary[r] = {
             "version": result.identity.get(r, {}).get("version"),
             "config_hash": result.identity.get(r, {}).get("config_hash"),
@@ -374,7 +368,7 @@ def analyse(result: AuditResult, transforms: Sequence[Transform] = TRANSFORMS) -
             t = magnitude[r][b]
             rate = _rate(t.accepted, t.judged)
             off_by_one[r][b] = rate
-            lo, hi = wilson(t.accepted, t.judged)
+            lo, hi = _ci(t.accepted, t.judged)
             mag_rows.append({"reader": r, "reader_version": result.identity.get(r, {}).get("version"),
                              "reader_config_hash": result.identity.get(r, {}).get("config_hash"), "bucket": b, "n": t.n, "judged": t.judged, "accepted": t.accepted,
                              "rate": rate, "ci_low": lo, "ci_high": hi})
@@ -382,7 +376,7 @@ def analyse(result: AuditResult, transforms: Sequence[Transform] = TRANSFORMS) -
     off_by_one_total = {}
     for r in readers:
         t = obo_total[r]
-        lo, hi = wilson(t.accepted, t.judged)
+        lo, hi = _ci(t.accepted, t.judged)
         off_by_one_total[r] = {"n": t.n, "judged": t.judged, "accepted": t.accepted,
                                "rate": _rate(t.accepted, t.judged), "ci": [lo, hi]}
 
@@ -457,7 +451,7 @@ def analyse(result: AuditResult, transforms: Sequence[Transform] = TRANSFORMS) -
         self_validation_by_source[s] = {}
         for r in readers:
             t = by_source[s][r]
-            lo, hi = wilson(t.accepted, t.n)
+            lo, hi = _ci(t.accepted, t.n)
             self_validation_by_source[s][r] = {"n": t.n, "accepted": t.accepted, "not_judged": t.not_judged,
                                                "self_validation": _rate(t.accepted, t.n),
                                                "coverage": _rate(t.judged, t.n),

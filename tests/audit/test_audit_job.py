@@ -6,7 +6,8 @@ from django.test import Client
 from django.utils import timezone
 
 from adjudication.models import AuditRun, Dataset
-from adjudication.audit.services import audit_run_execute, dataset_golds
+from adjudication.audit.selectors import dataset_golds
+from adjudication.audit.services import audit_run_execute
 from adjudication.tasks import run_audit
 
 from ..conftest import math_row, mc_row, run_command

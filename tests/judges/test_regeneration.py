@@ -7,7 +7,7 @@ import json
 import pytest
 
 from adjudication.models import ReaderSpec, Reading
-from adjudication.pipeline.services import default_panel
+from adjudication.pipeline.selectors import default_panel
 from judges.models import LLMAttempt
 from judges.services.regeneration import regenerations_create
 

@@ -59,12 +59,10 @@ class Command(BaseCommand):
             raise CommandError("--budget must be > 0")
         if synthetic < 0:
             raise CommandError("--synthetic must be >= 0")
-        names = resolve_readers(readers)
-        known = set(registry.names())
-        unknown = [n for n in names if n not in known]
-        if unknown:
-            raise CommandError(f"unknown reader(s): {', '.join(unknown)}. `manage.py readers` lists them; "
-                               "sets: seed001, ours, all.")
+        try:
+            names = registry.require(resolve_readers(readers))
+        except registry.UnknownReader as exc:
+            raise CommandError(f"{exc}. Reader sets: seed001, ours, all.") from None
         overrides: dict[str, dict[str, bool]] = {} if no_seed_contracts else {
             r: dict(v) for r, v in CONTRACT_OVERRIDES.items()}
         for text in contract_overrides or []:
@@ -90,7 +88,7 @@ class Command(BaseCommand):
             skipped = 0
         else:
             from adjudication.models import Dataset
-            from adjudication.audit.services import dataset_golds
+            from adjudication.audit.selectors import dataset_golds
 
             ds = Dataset.objects.filter(name=dataset).first()
             if ds is None:

@@ -30,14 +30,13 @@ class Command(BaseCommand):
 
     def handle(self, *args, input: Path, readers: list[str], out: Path | None, budget: float, processes: int,
                **options) -> None:  # noqa: A002
-        from adjudication.pipeline.services import default_panel
+        from adjudication.pipeline.selectors import default_panel
         from readers.isolation.pool import IsolatedPool
 
-        names = default_panel() if "all" in readers else readers
-        known = set(reader_registry.names())
-        unknown = [n for n in names if n not in known]
-        if unknown:
-            raise CommandError(f"unknown reader(s): {', '.join(unknown)}. `manage.py readers` lists them.")
+        try:
+            names = default_panel() if "all" in readers else reader_registry.require(readers)
+        except reader_registry.UnknownReader as exc:
+            raise CommandError(str(exc)) from None
         try:
             rows = list(iter_rows(input))
         except RowError as exc:

@@ -11,7 +11,8 @@ from adjudication.pipeline.progress import wait_for_readings
 from adjudication.models import Dataset
 from adjudication.pipeline.selectors import dataset_get, reading_counts
 from adjudication.pipeline.batches import BatchFailed
-from adjudication.pipeline.services import dataset_read, default_panel
+from adjudication.pipeline.selectors import default_panel
+from adjudication.pipeline.services import dataset_read
 from readers import registry as reader_registry
 
 
@@ -54,7 +55,7 @@ class Command(BaseCommand):
             option = "--endpoint" if endpoint else "--regen-instruction"
             raise CommandError(f"{option} is for the LLM reader: add --reader regeneration")
         names = default_panel() if not readers or readers == ["all"] else readers
-        _require_readers(names)
+        names = _require_readers(names)
         if batch_size < 1:
             raise CommandError("--batch-size must be at least 1")
         eager = settings.CELERY_TASK_ALWAYS_EAGER
@@ -79,8 +80,8 @@ class Command(BaseCommand):
                               f"{reading_counts(dataset=ds, reader_spec=e.reader_spec):>7} readings in all")
 
 
-def _require_readers(names: list[str]) -> None:
-    known = set(reader_registry.names())
-    unknown = [n for n in names if n not in known]
-    if unknown:
-        raise CommandError(f"unknown reader(s): {', '.join(unknown)}. `manage.py readers` lists them.")
+def _require_readers(names: list[str]) -> list[str]:
+    try:
+        return reader_registry.require(names)
+    except reader_registry.UnknownReader as exc:
+        raise CommandError(str(exc)) from None
