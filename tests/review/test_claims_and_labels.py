@@ -1,6 +1,7 @@
 """Leases, the overlap cap, labels, agreement and adjudication, at the service level."""
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -164,3 +165,25 @@ def test_a_refused_late_label_sends_the_annotator_on_to_the_next_item(queue):
     assert resp.status_code == 302 and resp["Location"].startswith("/review/?queue=")
     nxt = client.get(resp["Location"])
     assert nxt.status_code == 302 and f"/review/item/{la.pk}/" not in nxt["Location"]
+
+
+def test_the_adjudication_list_costs_the_same_queries_for_two_conflicts_as_for_six(queue, client):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    a, b, adj = make_user("a", "annotator"), make_user("b", "annotator"), make_user("j", "adjudicator")
+    client.force_login(adj)
+
+    def conflicts_and_queries(n: int) -> tuple[int, int]:
+        while len(adjudication_queue(queue=queue, adjudicator=adj)) < n:
+            label_next(queue, a, "B")
+            label_next(queue, b, "C")
+        with CaptureQueriesContext(connection) as ctx:
+            page = client.get("/adjudicate/")
+        assert page.status_code == 200
+        return len(re.findall(r'href="/adjudicate/\d+/"', page.content.decode())), len(ctx.captured_queries)
+
+    links_two, queries_two = conflicts_and_queries(2)
+    links_six, queries_six = conflicts_and_queries(6)
+    assert (links_two, links_six) == (2, 6)
+    assert queries_six == queries_two
