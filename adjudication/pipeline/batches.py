@@ -14,14 +14,16 @@ import logging
 import traceback
 import uuid
 from contextlib import contextmanager
-from typing import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from typing import TypeVar
 
-from django.db import DatabaseError
+from django.db import DatabaseError, transaction
 from django.db.models import F
 
 from adjudication.models import Dataset, TaskBatch
 
 log = logging.getLogger(__name__)
+K = TypeVar("K")
 
 _ERROR_CHARS = 4000
 
@@ -35,6 +37,28 @@ def batches_create(*, run_id: uuid.UUID, kind: str, dataset: Dataset, sizes: Seq
     rows = TaskBatch.objects.bulk_create(
         [TaskBatch(run=run_id, kind=kind, dataset=dataset, responses=size) for size in sizes])
     return [row.pk for row in rows]
+
+
+def batches_enqueue(*, run_id: uuid.UUID, kind: str, dataset: Dataset, todo: Mapping[K, Collection[int]],
+                    order: Sequence[int], batch_size: int, send: Callable[[list[K], list[int], int], None],
+                    on_enqueued: Callable[[int], None] | None = None) -> int:
+    """Split the responses some producer still needs (`todo`: producer key -> response ids) into
+    batches in `order`, record one TaskBatch each, and hand each batch to `send(keys, ids,
+    batch_id)` once the transaction commits, with only the producers that batch needs. Returns the
+    number of batches. `on_enqueued(n_readings)` follows each batch (in eager mode: after it ran)."""
+    if batch_size < 1:
+        raise ValueError("batch size must be at least 1")
+    wanted = {key: set(ids) for key, ids in todo.items()}
+    needed = [rid for rid in order if any(rid in ids for ids in wanted.values())]
+    chunks = [needed[start:start + batch_size] for start in range(0, len(needed), batch_size)]
+    batch_ids = batches_create(run_id=run_id, kind=kind, dataset=dataset, sizes=[len(c) for c in chunks])
+    for chunk, batch_id in zip(chunks, batch_ids, strict=True):
+        keys = [key for key, ids in wanted.items() if any(rid in ids for rid in chunk)]
+        # on_commit: a worker must never receive ids of rows it cannot see yet.
+        transaction.on_commit(lambda keys=keys, chunk=chunk, batch_id=batch_id: send(keys, chunk, batch_id))
+        if on_enqueued:
+            on_enqueued(sum(1 for ids in wanted.values() for rid in chunk if rid in ids))
+    return len(chunks)
 
 
 def _as_is(text: str) -> str:

@@ -5,12 +5,11 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Callable
 
-from django.db import transaction
 
 from readers import registry as reader_registry
 
 from adjudication.models import Dataset, ReaderSpec, Response, TaskBatch
-from adjudication.pipeline.batches import batches_create
+from adjudication.pipeline.batches import batches_enqueue
 from adjudication.pipeline.readings import reader_spec_for
 
 
@@ -49,15 +48,9 @@ def dataset_read(*, dataset: Dataset, reader_names: list[str], batch_size: int =
     for spec in specs:
         missing_by_spec[spec.id] = set(
             Response.objects.filter(dataset=dataset).exclude(readings__reader_spec=spec).values_list("id", flat=True))
-    needed = [rid for rid in response_ids if any(rid in m for m in missing_by_spec.values())]
-    chunks = [needed[start:start + batch_size] for start in range(0, len(needed), batch_size)]
     run = ReadRun(enqueued=[])
-    batch_ids = batches_create(run_id=run.id, kind=run.kind, dataset=dataset, sizes=[len(c) for c in chunks])
-    for chunk, batch_id in zip(chunks, batch_ids, strict=True):
-        spec_ids = [s.id for s in specs if any(rid in missing_by_spec[s.id] for rid in chunk)]
-        # on_commit: a worker must never receive ids of rows it cannot see yet.
-        transaction.on_commit(lambda spec_ids=spec_ids, ids=chunk, b=batch_id: read_batch.delay(spec_ids, ids, b))
-        if on_enqueued:
-            on_enqueued(sum(1 for s in specs for rid in chunk if rid in missing_by_spec[s.id]))
-    run.enqueued = [Enqueued(reader_spec=s, missing=len(missing_by_spec[s.id]), batches=len(chunks)) for s in specs]
+    n_batches = batches_enqueue(run_id=run.id, kind=run.kind, dataset=dataset, todo=missing_by_spec,
+                                order=response_ids, batch_size=batch_size, on_enqueued=on_enqueued,
+                                send=lambda spec_ids, ids, batch_id: read_batch.delay(spec_ids, ids, batch_id))
+    run.enqueued = [Enqueued(reader_spec=s, missing=len(missing_by_spec[s.id]), batches=n_batches) for s in specs]
     return run

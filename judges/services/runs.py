@@ -12,10 +12,9 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from django.conf import settings
-from django.db import transaction
 
 from adjudication.models import Dataset, ReaderSpec, Reading, Response, TaskBatch
-from adjudication.pipeline.batches import batches_create
+from adjudication.pipeline.batches import batches_enqueue
 from adjudication.pipeline.services import Enqueued
 
 from judges.models import Endpoint, Judge
@@ -87,18 +86,11 @@ def dataset_judge(*, dataset: Dataset, judges: Sequence[Judge], retry_errors: bo
             todo[judge.pk] |= set(failed)
             run.retrying[spec.id] = list(failed.values())
     order = list(Response.objects.filter(dataset=dataset).order_by("id").values_list("id", flat=True))
-    needed = [rid for rid in order if any(rid in ids for ids in todo.values())]
-    chunks = [needed[start:start + batch_size] for start in range(0, len(needed), batch_size)]
-    batch_ids = batches_create(run_id=run.id, kind=run.kind, dataset=dataset,
-                               sizes=[len(chunk) for chunk in chunks])
-    for chunk, batch_id in zip(chunks, batch_ids, strict=True):
-        judge_ids = [j.pk for j, _ in specs if any(rid in todo[j.pk] for rid in chunk)]
-        # on_commit: a worker must never receive ids of rows it cannot see yet.
-        transaction.on_commit(
-            lambda j=judge_ids, c=chunk, b=batch_id: judge_batch.delay(j, c, retry_errors, run.tag, b))
-        if on_enqueued:
-            on_enqueued(sum(1 for j, _ in specs for rid in chunk if rid in todo[j.pk]))
-    run.enqueued = [Enqueued(reader_spec=spec, missing=len(todo[judge.pk]), batches=len(chunks))
+    n_batches = batches_enqueue(
+        run_id=run.id, kind=run.kind, dataset=dataset, todo=todo, order=order, batch_size=batch_size,
+        on_enqueued=on_enqueued,
+        send=lambda judge_ids, ids, batch_id: judge_batch.delay(judge_ids, ids, retry_errors, run.tag, batch_id))
+    run.enqueued = [Enqueued(reader_spec=spec, missing=len(todo[judge.pk]), batches=n_batches)
                     for judge, spec in specs]
     return run
 
@@ -121,14 +113,10 @@ def dataset_regenerate(*, dataset: Dataset, endpoint: Endpoint, retry_errors: bo
         failed = _failed(dataset, spec)
         todo |= set(failed)
         run.retrying[spec.id] = list(failed.values())
-    needed = sorted(todo)
-    chunks = [needed[start:start + batch_size] for start in range(0, len(needed), batch_size)]
-    batch_ids = batches_create(run_id=run.id, kind=run.kind, dataset=dataset,
-                               sizes=[len(chunk) for chunk in chunks])
-    for chunk, batch_id in zip(chunks, batch_ids, strict=True):
-        transaction.on_commit(lambda c=chunk, b=batch_id: regenerate_batch.delay(endpoint.pk, c, retry_errors,
-                                                                                 run.tag, b, instruction))
-        if on_enqueued:
-            on_enqueued(len(chunk))
-    run.enqueued = [Enqueued(reader_spec=spec, missing=len(todo), batches=len(chunks))]
+    n_batches = batches_enqueue(
+        run_id=run.id, kind=run.kind, dataset=dataset, todo={spec.id: todo}, order=sorted(todo),
+        batch_size=batch_size, on_enqueued=on_enqueued,
+        send=lambda _specs, ids, batch_id: regenerate_batch.delay(endpoint.pk, ids, retry_errors, run.tag, batch_id,
+                                                                  instruction))
+    run.enqueued = [Enqueued(reader_spec=spec, missing=len(todo), batches=n_batches)]
     return run
