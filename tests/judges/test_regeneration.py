@@ -187,8 +187,31 @@ def test_run_readers_routes_regeneration_to_the_endpoint(loopback, make_endpoint
         run_command("run_readers", dataset=ds.name, readers=["regeneration"], endpoint="nope")
     with pytest.raises(CommandError, match="add --reader regeneration"):
         run_command("run_readers", dataset=ds.name, readers=["boxed"], endpoint="loop")
+    with pytest.raises(CommandError, match="unknown reader 'nope-reader'"):
+        run_command("run_readers", dataset=ds.name, readers=["regeneration", "nope-reader"], endpoint="loop")
     # export shows it like any reader
     from adjudication.pipeline.selectors import export_rows
 
     assert {r["reader"] for r in export_rows(dataset=ds)} == {"regeneration", "boxed"}
     assert json.dumps(list(export_rows(dataset=ds)))  # serialisable
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_regenerate_command_reads_what_is_missing_and_names_bad_arguments(loopback, make_endpoint, make_dataset,
+                                                                             eager):
+    from django.core.management.base import CommandError
+
+    ds = make_dataset([mc_row(0), math_row(0)], n_mc=0)
+    loopback.letter_logprobs = {"A": -1.0, "B": -0.2, "C": -3.0, "D": -3.0}
+    loopback.reply = " 72"
+    make_endpoint("loop")
+    out = run_command("regenerate", dataset=ds.name, endpoint="loop")
+    assert out.split()[:2] == ["regeneration", "2"] and "loop-model via loop" in out
+    assert run_command("regenerate", dataset=ds.name, endpoint="loop").split()[:2] == ["regeneration", "0"]
+    assert Reading.objects.filter(reader_spec__name="regeneration").count() == 2
+    with pytest.raises(CommandError, match="no dataset named 'nope'"):
+        run_command("regenerate", dataset="nope", endpoint="loop")
+    with pytest.raises(CommandError, match="no endpoint named 'nope'"):
+        run_command("regenerate", dataset=ds.name, endpoint="nope")
+    with pytest.raises(CommandError, match="--batch-size"):
+        run_command("regenerate", dataset=ds.name, endpoint="loop", batch_size=0)
