@@ -2,6 +2,7 @@
 
 Access follows the platform's roles, not Django's per-model permissions: managers (staff by
 add_user) see every model here and edit the editable ones; deleting stays with superusers."""
+
 from django.contrib import admin
 
 from adjudication.models import Dataset, Question, ReaderSpec, Reading, Response, Run, TaskBatch

@@ -5,6 +5,7 @@ Every request of a logged-in user loads the user (LoginRequiredMiddleware asks) 
 checks a role. Through the ORM, with the groups, that cost ~3 ms of CPU of the ~4 ms a trivial
 page takes (bench/review_bench.py's setting); written out it costs a fifth. Roles are read on
 every request, never cached in the session, so a role taken away applies at once."""
+
 from __future__ import annotations
 
 from django.contrib.auth.backends import ModelBackend
@@ -27,9 +28,13 @@ class RoleModelBackend(ModelBackend):
         quote = connections[alias].ops.quote_name
         columns = ", ".join(f"u.{quote(f.column)}" for f in _FIELDS)
         # One row per group (or one row with a NULL name for a user without any).
-        rows = raw_all(f"SELECT {columns}, g.name FROM auth_user u "
-                       "LEFT JOIN auth_user_groups ug ON ug.user_id = u.id "
-                       "LEFT JOIN auth_group g ON g.id = ug.group_id WHERE u.id = %s", [user_id], alias)
+        rows = raw_all(
+            f"SELECT {columns}, g.name FROM auth_user u "
+            "LEFT JOIN auth_user_groups ug ON ug.user_id = u.id "
+            "LEFT JOIN auth_group g ON g.id = ug.group_id WHERE u.id = %s",
+            [user_id],
+            alias,
+        )
         if not rows:
             return None
         user = User.from_db(alias, _ATTNAMES, convert_row(rows[0][:-1], _FIELDS, alias))

@@ -8,6 +8,7 @@ Two promises: the bytes are valid UTF-8, and a CSV cell never reaches a spreadsh
   OWASP advises. A plain number ("-3", "+0.5") is left as it is: it is not a formula, and math
   answers are often negative. The JSONL export is the lossless one.
 """
+
 from __future__ import annotations
 
 import csv
@@ -72,12 +73,16 @@ def attachment(response: HttpResponse, filename: str) -> HttpResponse:
     return response
 
 
-CONTENT_TYPES = {"csv": "text/csv; charset=utf-8", "jsonl": "application/x-ndjson; charset=utf-8",
-                 "json": "application/json; charset=utf-8"}
+CONTENT_TYPES = {
+    "csv": "text/csv; charset=utf-8",
+    "jsonl": "application/x-ndjson; charset=utf-8",
+    "json": "application/json; charset=utf-8",
+}
 
 
-def table_download(*, fmt: str, filename_stem: str, rows: Iterable[Mapping[str, Any]],
-                   columns: Sequence[str] | None = None) -> HttpResponse:
+def table_download(
+    *, fmt: str, filename_stem: str, rows: Iterable[Mapping[str, Any]], columns: Sequence[str] | None = None
+) -> HttpResponse:
     """rows as a CSV (columns required) or JSONL download. The body is made whole before the first
     byte is sent, so a failure is an error page, never half a file."""
     if fmt == "csv":

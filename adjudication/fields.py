@@ -5,6 +5,7 @@ rejects) and lone surrogates (which no UTF-8 database can store). Such values, a
 start with the sentinel itself, are stored as the sentinel followed by their ASCII JSON escape;
 everything else is stored as is, so ordinary text stays readable and searchable in SQL.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,7 +32,7 @@ def encode_verbatim(value: str) -> str:
 
 
 def decode_verbatim(value: str) -> str:
-    return json.loads(value[len(SENTINEL):]) if value.startswith(SENTINEL) else value
+    return json.loads(value[len(SENTINEL) :]) if value.startswith(SENTINEL) else value
 
 
 class VerbatimTextField(models.TextField):

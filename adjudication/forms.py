@@ -1,6 +1,7 @@
 """Helpers every page's forms share. Every POST is parsed by a form, never read raw from
 request.POST: forms refuse NUL characters, over-long text and numbers that do not parse or do not
 fit their column, with a message instead of a 500. The bounds are the model fields' own validators."""
+
 from __future__ import annotations
 
 from typing import Any

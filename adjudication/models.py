@@ -1,5 +1,6 @@
 """The response store: datasets of generation runs, questions, raw responses, and the readings
 that named, versioned, configured readers made of them."""
+
 from __future__ import annotations
 
 from django.core.validators import MaxValueValidator, MinValueValidator
@@ -173,9 +174,13 @@ class RoutingPolicy(models.Model):
     panel = models.ManyToManyField(ReaderSpec, related_name="+")
     compare = models.CharField(max_length=10, choices=Compare.choices, default=Compare.EITHER)
     missing_is_disagreement = models.BooleanField(
-        default=False, help_text="count no_answer / timeout / error against a reader that found an answer")
-    control_fraction = models.FloatField(default=0.0, help_text="share of undisputed responses sent as controls",
-                                         validators=[MinValueValidator(0.0), MaxValueValidator(1.0)])
+        default=False, help_text="count no_answer / timeout / error against a reader that found an answer"
+    )
+    control_fraction = models.FloatField(
+        default=0.0,
+        help_text="share of undisputed responses sent as controls",
+        validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+    )
     seed = models.IntegerField(default=0, validators=[MinValueValidator(INT_MIN), MaxValueValidator(INT_MAX)])
     priority = models.CharField(max_length=16, choices=Priority.choices, default=Priority.DISAGREEMENT)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -183,8 +188,9 @@ class RoutingPolicy(models.Model):
     class Meta:
         constraints = [
             UniqueConstraint(fields=["dataset", "name"], name="routing_policy_name"),
-            CheckConstraint(condition=Q(control_fraction__gte=0) & Q(control_fraction__lte=1),
-                            name="control_fraction_0_1"),
+            CheckConstraint(
+                condition=Q(control_fraction__gte=0) & Q(control_fraction__lte=1), name="control_fraction_0_1"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -219,14 +225,22 @@ class ReviewQueue(models.Model):
     name = models.CharField(max_length=200, unique=True, validators=[validate_name])
     dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="review_queues")
     policy = models.ForeignKey(RoutingPolicy, on_delete=models.PROTECT, related_name="queues")
-    overlap = models.PositiveSmallIntegerField(default=2, help_text="labels wanted per item (k)",
-                                               validators=[MinValueValidator(1), MaxValueValidator(SMALLINT_MAX)])
-    lease_seconds = models.PositiveIntegerField(default=900, help_text="how long a claimed item stays reserved",
-                                                validators=[MinValueValidator(10), MaxValueValidator(INT_MAX)])
+    overlap = models.PositiveSmallIntegerField(
+        default=2,
+        help_text="labels wanted per item (k)",
+        validators=[MinValueValidator(1), MaxValueValidator(SMALLINT_MAX)],
+    )
+    lease_seconds = models.PositiveIntegerField(
+        default=900,
+        help_text="how long a claimed item stays reserved",
+        validators=[MinValueValidator(10), MaxValueValidator(INT_MAX)],
+    )
     # Seeds the tie-break shuffle of equal priorities (QueueItem.tiebreak).
     seed = models.IntegerField(default=0, validators=[MinValueValidator(INT_MIN), MaxValueValidator(INT_MAX)])
     show_candidates = models.BooleanField(default=True, help_text="show the readers' distinct answers, anonymised")
-    judge_correctness = models.BooleanField(default=False, help_text="annotators also judge correct / incorrect vs gold")
+    judge_correctness = models.BooleanField(
+        default=False, help_text="annotators also judge correct / incorrect vs gold"
+    )
     created_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -259,8 +273,9 @@ class QueueItem(models.Model):
 
     class Meta:
         constraints = [UniqueConstraint(fields=["queue", "review_item"], name="queue_item_once")]
-        indexes = [models.Index(fields=["queue", "status", "-priority", "tiebreak", "id"],
-                                name="queueitem_claim_order")]
+        indexes = [
+            models.Index(fields=["queue", "status", "-priority", "tiebreak", "id"], name="queueitem_claim_order")
+        ]
 
     def __str__(self) -> str:
         return f"{self.queue.name} #{self.pk}"
@@ -306,16 +321,21 @@ class Label(models.Model):
     annotator = models.ForeignKey("auth.User", on_delete=models.PROTECT, related_name="labels")
     kind = models.CharField(max_length=12, choices=Kind.choices)
     answer = VerbatimTextField(blank=True, default="")
-    correctness = models.CharField(max_length=10, blank=True, default="",
-                                   choices=[("", "not judged"), ("correct", "correct"), ("incorrect", "incorrect")])
+    correctness = models.CharField(
+        max_length=10,
+        blank=True,
+        default="",
+        choices=[("", "not judged"), ("correct", "correct"), ("incorrect", "incorrect")],
+    )
     confidence = models.PositiveSmallIntegerField(null=True, blank=True)
     skip_reason = models.TextField(blank=True, default="")
     note = models.TextField(blank=True, default="")
     seconds_spent = models.FloatField(null=True, blank=True)
     revises = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="revisions")
     created_at = models.DateTimeField(auto_now_add=True)
-    invalidated_at = models.DateTimeField(null=True, blank=True,
-                                          help_text="set when the labelled response text was replaced")
+    invalidated_at = models.DateTimeField(
+        null=True, blank=True, help_text="set when the labelled response text was replaced"
+    )
 
     objects = ValidManager()
     all_objects = models.Manager()
@@ -323,10 +343,16 @@ class Label(models.Model):
     class Meta:
         default_manager_name = "objects"
         base_manager_name = "all_objects"
-        indexes = [models.Index(fields=["item", "annotator", "-created_at"]),
-                   models.Index(fields=["queue", "annotator", "item"])]
-        constraints = [CheckConstraint(condition=Q(confidence__isnull=True) | Q(confidence__gte=1, confidence__lte=5),
-                                       name="label_confidence_1_5")]
+        indexes = [
+            models.Index(fields=["item", "annotator", "-created_at"]),
+            models.Index(fields=["queue", "annotator", "item"]),
+        ]
+        constraints = [
+            CheckConstraint(
+                condition=Q(confidence__isnull=True) | Q(confidence__gte=1, confidence__lte=5),
+                name="label_confidence_1_5",
+            )
+        ]
 
     def save(self, *args, **kwargs) -> None:
         if self.queue_id is None and self.item_id is not None:
@@ -358,8 +384,9 @@ class FinalLabel(models.Model):
     notes = models.TextField(blank=True, default="")
     decided_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
-    invalidated_at = models.DateTimeField(null=True, blank=True,
-                                          help_text="set when the labelled response text was replaced")
+    invalidated_at = models.DateTimeField(
+        null=True, blank=True, help_text="set when the labelled response text was replaced"
+    )
 
     objects = ValidManager()
     all_objects = models.Manager()

@@ -1,4 +1,5 @@
 """Roles are Django groups: annotator, adjudicator, manager. Superusers count as managers."""
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -31,13 +32,16 @@ def is_manager(user) -> bool:
 def role_required(role: str) -> Callable:
     """Page views: 403 unless the user holds `role` (superusers hold every role). Put it below
     the method decorators, so that a wrong method is refused before the role is looked up."""
+
     def decorator(view: Callable) -> Callable:
         @wraps(view)
         def wrapped(request: Any, *args: Any, **kwargs: Any) -> Any:
             if not has_role(request.user, role):
                 raise PermissionDenied(f"{role}s only")
             return view(request, *args, **kwargs)
+
         return wrapped
+
     return decorator
 
 

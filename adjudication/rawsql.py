@@ -6,6 +6,7 @@ the same statement written out, and PostgreSQL took 3–4 ms to plan the item pa
 0.4 ms to run it (measured on bench/review_bench.py's data). Everything else uses the ORM. Rows
 come back through the model fields' own converters (VerbatimTextField's decoding, JSONField's
 parsing, aware datetimes on SQLite), so callers get what the ORM gives."""
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -33,8 +34,11 @@ def _converters_for(alias: str, fields: Sequence[Field]) -> list[tuple[Any, list
 
 
 def _prepares(connection: Any) -> bool:
-    return (connection.vendor == "postgresql" and not connection.queries_logged
-            and getattr(settings, "PREPARED_STATEMENTS", False))
+    return (
+        connection.vendor == "postgresql"
+        and not connection.queries_logged
+        and getattr(settings, "PREPARED_STATEMENTS", False)
+    )
 
 
 def _run(alias: str, sql: str, params: Params, fetch: Callable[[Any], Any]) -> Any:

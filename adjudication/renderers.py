@@ -1,6 +1,7 @@
 """The API's JSON renderer: DRF's, except that lone surrogates in model text are written as JSON
 escapes (\\udXXX) instead of failing the UTF-8 encoding of the whole response with a 500. Clients
 decode them back to the verbatim string; other non-ASCII text stays readable."""
+
 from __future__ import annotations
 
 from typing import Any

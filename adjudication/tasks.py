@@ -1,4 +1,5 @@
 """Celery tasks: take ids, load, re-check what is still missing, call one service."""
+
 from __future__ import annotations
 
 from celery import shared_task

@@ -5,6 +5,7 @@ cannot carry them: encoding the rendered page fails and the annotator gets a 500
 already leased the item. Each one is shown as U+FFFD instead, one code point for one, so reader
 spans (character offsets) still point at the same text. JSON APIs escape them instead (\\udXXX),
 which keeps them verbatim for the client."""
+
 from __future__ import annotations
 
 import re

@@ -1,5 +1,6 @@
 """The app's pages, one URL module per capability. Each keeps its own namespace
 (`review:`, `analytics:`, `audit:`, `adjudication:` for datasets and health)."""
+
 from django.urls import include, path
 
 urlpatterns = [

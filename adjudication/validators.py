@@ -3,6 +3,7 @@
 Integer bounds are the columns' own: a value that does not fit must be refused with a message,
 never stored as something else. Names appear in URLs, download headers, logs and tables, so they
 are one printable line."""
+
 from __future__ import annotations
 
 import unicodedata

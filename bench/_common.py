@@ -1,4 +1,5 @@
 """Shared helpers for the bench scripts: a throwaway PostgreSQL database and RESULT lines."""
+
 from __future__ import annotations
 
 import os
@@ -24,13 +25,18 @@ def fresh_database(name: str) -> str:
 
 
 def manage(*args: str, env: dict[str, str], check: bool = True, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "manage.py"), *args], env=env, cwd=ROOT, check=check,
-                          text=True, **kw)
+    return subprocess.run(
+        [sys.executable, str(ROOT / "manage.py"), *args], env=env, cwd=ROOT, check=check, text=True, **kw
+    )
 
 
 def service_env(database_url: str, broker_url: str | None = None) -> dict[str, str]:
-    env = dict(os.environ, DATABASE_URL=database_url, SECRET_KEY=os.environ.get("SECRET_KEY", "bench-only"),
-               PYTHONPATH=str(ROOT))
+    env = dict(
+        os.environ,
+        DATABASE_URL=database_url,
+        SECRET_KEY=os.environ.get("SECRET_KEY", "bench-only"),
+        PYTHONPATH=str(ROOT),
+    )
     env.pop("CELERY_BROKER_URL", None)
     env.pop("REDIS_URL", None)
     if broker_url:

@@ -13,6 +13,7 @@ Prints, last:
   RESULT audit_verdicts_per_s <median end-to-end verdicts per second>
 Run: python bench/audit_bench.py   (no arguments, no services needed)
 """
+
 from __future__ import annotations
 
 import json
@@ -29,6 +30,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import result  # noqa: E402
+
 from readers.audit.runner import SEED_READERS, run_audit  # noqa: E402
 
 SEED_VERDICTS = 307_420
@@ -42,8 +44,9 @@ def real_golds() -> list[str] | None:
     if not (math500.exists() and gsm8k.exists()):
         return None
     golds = [json.loads(x)["answer"][0] for x in math500.read_text(encoding="utf-8").splitlines() if x]
-    golds += [json.loads(x)["answer"].split("####")[-1].strip()
-              for x in gsm8k.read_text(encoding="utf-8").splitlines() if x]
+    golds += [
+        json.loads(x)["answer"].split("####")[-1].strip() for x in gsm8k.read_text(encoding="utf-8").splitlines() if x
+    ]
     return list(dict.fromkeys(g.strip() for g in golds))
 
 
@@ -53,15 +56,33 @@ def synthetic_golds(n: int = N_GOLDS) -> list[str]:
     while len(out) < n:
         k = rnd.random()
         if k < 0.55:
-            out.append(str(rnd.choice([rnd.randint(0, 9), rnd.randint(10, 999), rnd.randint(1000, 99_999),
-                                       rnd.randint(100_000, 10**7)]) * rnd.choice([1, 1, 1, -1])))
+            out.append(
+                str(
+                    rnd.choice(
+                        [
+                            rnd.randint(0, 9),
+                            rnd.randint(10, 999),
+                            rnd.randint(1000, 99_999),
+                            rnd.randint(100_000, 10**7),
+                        ]
+                    )
+                    * rnd.choice([1, 1, 1, -1])
+                )
+            )
         elif k < 0.70:
             out.append(f"\\frac{{{rnd.randint(1, 60)}}}{{{rnd.randint(2, 97)}}}")
         elif k < 0.77:
             out.append(f"{rnd.randint(0, 400)}.{rnd.randint(1, 99)}")
         elif k < 0.87:
-            out.append(rnd.choice([f"{rnd.randint(2, 20)}\\sqrt{{{rnd.choice([2, 3, 5, 7, 11])}}}",
-                                   f"{rnd.randint(1, 9)}+{rnd.randint(2, 9)}i", f"{rnd.randint(2, 30)}\\pi"]))
+            out.append(
+                rnd.choice(
+                    [
+                        f"{rnd.randint(2, 20)}\\sqrt{{{rnd.choice([2, 3, 5, 7, 11])}}}",
+                        f"{rnd.randint(1, 9)}+{rnd.randint(2, 9)}i",
+                        f"{rnd.randint(2, 30)}\\pi",
+                    ]
+                )
+            )
         elif k < 0.94:
             a, b = sorted(rnd.sample(range(-20, 40), 2))
             out.append(rnd.choice([f"({a},{b})", f"[{a},{b})", f"\\{{{a},{b}\\}}"]))
@@ -75,8 +96,11 @@ def main() -> None:
     source = "MATH-500 + GSM8K golds"
     if golds is None:
         golds, source = synthetic_golds(), "synthetic golds (../shared/data absent)"
-    print(f"audit bench: {len(golds)} {source}, readers {', '.join(SEED_READERS)}, "
-          f"{os.cpu_count()} CPUs, 2 reader processes", flush=True)
+    print(
+        f"audit bench: {len(golds)} {source}, readers {', '.join(SEED_READERS)}, "
+        f"{os.cpu_count()} CPUs, 2 reader processes",
+        flush=True,
+    )
     rates = []
     for run in range(RUNS):
         with tempfile.TemporaryDirectory() as tmp:
@@ -87,18 +111,27 @@ def main() -> None:
         rate = s["verdicts"] / seconds
         rates.append(rate)
         per = ", ".join(f"{k} {v['verdicts_per_s']:.0f}/s" for k, v in s["throughput"]["per_reader"].items())
-        print(f"run {run + 1}: {s['verdicts']} verdicts ({s['variants']} variants x {len(SEED_READERS)} readers) in "
-              f"{seconds:.2f} s end to end = {rate:.0f} verdicts/s (reading only: {per}; "
-              f"timeouts {sum(v['timeouts'] for v in s['throughput']['per_reader'].values())})", flush=True)
+        print(
+            f"run {run + 1}: {s['verdicts']} verdicts ({s['variants']} variants x {len(SEED_READERS)} readers) in "
+            f"{seconds:.2f} s end to end = {rate:.0f} verdicts/s (reading only: {per}; "
+            f"timeouts {sum(v['timeouts'] for v in s['throughput']['per_reader'].values())})",
+            flush=True,
+        )
         if run == 0:
             for name, r in s["readers"].items():
                 ob = s["off_by_one"][name]
-                print(f"  {name:20s} self-validation {r['self_validation']:.3f} coverage {r['coverage']:.3f} "
-                      f"judged {r['judged']:.3f}  off-by-one 1e3 {ob['1e3']} 1e4 {ob['1e4']}", flush=True)
+                print(
+                    f"  {name:20s} self-validation {r['self_validation']:.3f} coverage {r['coverage']:.3f} "
+                    f"judged {r['judged']:.3f}  off-by-one 1e3 {ob['1e3']} 1e4 {ob['1e4']}",
+                    flush=True,
+                )
     rate = statistics.median(rates)
     minutes = SEED_VERDICTS / rate / 60
-    print(f"median {rate:.0f} verdicts/s; seed 001's {SEED_VERDICTS:,} verdicts would take {minutes:.1f} min "
-          f"(budget: 10 min)", flush=True)
+    print(
+        f"median {rate:.0f} verdicts/s; seed 001's {SEED_VERDICTS:,} verdicts would take {minutes:.1f} min "
+        f"(budget: 10 min)",
+        flush=True,
+    )
     result("audit_seed_scale_projected_minutes", minutes)
     result("audit_verdicts_per_s", rate)
 

@@ -10,6 +10,7 @@ Prints, last:
   RESULT hostile_unclassified <readings without a verdict class: must be 0>
 Run: python bench/hostile_bench.py   (BENCH_HOSTILE_N, BENCH_BUDGET_S to change the size and budget)
 """
+
 from __future__ import annotations
 
 import collections
@@ -24,6 +25,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import result  # noqa: E402
+
 from readers import VERDICTS, registry  # noqa: E402
 from readers.hostile import hostile_items  # noqa: E402
 from readers.isolation.pool import IsolatedPool  # noqa: E402

@@ -9,6 +9,7 @@ Run: python bench/import_bench.py   (PostgreSQL on 127.0.0.1:5432; override BENC
 With DATABASE_URL set, the throwaway database is named after it (<name>_bench_import), so engineers
 sharing one server do not drop each other's bench database.
 """
+
 from __future__ import annotations
 
 import json
@@ -37,12 +38,22 @@ def generate(path: Path, n: int) -> None:
             gold = "ABCD"[q % 4]
             pick = gold if rnd.random() < 0.7 else rnd.choice("ABCD")
             ending = rnd.choice([f"The answer is ({pick}).", f"\\boxed{{{pick}}}", f"**Answer:** {pick}"])
-            handle.write(json.dumps({
-                "id": f"row-{i}", "question": f"Question {q}: which sociologist fits description {q}?",
-                "choices": OPTIONS, "gold": gold, "response": f"<think>{filler}</think>\n{ending}",
-                "model": f"model-{i % 4}", "checkpoint": "rl" if (i // 4) % 2 else "base",
-                "benchmark": "mmlu", "prompt": "p1",
-            }) + "\n")
+            handle.write(
+                json.dumps(
+                    {
+                        "id": f"row-{i}",
+                        "question": f"Question {q}: which sociologist fits description {q}?",
+                        "choices": OPTIONS,
+                        "gold": gold,
+                        "response": f"<think>{filler}</think>\n{ending}",
+                        "model": f"model-{i % 4}",
+                        "checkpoint": "rl" if (i // 4) % 2 else "base",
+                        "benchmark": "mmlu",
+                        "prompt": "p1",
+                    }
+                )
+                + "\n"
+            )
 
 
 def copy_baseline(url: str, path: Path) -> float:
@@ -84,8 +95,11 @@ def main() -> None:
         manage("import_responses", str(path), "--dataset", "bench", "--no-progress", env=env)
         reimport = time.perf_counter() - started
     rate = N / elapsed
-    print(f"import {elapsed:.1f}s ({rate:.0f} rows/s, process start and Django setup included); "
-          f"idempotent re-import {reimport:.1f}s; COPY baseline {copy_rate:.0f} rows/s", flush=True)
+    print(
+        f"import {elapsed:.1f}s ({rate:.0f} rows/s, process start and Django setup included); "
+        f"idempotent re-import {reimport:.1f}s; COPY baseline {copy_rate:.0f} rows/s",
+        flush=True,
+    )
     result("import_vs_copy_ratio", rate / copy_rate)
     result("import_rows_per_s", rate)
     result("import_peak_rss_mb", peak_mb)

@@ -23,6 +23,7 @@ Prints, last:
   RESULT isolation_ratio <isolated verdicts/s ÷ bare verdicts/s>
 Run: python bench/isolation_bench.py   (no arguments, no services needed)
 """
+
 from __future__ import annotations
 
 import os
@@ -38,6 +39,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import result  # noqa: E402
+
 from readers import registry  # noqa: E402
 from readers.base import Item, Reader, Reading  # noqa: E402
 from readers.canonical import with_canonical  # noqa: E402
@@ -53,6 +55,7 @@ FAST_CHARS = 300
 # ---------------------------------------------------------------------------------------------
 # data
 # ---------------------------------------------------------------------------------------------
+
 
 def _math_pair(rnd: random.Random) -> tuple[str, str, bool]:
     """(gold, boxed prediction content, intended label)."""
@@ -124,8 +127,12 @@ _COT_SENTENCES = [
     "Both (A) and (H) describe the same quantity in different units.",
 ]
 _COT_ENDINGS = [
-    "So the answer is ({L}).", "Therefore, the answer is {L}.", "The answer is ({L})",
-    "Answer: {L}", "I think the correct choice is ({L}).", "Final answer: \\boxed{{{L}}}",
+    "So the answer is ({L}).",
+    "Therefore, the answer is {L}.",
+    "The answer is ({L})",
+    "Answer: {L}",
+    "I think the correct choice is ({L}).",
+    "Final answer: \\boxed{{{L}}}",
 ]
 
 
@@ -162,15 +169,17 @@ class _LiteralRegexReader(Reader):
 # measurements
 # ---------------------------------------------------------------------------------------------
 
-def _interleaved(reader: Reader, items: list[Item], rounds: int, call_size: int | None = None
-                 ) -> tuple[list[Reading], list[tuple[Reading, float]], float, float]:
+
+def _interleaved(
+    reader: Reader, items: list[Item], rounds: int, call_size: int | None = None
+) -> tuple[list[Reading], list[tuple[Reading, float]], float, float]:
     """Bare and isolated runs over `items` interleaved in `rounds` slices (alternating which goes
     first), so that both sides see the same background load: on a shared 2-core machine a load
     spike during one contiguous half would otherwise decide the ratio. The isolated side pays
     the pool's start-up and close; it sends `call_size` items per read_many (default: a slice).
     Returns (bare readings, isolated readings, bare seconds, isolated seconds)."""
     size = -(-len(items) // rounds)
-    slices = [items[i:i + size] for i in range(0, len(items), size)]
+    slices = [items[i : i + size] for i in range(0, len(items), size)]
     call_size = call_size or size
     bare: list[Reading] = []
     isolated: list[tuple[Reading, float]] = []
@@ -180,7 +189,7 @@ def _interleaved(reader: Reader, items: list[Item], rounds: int, call_size: int 
     isolated_s = time.perf_counter() - t0
     try:
         for k, chunk in enumerate(slices):
-            for side in (("bare", "iso") if k % 2 == 0 else ("iso", "bare")):
+            for side in ("bare", "iso") if k % 2 == 0 else ("iso", "bare"):
                 t0 = time.perf_counter()
                 if side == "bare":
                     # Like with like: the pool's worker adds the canonical answer to every reading.
@@ -188,7 +197,7 @@ def _interleaved(reader: Reader, items: list[Item], rounds: int, call_size: int 
                     bare_s += time.perf_counter() - t0
                 else:
                     for i in range(0, len(chunk), call_size):
-                        isolated.extend(pool.read_many(reader.name, chunk[i:i + call_size]))
+                        isolated.extend(pool.read_many(reader.name, chunk[i : i + call_size]))
                     isolated_s += time.perf_counter() - t0
     finally:
         t0 = time.perf_counter()
@@ -207,15 +216,20 @@ def bench_math(rounds: int = 8) -> float:
 
     same = sum(a.verdict == b.verdict for a, (b, _) in zip(bare, isolated))
     agree = sum((r.verdict == "correct") == lab for r, lab in zip(bare, labels))
-    print(f"math pairs: {len(items)} in {rounds} interleaved rounds; bare verdicts "
-          f"{dict(Counter(r.verdict for r in bare))}")
-    print(f"bare and isolated verdicts identical on {same}/{len(items)}; "
-          f"bare agrees with the generator's label on {agree}/{len(items)}")
+    print(
+        f"math pairs: {len(items)} in {rounds} interleaved rounds; bare verdicts "
+        f"{dict(Counter(r.verdict for r in bare))}"
+    )
+    print(
+        f"bare and isolated verdicts identical on {same}/{len(items)}; "
+        f"bare agrees with the generator's label on {agree}/{len(items)}"
+    )
     bare_rate = len(items) / bare_s
     iso_rate = len(items) / isolated_s
     print(f"bare in-process math-verify-latex: {bare_rate:.1f} verdicts/s ({bare_s:.2f} s)")
-    print(f"isolated, IsolatedPool(processes=2), incl. pool start+close: {iso_rate:.1f} verdicts/s "
-          f"({isolated_s:.2f} s)")
+    print(
+        f"isolated, IsolatedPool(processes=2), incl. pool start+close: {iso_rate:.1f} verdicts/s ({isolated_s:.2f} s)"
+    )
     try:
         print(f"load average (1 min) at the end: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
     except OSError:
@@ -235,8 +249,10 @@ def bench_regex() -> float:
     readings = [reader.read(item) for item in items]
     elapsed = time.perf_counter() - t0
     mean_len = sum(len(i.response) for i in items) / len(items)
-    print(f"regex reader {reader.name}: {len(items)} responses, mean {mean_len:.0f} chars, "
-          f"verdicts {dict(Counter(r.verdict for r in readings))}, {elapsed:.3f} s")
+    print(
+        f"regex reader {reader.name}: {len(items)} responses, mean {mean_len:.0f} chars, "
+        f"verdicts {dict(Counter(r.verdict for r in readings))}, {elapsed:.3f} s"
+    )
     return len(items) / elapsed
 
 
@@ -259,10 +275,14 @@ def bench_fast_reader(n: int = N_FAST, call_size: int = 100, rounds: int = 10) -
     bare, isolated, bare_s, isolated_s = _interleaved(reader, items, rounds, call_size)
     same = sum(a == b for a, (b, _) in zip(bare, isolated))
     bare_rate, iso_rate = n / bare_s, n / isolated_s
-    print(f"fast reader {reader.name}: {n} responses, read_many on {call_size} at a time; readings "
-          f"identical bare vs isolated on {same}/{n}")
-    print(f"fast reader bare in-process: {bare_rate:.0f} verdicts/s ({bare_s * 1e6 / n:.1f} us/item); "
-          f"isolated, IsolatedPool(processes=2): {iso_rate:.0f} verdicts/s ({isolated_s * 1e6 / n:.1f} us/item)")
+    print(
+        f"fast reader {reader.name}: {n} responses, read_many on {call_size} at a time; readings "
+        f"identical bare vs isolated on {same}/{n}"
+    )
+    print(
+        f"fast reader bare in-process: {bare_rate:.0f} verdicts/s ({bare_s * 1e6 / n:.1f} us/item); "
+        f"isolated, IsolatedPool(processes=2): {iso_rate:.0f} verdicts/s ({isolated_s * 1e6 / n:.1f} us/item)"
+    )
     return iso_rate / bare_rate
 
 

@@ -7,6 +7,7 @@ Ideal wall time: 500 × 0.1 s ÷ 16 = 3.125 s. Prints, last:
 Run: python bench/llm_fanout_bench.py   (PostgreSQL on 127.0.0.1:5432 if reachable, else SQLite;
 the server runs in its own process so that its threads do not share our interpreter lock)
 """
+
 from __future__ import annotations
 
 import importlib
@@ -44,9 +45,13 @@ def main() -> None:
         os.environ.setdefault("NO_PROXY", "127.0.0.1,localhost")
         os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
         sys.path.insert(0, str(ROOT))
-        server = subprocess.Popen([sys.executable, "-m", "judges.testing.loopback", "--latency", str(LATENCY_S)],
-                                  cwd=ROOT, stdout=subprocess.PIPE, text=True,
-                                  env=dict(os.environ, PYTHONPATH=str(ROOT)))
+        server = subprocess.Popen(
+            [sys.executable, "-m", "judges.testing.loopback", "--latency", str(LATENCY_S)],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        )
         try:
             base_url = server.stdout.readline().strip()  # type: ignore[union-attr]
             import django
@@ -58,20 +63,43 @@ def main() -> None:
             src = tmp / "in.jsonl"
             with open(src, "w") as f:
                 for i in range(CALLS):
-                    f.write(json.dumps({"id": f"q{i}", "question": f"What is {i} + 1?", "gold": str(i + 1),
-                                        "response": f"<think>{i} plus one</think> The answer is {i + 1}.",
-                                        "model": "m", "checkpoint": "rl", "benchmark": "math"}) + "\n")
+                    f.write(
+                        json.dumps(
+                            {
+                                "id": f"q{i}",
+                                "question": f"What is {i} + 1?",
+                                "gold": str(i + 1),
+                                "response": f"<think>{i} plus one</think> The answer is {i + 1}.",
+                                "model": "m",
+                                "checkpoint": "rl",
+                                "benchmark": "math",
+                            }
+                        )
+                        + "\n"
+                    )
             call_command("import_responses", str(src), dataset="bench", no_progress=True, stdout=open(os.devnull, "w"))
-            call_command("add_endpoint", "loop", base_url=base_url, model="loop-model", concurrency=CONCURRENCY,
-                         stdout=open(os.devnull, "w"))
+            call_command(
+                "add_endpoint",
+                "loop",
+                base_url=base_url,
+                model="loop-model",
+                concurrency=CONCURRENCY,
+                stdout=open(os.devnull, "w"),
+            )
             call_command("add_judge", "sq", endpoint="loop", template="simpleqa", stdout=open(os.devnull, "w"))
 
             # A worker imports its task modules (the openai SDK among them) once, at start-up: not per run.
             importlib.import_module("judges.tasks")
 
             started = time.perf_counter()
-            call_command("run_judges", dataset="bench", judges=["sq"], batch_size=CALLS, stdout=open(os.devnull, "w"),
-                         stderr=open(os.devnull, "w"))
+            call_command(
+                "run_judges",
+                dataset="bench",
+                judges=["sq"],
+                batch_size=CALLS,
+                stdout=open(os.devnull, "w"),
+                stderr=open(os.devnull, "w"),
+            )
             wall = time.perf_counter() - started
 
             from adjudication.models import Reading
@@ -86,9 +114,12 @@ def main() -> None:
     if readings != CALLS:
         raise SystemExit(f"{readings} readings for {CALLS} calls")
     ideal = CALLS * LATENCY_S / CONCURRENCY
-    print(f"{CALLS} judge calls ({attempts} attempts, {readings} readings), concurrency {CONCURRENCY}, "
-          f"{LATENCY_S * 1000:.0f} ms latency: {wall:.2f}s wall, ideal {ideal:.3f}s; "
-          f"server saw at most {stats['max_in_flight']} in flight", flush=True)
+    print(
+        f"{CALLS} judge calls ({attempts} attempts, {readings} readings), concurrency {CONCURRENCY}, "
+        f"{LATENCY_S * 1000:.0f} ms latency: {wall:.2f}s wall, ideal {ideal:.3f}s; "
+        f"server saw at most {stats['max_in_flight']} in flight",
+        flush=True,
+    )
     result("llm_fanout_wall_s", wall)
     result("llm_fanout_ratio", wall / ideal)
 

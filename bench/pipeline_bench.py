@@ -6,6 +6,7 @@ PostgreSQL. Baseline, same run: one plain Python loop calling each reader's `rea
 Prints, last:  RESULT pipeline_ratio <end-to-end verdicts/s ÷ bare verdicts/s>   (target ≥ 0.8)
 Run: python bench/pipeline_bench.py   (PostgreSQL 127.0.0.1:5432 and Redis 127.0.0.1:6379; BENCH_COPIES scales)
 """
+
 from __future__ import annotations
 
 import json
@@ -37,11 +38,12 @@ def make_input(path: Path) -> list[dict]:
 
 def bare_rate(rows: list[dict], panel: list[str]) -> tuple[float, int]:
     sys.path.insert(0, str(ROOT))
-    from readers import Item
-    from readers import registry
+    from readers import Item, registry
 
-    items = [Item(response=r["response"], gold=r["gold"], choices=tuple(r.get("choices") or ()),
-                  question=r["question"]) for r in rows]
+    items = [
+        Item(response=r["response"], gold=r["gold"], choices=tuple(r.get("choices") or ()), question=r["question"])
+        for r in rows
+    ]
     readers = [registry.get(name) for name in panel]
     for reader in readers:  # warm-up: first calls compile grammars and regexes
         reader.read(items[0])
@@ -87,15 +89,45 @@ def main() -> None:
         manage("shell", "-c", "from config.celery import app; app.control.purge()", env=env, stdout=subprocess.DEVNULL)
         log = open(Path(tmp) / "worker.log", "w")
         worker = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "readers,default", "--pool", "prefork",
-             "--concurrency", "2", "--without-gossip", "--without-mingle", "--loglevel", "WARNING"],
-            env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "config",
+                "worker",
+                "-Q",
+                "readers,default",
+                "--pool",
+                "prefork",
+                "--concurrency",
+                "2",
+                "--without-gossip",
+                "--without-mingle",
+                "--loglevel",
+                "WARNING",
+            ],
+            env=env,
+            cwd=ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         try:
             time.sleep(6)  # worker start-up (imports SymPy and math-verify) is not part of the throughput
             expected = len(rows) * len(panel)
             started = time.perf_counter()
-            manage("run_readers", "--dataset", "bench", "--no-wait", "--batch-size", "100", env=env,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            manage(
+                "run_readers",
+                "--dataset",
+                "bench",
+                "--no-wait",
+                "--batch-size",
+                "100",
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
             while count_readings(url) < expected:
                 if worker.poll() is not None:
                     raise SystemExit(f"worker died; see {log.name}")

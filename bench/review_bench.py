@@ -35,6 +35,7 @@ Prints, last:
 Run: python bench/review_bench.py   (PostgreSQL on 127.0.0.1:5432; override BENCH_DATABASE_SERVER,
 BENCH_ROWS, BENCH_ANNOTATORS, BENCH_ITERATIONS, BENCH_THINK_MS, BENCH_WORKERS, BENCH_THREADS)
 """
+
 from __future__ import annotations
 
 import http.client
@@ -70,8 +71,10 @@ PANEL = ["strict-match", "boxed"]
 
 def generate(path: Path, n: int) -> None:
     rnd = random.Random(4242)
-    filler = ("Let me reason about each option in turn, weighing the evidence carefully; "
-              "$\\frac{a}{b}$ of the authors agree. ") * 8
+    filler = (
+        "Let me reason about each option in turn, weighing the evidence carefully; "
+        "$\\frac{a}{b}$ of the authors agree. "
+    ) * 8
     with open(path, "w", encoding="utf-8") as handle:
         for i in range(n):
             q = i % 5000
@@ -79,15 +82,27 @@ def generate(path: Path, n: int) -> None:
             said = gold if rnd.random() < 0.7 else rnd.choice("ABCD")
             # About a third of the responses hedge: the stated answer and the boxed one differ.
             boxed = rnd.choice([c for c in "ABCD" if c != said]) if rnd.random() < 0.35 else said
-            ending = (f"The answer is ({said}).\nThen again, \\boxed{{{boxed}}}" if boxed != said
-                      else f"The answer is ({said}).\nFinal: \\boxed{{{boxed}}}")
-            handle.write(json.dumps({
-                "id": f"row-{i}", "question": f"Question {q}: which sociologist fits description {q}?",
-                "choices": OPTIONS, "gold": gold,
-                "response": f"<think>{filler}(draft {i})</think>\n**Reasoning.** {filler}\n\n{ending}",
-                "model": f"model-{i % 4}", "checkpoint": "rl" if (i // 4) % 2 else "base",
-                "benchmark": "mmlu", "prompt": "p1",
-            }) + "\n")
+            ending = (
+                f"The answer is ({said}).\nThen again, \\boxed{{{boxed}}}"
+                if boxed != said
+                else f"The answer is ({said}).\nFinal: \\boxed{{{boxed}}}"
+            )
+            handle.write(
+                json.dumps(
+                    {
+                        "id": f"row-{i}",
+                        "question": f"Question {q}: which sociologist fits description {q}?",
+                        "choices": OPTIONS,
+                        "gold": gold,
+                        "response": f"<think>{filler}(draft {i})</think>\n**Reasoning.** {filler}\n\n{ending}",
+                        "model": f"model-{i % 4}",
+                        "checkpoint": "rl" if (i // 4) % 2 else "base",
+                        "benchmark": "mmlu",
+                        "prompt": "p1",
+                    }
+                )
+                + "\n"
+            )
 
 
 READINGS_SCRIPT = r"""
@@ -190,8 +205,11 @@ class Browser:
     def login(self, username: str) -> None:
         status, _, html = self.request("GET", "/accounts/login/")
         assert status == 200, status
-        status, headers, _ = self.request("POST", "/accounts/login/", {
-            "csrfmiddlewaretoken": self.csrf(html), "username": username, "password": PASSWORD, "next": "/review/"})
+        status, headers, _ = self.request(
+            "POST",
+            "/accounts/login/",
+            {"csrfmiddlewaretoken": self.csrf(html), "username": username, "password": PASSWORD, "next": "/review/"},
+        )
         assert status == 302 and "sessionid" in self.cookies, f"login failed for {username}: {status}"
 
 
@@ -199,8 +217,17 @@ def path_of(location: str) -> str:
     return re.sub(r"^https?://[^/]+", "", location)
 
 
-def annotate(port: int, username: str, seed: int, think_s: float, samples: list[float], submits: list[float],
-             errors: list[str], iterations: int, barrier: threading.Barrier) -> None:
+def annotate(
+    port: int,
+    username: str,
+    seed: int,
+    think_s: float,
+    samples: list[float],
+    submits: list[float],
+    errors: list[str],
+    iterations: int,
+    barrier: threading.Barrier,
+) -> None:
     rnd = random.Random(seed)
     b = Browser(port)
     try:
@@ -228,9 +255,18 @@ def annotate(port: int, username: str, seed: int, think_s: float, samples: list[
         if think_s:
             time.sleep(think_s * rnd.uniform(0.5, 1.5))
         started = time.perf_counter()
-        status, headers, _ = b.request("POST", item_path, {
-            "csrfmiddlewaretoken": b.csrf(html), "action": "label", "kind": "option",
-            "answer": rnd.choice("ABCD"), "confidence": str(rnd.randint(1, 5)), "note": ""})
+        status, headers, _ = b.request(
+            "POST",
+            item_path,
+            {
+                "csrfmiddlewaretoken": b.csrf(html),
+                "action": "label",
+                "kind": "option",
+                "answer": rnd.choice("ABCD"),
+                "confidence": str(rnd.randint(1, 5)),
+                "note": "",
+            },
+        )
         submits.append((time.perf_counter() - started) * 1000)
         if status != 302 or "/review/item/" in headers.get("location", ""):
             errors.append(f"{username}: POST {item_path} -> {status} {headers.get('location')}")
@@ -267,16 +303,28 @@ def p95(values: list[float]) -> float:
 
 def start_server(env: dict[str, str], port: int, log: Path) -> subprocess.Popen:
     """The deployment's gunicorn (config/gunicorn.conf.py, as docker-compose runs it), DEBUG off."""
-    server_env = dict(env, DEBUG="0", ALLOWED_HOSTS="127.0.0.1", SECURE_SSL_REDIRECT="0",
-                      SESSION_COOKIE_SECURE="0", CSRF_COOKIE_SECURE="0", GUNICORN_BIND=f"127.0.0.1:{port}",
-                      GUNICORN_LOGLEVEL="warning")
+    server_env = dict(
+        env,
+        DEBUG="0",
+        ALLOWED_HOSTS="127.0.0.1",
+        SECURE_SSL_REDIRECT="0",
+        SESSION_COOKIE_SECURE="0",
+        CSRF_COOKIE_SECURE="0",
+        GUNICORN_BIND=f"127.0.0.1:{port}",
+        GUNICORN_LOGLEVEL="warning",
+    )
     if WORKERS:
         server_env["GUNICORN_WORKERS"] = WORKERS
     if THREADS:
         server_env["GUNICORN_THREADS"] = THREADS
     proc = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "-c", str(ROOT / "config" / "gunicorn.conf.py"), "config.wsgi:application"],
-        env=server_env, cwd=ROOT, stdout=open(log, "w"), stderr=subprocess.STDOUT, start_new_session=True)
+        env=server_env,
+        cwd=ROOT,
+        stdout=open(log, "w"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -313,10 +361,14 @@ def check_invariants(url: str) -> str:
     import psycopg
 
     with psycopg.connect(url) as conn:
-        over = conn.execute("SELECT count(*) FROM (SELECT item_id FROM adjudication_label GROUP BY item_id "
-                            "HAVING count(DISTINCT annotator_id) > 2) x").fetchone()[0]
-        twice = conn.execute("SELECT count(*) FROM (SELECT item_id, annotator_id FROM adjudication_label "
-                             "GROUP BY 1, 2 HAVING count(*) > 1) x").fetchone()[0]
+        over = conn.execute(
+            "SELECT count(*) FROM (SELECT item_id FROM adjudication_label GROUP BY item_id "
+            "HAVING count(DISTINCT annotator_id) > 2) x"
+        ).fetchone()[0]
+        twice = conn.execute(
+            "SELECT count(*) FROM (SELECT item_id, annotator_id FROM adjudication_label "
+            "GROUP BY 1, 2 HAVING count(*) > 1) x"
+        ).fetchone()[0]
         items = conn.execute("SELECT count(*) FROM adjudication_queueitem").fetchone()[0]
         labels = conn.execute("SELECT count(*) FROM adjudication_label").fetchone()[0]
     assert over == 0, f"{over} items got more than 2 labels"
@@ -356,12 +408,15 @@ def main() -> None:
             run_threads(annotate, lambda i: (port, f"annotator{i}", 200 + i, 0.0, [], [], errors, WARMUP))
             paced: list[float] = []
             paced_submits: list[float] = []
-            run_threads(annotate, lambda i: (port, f"annotator{i}", 100 + i, THINK_MS / 1000, paced, paced_submits,
-                                             errors, ITERATIONS))
+            run_threads(
+                annotate,
+                lambda i: (port, f"annotator{i}", 100 + i, THINK_MS / 1000, paced, paced_submits, errors, ITERATIONS),
+            )
             closed: list[float] = []
             closed_submits: list[float] = []
-            wall = run_threads(annotate, lambda i: (port, f"annotator{i}", i, 0.0, closed, closed_submits, errors,
-                                                    ITERATIONS))
+            wall = run_threads(
+                annotate, lambda i: (port, f"annotator{i}", i, 0.0, closed, closed_submits, errors, ITERATIONS)
+            )
         finally:
             stop_server(server)
             log = (tmp_path / "gunicorn.log").read_text()
@@ -371,13 +426,22 @@ def main() -> None:
             raise SystemExit(f"{len(errors)} errors, {len(paced)} + {len(closed)} samples: {errors[:5]}")
     print(check_invariants(url), flush=True)
     workers = WORKERS or str((os.cpu_count() or 1) + 1)
-    print(f"gunicorn config/gunicorn.conf.py: gthread, {workers} workers x {THREADS or 4} threads; "
-          f"{ANNOTATORS} annotators, {ITERATIONS} timed items each per workload", flush=True)
-    print(f"paced ({THINK_MS:.0f} ms +-50% on each item page): claim+render ms p50 {statistics.median(paced):.1f} "
-          f"p95 {p95(paced):.1f} max {max(paced):.1f}; submit ms p95 {p95(paced_submits):.1f}", flush=True)
-    print(f"closed loop (no pause; {len(closed) / wall:.0f} items/s): claim+render ms p50 "
-          f"{statistics.median(closed):.1f} p95 {p95(closed):.1f} max {max(closed):.1f}; "
-          f"submit ms p95 {p95(closed_submits):.1f}", flush=True)
+    print(
+        f"gunicorn config/gunicorn.conf.py: gthread, {workers} workers x {THREADS or 4} threads; "
+        f"{ANNOTATORS} annotators, {ITERATIONS} timed items each per workload",
+        flush=True,
+    )
+    print(
+        f"paced ({THINK_MS:.0f} ms +-50% on each item page): claim+render ms p50 {statistics.median(paced):.1f} "
+        f"p95 {p95(paced):.1f} max {max(paced):.1f}; submit ms p95 {p95(paced_submits):.1f}",
+        flush=True,
+    )
+    print(
+        f"closed loop (no pause; {len(closed) / wall:.0f} items/s): claim+render ms p50 "
+        f"{statistics.median(closed):.1f} p95 {p95(closed):.1f} max {max(closed):.1f}; "
+        f"submit ms p95 {p95(closed_submits):.1f}",
+        flush=True,
+    )
     print(f"healthz (closed loop) ms: p50 {statistics.median(health):.1f} p95 {p95(health):.1f}", flush=True)
     print(f"load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs", flush=True)
     result("review_closed_loop_items_per_s", len(closed) / wall)

@@ -1,4 +1,5 @@
 """HTTP Basic auth that refuses impossible usernames before they reach the database."""
+
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model

@@ -1,4 +1,5 @@
 """The Celery application. Settings come from Django settings under the CELERY_ namespace."""
+
 import os
 
 from celery import Celery

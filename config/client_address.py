@@ -5,6 +5,7 @@ failures by it would let ten typos anywhere lock every user out. Each trusted pr
 address it received the request from to X-Forwarded-For, so with TRUSTED_PROXY_COUNT = n the client
 is the n-th entry from the right; anything further left was written by the client and may be forged.
 """
+
 from __future__ import annotations
 
 import ipaddress

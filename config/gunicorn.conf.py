@@ -2,6 +2,7 @@
 
 Used by docker-compose's web service and by bench/review_bench.py, so the benchmark measures the
 deployment's configuration. Override with GUNICORN_WORKERS / GUNICORN_THREADS / GUNICORN_BIND."""
+
 import multiprocessing
 import os
 

@@ -1,16 +1,25 @@
 """Endpoints and judges are edited here; judgements and attempts are evidence, read-only."""
+
 from django.contrib import admin
 
 from adjudication.admin import ManagerAdmin, ReadOnlyAdmin
-
 from judges import prompts
 from judges.models import Endpoint, Judge, Judgement, LLMAttempt
 
 
 @admin.register(Endpoint)
 class EndpointAdmin(ManagerAdmin):
-    list_display = ("name", "model", "base_url", "max_concurrency", "requests_per_minute", "timeout_s", "flavour",
-                    "logprob_method", "api_key_env")
+    list_display = (
+        "name",
+        "model",
+        "base_url",
+        "max_concurrency",
+        "requests_per_minute",
+        "timeout_s",
+        "flavour",
+        "logprob_method",
+        "api_key_env",
+    )
     search_fields = ("name", "model", "base_url")
     fieldsets = (
         (None, {"fields": ("name", "base_url", "model", "api_key_env")}),
@@ -24,8 +33,7 @@ class JudgeAdmin(ManagerAdmin):
     list_display = ("name", "endpoint", "template", "parser", "temperature", "max_tokens")
     list_filter = ("template", "parser")
     search_fields = ("name",)
-    fields = ("name", "endpoint", "template", "custom_template", "upstream_text", "parser", "temperature",
-              "max_tokens")
+    fields = ("name", "endpoint", "template", "custom_template", "upstream_text", "parser", "temperature", "max_tokens")
     readonly_fields = ("upstream_text",)
 
     @admin.display(description="upstream text")
@@ -47,8 +55,18 @@ class JudgementAdmin(ReadOnlyAdmin):
 
 @admin.register(LLMAttempt)
 class LLMAttemptAdmin(ReadOnlyAdmin):
-    list_display = ("started_at", "endpoint", "purpose", "response", "attempt", "status", "http_status", "latency_ms",
-                    "prompt_tokens", "completion_tokens")
+    list_display = (
+        "started_at",
+        "endpoint",
+        "purpose",
+        "response",
+        "attempt",
+        "status",
+        "http_status",
+        "latency_ms",
+        "prompt_tokens",
+        "completion_tokens",
+    )
     list_filter = ("status", "endpoint", "purpose")
     raw_id_fields = ("response", "reader_spec")
     list_select_related = ("endpoint", "response")

@@ -1,19 +1,19 @@
 """Answer Regeneration's answer side: option scoring from log-probabilities, light post-processing
 of short generations, and the comparison with the gold. Pure Python, no Django, no network.
 """
+
 from __future__ import annotations
 
 import math
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from readers import equivalence as eq
 from readers.options import letters
 
 # vLLM's chat logprob schema uses -9999.0 as its floor ("not computed"); it means -inf.
 LOGPROB_FLOOR = -9999.0
-
-
 
 
 def gold_letter(gold: str, choices: Iterable[str]) -> str | None:
@@ -127,7 +127,7 @@ def _unwrap_boxed(s: str) -> str:
             i += 1
         if depth:
             return s
-        s = s[:m.start()] + s[m.end():i] + s[i + 1:]
+        s = s[: m.start()] + s[m.end() : i] + s[i + 1 :]
         m = _BOXED.search(s)
     return s
 
@@ -170,7 +170,7 @@ def math_verdict(answer: str, gold: str) -> tuple[str, str | None, dict]:
     `fixed` reader's equivalence (readers.equivalence.math_equal)."""
     if not answer:
         return "no_answer", None, {}
-    result = eq.math_equal(answer[:eq.MAX_TEXT_CHARS], gold)
+    result = eq.math_equal(answer[: eq.MAX_TEXT_CHARS], gold)
     try:
         normalized = eq.canonical(answer)
     except Exception:  # noqa: BLE001 - a display form only

@@ -10,6 +10,7 @@ has the endpoint's API key removed (judges.redaction).
 
 No Django imports here: this runs in worker threads that never touch the database.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -34,8 +35,8 @@ TIMEOUT = "timeout"
 _ERROR_CHARS = 2000
 _PATHS = {"chat": "/chat/completions", "completions": "/completions"}
 # PostgreSQL's integer, the token-count columns: a larger count from a server is no count at all.
-_MAX_TOKENS_STORED = 2 ** 31 - 1
-DEFAULT_MAX_REPLY_BYTES = 64 * 2 ** 20
+_MAX_TOKENS_STORED = 2**31 - 1
+DEFAULT_MAX_REPLY_BYTES = 64 * 2**20
 # The network-level byte budget also counts the status line, headers and chunk framing.
 _HEADER_ALLOWANCE = 64 * 1024
 
@@ -58,13 +59,20 @@ class EndpointConfig:
     extra_body: dict = field(default_factory=dict)
 
     @classmethod
-    def from_model(cls, endpoint: Any) -> "EndpointConfig":
+    def from_model(cls, endpoint: Any) -> EndpointConfig:
         return cls(
-            id=endpoint.pk, name=endpoint.name, base_url=endpoint.base_url, model=endpoint.model,
-            api_key_env=endpoint.api_key_env, max_concurrency=max(1, endpoint.max_concurrency),
-            requests_per_minute=endpoint.requests_per_minute, timeout_s=endpoint.timeout_s,
-            flavour=endpoint.flavour, logprob_method=endpoint.logprob_method,
-            top_logprobs=endpoint.top_logprobs, extra_body=dict(endpoint.extra_body or {}),
+            id=endpoint.pk,
+            name=endpoint.name,
+            base_url=endpoint.base_url,
+            model=endpoint.model,
+            api_key_env=endpoint.api_key_env,
+            max_concurrency=max(1, endpoint.max_concurrency),
+            requests_per_minute=endpoint.requests_per_minute,
+            timeout_s=endpoint.timeout_s,
+            flavour=endpoint.flavour,
+            logprob_method=endpoint.logprob_method,
+            top_logprobs=endpoint.top_logprobs,
+            extra_body=dict(endpoint.extra_body or {}),
         )
 
     def api_key(self) -> str:
@@ -117,7 +125,7 @@ _local = threading.local()
 
 
 class _Budget:
-    __slots__ = ("deadline", "max_bytes", "received", "exceeded")
+    __slots__ = ("deadline", "exceeded", "max_bytes", "received")
 
     def __init__(self, seconds: float, max_bytes: int) -> None:
         self.deadline = time.monotonic() + seconds
@@ -171,8 +179,9 @@ class _BudgetStream(httpcore2.NetworkStream):
     def close(self) -> None:
         self._inner.close()
 
-    def start_tls(self, ssl_context: Any, server_hostname: str | None = None,
-                  timeout: float | None = None) -> httpcore2.NetworkStream:
+    def start_tls(
+        self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None
+    ) -> httpcore2.NetworkStream:
         timeout, _, _ = _bounded(timeout, httpcore2.ConnectTimeout)
         return _BudgetStream(self._inner.start_tls(ssl_context, server_hostname, timeout))
 
@@ -184,14 +193,24 @@ class _BudgetBackend(httpcore2.NetworkBackend):
     def __init__(self, inner: httpcore2.NetworkBackend) -> None:
         self._inner = inner
 
-    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
-                    socket_options: Any = None) -> httpcore2.NetworkStream:
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Any = None,
+    ) -> httpcore2.NetworkStream:
         timeout, _, _ = _bounded(timeout, httpcore2.ConnectTimeout)
-        return _BudgetStream(self._inner.connect_tcp(host, port, timeout=timeout, local_address=local_address,
-                                                     socket_options=socket_options))
+        return _BudgetStream(
+            self._inner.connect_tcp(
+                host, port, timeout=timeout, local_address=local_address, socket_options=socket_options
+            )
+        )
 
-    def connect_unix_socket(self, path: str, timeout: float | None = None,
-                            socket_options: Any = None) -> httpcore2.NetworkStream:
+    def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Any = None
+    ) -> httpcore2.NetworkStream:
         timeout, _, _ = _bounded(timeout, httpcore2.ConnectTimeout)
         return _BudgetStream(self._inner.connect_unix_socket(path, timeout=timeout, socket_options=socket_options))
 
@@ -205,8 +224,10 @@ def _with_budget(transport: Any) -> Any:
     pool = getattr(transport, "_pool", None)
     backend = getattr(pool, "_network_backend", None)
     if backend is None:
-        raise RuntimeError(f"cannot enforce the per-attempt deadline on {type(transport).__name__}: "
-                           "httpx2's transport has no connection pool where judges/client.py expects one")
+        raise RuntimeError(
+            f"cannot enforce the per-attempt deadline on {type(transport).__name__}: "
+            "httpx2's transport has no connection pool where judges/client.py expects one"
+        )
     if not isinstance(backend, _BudgetBackend):
         pool._network_backend = _BudgetBackend(backend)
     return transport
@@ -235,9 +256,14 @@ def client_for(cfg: EndpointConfig) -> openai.OpenAI:
         if client is None:
             # identity: a compressed body can expand a thousandfold past the byte cap, and an error
             # body is decoded by the SDK, where only the transport's byte budget bounds it.
-            client = openai.OpenAI(base_url=cfg.base_url, api_key=cfg.api_key(), max_retries=0,
-                                   timeout=cfg.timeout_s, default_headers={"Accept-Encoding": "identity"},
-                                   http_client=_BudgetedHttpClient(timeout=cfg.timeout_s))
+            client = openai.OpenAI(
+                base_url=cfg.base_url,
+                api_key=cfg.api_key(),
+                max_retries=0,
+                timeout=cfg.timeout_s,
+                default_headers={"Accept-Encoding": "identity"},
+                http_client=_BudgetedHttpClient(timeout=cfg.timeout_s),
+            )
             _clients[key] = client
         return client
 
@@ -283,8 +309,9 @@ def _read_capped(raw: httpx2.Response, max_bytes: int) -> bytes:
     return b"".join(chunks)
 
 
-def attempt(cfg: EndpointConfig, api: str, params: dict, *,
-            max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES) -> AttemptResult:
+def attempt(
+    cfg: EndpointConfig, api: str, params: dict, *, max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES
+) -> AttemptResult:
     """One request: `api` is "chat" or "completions"; `params` the request body without `model`.
 
     The whole attempt (connect, send, wait, read) has `cfg.timeout_s` of wall-clock time, and the
@@ -296,8 +323,13 @@ def attempt(cfg: EndpointConfig, api: str, params: dict, *,
     secrets = cfg.secrets()
 
     def done(status: str, error: str = "", **kw: Any) -> AttemptResult:
-        return AttemptResult(status=status, latency_ms=(time.perf_counter() - t0) * 1000, started_at=started_wall,
-                             error=_short(redact(error, secrets)) if error else "", **kw)
+        return AttemptResult(
+            status=status,
+            latency_ms=(time.perf_counter() - t0) * 1000,
+            started_at=started_wall,
+            error=_short(redact(error, secrets)) if error else "",
+            **kw,
+        )
 
     try:
         client = client_for(cfg)
@@ -334,8 +366,12 @@ def attempt(cfg: EndpointConfig, api: str, params: dict, *,
             # The SDK's message quotes a JSON error's `message` only; a plain-text body (a proxy's
             # page) is often the only clue, so its beginning is kept too.
             text = f": {redact(exc.body, secrets)[:300]}" if isinstance(exc.body, str) and exc.body else ""
-            return done(classify_status(code), http_status=code, error=f"HTTP {code}: {exc.message}{text}",
-                        retry_after_s=_retry_after(getattr(exc.response, "headers", None)))
+            return done(
+                classify_status(code),
+                http_status=code,
+                error=f"HTTP {code}: {exc.message}{text}",
+                retry_after_s=_retry_after(getattr(exc.response, "headers", None)),
+            )
         except Exception as exc:  # noqa: BLE001 - an SDK-side surprise is recorded, never raised into the pool
             return done(FATAL, error=f"{type(exc).__name__}: {exc}")
         try:
@@ -348,8 +384,9 @@ def attempt(cfg: EndpointConfig, api: str, params: dict, *,
         except httpx2.HTTPError as exc:
             if budget.exceeded == "size":
                 return done(FATAL, http_status=raw.status_code, error=too_large)
-            return done(RETRYABLE, http_status=raw.status_code,
-                        error=f"connection error while reading the reply: {exc}")
+            return done(
+                RETRYABLE, http_status=raw.status_code, error=f"connection error while reading the reply: {exc}"
+            )
         finally:
             raw.close()
     finally:
@@ -368,15 +405,21 @@ def attempt(cfg: EndpointConfig, api: str, params: dict, *,
         # A 200 with a body that is not a completion: a proxy or server hiccup; worth retrying.
         return done(RETRYABLE, http_status=raw.status_code, error=f"malformed reply: {exc}: {text[:300]!r}")
     usage = parsed.get("usage") or {}
-    return done(OK, http_status=raw.status_code, body=parsed,
-                prompt_tokens=_int_or_none(usage.get("prompt_tokens")),
-                completion_tokens=_int_or_none(usage.get("completion_tokens")))
+    return done(
+        OK,
+        http_status=raw.status_code,
+        body=parsed,
+        prompt_tokens=_int_or_none(usage.get("prompt_tokens")),
+        completion_tokens=_int_or_none(usage.get("completion_tokens")),
+    )
 
 
 def _timeout_error(cfg: EndpointConfig, budget: _Budget, exc: BaseException) -> str:
     if budget.exceeded == "deadline":
-        return (f"deadline of {cfg.timeout_s:g}s exceeded (the endpoint's timeout_s, for the whole attempt; "
-                f"{budget.received} bytes received)")
+        return (
+            f"deadline of {cfg.timeout_s:g}s exceeded (the endpoint's timeout_s, for the whole attempt; "
+            f"{budget.received} bytes received)"
+        )
     return f"timeout after {cfg.timeout_s:g}s: {exc}"
 
 

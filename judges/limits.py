@@ -12,14 +12,15 @@ the endpoint's numbers hold for the whole deployment and not per process:
 Redis is used only with a real broker (not in eager mode); if it becomes unreachable, the
 process-local limits still hold and a warning is logged.
 """
+
 from __future__ import annotations
 
 import logging
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 log = logging.getLogger(__name__)
 
@@ -99,8 +100,9 @@ class _RedisLimits:
 
 
 class EndpointLimiter:
-    def __init__(self, limit: int, rpm: int, *, redis_url: str | None = None, namespace: str = "",
-                 lease_s: float = 90.0) -> None:
+    def __init__(
+        self, limit: int, rpm: int, *, redis_url: str | None = None, namespace: str = "", lease_s: float = 90.0
+    ) -> None:
         self.limit = limit
         self.rpm = rpm
         self.semaphore = threading.BoundedSemaphore(limit)
@@ -139,14 +141,16 @@ _limiters: dict[tuple, EndpointLimiter] = {}
 _lock = threading.Lock()
 
 
-def limiter_for(*, endpoint_id: int, limit: int, rpm: int, timeout_s: float, redis_url: str | None,
-                namespace: str) -> EndpointLimiter:
+def limiter_for(
+    *, endpoint_id: int, limit: int, rpm: int, timeout_s: float, redis_url: str | None, namespace: str
+) -> EndpointLimiter:
     """The process's limiter of an endpoint (a new one when its limits were edited)."""
     key = (endpoint_id, limit, rpm, timeout_s, redis_url, namespace)
     with _lock:
         limiter = _limiters.get(key)
         if limiter is None:
-            limiter = EndpointLimiter(limit, rpm, redis_url=redis_url, namespace=f"{namespace}:{endpoint_id}",
-                                      lease_s=timeout_s + 10.0)
+            limiter = EndpointLimiter(
+                limit, rpm, redis_url=redis_url, namespace=f"{namespace}:{endpoint_id}", lease_s=timeout_s + 10.0
+            )
             _limiters[key] = limiter
         return limiter

@@ -5,6 +5,7 @@ Answer Regeneration one of kind "regeneration"), so exports, summaries and routi
 any reader. This app keeps what only LLM readers have: where to call, what was asked, what came
 back, and every attempt it took.
 """
+
 from __future__ import annotations
 
 from urllib.parse import urlsplit
@@ -38,27 +39,38 @@ class Endpoint(models.Model):
 
     name = models.CharField(max_length=100, unique=True)
     base_url = models.CharField(
-        max_length=500, validators=[validate_base_url],
-        help_text="e.g. http://localhost:8001/v1, http://vllm:8000/v1 (compose) or https://api.openai.com/v1")
+        max_length=500,
+        validators=[validate_base_url],
+        help_text="e.g. http://localhost:8001/v1, http://vllm:8000/v1 (compose) or https://api.openai.com/v1",
+    )
     api_key_env = models.CharField(
-        max_length=100, blank=True, default="",
+        max_length=100,
+        blank=True,
+        default="",
         help_text="name of the environment variable holding the API key (the key itself is never stored); "
-                  "empty = no key (vLLM without --api-key)")
+        "empty = no key (vLLM without --api-key)",
+    )
     model = models.CharField(max_length=200, help_text="model name the server expects")
     max_concurrency = models.PositiveIntegerField(default=8, help_text="requests in flight at most")
     requests_per_minute = models.PositiveIntegerField(default=0, help_text="0 = unlimited")
     timeout_s = models.FloatField(
-        default=60.0, help_text="seconds per attempt, all of it: connect, send, wait and read, however slowly "
-                                "the reply trickles in")
+        default=60.0,
+        help_text="seconds per attempt, all of it: connect, send, wait and read, however slowly the reply trickles in",
+    )
     flavour = models.CharField(max_length=10, choices=Flavour.choices, default=Flavour.VLLM)
-    logprob_method = models.CharField(max_length=20, choices=LogprobMethod.choices,
-                                      default=LogprobMethod.COMPLETIONS_ECHO,
-                                      help_text="how Answer Regeneration scores multiple-choice options")
+    logprob_method = models.CharField(
+        max_length=20,
+        choices=LogprobMethod.choices,
+        default=LogprobMethod.COMPLETIONS_ECHO,
+        help_text="how Answer Regeneration scores multiple-choice options",
+    )
     top_logprobs = models.PositiveIntegerField(default=20, help_text="alternatives per position (chat method)")
     extra_body = models.JSONField(
-        default=dict, blank=True,
-        help_text='extra request fields sent with every call, '
-                  'e.g. {"chat_template_kwargs": {"enable_thinking": false}}')
+        default=dict,
+        blank=True,
+        help_text="extra request fields sent with every call, "
+        'e.g. {"chat_template_kwargs": {"enable_thinking": false}}',
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -77,12 +89,19 @@ class Judge(models.Model):
     """An LLM judge: an endpoint, a prompt template and the parser that reads its reply."""
 
     class Template(models.TextChoices):
-        SIMPLEQA = "simpleqa", "ours: SimpleQA-style three-way grader (a paraphrase; CORRECT / INCORRECT / NOT_ATTEMPTED)"
+        SIMPLEQA = (
+            "simpleqa",
+            "ours: SimpleQA-style three-way grader (a paraphrase; CORRECT / INCORRECT / NOT_ATTEMPTED)",
+        )
         XVERIFY = "xverify", "ours: xVerify-style grader (a paraphrase; Correct / Incorrect)"
-        SIMPLEQA_UPSTREAM = ("simpleqa-upstream",
-                             "upstream: simple-evals' SimpleQA grader, verbatim, from a file the user supplies "
-                             "(seed 002's GPTGrader)")
-        XVERIFY_UPSTREAM = "xverify-upstream", "upstream: xVerify's judge prompt, verbatim, from a file the user supplies"
+        SIMPLEQA_UPSTREAM = (
+            "simpleqa-upstream",
+            "upstream: simple-evals' SimpleQA grader, verbatim, from a file the user supplies (seed 002's GPTGrader)",
+        )
+        XVERIFY_UPSTREAM = (
+            "xverify-upstream",
+            "upstream: xVerify's judge prompt, verbatim, from a file the user supplies",
+        )
         CUSTOM = "custom", "custom template"
 
     # Templates whose text is stored on the judge (custom_template) rather than shipped with the code.
@@ -101,9 +120,11 @@ class Judge(models.Model):
     endpoint = models.ForeignKey(Endpoint, on_delete=models.PROTECT, related_name="judges")
     template = models.CharField(max_length=30, choices=Template.choices, default=Template.SIMPLEQA)
     custom_template = models.TextField(
-        blank=True, default="",
+        blank=True,
+        default="",
         help_text="for template=custom: placeholders {question} {choices} {target} {response}; for "
-                  "template=simpleqa-upstream or xverify-upstream: the upstream prompt as supplied by the user")
+        "template=simpleqa-upstream or xverify-upstream: the upstream prompt as supplied by the user",
+    )
     parser = models.CharField(max_length=30, choices=Parser.choices, default=Parser.AUTO)
     temperature = models.FloatField(default=0.0)
     max_tokens = models.PositiveIntegerField(default=256)
@@ -115,7 +136,8 @@ class Judge(models.Model):
         constraints = [
             CheckConstraint(
                 condition=~Q(template__in=["custom", "simpleqa-upstream", "xverify-upstream"]) | ~Q(custom_template=""),
-                name="judge_custom_has_text"),
+                name="judge_custom_has_text",
+            ),
         ]
 
     def clean(self) -> None:
@@ -146,12 +168,17 @@ class Judgement(models.Model):
     prompt_hash = models.CharField(max_length=64, help_text="sha256 of the messages sent")
     template_hash = models.CharField(max_length=64)
     raw_reply = VerbatimTextField(null=True, blank=True)
-    label = models.CharField(max_length=20, blank=True, default="",
-                             help_text="parsed label: correct / incorrect / not_attempted, empty if none")
+    label = models.CharField(
+        max_length=20,
+        blank=True,
+        default="",
+        help_text="parsed label: correct / incorrect / not_attempted, empty if none",
+    )
     parse_status = models.CharField(max_length=12, choices=ParseStatus.choices)
     parser = models.CharField(max_length=30)
-    reparses = models.JSONField(default=dict, blank=True,
-                                help_text="the same reply read by each upstream parser: name -> label or null")
+    reparses = models.JSONField(
+        default=dict, blank=True, help_text="the same reply read by each upstream parser: name -> label or null"
+    )
     # Server-provided: stored verbatim-safely (a NUL or a lone surrogate must not fail the batch's
     # write); cut to 200 and 40 characters by the judging service, however long their escaped form.
     served_model = VerbatimTextField(blank=True, default="")

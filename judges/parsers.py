@@ -12,10 +12,11 @@ Two families:
 
 Pure Python, no Django.
 """
+
 from __future__ import annotations
 
 import re
-from typing import Callable
+from collections.abc import Callable
 
 CORRECT = "correct"
 INCORRECT = "incorrect"
@@ -90,8 +91,7 @@ UPSTREAM: dict[str, Parser] = {
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _DECOR = re.compile(r"[*_`\"'“”‘’\[\](){}<>#]")
 _BARE_LETTER = re.compile(r"^(?:grade|answer|letter|judgement|judgment)?\s*[:=-]?\s*([ABC])\s*[.:!]?$", re.IGNORECASE)
-_LETTER_AND_LABEL = re.compile(
-    r"^([ABC])\s*[:.)\-]?\s*(CORRECT|INCORRECT|NOT[\s_-]*ATTEMPTED)\s*\.?$", re.IGNORECASE)
+_LETTER_AND_LABEL = re.compile(r"^([ABC])\s*[:.)\-]?\s*(CORRECT|INCORRECT|NOT[\s_-]*ATTEMPTED)\s*\.?$", re.IGNORECASE)
 _LABEL_WORDS = re.compile(r"(?<![A-Za-z])(NOT[\s_-]*ATTEMPTED|INCORRECT|CORRECT)(?![A-Za-z])", re.IGNORECASE)
 
 
@@ -107,8 +107,9 @@ def _label_word(word: str) -> str:
     return {"correct": CORRECT, "incorrect": INCORRECT, "notattempted": NOT_ATTEMPTED}[w]
 
 
-_NEGATED = re.compile(r"(?:(?<![A-Za-z])(?:not|never|hardly)|n't)\s+(?:\w+\s+)?(?:in)?correct(?![A-Za-z])",
-                      re.IGNORECASE)
+_NEGATED = re.compile(
+    r"(?:(?<![A-Za-z])(?:not|never|hardly)|n't)\s+(?:\w+\s+)?(?:in)?correct(?![A-Za-z])", re.IGNORECASE
+)
 
 
 def _one_label(text: str) -> str | None:
@@ -178,8 +179,12 @@ def resolve(parser: str, template: str) -> str:
         if parser not in ALL:
             raise KeyError(f"unknown parser {parser!r}; known: auto, {', '.join(ALL)}")
         return parser
-    return {"simpleqa": "simpleqa", "xverify": "xverify", "simpleqa-upstream": "simpleqa",
-            "xverify-upstream": "xverify"}.get(template, "labels")
+    return {
+        "simpleqa": "simpleqa",
+        "xverify": "xverify",
+        "simpleqa-upstream": "simpleqa",
+        "xverify-upstream": "xverify",
+    }.get(template, "labels")
 
 
 def reparse(reply: str | None) -> dict[str, str | None]:

@@ -7,11 +7,12 @@ variable is known to be secret, so that value, whole, is what is removed.
 
 No Django imports: the HTTP client uses this in worker threads.
 """
+
 from __future__ import annotations
 
 import json
 import os
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 REDACTED = "[redacted API key]"
 

@@ -25,6 +25,7 @@ Numeric rules (docs/readers-fixed.md §6 has the table and examples):
 Pure Python, no Django, no signals: the isolation pool owns the time budget, and inputs are capped
 and screened before SymPy sees them.
 """
+
 from __future__ import annotations
 
 import re
@@ -36,7 +37,7 @@ from typing import Any
 
 from . import equivalence as eq
 
-__all__ = ["Answer", "parse_answer", "answers_equal", "text_key"]
+__all__ = ["Answer", "answers_equal", "parse_answer", "text_key"]
 
 MAX_ANSWER_CHARS = 2_000
 _MAX_DEPTH = 3
@@ -55,7 +56,7 @@ class Answer:
     source: str
     canonical: str
     number: tuple[Fraction, bool] | None = None
-    parts: tuple["Answer", ...] = ()
+    parts: tuple[Answer, ...] = ()
     brackets: str = ""
     shape: tuple[int, int] | None = None
     op: str = ""
@@ -80,8 +81,7 @@ _APPROX = re.compile(r"\\approx|≈|\\simeq|\\sim(?![a-z])")
 _PERCENT_WORDS = re.compile(r"\s*(?:\\text\s*\{\s*|\\mathrm\s*\{\s*)?\b(?:percent(?:age)?|pct)\b\s*\}?\.?\s*$", re.I)
 _ANSWER_TAG = re.compile(r"</?answer>", re.I)
 _REALS = re.compile(r"^\s*(?:\\mathbb\s*\{\s*R\s*\}|ℝ)\s*$")
-_TRIG_DEGREES = re.compile(
-    r"(\\(?:sin|cos|tan|cot|sec|csc)\s*\(?\s*)(\d+(?:\.\d+)?)\s*\^\s*\{?\s*\\circ\s*\}?\s*\)?")
+_TRIG_DEGREES = re.compile(r"(\\(?:sin|cos|tan|cot|sec|csc)\s*\(?\s*)(\d+(?:\.\d+)?)\s*\^\s*\{?\s*\\circ\s*\}?\s*\)?")
 
 
 _BOX_CMD = re.compile(r"\\(?:boxed|fbox)\s*\{")
@@ -103,8 +103,8 @@ def _boxed_only(s: str) -> str:
         close = eq.matching_brace(s, m.end() - 1)
         if close < 0:
             return s
-        glue.append(s[pos:m.start()])
-        contents.append(s[m.end():close].strip())
+        glue.append(s[pos : m.start()])
+        contents.append(s[m.end() : close].strip())
         pos = close + 1
     glue.append(s[pos:])
     if not contents or not all(_BOX_GLUE.match(g) for g in glue):
@@ -166,7 +166,7 @@ def prepare(text: str) -> str:
     if m is not None and s[: m.start()].strip(" $"):
         left = s[: m.start()].strip(" $")
         # "x ≈ 11" names its value on the right; "\\frac{1}{3} ≈ 0.33" gives the exact one on the left.
-        s = s[m.end():] if _BARE_VARIABLE.fullmatch(left) else s[: m.start()]
+        s = s[m.end() :] if _BARE_VARIABLE.fullmatch(left) else s[: m.start()]
     s = _PERCENT_WORDS.sub("%", s)
     s = _REALS.sub(r"(-\\infty, \\infty)", s)  # the set of real numbers is that interval
     # "\\cos 60^\\circ" is the cosine of 60 degrees: the normaliser drops degree signs, so the
@@ -179,16 +179,151 @@ def prepare(text: str) -> str:
 # Words: what makes an answer text rather than maths
 # --------------------------------------------------------------------------------------------
 
-_MATH_WORDS = frozenset("""
-sin cos tan cot sec csc arcsin arccos arctan arccot sinh cosh tanh coth log ln lg exp sqrt pi infty inf
-frac dfrac tfrac cdot times div le ge ne leq geq neq lt gt pm mp circ deg max min gcd lcm mod bmod pmod det
-lim sum prod int cup cap emptyset varnothing mathbb mathbf mathrm mathit text textbf textrm operatorname
-left right big bigg sqrt root alpha beta gamma delta epsilon varepsilon zeta eta theta vartheta iota kappa
-lambda mu nu xi omicron rho varrho sigma tau upsilon phi varphi chi psi omega Gamma Delta Theta Lambda Xi
-Pi Sigma Upsilon Phi Psi Omega in notin subset subseteq supset setminus forall exists vec hat bar overline
-underline dot ddot prime dots ldots cdots quad qquad begin end matrix pmatrix bmatrix vmatrix array cases
-and or oo infinity
-""".split())
+_MATH_WORDS = frozenset(
+    [
+        "sin",
+        "cos",
+        "tan",
+        "cot",
+        "sec",
+        "csc",
+        "arcsin",
+        "arccos",
+        "arctan",
+        "arccot",
+        "sinh",
+        "cosh",
+        "tanh",
+        "coth",
+        "log",
+        "ln",
+        "lg",
+        "exp",
+        "sqrt",
+        "pi",
+        "infty",
+        "inf",
+        "frac",
+        "dfrac",
+        "tfrac",
+        "cdot",
+        "times",
+        "div",
+        "le",
+        "ge",
+        "ne",
+        "leq",
+        "geq",
+        "neq",
+        "lt",
+        "gt",
+        "pm",
+        "mp",
+        "circ",
+        "deg",
+        "max",
+        "min",
+        "gcd",
+        "lcm",
+        "mod",
+        "bmod",
+        "pmod",
+        "det",
+        "lim",
+        "sum",
+        "prod",
+        "int",
+        "cup",
+        "cap",
+        "emptyset",
+        "varnothing",
+        "mathbb",
+        "mathbf",
+        "mathrm",
+        "mathit",
+        "text",
+        "textbf",
+        "textrm",
+        "operatorname",
+        "left",
+        "right",
+        "big",
+        "bigg",
+        "sqrt",
+        "root",
+        "alpha",
+        "beta",
+        "gamma",
+        "delta",
+        "epsilon",
+        "varepsilon",
+        "zeta",
+        "eta",
+        "theta",
+        "vartheta",
+        "iota",
+        "kappa",
+        "lambda",
+        "mu",
+        "nu",
+        "xi",
+        "omicron",
+        "rho",
+        "varrho",
+        "sigma",
+        "tau",
+        "upsilon",
+        "phi",
+        "varphi",
+        "chi",
+        "psi",
+        "omega",
+        "Gamma",
+        "Delta",
+        "Theta",
+        "Lambda",
+        "Xi",
+        "Pi",
+        "Sigma",
+        "Upsilon",
+        "Phi",
+        "Psi",
+        "Omega",
+        "in",
+        "notin",
+        "subset",
+        "subseteq",
+        "supset",
+        "setminus",
+        "forall",
+        "exists",
+        "vec",
+        "hat",
+        "bar",
+        "overline",
+        "underline",
+        "dot",
+        "ddot",
+        "prime",
+        "dots",
+        "ldots",
+        "cdots",
+        "quad",
+        "qquad",
+        "begin",
+        "end",
+        "matrix",
+        "pmatrix",
+        "bmatrix",
+        "vmatrix",
+        "array",
+        "cases",
+        "and",
+        "or",
+        "oo",
+        "infinity",
+    ]
+)
 # Latin words of two letters or more (single letters are variables), and any letters of scripts
 # other than Latin and Greek (Greek letters are maths: π, θ).
 _WORD = re.compile(r"\\?[A-Za-z]{2,}|(?:(?![A-Za-z\u0370-\u03ff\u1f00-\u1fff])[^\W\d_])+")
@@ -234,11 +369,47 @@ def has_words(s: str) -> bool:
     return bool(_words(eq.normalize(prepare(s))))
 
 
-_NUMBER_WORDS = {w: i for i, w in enumerate(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-    "seventeen eighteen nineteen twenty".split())}
-_NUMBER_WORDS.update({"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80,
-                      "ninety": 90, "hundred": 100, "thousand": 1000})
+_NUMBER_WORDS = {
+    w: i
+    for i, w in enumerate(
+        [
+            "zero",
+            "one",
+            "two",
+            "three",
+            "four",
+            "five",
+            "six",
+            "seven",
+            "eight",
+            "nine",
+            "ten",
+            "eleven",
+            "twelve",
+            "thirteen",
+            "fourteen",
+            "fifteen",
+            "sixteen",
+            "seventeen",
+            "eighteen",
+            "nineteen",
+            "twenty",
+        ]
+    )
+}
+_NUMBER_WORDS.update(
+    {
+        "thirty": 30,
+        "forty": 40,
+        "fifty": 50,
+        "sixty": 60,
+        "seventy": 70,
+        "eighty": 80,
+        "ninety": 90,
+        "hundred": 100,
+        "thousand": 1000,
+    }
+)
 _ARTICLES = re.compile(r"\b(?:a|an|the)\b")
 _PUNCT = re.compile(r"[^\w\s]")
 _TEXT_CMD = re.compile(r"\\(?:text|textbf|textit|textrm|mathrm|mathbf|mbox|operatorname|emph)\s*\{([^{}]*)\}")
@@ -260,22 +431,59 @@ def text_key(s: str) -> str:
 # --------------------------------------------------------------------------------------------
 
 # A bare variable: x, y_1, x_{n}, \theta, f(x), g(t). Not a function command (\cos x is not one).
-_FUNCTION_CMDS = ("sin", "cos", "tan", "cot", "sec", "csc", "log", "ln", "exp", "arcsin", "arccos", "arctan",
-                  "sinh", "cosh", "tanh", "det", "max", "min", "gcd", "lcm")
+_FUNCTION_CMDS = (
+    "sin",
+    "cos",
+    "tan",
+    "cot",
+    "sec",
+    "csc",
+    "log",
+    "ln",
+    "exp",
+    "arcsin",
+    "arccos",
+    "arctan",
+    "sinh",
+    "cosh",
+    "tanh",
+    "det",
+    "max",
+    "min",
+    "gcd",
+    "lcm",
+)
 _BARE_VARIABLE = re.compile(
     r"(?:[A-Za-z]|\\(?!(?:" + "|".join(_FUNCTION_CMDS) + r")\b)[A-Za-z]+)(?:_\{?[A-Za-z0-9]+\}?)?(?:'+)?"
     r"(?:\^\{?-1\}?(?=\())?"  # an inverse function, f^{-1}(x), when applied to its argument
     r"(?:\(\s*[A-Za-z](?:\s*,\s*[A-Za-z])*\s*\))?"
 )
-_RELATIONS = (("\\in", "in"), ("∈", "in"), ("\\le", "<="), ("\\ge", ">="), ("\\lt", "<"), ("\\gt", ">"), ("\\ne", "!="), ("≤", "<="),
-              ("≥", ">="), ("≠", "!="), ("<=", "<="), (">=", ">="), ("!=", "!="), ("=", "="), ("<", "<"),
-              (">", ">"))
+_RELATIONS = (
+    ("\\in", "in"),
+    ("∈", "in"),
+    ("\\le", "<="),
+    ("\\ge", ">="),
+    ("\\lt", "<"),
+    ("\\gt", ">"),
+    ("\\ne", "!="),
+    ("≤", "<="),
+    ("≥", ">="),
+    ("≠", "!="),
+    ("<=", "<="),
+    (">=", ">="),
+    ("!=", "!="),
+    ("=", "="),
+    ("<", "<"),
+    (">", ">"),
+)
 
 
 def _relation_at(s: str, i: int) -> tuple[int, str] | None:
     for written, op in _RELATIONS:
         # "\\le" is a relation, "\\left" is not.
-        if s.startswith(written, i) and not (written[0] == "\\" and s[i + len(written): i + len(written) + 1].isalpha()):
+        if s.startswith(written, i) and not (
+            written[0] == "\\" and s[i + len(written) : i + len(written) + 1].isalpha()
+        ):
             return len(written), op
     return None
 
@@ -310,8 +518,8 @@ def _plain_to_latex(s: str) -> str:
         if close < 0:
             break
         name = m.group(1)
-        out.append(s[pos:m.start()])
-        inner = _plain_to_latex(s[open_idx + 1:close])
+        out.append(s[pos : m.start()])
+        inner = _plain_to_latex(s[open_idx + 1 : close])
         out.append(f"\\sqrt{{{inner}}}" if name == "sqrt" else f"\\{name}\\left({inner}\\right)")
         pos = close + 1
     out.append(s[pos:])
@@ -337,15 +545,77 @@ def _matching_paren(s: str, open_idx: int) -> int:
 _UNIT_WORDS = re.compile(r"^\(?((?:[-+]?\$?[\d.,]+|\S+?)(?:\s+\d+/\d+)?)\)?\s*(?=[^\W\d_])[^\d=<>^\\]{1,40}$")
 # Units written glued to their number ("5cm", "12kg", "60mph"). Other letters glued to a number are
 # variables: "2ab" is the product 2·a·b, "3xy" is 3·x·y, never the number with a unit.
-_GLUED_UNITS = frozenset("""
-mm cm dm m km in ft yd mi nm um μm mg g kg t lb lbs oz ml mL dl cl l L gal qt pt s ms min h hr hrs
-sec secs mph kph kmh Hz kHz MHz GHz W kW MW J kJ cal kcal N Pa kPa V mV A mA mol K rad deg sq
-""".split())
+_GLUED_UNITS = frozenset(
+    [
+        "mm",
+        "cm",
+        "dm",
+        "m",
+        "km",
+        "in",
+        "ft",
+        "yd",
+        "mi",
+        "nm",
+        "um",
+        "μm",
+        "mg",
+        "g",
+        "kg",
+        "t",
+        "lb",
+        "lbs",
+        "oz",
+        "ml",
+        "mL",
+        "dl",
+        "cl",
+        "l",
+        "L",
+        "gal",
+        "qt",
+        "pt",
+        "s",
+        "ms",
+        "min",
+        "h",
+        "hr",
+        "hrs",
+        "sec",
+        "secs",
+        "mph",
+        "kph",
+        "kmh",
+        "Hz",
+        "kHz",
+        "MHz",
+        "GHz",
+        "W",
+        "kW",
+        "MW",
+        "J",
+        "kJ",
+        "cal",
+        "kcal",
+        "N",
+        "Pa",
+        "kPa",
+        "V",
+        "mV",
+        "A",
+        "mA",
+        "mol",
+        "K",
+        "rad",
+        "deg",
+        "sq",
+    ]
+)
 _GLUED_LETTERS = re.compile(r"[A-Za-zμ]+")
 
 
 def _glued_variables(s: str, number: str) -> bool:
-    rest = s[len(number):] if s.startswith(number) else ""
+    rest = s[len(number) :] if s.startswith(number) else ""
     if not rest or rest[0].isspace():
         return False  # "12 kg", "2 apples": words after a space are a unit or a remark
     m = _GLUED_LETTERS.match(rest)
@@ -372,8 +642,11 @@ def _repeating_decimal(s: str) -> Fraction | None:
     if len(whole) + len(fixed) > 40:
         return None
     scale = 10 ** len(fixed)
-    value = Fraction(int(whole)) + Fraction(int(fixed or "0"), scale) + Fraction(int(period),
-                                                                                  scale * (10 ** len(period) - 1))
+    value = (
+        Fraction(int(whole))
+        + Fraction(int(fixed or "0"), scale)
+        + Fraction(int(period), scale * (10 ** len(period) - 1))
+    )
     return -value if sign else value
 
 
@@ -540,7 +813,8 @@ def _collection(s: str, structure: tuple[str, list[str]], depth: int) -> Answer:
     if kind.startswith("matrix"):
         return Answer("text", s, s)  # a malformed matrix: compared as written
     canon = {"set": "{%s}", "list": "%s", "union": "%s"}[kind] % (
-        ("∪" if kind == "union" else ",").join(sorted(p.canonical for p in parts)))
+        ("∪" if kind == "union" else ",").join(sorted(p.canonical for p in parts))
+    )
     return Answer(kind, s, canon, parts=parts)
 
 
@@ -556,8 +830,11 @@ def _matrix(s: str, depth: int) -> Answer | None:
     if not cells or any(len(r) != width for r in cells):
         return None
     parts = tuple(_parse(eq.normalize(c), depth + 1) for r in cells for c in r)
-    canon = "[" + ";".join(",".join(p.canonical for p in parts[i * width:(i + 1) * width])
-                           for i in range(len(cells))) + "]"
+    canon = (
+        "["
+        + ";".join(",".join(p.canonical for p in parts[i * width : (i + 1) * width]) for i in range(len(cells)))
+        + "]"
+    )
     return Answer("matrix", s, canon, parts=parts, shape=(len(cells), width))
 
 
@@ -565,12 +842,12 @@ _PM = re.compile(r"\\pm|±")
 
 
 def _plus_minus(s: str, depth: int) -> Answer | None:
-    """"\\pm 2" is the set {-2, 2}; "1 \\pm \\sqrt{2}" the set {1 - sqrt 2, 1 + sqrt 2}."""
+    """ "\\pm 2" is the set {-2, 2}; "1 \\pm \\sqrt{2}" the set {1 - sqrt 2, 1 + sqrt 2}."""
     found = list(_PM.finditer(s))
     if len(found) != 1 or eq._split_top(s) != [s]:
         return None
     m = found[0]
-    head, tail = s[:m.start()].strip(), s[m.end():].strip()
+    head, tail = s[: m.start()].strip(), s[m.end() :].strip()
     if not tail or _split_relations(s)[1:]:
         return None
     left = f"{head} - {tail}" if head else f"-{tail}"
@@ -585,8 +862,11 @@ def _is_name(side: str) -> bool:
     if _BARE_VARIABLE.fullmatch(side):
         return True
     inner = re.sub(r"\\[A-Za-z]+|\{|\}", " ", side)
-    return bool(re.search(r"[A-Za-z]", inner)) and not re.search(r"\d", inner) \
+    return (
+        bool(re.search(r"[A-Za-z]", inner))
+        and not re.search(r"\d", inner)
         and not re.search(r"(?<=[\w)|}])\s*[-+]\s*(?=[\w(\\|])", side)
+    )
 
 
 def _value_side(texts: list[str]) -> tuple[str, str, bool]:
@@ -626,10 +906,20 @@ def _relation(s: str, depth: int) -> Answer | None:
         lhs, rhs = _parse(eq.normalize(named), depth + 1), _parse(eq.normalize(value_t), depth + 1)
         op = "in" if "in" in ops else "="
         # "x = 5" states 5: that is its canonical form; any other equation keeps both sides.
-        canonical = rhs.canonical if variable and op == "=" and "(" not in variable else \
-            f"{lhs.canonical}{'∈' if op == 'in' else '='}{rhs.canonical}"
-        return Answer("equation", s, canonical, parts=(lhs, rhs), op=op, variable=variable,
-                      extra={"names_value": names or op == "in"})
+        canonical = (
+            rhs.canonical
+            if variable and op == "=" and "(" not in variable
+            else f"{lhs.canonical}{'∈' if op == 'in' else '='}{rhs.canonical}"
+        )
+        return Answer(
+            "equation",
+            s,
+            canonical,
+            parts=(lhs, rhs),
+            op=op,
+            variable=variable,
+            extra={"names_value": names or op == "in"},
+        )
     if len(texts) == 2 and ops[0] in ("<", "<=", ">", ">=", "!="):
         lhs, rhs = _parse(eq.normalize(texts[0]), depth + 1), _parse(eq.normalize(texts[1]), depth + 1)
         return Answer("inequality", s, squeeze(s), parts=(lhs, rhs), op=ops[0])
@@ -640,8 +930,15 @@ def _relation(s: str, depth: int) -> Answer | None:
 # Comparing
 # --------------------------------------------------------------------------------------------
 
-def answers_equal(pred: Answer, gold: Answer, *, rel_tol: float = 1e-9, use_sympy: bool = True,
-                  max_sympy_chars: int = eq.MAX_SYMPY_CHARS) -> tuple[bool, str]:
+
+def answers_equal(
+    pred: Answer,
+    gold: Answer,
+    *,
+    rel_tol: float = 1e-9,
+    use_sympy: bool = True,
+    max_sympy_chars: int = eq.MAX_SYMPY_CHARS,
+) -> tuple[bool, str]:
     """(equal, the rule that decided). Symmetric in its rules; `gold` matters only for which side
     may be a bare-variable equation's value."""
     return _Comparer(rel_tol, use_sympy, max_sympy_chars).equal(pred, gold, 0)
@@ -663,8 +960,9 @@ class _Comparer:
         if "numeral" in (p.kind, g.kind):
             return p.canonical == g.canonical, "numeral"
         p, g = _single(p), _single(g)
-        if p.source == g.source or (p.canonical and p.canonical == g.canonical and p.kind == g.kind
-                                    and p.kind != "equation"):
+        if p.source == g.source or (
+            p.canonical and p.canonical == g.canonical and p.kind == g.kind and p.kind != "equation"
+        ):
             return True, "string"
         if "text" in (p.kind, g.kind):
             return self._text(p, g)
@@ -739,8 +1037,9 @@ class _Comparer:
             if sa is not None and sb is not None:
                 return bool(sa == sb), "inequality_set"
             if isinstance(a, sympy.core.relational.Relational) and isinstance(b, sympy.core.relational.Relational):
-                return bool(a.canonical == b.canonical or sympy.simplify(a.canonical) == sympy.simplify(
-                    b.canonical)), "inequality"
+                return bool(
+                    a.canonical == b.canonical or sympy.simplify(a.canonical) == sympy.simplify(b.canonical)
+                ), "inequality"
         except Exception:  # noqa: BLE001 - SymPy raises a zoo of types on odd inputs
             return False, "unparsed"
         return False, "inequality_vs_value"
@@ -765,8 +1064,7 @@ class _Comparer:
                 sa, sb = _as_set(a), _as_set(b)
                 if sa is not None and sb is not None and (p.kind == "union" or g.kind == "union"):
                     return bool(sa == sb), "interval_set"
-        if self.use_sympy and ({p.kind, g.kind} & {"union", "sequence"}) and \
-                (_conditions(p) or _conditions(g)):
+        if self.use_sympy and ({p.kind, g.kind} & {"union", "sequence"}) and (_conditions(p) or _conditions(g)):
             # "x \\le -2 or x \\ge 3" states the set (-\\infty, -2] \\cup [3, \\infty): conditions on one
             # variable, joined by "or", are the union of what each allows.
             sa, sb = self._solution_set(p), self._solution_set(g)

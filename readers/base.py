@@ -3,6 +3,7 @@
 This package is a pure Python library: it must never import Django, so that it runs in
 Celery workers, in killable isolation processes and in `manage.py read` without a database.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -17,7 +18,14 @@ VERDICTS: tuple[Verdict, ...] = ("correct", "incorrect", "no_answer", "error", "
 # Answer forms a reader may claim to handle (seed 001 §2.2: the contract matrix). A reader is
 # only scored on forms it claims; anything else is reported as out-of-contract, never a defect.
 ANSWER_FORMS: tuple[str, ...] = (
-    "option_letter", "option_text", "boxed", "plain_number", "latex", "units", "percent", "sets_intervals",
+    "option_letter",
+    "option_text",
+    "boxed",
+    "plain_number",
+    "latex",
+    "units",
+    "percent",
+    "sets_intervals",
 )
 
 
@@ -93,8 +101,14 @@ class Reader:
     upstream: ClassVar[str] = ""
     Config: ClassVar[type] = NoConfig
 
-    def __init__(self, config: Any | None = None, *, name: str | None = None,
-                 contract: frozenset[str] | None = None, upstream: str | None = None) -> None:
+    def __init__(
+        self,
+        config: Any | None = None,
+        *,
+        name: str | None = None,
+        contract: frozenset[str] | None = None,
+        upstream: str | None = None,
+    ) -> None:
         self.config = config if config is not None else self.Config()
         # Named configs of one implementation (e.g. lm-eval's RegexFilter as "gsm8k-strict-match",
         # or lm-eval's port of strip_string) carry their own registry name, and may claim another

@@ -19,6 +19,7 @@ this purpose (the maths it delegates to the structured answer model, readers/ans
   so the cost is that of a few regular expressions over at most 2,000 characters, and any failure
   is None, never an exception. It runs inside a reading's hard time budget on hostile model text.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -42,8 +43,10 @@ _EDGE_MARKS = "*_`\"'“”‘’ \t\r\n"
 # become ASCII through NFKC before this runs).
 _BARE_LETTER = re.compile(r"^[(\[{]?\s*([A-Za-z])\s*[)\]}]?\s*[.:]?$")
 # Words that introduce the letter: "option C", "the correct answer is (C)", "Choice: c".
-_LEAD = (r"(?:(?:the\s+)?(?:correct\s+|final\s+|best\s+|right\s+)?(?:answer|option|choice)"
-         r"(?:\s+is)?\s*[:=]?\s*)")
+_LEAD = (
+    r"(?:(?:the\s+)?(?:correct\s+|final\s+|best\s+|right\s+)?(?:answer|option|choice)"
+    r"(?:\s+is)?\s*[:=]?\s*)"
+)
 _LEAD_RE = re.compile(rf"^{_LEAD}(?=\S)", re.IGNORECASE)
 # A letter followed by the rest of the answer: "(C) Merton", "C) Merton", "C. Merton", "C: Merton",
 # "C - Merton" (explicit delimiter), or "C Merton" (a space only: only trusted when the rest is the
@@ -62,7 +65,8 @@ _SEVERAL = re.compile(
 )
 # The rest of "(A) and (C)" / "A, or C" names another letter.
 _CONNECTED_LETTER = re.compile(
-    r"^(?:,|;|/|&|\+|\band\b|\bor\b)\s*(?:or\s+|and\s+)?[(\[]?\s*([A-Za-z])\s*[)\]]?(?:\W|$)", re.IGNORECASE)
+    r"^(?:,|;|/|&|\+|\band\b|\bor\b)\s*(?:or\s+|and\s+)?[(\[]?\s*([A-Za-z])\s*[)\]]?(?:\W|$)", re.IGNORECASE
+)
 _BRACKETED_LETTER = re.compile(r"[(\[]\s*([A-Za-z])\s*[)\]]")
 _SPACES = re.compile(r"\s+")
 _NOT_AN_ANSWER = "$.,;:!?'\"`*_~ "
@@ -104,11 +108,12 @@ def with_canonical(reading: Reading, item: Item) -> Reading:
 # multiple choice
 # ---------------------------------------------------------------------------------------------
 
+
 def _choices_of(item: Item) -> tuple[str, ...]:
     raw = item.choices
     if not isinstance(raw, (tuple, list)):
         return ()
-    return tuple(c if isinstance(c, str) else str(c) for c in raw[:len(LETTERS)])
+    return tuple(c if isinstance(c, str) else str(c) for c in raw[: len(LETTERS)])
 
 
 def _gold_is_letter(item: Item) -> bool:
@@ -139,7 +144,7 @@ def _lone_letter(answer: str, letters: str) -> str | None:
         lead = _LEAD_RE.match(s)
         if lead is None:
             return None
-        m = _BARE_LETTER.match(s[lead.end():])
+        m = _BARE_LETTER.match(s[lead.end() :])
         if m is None:
             return None
     letter = m.group(1).upper()
@@ -170,7 +175,7 @@ def _option_number(answer: str, choices: tuple[str, ...]) -> str | None:
 
 
 def _option_letter(answer: str, choices: tuple[str, ...]) -> str | None:
-    letters = LETTERS[:len(choices)]
+    letters = LETTERS[: len(choices)]
     letter = _lone_letter(answer, letters)
     if letter is not None:
         return letter
@@ -187,7 +192,7 @@ def _option_letter(answer: str, choices: tuple[str, ...]) -> str | None:
         return None
     lead = _LEAD_RE.match(s)
     if lead is not None:
-        s = s[lead.end():]
+        s = s[lead.end() :]
     m = _LETTER_REST.match(s)
     if m is not None:
         letter = (m.group("l1") or m.group("l2") or m.group("l3")).upper()
@@ -198,7 +203,7 @@ def _option_letter(answer: str, choices: tuple[str, ...]) -> str | None:
 
 
 def _letter_with_rest(letter: str, rest: str, *, trusted: bool, letters: str, keys: tuple[str, ...]) -> str | None:
-    """"(C) Merton": C, unless the text names another option or another letter. A letter set off by
+    """ "(C) Merton": C, unless the text names another option or another letter. A letter set off by
     a space alone ("C Merton") counts only when the rest is C's own text."""
     rest_key = _text_key(rest)
     if not rest_key:
@@ -222,6 +227,7 @@ def _letter_with_rest(letter: str, rest: str, *, trusted: bool, letters: str, ke
 # ---------------------------------------------------------------------------------------------
 # open-ended (maths)
 # ---------------------------------------------------------------------------------------------
+
 
 def _math_form(answer: str) -> str | None:
     """The typed answer's canonical form (readers.answers): exact numbers spelled one way, "x = 5"

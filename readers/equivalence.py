@@ -22,16 +22,17 @@ Deliberate choices, because they decide verdicts:
 * A list without brackets ("1, 2") is compared as a multiset (solution lists); brackets decide
   otherwise: \\{...\\} is a set, (...) and [...] are ordered and their bracket types must match.
 """
+
 from __future__ import annotations
 
-import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any
 
-__all__ = ["Equivalence", "math_equal", "normalize", "canonical", "parse_number", "letter_of"]
+__all__ = ["Equivalence", "canonical", "letter_of", "math_equal", "normalize", "parse_number"]
 
 # Anything longer is compared as text only: SymPy time grows fast with input size and the
 # extractor never legitimately produces answers this long.
@@ -69,9 +70,9 @@ _FRAC_SHORT2 = re.compile(r"\\frac\s*(\{[^{}]*\})\s*(\d)")
 _FRAC_SHORT3 = re.compile(r"\\frac\s*(\d)\s*(\{[^{}]*\})")
 _SQRT_SHORT = re.compile(r"\\sqrt\s*(\d+|[a-zA-Z])")
 _UNWRAP_CMD = re.compile(
-    r"\\(?:text|textbf|textit|textrm|textnormal|mathrm|mathbf|mbox|operatorname|mathit|rm|bf)\s*\{([^{}]*)\}")
-_TRAILING_TEXT = re.compile(
-    r"\s*\\(?:text|textrm|textnormal|mbox|mathrm)\s*\{[^{}]*\}\s*(?:\^\s*\{?\d\}?)?\s*$")
+    r"\\(?:text|textbf|textit|textrm|textnormal|mathrm|mathbf|mbox|operatorname|mathit|rm|bf)\s*\{([^{}]*)\}"
+)
+_TRAILING_TEXT = re.compile(r"\s*\\(?:text|textrm|textnormal|mbox|mathrm)\s*\{[^{}]*\}\s*(?:\^\s*\{?\d\}?)?\s*$")
 _MULTI_SPACE = re.compile(r"\s+")
 _DANGLING_ESCAPE = re.compile(r"(?<!\\)\\$")
 _CURRENCY = re.compile(r"^(-?)\s*(?:\\\$|\$|€|£|¥|₹|US\$|USD\s*|Rs\.?\s*)\s*(?=[\d.])")
@@ -101,14 +102,14 @@ def _strip_wrappers(s: str) -> str:
         changed = False
         for left, right in _WRAPPERS:
             if len(s) >= len(left) + len(right) and s.startswith(left) and s.endswith(right):
-                inner = s[len(left):len(s) - len(right)].strip()
+                inner = s[len(left) : len(s) - len(right)].strip()
                 # "$5 and $6" is not a math wrapper: the inner text must not contain the delimiter.
                 if left == "$" and "$" in inner:
                     continue
                 s, changed = inner, True
         m = _BOX_RE.match(s)
         if m and s.endswith("}") and matching_brace(s, m.end() - 1) == len(s) - 1:
-            s, changed = s[m.end():-1].strip(), True
+            s, changed = s[m.end() : -1].strip(), True
     return s
 
 
@@ -193,6 +194,7 @@ def letter_of(s: str) -> str | None:
 # --------------------------------------------------------------------------------------------
 # Numbers
 # --------------------------------------------------------------------------------------------
+
 
 def parse_number(s: str) -> tuple[Fraction, bool] | None:
     """Exact value of a plain number (thousands groups, decimals, exponent, fraction, mixed
@@ -381,7 +383,6 @@ def _conversion_config() -> Any:
     return ConversionConfig(lowercase_symbols=False)
 
 
-
 _CONVERSION: Any = None
 
 
@@ -494,6 +495,7 @@ def _as_integer(expr: Any, value: Any) -> int | None:
 # --------------------------------------------------------------------------------------------
 # Entry point
 # --------------------------------------------------------------------------------------------
+
 
 def math_equal(
     pred: str, gold: str, *, rel_tol: float = 1e-9, use_sympy: bool = True, max_sympy_chars: int = MAX_SYMPY_CHARS

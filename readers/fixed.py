@@ -20,6 +20,7 @@ The rules, in order, with the reasons for each choice, are in docs/readers-fixed
 All regexes are linear (no nested unbounded quantifiers), every look-around window is bounded
 and at most `max_candidates` anchors are examined, so 1 MB inputs read in milliseconds.
 """
+
 from __future__ import annotations
 
 import re
@@ -29,8 +30,8 @@ from functools import lru_cache
 from typing import Any
 
 from . import equivalence as eq
-from .base import ANSWER_FORMS, Item, Reader, Reading
 from . import options
+from .base import ANSWER_FORMS, Item, Reader, Reading
 
 __all__ = ["FixedConfig", "FixedReader"]
 
@@ -93,12 +94,31 @@ _KW_ZH = re.compile(
     r"|(?<=[故应所以因此我则即])选(?:择)?(?![项項择題题])|选(?=\s*[(（]?[A-Z](?![A-Za-z]))"
 )
 _KEYWORDS: tuple[tuple[str, str], ...] = (
-    ("answer", "answer"), ("option", "option"), ("choice", "option"), ("letter", "option"),
-    ("response", "option"), ("selection", "option"), ("statement", "option"), ("alternative", "option"),
-    ("pick", "option"), ("choose", "choose"), ("pick", "choose"), ("select", "choose"), ("go with", "choose"),
-    ("opt for", "choose"), ("it's", "revise"), ("it’s", "revise"), ("its ", "revise"), ("it is", "revise"),
-    ("it should", "revise"), ("it must", "revise"), ("make that", "revise"), ("i mean", "revise"),
-    ("####", "hash"), ("答案", "zh"), ("选", "zh"),
+    ("answer", "answer"),
+    ("option", "option"),
+    ("choice", "option"),
+    ("letter", "option"),
+    ("response", "option"),
+    ("selection", "option"),
+    ("statement", "option"),
+    ("alternative", "option"),
+    ("pick", "option"),
+    ("choose", "choose"),
+    ("pick", "choose"),
+    ("select", "choose"),
+    ("go with", "choose"),
+    ("opt for", "choose"),
+    ("it's", "revise"),
+    ("it’s", "revise"),
+    ("its ", "revise"),
+    ("it is", "revise"),
+    ("it should", "revise"),
+    ("it must", "revise"),
+    ("make that", "revise"),
+    ("i mean", "revise"),
+    ("####", "hash"),
+    ("答案", "zh"),
+    ("选", "zh"),
 )
 # "The answer is" in other languages (French, Spanish, German, Portuguese, Italian, Russian, Japanese,
 # Korean, Arabic, Hindi); Chinese has its own anchors above.
@@ -212,7 +232,8 @@ _MATH_T2 = re.compile(r"\bfinal\s+answer\s*(?:\*\*|__)?\s*(?:is|:|：|=|would\s+
 _MATH_T3 = re.compile(
     r"\banswer\s*(?:\*\*|__)?\s*(?:is|:|：|=|would\s+be|should\s+be)(?!\s*(?:not|n't)\b)|答案\s*(?:是|为|為|:|：)"
     r"|\banswer\s+(?=\\\(|\$)|\b(?:the\s+)?(?:only\s+)?solutions?\s+(?:is|are|set\s+is)(?!\s*(?:not|n't)\b)"
-    r"|" + _ANSWER_OTHER_LANGUAGES.pattern.removeprefix("(?i)"), re.I
+    r"|" + _ANSWER_OTHER_LANGUAGES.pattern.removeprefix("(?i)"),
+    re.I,
 )
 # Q/A few-shot format ("A: 72" as the last line, GSM8K's released solutions).
 _LAST_LINE_ANSWER = re.compile(r"[ \t>*#]*(?:A|Ans|ANSWER|Answer)\s*[:：]\s*(\S.{0,120})$")
@@ -261,7 +282,7 @@ class _Options:
             return None
         best: tuple[int, str] | None = None
         for i, o in enumerate(self.norm):
-            if o and len(o) >= 2 and t.startswith(o) and _clean_break(t[len(o):]):
+            if o and len(o) >= 2 and t.startswith(o) and _clean_break(t[len(o) :]):
                 if best is None or len(o) > best[0]:
                     best = (len(o), self.letters[i])
                 elif len(o) == best[0] and best[1] != self.letters[i]:
@@ -425,8 +446,9 @@ class FixedReader(Reader):
         reading = self._read_mc(Item(response=region, gold="A", choices=opts.raw), region, 0, None, {})
         return reading.normalized if reading.verdict in ("correct", "incorrect") else None
 
-    def _cut(self, region: str, lower: str, anchors: list[tuple[int, int, str]], opts: _Options,
-             mask: tuple[int, int] | None) -> int:
+    def _cut(
+        self, region: str, lower: str, anchors: list[tuple[int, int, str]], opts: _Options, mask: tuple[int, int] | None
+    ) -> int:
         """End of the part that answers THIS question (recaps and next turns removed)."""
         limit = len(region)
         markers: list[int] = []
@@ -442,8 +464,14 @@ class FixedReader(Reader):
         return limit
 
     def _mc_strong(
-        self, region: str, anchors: list[tuple[int, int, str]], limit: int, opts: _Options,
-        mask: tuple[int, int] | None, *, first_only: bool = False,
+        self,
+        region: str,
+        anchors: list[tuple[int, int, str]],
+        limit: int,
+        opts: _Options,
+        mask: tuple[int, int] | None,
+        *,
+        first_only: bool = False,
     ) -> list[_Cand]:
         """Strong candidates in position order. Only the last `max_candidates` anchors are read."""
         cands: list[_Cand] = []
@@ -495,12 +523,19 @@ class FixedReader(Reader):
             if region[a_start:a_end].lower().startswith("are") and len(set(cand.letters)) < 2:
                 cand.weak = True
         else:
-            cand = _read_choice(region, a_end, min(limit, a_end + 300), opts,
-                                lower_ok=kind in ("answer", "option", "choose"))
+            cand = _read_choice(
+                region, a_end, min(limit, a_end + 300), opts, lower_ok=kind in ("answer", "option", "choose")
+            )
             if cand is None:
                 return None
-            cand.rule = {"answer": "answer_phrase", "option": "correct_option_phrase", "choose": "i_choose",
-                         "revise": "revision_phrase", "zh": "chinese_phrase", "hash": "hash_marker"}.get(kind, kind)
+            cand.rule = {
+                "answer": "answer_phrase",
+                "option": "correct_option_phrase",
+                "choose": "i_choose",
+                "revise": "revision_phrase",
+                "zh": "chinese_phrase",
+                "hash": "hash_marker",
+            }.get(kind, kind)
         before = _clause_before(region, a_start)
         near = _near_before(before)
         if kind != "revise" and _CONDITIONAL.search(near):
@@ -509,16 +544,23 @@ class FixedReader(Reader):
             cand.weak = True
         if _REVISION_CUE.search(before) or kind == "revise":
             cand.revision = True
-        after = region[cand.end: cand.end + 2]
+        after = region[cand.end : cand.end + 2]
         if after.startswith("?"):
             return None
         return cand
 
-    def _mc_weak(self, region: str, lower: str, anchors: list[tuple[int, int, str]], limit: int, opts: _Options,
-                 mask: tuple[int, int] | None) -> list[_Cand]:
+    def _mc_weak(
+        self,
+        region: str,
+        lower: str,
+        anchors: list[tuple[int, int, str]],
+        limit: int,
+        opts: _Options,
+        mask: tuple[int, int] | None,
+    ) -> list[_Cand]:
         cands: list[_Cand] = []
         # Hedged strong phrases ("maybe the answer is B") are still the response's best offer.
-        for a_start, a_end, kind in [a for a in anchors if a[0] < limit][-self.config.max_candidates:]:
+        for a_start, a_end, kind in [a for a in anchors if a[0] < limit][-self.config.max_candidates :]:
             if _inside(a_start, mask):
                 continue
             c = self._mc_candidate(region, a_start, a_end, kind, limit, opts)
@@ -528,7 +570,7 @@ class FixedReader(Reader):
                 cands.append(c)
         # "C is correct": an evaluation, unless it is the only letter so described.
         correct: list[_Cand] = []
-        for m in list(_WEAK_CORRECT.finditer(region, 0, limit))[-self.config.max_candidates:]:
+        for m in list(_WEAK_CORRECT.finditer(region, 0, limit))[-self.config.max_candidates :]:
             if _inside(m.start(), mask):
                 continue
             c = _read_choice_before(region, m.start(), opts)
@@ -544,14 +586,14 @@ class FixedReader(Reader):
             c = _read_choice(region, m.end(), min(limit, m.end() + 200), opts)
             if c is None:
                 continue
-            tail = region[c.end: c.end + 160]
+            tail = region[c.end : c.end + 160]
             if re.search(r"^[^\n]{0,100}?\b(?:but|however)\b[^.\n]{0,80}\b(?:not|incorrect|wrong)\b", tail, re.I):
                 continue
             c.rule, c.weak = "closest_option", True
             cands.append(c)
         for m in list(_THEREFORE.finditer(region, 0, limit))[-8:]:
             c = _read_choice(region, m.end(), min(limit, m.end() + 40), opts)
-            if c is not None and re.match(r"\s*(?:[.!]|$|\n|\s+is\b)", region[c.end: c.end + 6]):
+            if c is not None and re.match(r"\s*(?:[.!]|$|\n|\s+is\b)", region[c.end : c.end + 6]):
                 c.rule, c.weak = "therefore_letter", True
                 cands.append(c)
         cands.extend(_bold_candidates(region, limit, opts, mask))
@@ -590,22 +632,37 @@ class FixedReader(Reader):
         if only is not None:
             value = only
             detail["value"] = "only_number_in_prose"
-        result = eq.math_equal(value, gold, rel_tol=self.config.rel_tol, use_sympy=self.config.use_sympy,
-                               max_sympy_chars=self.config.max_sympy_chars)
+        result = eq.math_equal(
+            value,
+            gold,
+            rel_tol=self.config.rel_tol,
+            use_sympy=self.config.use_sympy,
+            max_sympy_chars=self.config.max_sympy_chars,
+        )
         whole = chosen.extra.pop("whole_clause", None)
         if not result.equal and whole:
             # The phrase's value was cut at its first formula or clause break; the response may
             # state the gold in full ("$f(x)=…$ for some $a>0$"): the whole clause as written.
-            full = eq.math_equal(whole, gold, rel_tol=self.config.rel_tol, use_sympy=self.config.use_sympy,
-                                 max_sympy_chars=self.config.max_sympy_chars)
+            full = eq.math_equal(
+                whole,
+                gold,
+                rel_tol=self.config.rel_tol,
+                use_sympy=self.config.use_sympy,
+                max_sympy_chars=self.config.max_sympy_chars,
+            )
             if full.equal:
                 result, value = full, whole
                 span = (span[0], span[0] + len(whole))
                 detail["value"] = "whole_clause"
         detail["equivalence"] = result.rule
         normalized = eq.canonical(value)
-        return Reading("correct" if result.equal else "incorrect", answer=_clean(value), normalized=_clean(normalized),
-                       span=span, detail=detail)
+        return Reading(
+            "correct" if result.equal else "incorrect",
+            answer=_clean(value),
+            normalized=_clean(normalized),
+            span=span,
+            detail=detail,
+        )
 
     def _math_choose(self, region: str, limit: int) -> _Cand | None:
         tag = _answer_tag(region, limit)
@@ -656,7 +713,8 @@ class FixedReader(Reader):
 
 # Between two answer statements of one run there is nothing but the statements' own words.
 _RUN_GAP = re.compile(
-    r"(?:[\s*_#>|.:;,()\[\]）（\-–—]|\d+[.)]|\b(?i:final|answer|answers|the|is|correct|option|choice|letter|my)\b)*")
+    r"(?:[\s*_#>|.:;,()\[\]）（\-–—]|\d+[.)]|\b(?i:final|answer|answers|the|is|correct|option|choice|letter|my)\b)*"
+)
 
 
 def _head_of_run(region: str, strong: list[_Cand]) -> _Cand:
@@ -666,7 +724,7 @@ def _head_of_run(region: str, strong: list[_Cand]) -> _Cand:
     ("wait", "actually"); a bare restatement of a different letter does not correct, it trails."""
     chosen = strong[-1]
     for prev in reversed(strong[:-1]):
-        if chosen.revision or not _RUN_GAP.fullmatch(region[prev.end:chosen.start]):
+        if chosen.revision or not _RUN_GAP.fullmatch(region[prev.end : chosen.start]):
             break
         chosen = prev
     return chosen
@@ -712,7 +770,7 @@ def _find_anchors(region: str, lower: str) -> list[tuple[int, int, str]]:
 
 
 def _anchor_at(lower: str, pos: int, kind: str, found: dict[int, tuple[int, int, str]]) -> None:
-    before = lower[max(0, pos - 40): pos]
+    before = lower[max(0, pos - 40) : pos]
     if kind == "answer":
         m = _KW_ANSWER.match(lower, pos)
         if m is not None:
@@ -736,21 +794,22 @@ def _anchor_at(lower: str, pos: int, kind: str, found: dict[int, tuple[int, int,
 # ------------------------------------------------------------------------------------------
 
 
-def _read_choice(region: str, pos: int, end: int, opts: _Options, *, whole: bool = False,
-                 lower_ok: bool = False) -> _Cand | None:
+def _read_choice(
+    region: str, pos: int, end: int, opts: _Options, *, whole: bool = False, lower_ok: bool = False
+) -> _Cand | None:
     """Read an option (letter, or option text) starting at `pos`. `whole` = the value must be all
     of region[pos:end] (box content). `lower_ok`: after a strong anchor, a lowercase letter that
     cannot be a word ("(c)", "c." at the end) is an option letter too."""
     m = _MC_PREFIX.match(region, pos, min(end, pos + 200))
     q = m.end() if m else pos
-    if _NEGATION.match(region[q: q + 20]) and not opts.match_text(region[q:end]):
+    if _NEGATION.match(region[q : q + 20]) and not opts.match_text(region[q:end]):
         return None
     t = _MC_TOKEN.match(region, q, end)
     if t is None and lower_ok:
         low = _MC_LOWER.match(region, q, end)
         if low is not None:
             letter = (low.group(1) or low.group(2)).upper()
-            rest = region[low.end():end]
+            rest = region[low.end() : end]
             if opts.valid(letter) and (not whole or not rest.strip(" \t\n.)}$*:")):
                 return _Cand(low.start(), low.end(), low.group(0).strip(), "", (letter,), extra={"lowercase": True})
     if t is None and not whole:
@@ -785,10 +844,15 @@ def _read_choice(region: str, pos: int, end: int, opts: _Options, *, whole: bool
                 # "the correct answer is:\n\nA. ...\nJ. ..." lists options on their own lines.
                 listed = _listed_after(region, t, opts)
                 letters.extend(listed)
-            if whole and region[p:end].strip(" \t\n.)}$*:") and not _rest_is_text_of(region[t.end():end], raw):
+            if whole and region[p:end].strip(" \t\n.)}$*:") and not _rest_is_text_of(region[t.end() : end], raw):
                 return None
-            return _Cand(t.start(), t.end() if len(set(letters)) == 1 else p, region[t.start():p].strip() or letter,
-                         "", tuple(letters))
+            return _Cand(
+                t.start(),
+                t.end() if len(set(letters)) == 1 else p,
+                region[t.start() : p].strip() or letter,
+                "",
+                tuple(letters),
+            )
     # No letter: the option's text ("**Answer:** Merton", "\boxed{\text{Merton}}").
     stop = end if whole else _clause_end(region, q, end)
     text = region[q:stop]
@@ -804,7 +868,7 @@ def _read_choice(region: str, pos: int, end: int, opts: _Options, *, whole: bool
 def _listed_after(region: str, t: re.Match[str], opts: _Options) -> list[str]:
     """Letters of further option lines right after a line that starts with option `t`."""
     line_start = region.rfind("\n", 0, t.start())
-    if line_start < 0 or region[line_start + 1: t.start()].strip(" \t*#>-"):
+    if line_start < 0 or region[line_start + 1 : t.start()].strip(" \t*#>-"):
         return []
     line_end = region.find("\n", t.end())
     found: list[str] = []
@@ -823,7 +887,7 @@ def _token_ok(region: str, t: re.Match[str], end: int, opts: _Options, *, bare: 
     if not bare:
         return True
     e = t.end()
-    following = region[e: min(end, e + 40)]
+    following = region[e : min(end, e + 40)]
     if not following:
         return True
     c = following[0]
@@ -851,7 +915,7 @@ def _skip_option_text(following: str, option: str) -> int:
     m = re.match(r"[\s.:)\-–—]*", following)
     i = m.end() if m else 0
     o = option.strip()
-    if o and following[i: i + len(o)].lower() == o.lower():
+    if o and following[i : i + len(o)].lower() == o.lower():
         return i + len(o)
     return 0
 
@@ -882,7 +946,7 @@ def _read_choice_before(region: str, a_start: int, opts: _Options) -> _Cand | No
         if len(set(letters)) > 1:
             first, last = toks[0], toks[-1]
             base = w0 + cut
-            return _Cand(base + first.start(), base + last.end(), clause[first.start(): last.end()], "", letters)
+            return _Cand(base + first.start(), base + last.end(), clause[first.start() : last.end()], "", letters)
         t = toks[-1]
         return _Cand(w0 + cut + t.start(), w0 + cut + t.end(), t.group(0).strip(), "", letters[-1:])
     # Option text as subject: "Merton is the correct answer".
@@ -910,14 +974,14 @@ def _bold_candidates(region: str, limit: int, opts: _Options, mask: tuple[int, i
     last = found[-1]
     line_start = region.rfind("\n", 0, last.start) + 1
     line_end = region.find("\n", last.end)
-    line = region[line_start: line_end if line_end >= 0 else limit]
+    line = region[line_start : line_end if line_end >= 0 else limit]
     standalone = len(line.replace(last.text, "").strip(" \t*#:.-")) <= 12
     if len(letters) == 1:
         return [last]
     # Several bold letters: an analysis list ("**A) ...**: no\n**B) ...**: no") unless the last
     # one stands alone on its line and the line before is not another list entry.
     prev = region[:line_start].rstrip()
-    prev_line = prev[prev.rfind("\n") + 1:]
+    prev_line = prev[prev.rfind("\n") + 1 :]
     pm = _LIST_LINE.match(prev_line + " ")
     if standalone and not (pm and pm.group(1) != last.letters[0]):
         return [last]
@@ -941,8 +1005,9 @@ def _leading_letter(region: str, limit: int, opts: _Options) -> _Cand | None:
     for other in _OPTION_LINE.finditer(region, m.end(), limit):
         if other.group(1) != letter and opts.valid(other.group(1)):
             return None  # "(A) …\n(B) …": a walk through the options, not an answer
-    return _Cand(m.start(1 if m.group(1) else 2), m.end(1 if m.group(1) else 2), letter, "leading_letter",
-                 (letter,), weak=True)
+    return _Cand(
+        m.start(1 if m.group(1) else 2), m.end(1 if m.group(1) else 2), letter, "leading_letter", (letter,), weak=True
+    )
 
 
 def _last_line_candidate(region: str, limit: int, opts: _Options) -> _Cand | None:
@@ -969,7 +1034,7 @@ def _last_line_candidate(region: str, limit: int, opts: _Options) -> _Cand | Non
             return None
         # A run of "A) ...", "B) ..." lines is an options list, not an answer.
         prev = stripped[:ls].rstrip()
-        prev_line = prev[prev.rfind("\n") + 1:]
+        prev_line = prev[prev.rfind("\n") + 1 :]
         pm = _LIST_LINE.match(prev_line + " ")
         if pm and pm.group(1) != letter:
             return None
@@ -977,8 +1042,15 @@ def _last_line_candidate(region: str, limit: int, opts: _Options) -> _Cand | Non
     letter = opts.match_text(line, exact=True)
     if letter is not None:
         lead = len(line) - len(line.lstrip())
-        return _Cand(ls + lead, ls + len(line.rstrip()), line.strip(), "last_line_option_text", (letter,), weak=True,
-                     extra={"form": "option_text"})
+        return _Cand(
+            ls + lead,
+            ls + len(line.rstrip()),
+            line.strip(),
+            "last_line_option_text",
+            (letter,),
+            weak=True,
+            extra={"form": "option_text"},
+        )
     return None
 
 
@@ -1021,7 +1093,7 @@ def _math_boxes(region: str, limit: int, max_candidates: int) -> list[_Cand]:
     for b in boxes:
         if merged:
             prev = merged[-1]
-            gap = region[prev.end: b.start]
+            gap = region[prev.end : b.start]
             if _BOX_GAP.fullmatch(gap):
                 # One answer per box in one statement ("\\boxed{2} and \\boxed{3}", one per part):
                 # the boxes together are the answer.
@@ -1035,7 +1107,8 @@ def _math_boxes(region: str, limit: int, max_candidates: int) -> list[_Cand]:
 # "and"/"or", LaTeX spacing, or a short \text{…} label ("for part (a) and"); never a sentence end.
 _BOX_GAP = re.compile(
     r"\}?(?:[\s$,;]|\\[()\[\]]|\\q?quad|\\[,;:! ]|\b(?:and|or)\b|\\text\s*\{[^{}.\n]{0,40}\})*"
-    r"\\(?:boxed|fbox)\s*\{?")
+    r"\\(?:boxed|fbox)\s*\{?"
+)
 
 
 def _box_content(region: str, pos: int, limit: int) -> tuple[int, int] | None:
@@ -1045,7 +1118,7 @@ def _box_content(region: str, pos: int, limit: int) -> tuple[int, int] | None:
         if close < 0:
             return None
         return pos + 1, close
-    m = re.match(r"\s*([^\s$]+)", region[pos: min(limit, pos + 100)])
+    m = re.match(r"\s*([^\s$]+)", region[pos : min(limit, pos + 100)])
     if m:
         return pos + m.start(1), pos + m.end(1)
     return None
@@ -1091,12 +1164,12 @@ def _read_math_value(region: str, pos: int, limit: int) -> tuple[int, int, str] 
         if bm:
             content = _box_content(region, bm.end(), limit)
             if content:
-                return content[0], content[1], region[content[0]:content[1]]
+                return content[0], content[1], region[content[0] : content[1]]
     for left, right in (("$$", "$$"), ("\\[", "\\]"), ("\\(", "\\)")):
         if rest.startswith(left):
             close = region.find(right, q + len(left), min(limit, q + 600))
             if close > 0:
-                return q + len(left), close, region[q + len(left): close]
+                return q + len(left), close, region[q + len(left) : close]
             return None
     if rest.startswith("$"):
         line_end = rest.find("\n")
@@ -1143,7 +1216,7 @@ def _copula_tail(value: str) -> str:
     found = list(_COPULA.finditer(value))
     if not found:
         return value
-    tail = value[found[-1].end():].strip()
+    tail = value[found[-1].end() :].strip()
     return tail if tail and parse_answer(tail).kind not in ("text", "empty") else value
 
 
@@ -1177,7 +1250,8 @@ _CONCLUSION = re.compile(
     r"(?i)(?:(?:^|(?<=[.!?。！？\n]))\s*(?:therefore|thus|hence|so|in\s+total|altogether|donc|ainsi|por\s+lo\s+tanto|"
     r"entonces|also|daher|somit|portanto|quindi|pertanto|итак|таким\s+образом)\b"
     # markers of scripts written without spaces stand out wherever they are
-    r"|因此|所以|综上|总之|结论|答|したがって|よって|따라서|لذلك|إذن|अतः|इसलिए)")
+    r"|因此|所以|综上|总之|结论|答|したがって|よって|따라서|لذلك|إذن|अतः|इसलिए)"
+)
 
 
 def _conclusion_number(region: str, limit: int) -> _Cand | None:
@@ -1194,8 +1268,9 @@ def _conclusion_number(region: str, limit: int) -> _Cand | None:
     end = stop.start() if stop else len(text)
     # "$12.50 and the tax is $" is two amounts of money, not a formula.
     spans = [m for m in _MATH_SPAN.finditer(text, start, end) if _is_formula(_span_content(m))]
-    outside = [m for m in _NUMERAL.finditer(text, start, end)
-               if not any(sp.start() <= m.start() < sp.end() for sp in spans)]
+    outside = [
+        m for m in _NUMERAL.finditer(text, start, end) if not any(sp.start() <= m.start() < sp.end() for sp in spans)
+    ]
     if spans and (not outside or outside[-1].start() < spans[-1].start()):
         # "Hence $x \\le -2$ or $x \\ge 3$": formulas joined by "or" / "and" / commas are one answer.
         first = len(spans) - 1
@@ -1207,7 +1282,7 @@ def _conclusion_number(region: str, limit: int) -> _Cand | None:
         span = spans[-1]
         v_start, v_end = _content_start(span), _content_end(span)
         eq_at = _last_equals(text, v_start, v_end)
-        if eq_at >= 0 and text[eq_at + 1:v_end].strip():
+        if eq_at >= 0 and text[eq_at + 1 : v_end].strip():
             v_start = eq_at + 1
         value = text[v_start:v_end].strip()
         if value:
@@ -1216,7 +1291,7 @@ def _conclusion_number(region: str, limit: int) -> _Cand | None:
     eq_at = _last_equals(text, start, end)
     if eq_at >= 0:
         # "So x = 0.447 approximately": the value the equation states.
-        value = text[eq_at + 1:end].strip().strip("$").strip()
+        value = text[eq_at + 1 : end].strip().strip("$").strip()
         if value:
             v_start = text.find(value, eq_at + 1, end)
             return _Cand(v_start, v_start + len(value), value, "conclusion_equals")
@@ -1280,14 +1355,13 @@ def _last_math_span(region: str, limit: int) -> _Cand | None:
         last = m
     if last is None:
         return None
-    after = text[last.end():]
+    after = text[last.end() :]
     if len(after) > 60 or _SENTENCE_BREAK.search(after.rstrip(".!) \n")):
         return None  # more sentences follow: not the conclusion
     value = _span_content(last).strip()
     if not _is_formula(value):
         return None  # "$? just about 1$": two dollar signs of money, not a formula
-    if "=" in value.split("\\approx")[0] and not _CONCLUSION.search(text[max(0, last.start() - 200):
-                                                                                          last.start()]):
+    if "=" in value.split("\\approx")[0] and not _CONCLUSION.search(text[max(0, last.start() - 200) : last.start()]):
         return None  # a computation mid-derivation, unless a conclusion introduces it
     return _Cand(_content_start(last), _content_end(last), value, "last_math_span")
 
@@ -1311,8 +1385,10 @@ def _answer_tag(region: str, limit: int) -> _Cand | None:
 
 # An answer written alone: no words but maths, or a few words that are not a sentence.
 _SENTENCE_START = re.compile(r"(?i)^(?:i|we|you|it|this|that|there|let|sorry|here|so|the\s+answer)\b")
-_STATEMENT = re.compile(r"(?i)\b(?:is|are|was|were|be|am|equals?|got|get|gives?|yields?|approximately|about"
-                        r"|answer|result|value|then|therefore|thus)\b|[:：]")
+_STATEMENT = re.compile(
+    r"(?i)\b(?:is|are|was|were|be|am|equals?|got|get|gives?|yields?|approximately|about"
+    r"|answer|result|value|then|therefore|thus)\b|[:：]"
+)
 _INLINE_MATH = re.compile(r"\$[^$]*(?:\$|$)")  # an unclosed "$" runs to the end
 _BARE_MAX_CHARS = 400
 _BARE_TEXT_MAX_WORDS = 6
@@ -1335,9 +1411,14 @@ def _bare_answer(region: str, limit: int) -> _Cand | None:
     if ans.kind == "text" or has_words(stripped):
         # A few words standing alone ("odd $n$", "New York") are the answer; a statement about a
         # value ("the result is -5", "got ½") is prose, read by the rules after this one.
-        if "\n" in stripped or len(stripped.split()) > _BARE_TEXT_MAX_WORDS or _SENTENCE_START.match(stripped) \
-                or stripped.endswith("?") or _STATEMENT.search(stripped) \
-                or _NUMERAL.search(_INLINE_MATH.sub(" ", stripped)):
+        if (
+            "\n" in stripped
+            or len(stripped.split()) > _BARE_TEXT_MAX_WORDS
+            or _SENTENCE_START.match(stripped)
+            or stripped.endswith("?")
+            or _STATEMENT.search(stripped)
+            or _NUMERAL.search(_INLINE_MATH.sub(" ", stripped))
+        ):
             return None
     start = len(text) - len(text.lstrip())
     return _Cand(start, start + len(stripped), stripped, "bare_answer")
@@ -1359,8 +1440,10 @@ def _bare_last_line(region: str, limit: int) -> _Cand | None:
     return _Cand(s, s + len(line), line, "bare_last_line")
 
 
-_NUMERAL = re.compile(r"(?<![A-Za-z_])-?\$?\d[\d,]*(?:\.\d+)?(?:\s*[½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞]|/\d+)?%?|-?\.\d+|-?[½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞]"
-                      r"|[〇零一二三四五六七八九十百千万两]")
+_NUMERAL = re.compile(
+    r"(?<![A-Za-z_])-?\$?\d[\d,]*(?:\.\d+)?(?:\s*[½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞]|/\d+)?%?|-?\.\d+|-?[½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞]"
+    r"|[〇零一二三四五六七八九十百千万两]"
+)
 
 
 def _last_number(region: str, limit: int) -> _Cand | None:
@@ -1406,7 +1489,7 @@ def _math_weak(region: str, limit: int) -> _Cand | None:
     # ends on 79, not 274).
     sentence_start = max((m.end() for m in _SENTENCE_BREAK.finditer(last_line)), default=0)
     if eqpos >= sentence_start:
-        rhs = last_line[eqpos + 1:]
+        rhs = last_line[eqpos + 1 :]
         stripped = rhs.strip().rstrip(".").strip().strip("$").strip()
         if stripped and len(stripped) <= 80:
             s = ls + eqpos + 1 + rhs.find(stripped[0])
@@ -1437,7 +1520,7 @@ def _near_before(before: str) -> str:
     """The words right before an anchor, after the last comma/colon: "If we add them, the answer
     is B" is not conditional, "if the answer is B" is."""
     cut = max(before.rfind(","), before.rfind(";"), before.rfind(":"), before.rfind("，"))
-    return before[cut + 1:]
+    return before[cut + 1 :]
 
 
 def _clause_end(region: str, q: int, end: int) -> int:

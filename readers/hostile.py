@@ -4,10 +4,11 @@ Used by the hostile-input test (a sample) and bench/hostile_bench.py (10,000 inp
 reader must return a verdict class for each of these within its budget, without hanging a worker
 or growing memory without bound.
 """
+
 from __future__ import annotations
 
 import random
-from typing import Iterator
+from collections.abc import Iterator
 
 from .base import Item
 
@@ -47,8 +48,20 @@ def _families(rnd: random.Random) -> list[tuple[str, str]]:
 # Families that make SymPy-backed readers run to their budget. In a bulk run they are a small share
 # (as in real data), so that 10,000 inputs finish in minutes; `hostile_items(..., weighted=False)`
 # cycles through every family evenly (the test's sample).
-EXPENSIVE = frozenset({"power-tower", "power-tower-boxed", "big-power", "factorial", "nested-frac", "nested-braces",
-                       "sum-of-terms", "megabyte-of-answers", "regex-bomb-answer-is", "think-unclosed"})
+EXPENSIVE = frozenset(
+    {
+        "power-tower",
+        "power-tower-boxed",
+        "big-power",
+        "factorial",
+        "nested-frac",
+        "nested-braces",
+        "sum-of-terms",
+        "megabyte-of-answers",
+        "regex-bomb-answer-is",
+        "think-unclosed",
+    }
+)
 
 
 def hostile_items(n: int, *, seed: int = 0, weighted: bool = False) -> Iterator[tuple[str, Item]]:

@@ -12,10 +12,12 @@ purpose (each reproduces its own upstream):
 * readers.fixed: also a 0-based index gold (MMLU's `answer`) and a normalised option text;
 * readers.canonical: a bare letter gold for an item stored without its options.
 """
+
 from __future__ import annotations
 
 import string
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from .base import Item
 
@@ -26,7 +28,7 @@ LETTERS_WITHOUT_CHOICES = "ABCD"
 
 def letters(n: int) -> str:
     """The letters of an item with n options (at most 26 have letters)."""
-    return LETTERS[:max(0, min(n, len(LETTERS)))]
+    return LETTERS[: max(0, min(n, len(LETTERS)))]
 
 
 def letters_for(choices: Sequence[Any]) -> str:

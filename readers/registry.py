@@ -10,13 +10,15 @@ Where entries come from, in this order:
    `READERS`, a sequence of `Entry`, or calls `register(...)` itself at import;
 3. `scoped({...})` overrides, for the duration of a `with` block (tests): nothing outlives it.
 """
+
 from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 from .base import Reader
 
@@ -38,8 +40,9 @@ class UnknownReader(KeyError):
         if len(self.unknown) == 1:
             message = f"unknown reader {self.unknown[0]!r}; known readers: {', '.join(self.known)}"
         else:
-            message = (f"unknown readers {', '.join(repr(n) for n in self.unknown)}; "
-                       f"known readers: {', '.join(self.known)}")
+            message = (
+                f"unknown readers {', '.join(repr(n) for n in self.unknown)}; known readers: {', '.join(self.known)}"
+            )
         super().__init__(message)
 
     def __str__(self) -> str:
@@ -157,10 +160,17 @@ def describe() -> list[dict[str, Any]]:
     out = []
     for name, e in snapshot().items():
         r = get(name)
-        out.append({
-            "name": r.name, "version": r.version, "kind": r.kind, "config_hash": r.config_hash,
-            "contract": sorted(r.contract), "upstream": r.upstream, "summary": e.summary,
-        })
+        out.append(
+            {
+                "name": r.name,
+                "version": r.version,
+                "kind": r.kind,
+                "config_hash": r.config_hash,
+                "contract": sorted(r.contract),
+                "upstream": r.upstream,
+                "summary": e.summary,
+            }
+        )
     return out
 
 

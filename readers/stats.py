@@ -1,4 +1,5 @@
 """The one Wilson interval every figure uses (the audit in readers.audit, the analytics pages)."""
+
 from __future__ import annotations
 
 

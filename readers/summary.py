@@ -7,11 +7,12 @@ Definitions (seed 000 and 001 ask for extraction rate and coverage beside accura
 - accuracy: `correct` over all responses (a harness scores no-answer as wrong);
 - accuracy_extracted: `correct` over extracted answers.
 """
+
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 
 @dataclass
@@ -40,9 +41,14 @@ class Row:
 
     def as_dict(self) -> dict:
         return {
-            "reader": self.reader, "group": self.group, "n": self.n, "coverage": self.coverage,
-            "extraction_rate": self.extraction_rate, "accuracy": self.accuracy,
-            "accuracy_extracted": self.accuracy_extracted, "verdicts": dict(self.counts),
+            "reader": self.reader,
+            "group": self.group,
+            "n": self.n,
+            "coverage": self.coverage,
+            "extraction_rate": self.extraction_rate,
+            "accuracy": self.accuracy,
+            "accuracy_extracted": self.accuracy_extracted,
+            "verdicts": dict(self.counts),
         }
 
 

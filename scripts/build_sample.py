@@ -23,6 +23,7 @@ Stdlib only; seeded, so two runs write byte-identical files.
     python scripts/build_sample.py            # (re)write quickstart.jsonl and README.md, print stats
     python scripts/build_sample.py --check    # exit 1 if the files on disk differ from a fresh build
 """
+
 from __future__ import annotations
 
 import argparse
@@ -68,261 +69,396 @@ def cap(text: str) -> str:
 # wrong response falls for; `trap_why` is the (mistaken) reasoning that leads there.
 # ---------------------------------------------------------------------------------------------
 MC_BANK: list[dict] = [
-    dict(subject="sociology",
-         question="Which sociologist argued that the 'Protestant ethic' helped give rise to the spirit of modern capitalism?",
-         correct="Max Weber", distractors=["Karl Marx", "Émile Durkheim", "Herbert Spencer"],
-         why="Weber's study of Calvinism linked the idea of a worldly calling and disciplined saving to the growth of rational capitalist enterprise.",
-         trap_why="Marx is the theorist most associated with the origins of capitalism, and he wrote at length about how it grew out of feudal society."),
-    dict(subject="sociology",
-         question="In Durkheim's sociology, the term 'anomie' refers to",
-         correct="a breakdown of social norms that leaves individuals without clear guidance",
-         distractors=["the estrangement of workers from the products of their labour",
-                      "the process of learning the norms and values of one's culture",
-                      "the domination of society by a small ruling elite"],
-         why="Durkheim used anomie for normlessness: when rapid change weakens shared rules, people's goals are no longer regulated, which he tied to higher suicide rates.",
-         trap_why="Anomie describes people feeling cut off and detached, which sounds like the estrangement that comes from modern industrial work."),
-    dict(subject="sociology", not_q=True,
-         question="Which of the following is NOT usually counted among the primary agents of socialization?",
-         correct="the Gini coefficient", distractors=["the mass media", "the family", "peer groups"],
-         why="The Gini coefficient is a statistical measure of income inequality, not a group or institution through which people learn norms.",
-         trap_why="The mass media is impersonal and one-directional, so it does not really interact with a child the way family and peers do."),
-    dict(subject="sociology",
-         question="The 'Thomas theorem' in sociology holds that",
-         correct="if people define situations as real, they are real in their consequences",
-         distractors=["deviance is learned through interaction with close associates",
-                      "a person's class position is fixed by their relation to the means of production",
-                      "larger groups are always more stable than smaller ones"],
-         why="W. I. Thomas and Dorothy Swaine Thomas stressed that people act on their interpretation of a situation, so those definitions have real outcomes whether or not they are accurate.",
-         trap_why="The Thomas theorem comes out of the Chicago school's interactionist tradition, and learning deviance from close associates is the classic interactionist claim."),
-    dict(subject="sociology",
-         question="The movement of individuals or groups between positions in a system of social stratification is called",
-         correct="social mobility", distractors=["social stratification", "socialization", "cultural lag"],
-         why="Stratification is the ranked system itself; movement up, down or across that system is social mobility.",
-         trap_why="The question is about positions in a hierarchy of strata, and that hierarchy is exactly what stratification describes."),
-    dict(subject="biology",
-         question="Which organelle is the main site of ATP production by oxidative phosphorylation in eukaryotic cells?",
-         correct="the mitochondrion", distractors=["the chloroplast", "the Golgi apparatus", "the ribosome"],
-         why="Oxidative phosphorylation runs on the electron transport chain and ATP synthase in the inner mitochondrial membrane.",
-         trap_why="Chloroplasts also make ATP with an electron transport chain and ATP synthase, and they are the organelle most associated with capturing energy."),
-    dict(subject="biology",
-         question="During which phase of mitosis do sister chromatids separate and move toward opposite poles of the cell?",
-         correct="anaphase", distractors=["metaphase", "prophase", "telophase"],
-         why="In anaphase the cohesin holding sister chromatids together is cleaved and the spindle pulls them to opposite poles.",
-         trap_why="In metaphase the chromosomes sit on the metaphase plate attached to spindle fibres from both poles, which is where they get pulled apart."),
-    dict(subject="biology", not_q=True,
-         question="Which of the following is NOT a normal function of the human liver?",
-         correct="secreting insulin",
-         distractors=["storing glycogen", "producing bile", "breaking down alcohol and many drugs"],
-         why="Insulin is secreted by the beta cells of the pancreatic islets; the liver responds to insulin but does not make it.",
-         trap_why="Glycogen is stored mainly in skeletal muscle, so glycogen storage looks like the function that does not belong to the liver."),
-    dict(subject="biology",
-         question="In a cross between two pea plants that are both heterozygous for height (Tt × Tt), what fraction of the offspring is expected to be homozygous recessive (tt)?",
-         correct="1/4", distractors=["1/2", "3/4", "0"],
-         why="Each parent passes on t with probability 1/2, so tt occurs with probability 1/2 × 1/2 = 1/4.",
-         trap_why="Each parent carries one t allele out of two, so half of the offspring should end up with the recessive form."),
-    dict(subject="biology",
-         question="Which molecule delivers amino acids to the ribosome during translation?",
-         correct="transfer RNA (tRNA)",
-         distractors=["messenger RNA (mRNA)", "ribosomal RNA (rRNA)", "DNA polymerase"],
-         why="Each tRNA carries a specific amino acid and pairs its anticodon with a codon of the mRNA at the ribosome.",
-         trap_why="Messenger RNA brings the genetic instructions to the ribosome and the amino acid sequence comes from it, so it is what supplies the ribosome."),
-    dict(subject="biology",
-         question="Which blood cells are chiefly responsible for carrying oxygen from the lungs to the tissues?",
-         correct="erythrocytes (red blood cells)",
-         distractors=["leukocytes (white blood cells)", "platelets", "plasma cells"],
-         why="Erythrocytes are packed with haemoglobin, which binds oxygen in the lungs and releases it in the tissues.",
-         trap_why="Leukocytes circulate through every tissue of the body, so they are in the right place to deliver oxygen."),
-    dict(subject="physics",
-         question="A stone is dropped from rest. Ignoring air resistance and taking g = 10 m/s², how far does it fall in the first 2 seconds?",
-         correct="20 m", distractors=["40 m", "10 m", "5 m"],
-         why="For motion from rest, d = ½gt² = ½ × 10 × 2² = 20 m.",
-         trap_why="The distance is g times t squared, 10 × 2² = 40 m."),
-    dict(subject="physics",
-         question="In a perfectly inelastic collision between two objects in an isolated system, which quantity is conserved?",
-         correct="total linear momentum, but not total kinetic energy",
-         distractors=["both total linear momentum and total kinetic energy",
-                      "total kinetic energy, but not total linear momentum",
-                      "neither momentum nor kinetic energy"],
-         why="Momentum is conserved in any collision without external forces, while a perfectly inelastic collision turns the largest possible share of kinetic energy into heat and deformation.",
-         trap_why="In an isolated system nothing enters or leaves, so momentum and kinetic energy must both be conserved."),
-    dict(subject="physics",
-         question="What is the SI unit of electrical resistance?",
-         correct="the ohm", distractors=["the volt", "the farad", "the ampere"],
-         why="Resistance is voltage divided by current, and one volt per ampere is defined as one ohm.",
-         trap_why="Resistance is defined through Ohm's law with voltage in the numerator, so the volt is the unit it is measured in."),
-    dict(subject="physics",
-         question="A 2 kg cart accelerates at 3 m/s². What is the net force acting on it?",
-         correct="6 N", distractors=["1.5 N", "5 N", "0.67 N"],
-         why="Newton's second law gives F = ma = 2 kg × 3 m/s² = 6 N.",
-         trap_why="Force relates acceleration and mass as a ratio, 3 / 2 = 1.5 N."),
-    dict(subject="physics", not_q=True,
-         question="Which of the following is NOT a form of electromagnetic radiation?",
-         correct="ultrasound", distractors=["microwaves", "X-rays", "visible light"],
-         why="Ultrasound is a high-frequency sound wave, a mechanical vibration of a medium, not an oscillating electromagnetic field.",
-         trap_why="Microwaves in an oven work by shaking water molecules, which is a mechanical process rather than radiation."),
-    dict(subject="physics",
-         question="When light passes from air into glass, which property of the light stays the same?",
-         correct="its frequency",
-         distractors=["its wavelength", "its speed", "its direction of travel at every angle of incidence"],
-         why="The frequency is fixed by the source and does not change at the boundary; the speed drops, so the wavelength shortens instead.",
-         trap_why="The colour of the light does not change inside glass, and colour is set by wavelength, so the wavelength stays the same."),
-    dict(subject="history",
-         question="The Peace of Westphalia (1648) is most closely associated with",
-         correct="ending the Thirty Years' War and strengthening the principle of state sovereignty",
-         distractors=["ending the Hundred Years' War between England and France",
-                      "founding the Holy Roman Empire",
-                      "dividing newly claimed lands between Spain and Portugal"],
-         why="The treaties signed at Osnabrück and Münster ended the Thirty Years' War in 1648 and are often cited as the origin of the sovereign-state system.",
-         trap_why="Westphalia was the long-delayed settlement between France and England, which closed the Hundred Years' War."),
-    dict(subject="history",
-         question="After the collapse of the Western Roman Empire in 476, which state continued Roman rule from Constantinople?",
-         correct="the Byzantine Empire",
-         distractors=["the Holy Roman Empire", "the Carolingian Empire", "the Mongol Empire"],
-         why="The Eastern Roman Empire, which historians call the Byzantine Empire, kept governing from Constantinople for almost another thousand years.",
-         trap_why="The Holy Roman Empire explicitly claimed to continue Rome, so it is the natural successor."),
-    dict(subject="history",
-         question="The Meiji Restoration of 1868 primarily involved",
-         correct="the restoration of imperial rule in Japan and a programme of rapid modernization",
-         distractors=["the founding of the Tokugawa shogunate",
-                      "the return of the Ming dynasty to power in China",
-                      "Korea's independence from Japanese rule"],
-         why="In 1868 the Tokugawa shogunate fell, power was returned to the Meiji emperor, and Japan began industrializing and rebuilding its institutions.",
-         trap_why="1868 was the turning point for the shogunate and the Tokugawa family is central to the story, so this looks like the start of Tokugawa rule."),
-    dict(subject="history",
-         question="The Magna Carta of 1215 is best described as",
-         correct="a charter that placed limits on the powers of the English king",
-         distractors=["a papal decree excommunicating King John",
-                      "a declaration of independence by the American colonies",
-                      "a treaty ending the Norman conquest"],
-         why="Rebel barons forced King John to accept the charter, which bound the king to the law and protected rights such as due process.",
-         trap_why="King John was locked in a bitter dispute with the Pope in those years, so the document sounds like a papal decree against him."),
-    dict(subject="history", not_q=True,
-         question="Which of the following was NOT one of the 'Big Three' leaders at the Yalta Conference in February 1945?",
-         correct="Charles de Gaulle",
-         distractors=["Franklin D. Roosevelt", "Winston Churchill", "Joseph Stalin"],
-         why="De Gaulle was not invited to Yalta; the conference brought together Roosevelt, Churchill and Stalin.",
-         trap_why="Roosevelt died in 1945 and was already in very poor health, so he probably did not make the journey to Yalta."),
-    dict(subject="history",
-         question="The overland Silk Road primarily linked",
-         correct="China with Central Asia, Persia and the Mediterranean world",
-         distractors=["the Indian subcontinent with Southeast Asia by sea",
-                      "West Africa with the Americas",
-                      "Scandinavia with Iceland and Greenland"],
-         why="The caravan routes ran from Chang'an through Central Asia and Persia toward the eastern Mediterranean.",
-         trap_why="Much of the silk and spice trade moved by sea between India and Southeast Asia, and that is the route the name usually refers to."),
-    dict(subject="law",
-         question="In common-law systems, the doctrine that courts should follow precedents set by higher courts is known as",
-         correct="stare decisis", distractors=["res judicata", "habeas corpus", "mens rea"],
-         why="Stare decisis, 'to stand by things decided', binds lower courts to the rulings of higher courts on the same point of law.",
-         trap_why="Res judicata means 'a matter already judged', which is about following what courts have decided before."),
-    dict(subject="law",
-         question="In criminal law, 'mens rea' refers to",
-         correct="the mental element or guilty mind required for an offence",
-         distractors=["the physical act or omission that constitutes an offence",
-                      "the prosecution's burden of proof",
-                      "a defence of necessity"],
-         why="Mens rea is the mental element, such as intention or recklessness, that must accompany the actus reus.",
-         trap_why="Mens rea is the core element that must be proved for any crime, and that is the wrongful act itself."),
-    dict(subject="law",
-         question="Under the United States Constitution, the power to declare war is given to",
-         correct="Congress", distractors=["the President", "the Supreme Court", "the Secretary of Defense"],
-         why="Article I, Section 8 gives Congress the power to declare war; the President is commander in chief but does not declare war.",
-         trap_why="The President is commander in chief of the armed forces, so the decision to go to war rests with the President."),
-    dict(subject="law",
-         question="As a general rule, a contract entered into by a minor is",
-         correct="voidable at the minor's option",
-         distractors=["void from the outset", "fully enforceable against the minor", "a criminal offence"],
-         why="The minor may affirm or disaffirm the contract while the adult party stays bound, which is what 'voidable' means.",
-         trap_why="A minor lacks capacity to contract, and a contract made without capacity has no legal effect at all, so it is void."),
-    dict(subject="law", not_q=True,
-         question="Which of the following is NOT generally required to form a valid contract?",
-         correct="a written document witnessed by a notary",
-         distractors=["consideration", "offer and acceptance", "capacity of the parties"],
-         why="Most contracts can be formed orally; writing or notarization is required only for particular categories such as some land transactions.",
-         trap_why="Consideration is a technical doctrine that many legal systems do without, so it is not a general requirement."),
-    dict(subject="law",
-         question="The rule that a person cannot be tried again for the same offence after an acquittal is known as",
-         correct="double jeopardy", distractors=["estoppel", "habeas corpus", "sub judice"],
-         why="The protection against double jeopardy bars a second prosecution for the same offence after an acquittal or conviction.",
-         trap_why="Estoppel stops a party from going back on a position that has already been settled, which is what happens here."),
-    dict(subject="chemistry",
-         question="What is the pH of a 0.001 M solution of hydrochloric acid, a strong acid?",
-         correct="3", distractors=["11", "1", "7"],
-         why="HCl dissociates completely, so [H⁺] = 10⁻³ M and pH = −log₁₀(10⁻³) = 3.",
-         trap_why="The concentration is 10⁻³ and pH plus pOH equals 14, so the pH is 14 − 3 = 11."),
-    dict(subject="chemistry",
-         question="Which element has the highest electronegativity on the Pauling scale?",
-         correct="fluorine", distractors=["oxygen", "chlorine", "caesium"],
-         why="Fluorine sits at the top right of the periodic table, noble gases aside, with a Pauling value of about 3.98.",
-         trap_why="Oxygen is extremely electron-hungry and forms very polar bonds, so it has the highest value."),
-    dict(subject="chemistry",
-         question="According to 2H₂ + O₂ → 2H₂O, how many moles of water form when 2 moles of hydrogen gas react completely with excess oxygen?",
-         correct="2", distractors=["1", "4", "3"],
-         why="The mole ratio of H₂ to H₂O is 2 : 2, so 2 mol of H₂ gives 2 mol of water.",
-         trap_why="One molecule of O₂ makes the water, so 2 moles of hydrogen give only 1 mole of water."),
-    dict(subject="economics",
-         question="If the price elasticity of demand for a good is −0.3, demand for the good is",
-         correct="inelastic", distractors=["elastic", "unit elastic", "perfectly elastic"],
-         why="The absolute value 0.3 is below 1, so quantity demanded responds less than proportionally to a price change.",
-         trap_why="A non-zero elasticity means quantity responds to price, which makes the demand elastic."),
-    dict(subject="economics",
-         question="A binding price ceiling set below the equilibrium price will typically lead to",
-         correct="a shortage", distractors=["a surplus", "a higher quantity traded", "no change in the market"],
-         why="Below equilibrium the quantity demanded exceeds the quantity supplied, so there is excess demand.",
-         trap_why="A ceiling holds the price down, so sellers are left with goods they cannot sell, which is a surplus."),
-    dict(subject="economics",
-         question="Which measure gives the market value of all final goods and services produced within a country's borders in a year?",
-         correct="gross domestic product (GDP)",
-         distractors=["gross national income (GNI)", "the consumer price index (CPI)", "the balance of payments"],
-         why="GDP is defined by where production happens, inside the borders, while GNI is defined by the residents who own the factors of production.",
-         trap_why="GNI adds up the income earned by the nation, and income equals the value of what is produced, so GNI is the measure."),
-    dict(subject="psychology",
-         question="In classical conditioning, a previously neutral stimulus that comes to elicit a response after repeated pairing is called the",
-         correct="conditioned stimulus",
-         distractors=["unconditioned stimulus", "conditioned response", "negative reinforcer"],
-         why="Like the bell in Pavlov's experiments, the once-neutral stimulus becomes a conditioned stimulus once it elicits the learned response.",
-         trap_why="Before the pairing nothing had been conditioned yet, so the neutral stimulus is the unconditioned stimulus."),
-    dict(subject="psychology",
-         question="The tendency to explain other people's behaviour by their personality while underestimating situational influences is known as the",
-         correct="fundamental attribution error",
-         distractors=["self-serving bias", "confirmation bias", "availability heuristic"],
-         why="Over-attributing other people's actions to disposition rather than circumstances is the fundamental attribution error.",
-         trap_why="Blaming other people's character while excusing oneself protects one's self-image, which is the self-serving bias."),
-    dict(subject="computer science",
-         question="What is the worst-case time complexity of binary search on a sorted array of n elements?",
-         correct="O(log n)", distractors=["O(n)", "O(n log n)", "O(1)"],
-         why="Each comparison halves the remaining range, so at most about log₂ n comparisons are needed.",
-         trap_why="In the worst case the target is absent, so every element has to be examined, which is O(n)."),
-    dict(subject="computer science",
-         question="Which data structure removes elements in last-in, first-out (LIFO) order?",
-         correct="a stack", distractors=["a queue", "a binary heap", "a hash table"],
-         why="A stack pushes and pops at the same end, so the most recently added element leaves first.",
-         trap_why="A queue processes items in the order they wait in line, which is the last-in, first-out discipline."),
-    dict(subject="philosophy",
-         question="The statement 'I think, therefore I am' is most closely associated with",
-         correct="René Descartes", distractors=["John Locke", "Immanuel Kant", "David Hume"],
-         why="Descartes reached 'cogito, ergo sum' while searching for a belief that could survive radical doubt.",
-         trap_why="Locke tied personal identity to consciousness and thinking, which is exactly what the statement expresses."),
-    dict(subject="geography",
-         question="Which is the longest river in South America?",
-         correct="the Amazon", distractors=["the Paraná", "the Orinoco", "the São Francisco"],
-         why="The Amazon runs roughly 6,400 km from the Andes to the Atlantic, far longer than any other South American river.",
-         trap_why="The Paraná drains an enormous basin across several countries and is usually listed as the longest."),
-    dict(subject="astronomy",
-         question="Which planet in our solar system has the shortest orbital period?",
-         correct="Mercury", distractors=["Venus", "Mars", "Earth"],
-         why="Mercury is closest to the Sun and, by Kepler's third law, completes an orbit in about 88 days.",
-         trap_why="Venus is the hottest planet and orbits close to the Sun, so its year is the shortest."),
-    dict(subject="statistics", not_q=True,
-         question="Which of the following is NOT a measure of central tendency?",
-         correct="the standard deviation", distractors=["the mode", "the mean", "the median"],
-         why="The standard deviation measures spread around the mean, not the centre of the distribution.",
-         trap_why="The mode only reports the most frequent value, which is about frequency rather than the centre, so it is the odd one out."),
-    dict(subject="medicine",
-         question="A deficiency of which vitamin causes scurvy?",
-         correct="vitamin C", distractors=["vitamin K", "vitamin D", "vitamin B12"],
-         why="Vitamin C is needed for collagen synthesis, and its lack causes bleeding gums, poor wound healing and the other signs of scurvy.",
-         trap_why="Scurvy causes bleeding gums and easy bruising, which points to a clotting problem and therefore to vitamin K."),
+    dict(
+        subject="sociology",
+        question="Which sociologist argued that the 'Protestant ethic' helped give rise to the spirit of modern capitalism?",
+        correct="Max Weber",
+        distractors=["Karl Marx", "Émile Durkheim", "Herbert Spencer"],
+        why="Weber's study of Calvinism linked the idea of a worldly calling and disciplined saving to the growth of rational capitalist enterprise.",
+        trap_why="Marx is the theorist most associated with the origins of capitalism, and he wrote at length about how it grew out of feudal society.",
+    ),
+    dict(
+        subject="sociology",
+        question="In Durkheim's sociology, the term 'anomie' refers to",
+        correct="a breakdown of social norms that leaves individuals without clear guidance",
+        distractors=[
+            "the estrangement of workers from the products of their labour",
+            "the process of learning the norms and values of one's culture",
+            "the domination of society by a small ruling elite",
+        ],
+        why="Durkheim used anomie for normlessness: when rapid change weakens shared rules, people's goals are no longer regulated, which he tied to higher suicide rates.",
+        trap_why="Anomie describes people feeling cut off and detached, which sounds like the estrangement that comes from modern industrial work.",
+    ),
+    dict(
+        subject="sociology",
+        not_q=True,
+        question="Which of the following is NOT usually counted among the primary agents of socialization?",
+        correct="the Gini coefficient",
+        distractors=["the mass media", "the family", "peer groups"],
+        why="The Gini coefficient is a statistical measure of income inequality, not a group or institution through which people learn norms.",
+        trap_why="The mass media is impersonal and one-directional, so it does not really interact with a child the way family and peers do.",
+    ),
+    dict(
+        subject="sociology",
+        question="The 'Thomas theorem' in sociology holds that",
+        correct="if people define situations as real, they are real in their consequences",
+        distractors=[
+            "deviance is learned through interaction with close associates",
+            "a person's class position is fixed by their relation to the means of production",
+            "larger groups are always more stable than smaller ones",
+        ],
+        why="W. I. Thomas and Dorothy Swaine Thomas stressed that people act on their interpretation of a situation, so those definitions have real outcomes whether or not they are accurate.",
+        trap_why="The Thomas theorem comes out of the Chicago school's interactionist tradition, and learning deviance from close associates is the classic interactionist claim.",
+    ),
+    dict(
+        subject="sociology",
+        question="The movement of individuals or groups between positions in a system of social stratification is called",
+        correct="social mobility",
+        distractors=["social stratification", "socialization", "cultural lag"],
+        why="Stratification is the ranked system itself; movement up, down or across that system is social mobility.",
+        trap_why="The question is about positions in a hierarchy of strata, and that hierarchy is exactly what stratification describes.",
+    ),
+    dict(
+        subject="biology",
+        question="Which organelle is the main site of ATP production by oxidative phosphorylation in eukaryotic cells?",
+        correct="the mitochondrion",
+        distractors=["the chloroplast", "the Golgi apparatus", "the ribosome"],
+        why="Oxidative phosphorylation runs on the electron transport chain and ATP synthase in the inner mitochondrial membrane.",
+        trap_why="Chloroplasts also make ATP with an electron transport chain and ATP synthase, and they are the organelle most associated with capturing energy.",
+    ),
+    dict(
+        subject="biology",
+        question="During which phase of mitosis do sister chromatids separate and move toward opposite poles of the cell?",
+        correct="anaphase",
+        distractors=["metaphase", "prophase", "telophase"],
+        why="In anaphase the cohesin holding sister chromatids together is cleaved and the spindle pulls them to opposite poles.",
+        trap_why="In metaphase the chromosomes sit on the metaphase plate attached to spindle fibres from both poles, which is where they get pulled apart.",
+    ),
+    dict(
+        subject="biology",
+        not_q=True,
+        question="Which of the following is NOT a normal function of the human liver?",
+        correct="secreting insulin",
+        distractors=["storing glycogen", "producing bile", "breaking down alcohol and many drugs"],
+        why="Insulin is secreted by the beta cells of the pancreatic islets; the liver responds to insulin but does not make it.",
+        trap_why="Glycogen is stored mainly in skeletal muscle, so glycogen storage looks like the function that does not belong to the liver.",
+    ),
+    dict(
+        subject="biology",
+        question="In a cross between two pea plants that are both heterozygous for height (Tt × Tt), what fraction of the offspring is expected to be homozygous recessive (tt)?",
+        correct="1/4",
+        distractors=["1/2", "3/4", "0"],
+        why="Each parent passes on t with probability 1/2, so tt occurs with probability 1/2 × 1/2 = 1/4.",
+        trap_why="Each parent carries one t allele out of two, so half of the offspring should end up with the recessive form.",
+    ),
+    dict(
+        subject="biology",
+        question="Which molecule delivers amino acids to the ribosome during translation?",
+        correct="transfer RNA (tRNA)",
+        distractors=["messenger RNA (mRNA)", "ribosomal RNA (rRNA)", "DNA polymerase"],
+        why="Each tRNA carries a specific amino acid and pairs its anticodon with a codon of the mRNA at the ribosome.",
+        trap_why="Messenger RNA brings the genetic instructions to the ribosome and the amino acid sequence comes from it, so it is what supplies the ribosome.",
+    ),
+    dict(
+        subject="biology",
+        question="Which blood cells are chiefly responsible for carrying oxygen from the lungs to the tissues?",
+        correct="erythrocytes (red blood cells)",
+        distractors=["leukocytes (white blood cells)", "platelets", "plasma cells"],
+        why="Erythrocytes are packed with haemoglobin, which binds oxygen in the lungs and releases it in the tissues.",
+        trap_why="Leukocytes circulate through every tissue of the body, so they are in the right place to deliver oxygen.",
+    ),
+    dict(
+        subject="physics",
+        question="A stone is dropped from rest. Ignoring air resistance and taking g = 10 m/s², how far does it fall in the first 2 seconds?",
+        correct="20 m",
+        distractors=["40 m", "10 m", "5 m"],
+        why="For motion from rest, d = ½gt² = ½ × 10 × 2² = 20 m.",
+        trap_why="The distance is g times t squared, 10 × 2² = 40 m.",
+    ),
+    dict(
+        subject="physics",
+        question="In a perfectly inelastic collision between two objects in an isolated system, which quantity is conserved?",
+        correct="total linear momentum, but not total kinetic energy",
+        distractors=[
+            "both total linear momentum and total kinetic energy",
+            "total kinetic energy, but not total linear momentum",
+            "neither momentum nor kinetic energy",
+        ],
+        why="Momentum is conserved in any collision without external forces, while a perfectly inelastic collision turns the largest possible share of kinetic energy into heat and deformation.",
+        trap_why="In an isolated system nothing enters or leaves, so momentum and kinetic energy must both be conserved.",
+    ),
+    dict(
+        subject="physics",
+        question="What is the SI unit of electrical resistance?",
+        correct="the ohm",
+        distractors=["the volt", "the farad", "the ampere"],
+        why="Resistance is voltage divided by current, and one volt per ampere is defined as one ohm.",
+        trap_why="Resistance is defined through Ohm's law with voltage in the numerator, so the volt is the unit it is measured in.",
+    ),
+    dict(
+        subject="physics",
+        question="A 2 kg cart accelerates at 3 m/s². What is the net force acting on it?",
+        correct="6 N",
+        distractors=["1.5 N", "5 N", "0.67 N"],
+        why="Newton's second law gives F = ma = 2 kg × 3 m/s² = 6 N.",
+        trap_why="Force relates acceleration and mass as a ratio, 3 / 2 = 1.5 N.",
+    ),
+    dict(
+        subject="physics",
+        not_q=True,
+        question="Which of the following is NOT a form of electromagnetic radiation?",
+        correct="ultrasound",
+        distractors=["microwaves", "X-rays", "visible light"],
+        why="Ultrasound is a high-frequency sound wave, a mechanical vibration of a medium, not an oscillating electromagnetic field.",
+        trap_why="Microwaves in an oven work by shaking water molecules, which is a mechanical process rather than radiation.",
+    ),
+    dict(
+        subject="physics",
+        question="When light passes from air into glass, which property of the light stays the same?",
+        correct="its frequency",
+        distractors=["its wavelength", "its speed", "its direction of travel at every angle of incidence"],
+        why="The frequency is fixed by the source and does not change at the boundary; the speed drops, so the wavelength shortens instead.",
+        trap_why="The colour of the light does not change inside glass, and colour is set by wavelength, so the wavelength stays the same.",
+    ),
+    dict(
+        subject="history",
+        question="The Peace of Westphalia (1648) is most closely associated with",
+        correct="ending the Thirty Years' War and strengthening the principle of state sovereignty",
+        distractors=[
+            "ending the Hundred Years' War between England and France",
+            "founding the Holy Roman Empire",
+            "dividing newly claimed lands between Spain and Portugal",
+        ],
+        why="The treaties signed at Osnabrück and Münster ended the Thirty Years' War in 1648 and are often cited as the origin of the sovereign-state system.",
+        trap_why="Westphalia was the long-delayed settlement between France and England, which closed the Hundred Years' War.",
+    ),
+    dict(
+        subject="history",
+        question="After the collapse of the Western Roman Empire in 476, which state continued Roman rule from Constantinople?",
+        correct="the Byzantine Empire",
+        distractors=["the Holy Roman Empire", "the Carolingian Empire", "the Mongol Empire"],
+        why="The Eastern Roman Empire, which historians call the Byzantine Empire, kept governing from Constantinople for almost another thousand years.",
+        trap_why="The Holy Roman Empire explicitly claimed to continue Rome, so it is the natural successor.",
+    ),
+    dict(
+        subject="history",
+        question="The Meiji Restoration of 1868 primarily involved",
+        correct="the restoration of imperial rule in Japan and a programme of rapid modernization",
+        distractors=[
+            "the founding of the Tokugawa shogunate",
+            "the return of the Ming dynasty to power in China",
+            "Korea's independence from Japanese rule",
+        ],
+        why="In 1868 the Tokugawa shogunate fell, power was returned to the Meiji emperor, and Japan began industrializing and rebuilding its institutions.",
+        trap_why="1868 was the turning point for the shogunate and the Tokugawa family is central to the story, so this looks like the start of Tokugawa rule.",
+    ),
+    dict(
+        subject="history",
+        question="The Magna Carta of 1215 is best described as",
+        correct="a charter that placed limits on the powers of the English king",
+        distractors=[
+            "a papal decree excommunicating King John",
+            "a declaration of independence by the American colonies",
+            "a treaty ending the Norman conquest",
+        ],
+        why="Rebel barons forced King John to accept the charter, which bound the king to the law and protected rights such as due process.",
+        trap_why="King John was locked in a bitter dispute with the Pope in those years, so the document sounds like a papal decree against him.",
+    ),
+    dict(
+        subject="history",
+        not_q=True,
+        question="Which of the following was NOT one of the 'Big Three' leaders at the Yalta Conference in February 1945?",
+        correct="Charles de Gaulle",
+        distractors=["Franklin D. Roosevelt", "Winston Churchill", "Joseph Stalin"],
+        why="De Gaulle was not invited to Yalta; the conference brought together Roosevelt, Churchill and Stalin.",
+        trap_why="Roosevelt died in 1945 and was already in very poor health, so he probably did not make the journey to Yalta.",
+    ),
+    dict(
+        subject="history",
+        question="The overland Silk Road primarily linked",
+        correct="China with Central Asia, Persia and the Mediterranean world",
+        distractors=[
+            "the Indian subcontinent with Southeast Asia by sea",
+            "West Africa with the Americas",
+            "Scandinavia with Iceland and Greenland",
+        ],
+        why="The caravan routes ran from Chang'an through Central Asia and Persia toward the eastern Mediterranean.",
+        trap_why="Much of the silk and spice trade moved by sea between India and Southeast Asia, and that is the route the name usually refers to.",
+    ),
+    dict(
+        subject="law",
+        question="In common-law systems, the doctrine that courts should follow precedents set by higher courts is known as",
+        correct="stare decisis",
+        distractors=["res judicata", "habeas corpus", "mens rea"],
+        why="Stare decisis, 'to stand by things decided', binds lower courts to the rulings of higher courts on the same point of law.",
+        trap_why="Res judicata means 'a matter already judged', which is about following what courts have decided before.",
+    ),
+    dict(
+        subject="law",
+        question="In criminal law, 'mens rea' refers to",
+        correct="the mental element or guilty mind required for an offence",
+        distractors=[
+            "the physical act or omission that constitutes an offence",
+            "the prosecution's burden of proof",
+            "a defence of necessity",
+        ],
+        why="Mens rea is the mental element, such as intention or recklessness, that must accompany the actus reus.",
+        trap_why="Mens rea is the core element that must be proved for any crime, and that is the wrongful act itself.",
+    ),
+    dict(
+        subject="law",
+        question="Under the United States Constitution, the power to declare war is given to",
+        correct="Congress",
+        distractors=["the President", "the Supreme Court", "the Secretary of Defense"],
+        why="Article I, Section 8 gives Congress the power to declare war; the President is commander in chief but does not declare war.",
+        trap_why="The President is commander in chief of the armed forces, so the decision to go to war rests with the President.",
+    ),
+    dict(
+        subject="law",
+        question="As a general rule, a contract entered into by a minor is",
+        correct="voidable at the minor's option",
+        distractors=["void from the outset", "fully enforceable against the minor", "a criminal offence"],
+        why="The minor may affirm or disaffirm the contract while the adult party stays bound, which is what 'voidable' means.",
+        trap_why="A minor lacks capacity to contract, and a contract made without capacity has no legal effect at all, so it is void.",
+    ),
+    dict(
+        subject="law",
+        not_q=True,
+        question="Which of the following is NOT generally required to form a valid contract?",
+        correct="a written document witnessed by a notary",
+        distractors=["consideration", "offer and acceptance", "capacity of the parties"],
+        why="Most contracts can be formed orally; writing or notarization is required only for particular categories such as some land transactions.",
+        trap_why="Consideration is a technical doctrine that many legal systems do without, so it is not a general requirement.",
+    ),
+    dict(
+        subject="law",
+        question="The rule that a person cannot be tried again for the same offence after an acquittal is known as",
+        correct="double jeopardy",
+        distractors=["estoppel", "habeas corpus", "sub judice"],
+        why="The protection against double jeopardy bars a second prosecution for the same offence after an acquittal or conviction.",
+        trap_why="Estoppel stops a party from going back on a position that has already been settled, which is what happens here.",
+    ),
+    dict(
+        subject="chemistry",
+        question="What is the pH of a 0.001 M solution of hydrochloric acid, a strong acid?",
+        correct="3",
+        distractors=["11", "1", "7"],
+        why="HCl dissociates completely, so [H⁺] = 10⁻³ M and pH = −log₁₀(10⁻³) = 3.",
+        trap_why="The concentration is 10⁻³ and pH plus pOH equals 14, so the pH is 14 − 3 = 11.",
+    ),
+    dict(
+        subject="chemistry",
+        question="Which element has the highest electronegativity on the Pauling scale?",
+        correct="fluorine",
+        distractors=["oxygen", "chlorine", "caesium"],
+        why="Fluorine sits at the top right of the periodic table, noble gases aside, with a Pauling value of about 3.98.",
+        trap_why="Oxygen is extremely electron-hungry and forms very polar bonds, so it has the highest value.",
+    ),
+    dict(
+        subject="chemistry",
+        question="According to 2H₂ + O₂ → 2H₂O, how many moles of water form when 2 moles of hydrogen gas react completely with excess oxygen?",
+        correct="2",
+        distractors=["1", "4", "3"],
+        why="The mole ratio of H₂ to H₂O is 2 : 2, so 2 mol of H₂ gives 2 mol of water.",
+        trap_why="One molecule of O₂ makes the water, so 2 moles of hydrogen give only 1 mole of water.",
+    ),
+    dict(
+        subject="economics",
+        question="If the price elasticity of demand for a good is −0.3, demand for the good is",
+        correct="inelastic",
+        distractors=["elastic", "unit elastic", "perfectly elastic"],
+        why="The absolute value 0.3 is below 1, so quantity demanded responds less than proportionally to a price change.",
+        trap_why="A non-zero elasticity means quantity responds to price, which makes the demand elastic.",
+    ),
+    dict(
+        subject="economics",
+        question="A binding price ceiling set below the equilibrium price will typically lead to",
+        correct="a shortage",
+        distractors=["a surplus", "a higher quantity traded", "no change in the market"],
+        why="Below equilibrium the quantity demanded exceeds the quantity supplied, so there is excess demand.",
+        trap_why="A ceiling holds the price down, so sellers are left with goods they cannot sell, which is a surplus.",
+    ),
+    dict(
+        subject="economics",
+        question="Which measure gives the market value of all final goods and services produced within a country's borders in a year?",
+        correct="gross domestic product (GDP)",
+        distractors=["gross national income (GNI)", "the consumer price index (CPI)", "the balance of payments"],
+        why="GDP is defined by where production happens, inside the borders, while GNI is defined by the residents who own the factors of production.",
+        trap_why="GNI adds up the income earned by the nation, and income equals the value of what is produced, so GNI is the measure.",
+    ),
+    dict(
+        subject="psychology",
+        question="In classical conditioning, a previously neutral stimulus that comes to elicit a response after repeated pairing is called the",
+        correct="conditioned stimulus",
+        distractors=["unconditioned stimulus", "conditioned response", "negative reinforcer"],
+        why="Like the bell in Pavlov's experiments, the once-neutral stimulus becomes a conditioned stimulus once it elicits the learned response.",
+        trap_why="Before the pairing nothing had been conditioned yet, so the neutral stimulus is the unconditioned stimulus.",
+    ),
+    dict(
+        subject="psychology",
+        question="The tendency to explain other people's behaviour by their personality while underestimating situational influences is known as the",
+        correct="fundamental attribution error",
+        distractors=["self-serving bias", "confirmation bias", "availability heuristic"],
+        why="Over-attributing other people's actions to disposition rather than circumstances is the fundamental attribution error.",
+        trap_why="Blaming other people's character while excusing oneself protects one's self-image, which is the self-serving bias.",
+    ),
+    dict(
+        subject="computer science",
+        question="What is the worst-case time complexity of binary search on a sorted array of n elements?",
+        correct="O(log n)",
+        distractors=["O(n)", "O(n log n)", "O(1)"],
+        why="Each comparison halves the remaining range, so at most about log₂ n comparisons are needed.",
+        trap_why="In the worst case the target is absent, so every element has to be examined, which is O(n).",
+    ),
+    dict(
+        subject="computer science",
+        question="Which data structure removes elements in last-in, first-out (LIFO) order?",
+        correct="a stack",
+        distractors=["a queue", "a binary heap", "a hash table"],
+        why="A stack pushes and pops at the same end, so the most recently added element leaves first.",
+        trap_why="A queue processes items in the order they wait in line, which is the last-in, first-out discipline.",
+    ),
+    dict(
+        subject="philosophy",
+        question="The statement 'I think, therefore I am' is most closely associated with",
+        correct="René Descartes",
+        distractors=["John Locke", "Immanuel Kant", "David Hume"],
+        why="Descartes reached 'cogito, ergo sum' while searching for a belief that could survive radical doubt.",
+        trap_why="Locke tied personal identity to consciousness and thinking, which is exactly what the statement expresses.",
+    ),
+    dict(
+        subject="geography",
+        question="Which is the longest river in South America?",
+        correct="the Amazon",
+        distractors=["the Paraná", "the Orinoco", "the São Francisco"],
+        why="The Amazon runs roughly 6,400 km from the Andes to the Atlantic, far longer than any other South American river.",
+        trap_why="The Paraná drains an enormous basin across several countries and is usually listed as the longest.",
+    ),
+    dict(
+        subject="astronomy",
+        question="Which planet in our solar system has the shortest orbital period?",
+        correct="Mercury",
+        distractors=["Venus", "Mars", "Earth"],
+        why="Mercury is closest to the Sun and, by Kepler's third law, completes an orbit in about 88 days.",
+        trap_why="Venus is the hottest planet and orbits close to the Sun, so its year is the shortest.",
+    ),
+    dict(
+        subject="statistics",
+        not_q=True,
+        question="Which of the following is NOT a measure of central tendency?",
+        correct="the standard deviation",
+        distractors=["the mode", "the mean", "the median"],
+        why="The standard deviation measures spread around the mean, not the centre of the distribution.",
+        trap_why="The mode only reports the most frequent value, which is about frequency rather than the centre, so it is the odd one out.",
+    ),
+    dict(
+        subject="medicine",
+        question="A deficiency of which vitamin causes scurvy?",
+        correct="vitamin C",
+        distractors=["vitamin K", "vitamin D", "vitamin B12"],
+        why="Vitamin C is needed for collagen synthesis, and its lack causes bleeding gums, poor wound healing and the other signs of scurvy.",
+        trap_why="Scurvy causes bleeding gums and easy bruising, which points to a clotting problem and therefore to vitamin K.",
+    ),
 ]
 
 # ---------------------------------------------------------------------------------------------
@@ -332,159 +468,315 @@ MC_BANK: list[dict] = [
 # kinds: currency, percent, large (>= 10000), fencepost (the wrong answer is gold +- 1).
 # ---------------------------------------------------------------------------------------------
 MATH_BANK: list[dict] = [
-    dict(question="What is the sum of the interior angles of a hexagon, in degrees?", gold="720",
-         steps=r"The interior angles of an $n$-gon sum to $(n-2) \cdot 180^\circ$. For a hexagon $n = 6$, so the sum is $4 \cdot 180^\circ = 720^\circ$.",
-         wrong="1080",
-         wrong_steps=r"Joining the centre to the 6 vertices splits the hexagon into 6 triangles, each with angle sum $180^\circ$, so the total is $6 \cdot 180^\circ = 1080^\circ$.",
-         alts=[("units", r"720^\circ", "720 degrees")]),
-    dict(question="A train travels 180 km in 2.5 hours at a constant speed. What is its speed in km/h?", gold="72",
-         steps=r"Speed is distance divided by time: $180 / 2.5 = 72$ km/h.",
-         wrong="90", wrong_steps=r"The trip takes about 2 hours, so the speed is $180 / 2 = 90$ km/h.",
-         alts=[("units", r"72 \text{ km/h}", "72 km/h"), ("decimal", "72.0", "72.0")]),
-    dict(question="A bag contains 6 red marbles and 2 blue marbles. One marble is drawn at random. What is the probability that it is red?",
-         gold=r"\frac{3}{4}", plain="3/4",
-         steps=r"There are $6 + 2 = 8$ marbles and 6 of them are red, so the probability is $\frac{6}{8} = \frac{3}{4}$.",
-         wrong=r"\frac{1}{3}", wrong_plain="1/3",
-         wrong_steps=r"The ratio of blue to red is $2 : 6$, so the probability is $\frac{2}{6} = \frac{1}{3}$.",
-         alts=[("decimal", "0.75", "0.75"), ("dfrac", r"\dfrac{3}{4}", "3/4"), ("slash", "3/4", "3/4"),
-               ("unsimplified", r"\frac{6}{8}", "6/8")]),
-    dict(question=r"A rectangle has side lengths $2$ and $2\sqrt{2}$. What is the length of its diagonal?",
-         gold=r"2\sqrt{3}", plain="2√3",
-         steps=r"By Pythagoras, $d^2 = 2^2 + (2\sqrt{2})^2 = 4 + 8 = 12$, so $d = \sqrt{12} = 2\sqrt{3}$.",
-         wrong=r"2\sqrt{2}", wrong_plain="2√2",
-         wrong_steps=r"By Pythagoras, $d^2 = 2^2 + (2\sqrt{2})^2 = 4 + 4 = 8$, so $d = \sqrt{8} = 2\sqrt{2}$.",
-         alts=[("unsimplified", r"\sqrt{12}", "√12"), ("latex_variant", r"2\sqrt 3", "2√3")]),
-    dict(question=r"Solve the system $x + y = 4$, $x - y = -2$. Give the answer as an ordered pair $(x, y)$.",
-         gold="(1, 3)",
-         steps=r"Adding the two equations gives $2x = 2$, so $x = 1$, and then $y = 4 - 1 = 3$.",
-         wrong="(3, 1)", wrong_steps=r"Adding the two equations gives $2x = 6$, so $x = 3$, and then $y = 4 - 3 = 1$.",
-         alts=[("spacing", "(1,3)", "(1,3)"), ("assignment", "x = 1, y = 3", "x = 1, y = 3")]),
-    dict(question="The price of a book rises from $40 to $60. By what percent did the price increase?", gold="50",
-         kinds=["percent"],
-         steps=r"The increase is $60 - 40 = 20$, and $\frac{20}{40} = 0.5$, which is $50\%$.",
-         wrong="33.3", wrong_steps=r"The increase is $20$, and $\frac{20}{60} \approx 0.333$, which is about $33.3\%$.",
-         alts=[("percent", r"50\%", "50%")], wrong_alt=("percent", r"33.3\%", "33.3%")),
-    dict(question="How many multiples of 3 are there from 1 to 30000, inclusive?", gold="10000",
-         kinds=["large", "fencepost"],
-         steps=r"The multiples are $3, 6, \ldots, 30000$, that is $3k$ for $k = 1, \ldots, 10000$, so there are $30000 / 3 = 10000$ of them.",
-         wrong="10001", wrong_steps=r"Counting from $0$ to $30000$ in steps of 3 gives $30000 / 3 + 1 = 10001$ terms.",
-         alts=[("thousands", "10,000", "10,000")]),
-    dict(question="A straight road is 20000 metres long. Lamp posts stand every 2 metres, including one at each end. How many lamp posts are there?",
-         gold="10001", kinds=["large", "fencepost"],
-         steps=r"The posts split the road into $20000 / 2 = 10000$ gaps, and a row that includes both ends has one more post than gaps, so there are $10001$ posts.",
-         wrong="10000", wrong_steps=r"One post every 2 metres over 20000 metres gives $20000 / 2 = 10000$ posts.",
-         alts=[("thousands", "10,001", "10,001")]),
-    dict(question=r"Compute $123 \times 456$.", gold="56088", kinds=["large"],
-         steps=r"$123 \times 456 = 123 \times 400 + 123 \times 56 = 49200 + 6888 = 56088$.",
-         wrong="55988", wrong_steps=r"$123 \times 456 = 123 \times 400 + 123 \times 56 = 49200 + 6788 = 55988$.",
-         alts=[("thousands", "56,088", "56,088")]),
-    dict(question="A laptop has a list price of $1,000, and a sales tax of 23.4% is added. What is the total price in dollars?",
-         gold="1234", kinds=["currency"],
-         steps=r"The tax is $0.234 \times 1000 = 234$ dollars, so the total is $1000 + 234 = 1234$ dollars.",
-         wrong="1023.4", wrong_steps=r"Adding the 23.4 to the list price gives $1000 + 23.4 = 1023.4$ dollars.",
-         alts=[("currency", r"\$1,234", "$1,234"), ("currency_cents", r"\$1234.00", "$1234.00")],
-         wrong_alt=("currency", r"\$1,023.40", "$1,023.40")),
-    dict(question="You invest $20,000 at 10% annual interest, compounded annually. What is the investment worth after 2 years, in dollars?",
-         gold="24200", kinds=["currency", "large"],
-         steps=r"After one year the value is $20000 \times 1.1 = 22000$; after two years it is $22000 \times 1.1 = 24200$ dollars.",
-         wrong="24000", wrong_steps=r"Each year earns $10\%$ of $20000$, which is $2000$, so after two years the value is $20000 + 2 \times 2000 = 24000$ dollars.",
-         alts=[("currency", r"\$24,200", "$24,200"), ("thousands", "24,200", "24,200")],
-         wrong_alt=("currency", r"\$24,000", "$24,000")),
-    dict(question=r"Evaluate $0.3 \times 0.4 + 1.05$.", gold="1.17",
-         steps=r"$0.3 \times 0.4 = 0.12$, and $0.12 + 1.05 = 1.17$.",
-         wrong="2.25", wrong_steps=r"$0.3 \times 0.4 = 1.2$, so the total is $1.2 + 1.05 = 2.25$.",
-         alts=[("fraction", r"\frac{117}{100}", "117/100")]),
-    dict(question=r"Solve the inequality $|x - 2| < 3$. Give the solution set in interval notation.", gold="(-1, 5)",
-         steps=r"$|x - 2| < 3$ means $-3 < x - 2 < 3$; adding 2 to each part gives $-1 < x < 5$, the interval $(-1, 5)$.",
-         wrong="(-5, 1)", wrong_steps=r"$|x - 2| < 3$ means $-3 < x - 2 < 3$; subtracting 2 from each part gives $-5 < x < 1$, the interval $(-5, 1)$.",
-         alts=[("inequality", "-1 < x < 5", "-1 < x < 5"), ("spacing", "(-1,5)", "(-1,5)")]),
-    dict(question=r"Find all real $x$ with $x^2 - 5x + 6 \le 0$. Give the answer in interval notation.", gold="[2, 3]",
-         steps=r"$x^2 - 5x + 6 = (x - 2)(x - 3)$, which is non-positive between the roots with the endpoints included, so $x \in [2, 3]$.",
-         wrong="(2, 3)", wrong_steps=r"$x^2 - 5x + 6 = (x - 2)(x - 3)$, which is negative strictly between the roots, so $x \in (2, 3)$.",
-         alts=[("inequality", r"2 \le x \le 3", "2 <= x <= 3")]),
-    dict(question="A fair six-sided die is rolled. What is the probability of rolling a number greater than 2?",
-         gold=r"\frac{2}{3}", plain="2/3",
-         steps=r"The outcomes 3, 4, 5 and 6 are greater than 2, which is 4 of 6, so the probability is $\frac{4}{6} = \frac{2}{3}$.",
-         wrong=r"\frac{1}{2}", wrong_plain="1/2",
-         wrong_steps=r"The outcomes greater than 2 are 3, 4 and 5, which is 3 of 6, so the probability is $\frac{1}{2}$.",
-         alts=[("unsimplified", r"\frac{4}{6}", "4/6"), ("slash", "2/3", "2/3")]),
-    dict(question="What is the greatest common divisor of 84 and 126?", gold="42",
-         steps=r"$84 = 2^2 \cdot 3 \cdot 7$ and $126 = 2 \cdot 3^2 \cdot 7$, so the gcd is $2 \cdot 3 \cdot 7 = 42$.",
-         wrong="21", wrong_steps=r"Both numbers are divisible by 3 and by 7, so the gcd is $3 \cdot 7 = 21$."),
-    dict(question="What is the least common multiple of 12 and 18?", gold="36",
-         steps=r"$12 = 2^2 \cdot 3$ and $18 = 2 \cdot 3^2$, so the lcm is $2^2 \cdot 3^2 = 36$.",
-         wrong="216", wrong_steps=r"A common multiple is $12 \times 18 = 216$, so the lcm is $216$."),
-    dict(question="How many distinct arrangements of the letters of the word LEVEL are there?", gold="30",
-         steps=r"LEVEL has 5 letters with L twice and E twice, so there are $\frac{5!}{2!\,2!} = \frac{120}{4} = 30$ arrangements.",
-         wrong="60", wrong_steps=r"There are 5 letters and the L is repeated, so there are $\frac{5!}{2!} = 60$ arrangements."),
-    dict(question="In how many ways can a committee of 3 people be chosen from 10 people?", gold="120",
-         steps=r"$\binom{10}{3} = \frac{10 \cdot 9 \cdot 8}{3 \cdot 2 \cdot 1} = 120$.",
-         wrong="720", wrong_steps=r"There are $10 \cdot 9 \cdot 8 = 720$ ways to pick the three members."),
-    dict(question="What is the sum of the first 50 positive odd integers?", gold="2500",
-         steps=r"The sum of the first $n$ odd numbers is $n^2$, so the sum is $50^2 = 2500$.",
-         wrong="2550", wrong_steps=r"The sum of the first $n$ such numbers is $n(n + 1)$, so the sum is $50 \cdot 51 = 2550$."),
-    dict(question=r"Simplify $\sqrt{50}$.", gold=r"5\sqrt{2}", plain="5√2",
-         steps=r"$\sqrt{50} = \sqrt{25 \cdot 2} = 5\sqrt{2}$.",
-         wrong=r"25\sqrt{2}", wrong_plain="25√2", wrong_steps=r"$50 = 25 \cdot 2$, so $\sqrt{50} = 25\sqrt{2}$.",
-         alts=[("latex_variant", r"5\sqrt 2", "5√2")]),
-    dict(question=r"What is the distance between the points $(1, 2)$ and $(4, 6)$?", gold="5",
-         steps=r"$\sqrt{(4-1)^2 + (6-2)^2} = \sqrt{9 + 16} = \sqrt{25} = 5$.",
-         wrong="7", wrong_steps=r"The horizontal change is 3 and the vertical change is 4, so the distance is $3 + 4 = 7$."),
-    dict(question=r"Solve $3x - 7 = 11$.", gold="6",
-         steps=r"$3x = 11 + 7 = 18$, so $x = 6$.",
-         wrong=r"\frac{4}{3}", wrong_plain="4/3", wrong_steps=r"$3x = 11 - 7 = 4$, so $x = \frac{4}{3}$.",
-         alts=[("assignment", "x = 6", "x = 6")]),
-    dict(question=r"What is the minimum value of $f(x) = x^2 - 4x + 1$ over the real numbers?", gold="-3",
-         steps=r"Completing the square, $f(x) = (x - 2)^2 - 3$, so the minimum value is $-3$, attained at $x = 2$.",
-         wrong="2", wrong_steps=r"The vertex is at $x = -\frac{b}{2a} = 2$, so the minimum is $2$."),
-    dict(question=r"Write $\frac{3}{8}$ as a decimal.", gold="0.375",
-         steps=r"$3 \div 8 = 0.375$.",
-         wrong="2.667", wrong_steps=r"$8 \div 3 \approx 2.667$.",
-         alts=[("leading_point", ".375", ".375")]),
-    dict(question="What percent of 80 is 20?", gold="25", kinds=["percent"],
-         steps=r"$\frac{20}{80} = 0.25$, which is $25\%$.",
-         wrong="400", wrong_steps=r"$\frac{80}{20} = 4$, which is $400\%$.",
-         alts=[("percent", r"25\%", "25%")], wrong_alt=("percent", r"400\%", "400%")),
-    dict(question=r"Find the vertex of the parabola $y = x^2 - 6x + 5$.", gold="(3, -4)",
-         steps=r"The vertex has $x = \frac{6}{2} = 3$ and $y = 9 - 18 + 5 = -4$, so the vertex is $(3, -4)$.",
-         wrong="(-3, 32)", wrong_steps=r"The vertex has $x = -3$ and $y = 9 + 18 + 5 = 32$, so the vertex is $(-3, 32)$.",
-         alts=[("spacing", "(3,-4)", "(3,-4)")]),
-    dict(question="How many seconds are there in one day?", gold="86400", kinds=["large"],
-         steps=r"$24 \times 60 \times 60 = 1440 \times 60 = 86400$.",
-         wrong="8640", wrong_steps=r"$24 \times 60 = 1440$ minutes, and $1440 \times 6 = 8640$ seconds.",
-         alts=[("thousands", "86,400", "86,400")]),
-    dict(question=r"Compute $\frac{1}{2} + \frac{1}{3}$.", gold=r"\frac{5}{6}", plain="5/6",
-         steps=r"With common denominator 6, $\frac{3}{6} + \frac{2}{6} = \frac{5}{6}$.",
-         wrong=r"\frac{2}{5}", wrong_plain="2/5",
-         wrong_steps=r"Adding numerators and denominators gives $\frac{1 + 1}{2 + 3} = \frac{2}{5}$.",
-         alts=[("dfrac", r"\dfrac{5}{6}", "5/6"), ("slash", "5/6", "5/6")]),
-    dict(question=r"What is the area of a circle with radius 3? Express your answer in terms of $\pi$.",
-         gold=r"9\pi", plain="9π",
-         steps=r"$A = \pi r^2 = \pi \cdot 3^2 = 9\pi$.",
-         wrong=r"6\pi", wrong_plain="6π", wrong_steps=r"$A = 2\pi r = 6\pi$.",
-         alts=[("spacing", r"9 \pi", "9 π")]),
-    dict(question=r"What is $1 + 2 + 3 + \cdots + 100$?", gold="5050",
-         steps=r"Using $\frac{n(n+1)}{2}$ with $n = 100$ gives $\frac{100 \cdot 101}{2} = 5050$.",
-         wrong="5000", wrong_steps=r"There are 100 terms averaging about 50, so the sum is $100 \cdot 50 = 5000$.",
-         alts=[("thousands", "5,050", "5,050")]),
-    dict(question=r"Evaluate $\log_2 64$.", gold="6",
-         steps=r"$2^6 = 64$, so $\log_2 64 = 6$.",
-         wrong="32", wrong_steps=r"$\log_2 64 = \frac{64}{2} = 32$."),
-    dict(question="Five workers build a wall in 12 days. Working at the same rate, how many days would six workers take?",
-         gold="10",
-         steps=r"The job takes $5 \times 12 = 60$ worker-days, so six workers need $\frac{60}{6} = 10$ days.",
-         wrong="14.4", wrong_steps=r"Scaling the time by the number of workers gives $12 \times \frac{6}{5} = 14.4$ days.",
-         alts=[("units", r"10 \text{ days}", "10 days")]),
-    dict(question=r"Compute $2^{17}$.", gold="131072", kinds=["large"],
-         steps=r"$2^{10} = 1024$ and $2^7 = 128$, so $2^{17} = 1024 \times 128 = 131072$.",
-         wrong="65536", wrong_steps=r"$2^{17} = 2^{10} \cdot 2^{6} = 1024 \cdot 64 = 65536$.",
-         alts=[("thousands", "131,072", "131,072")]),
-    dict(question=r"Simplify $(\sqrt{3} + 1)(\sqrt{3} - 1)$.", gold="2",
-         steps=r"This is a difference of squares: $(\sqrt{3})^2 - 1^2 = 3 - 1 = 2$.",
-         wrong="4", wrong_steps=r"Expanding gives $(\sqrt{3})^2 + 1^2 = 3 + 1 = 4$."),
-    dict(question="What is 15% of 240?", gold="36",
-         steps=r"$0.15 \times 240 = 36$.",
-         wrong="3600", wrong_steps=r"$15 \times 240 = 3600$."),
+    dict(
+        question="What is the sum of the interior angles of a hexagon, in degrees?",
+        gold="720",
+        steps=r"The interior angles of an $n$-gon sum to $(n-2) \cdot 180^\circ$. For a hexagon $n = 6$, so the sum is $4 \cdot 180^\circ = 720^\circ$.",
+        wrong="1080",
+        wrong_steps=r"Joining the centre to the 6 vertices splits the hexagon into 6 triangles, each with angle sum $180^\circ$, so the total is $6 \cdot 180^\circ = 1080^\circ$.",
+        alts=[("units", r"720^\circ", "720 degrees")],
+    ),
+    dict(
+        question="A train travels 180 km in 2.5 hours at a constant speed. What is its speed in km/h?",
+        gold="72",
+        steps=r"Speed is distance divided by time: $180 / 2.5 = 72$ km/h.",
+        wrong="90",
+        wrong_steps=r"The trip takes about 2 hours, so the speed is $180 / 2 = 90$ km/h.",
+        alts=[("units", r"72 \text{ km/h}", "72 km/h"), ("decimal", "72.0", "72.0")],
+    ),
+    dict(
+        question="A bag contains 6 red marbles and 2 blue marbles. One marble is drawn at random. What is the probability that it is red?",
+        gold=r"\frac{3}{4}",
+        plain="3/4",
+        steps=r"There are $6 + 2 = 8$ marbles and 6 of them are red, so the probability is $\frac{6}{8} = \frac{3}{4}$.",
+        wrong=r"\frac{1}{3}",
+        wrong_plain="1/3",
+        wrong_steps=r"The ratio of blue to red is $2 : 6$, so the probability is $\frac{2}{6} = \frac{1}{3}$.",
+        alts=[
+            ("decimal", "0.75", "0.75"),
+            ("dfrac", r"\dfrac{3}{4}", "3/4"),
+            ("slash", "3/4", "3/4"),
+            ("unsimplified", r"\frac{6}{8}", "6/8"),
+        ],
+    ),
+    dict(
+        question=r"A rectangle has side lengths $2$ and $2\sqrt{2}$. What is the length of its diagonal?",
+        gold=r"2\sqrt{3}",
+        plain="2√3",
+        steps=r"By Pythagoras, $d^2 = 2^2 + (2\sqrt{2})^2 = 4 + 8 = 12$, so $d = \sqrt{12} = 2\sqrt{3}$.",
+        wrong=r"2\sqrt{2}",
+        wrong_plain="2√2",
+        wrong_steps=r"By Pythagoras, $d^2 = 2^2 + (2\sqrt{2})^2 = 4 + 4 = 8$, so $d = \sqrt{8} = 2\sqrt{2}$.",
+        alts=[("unsimplified", r"\sqrt{12}", "√12"), ("latex_variant", r"2\sqrt 3", "2√3")],
+    ),
+    dict(
+        question=r"Solve the system $x + y = 4$, $x - y = -2$. Give the answer as an ordered pair $(x, y)$.",
+        gold="(1, 3)",
+        steps=r"Adding the two equations gives $2x = 2$, so $x = 1$, and then $y = 4 - 1 = 3$.",
+        wrong="(3, 1)",
+        wrong_steps=r"Adding the two equations gives $2x = 6$, so $x = 3$, and then $y = 4 - 3 = 1$.",
+        alts=[("spacing", "(1,3)", "(1,3)"), ("assignment", "x = 1, y = 3", "x = 1, y = 3")],
+    ),
+    dict(
+        question="The price of a book rises from $40 to $60. By what percent did the price increase?",
+        gold="50",
+        kinds=["percent"],
+        steps=r"The increase is $60 - 40 = 20$, and $\frac{20}{40} = 0.5$, which is $50\%$.",
+        wrong="33.3",
+        wrong_steps=r"The increase is $20$, and $\frac{20}{60} \approx 0.333$, which is about $33.3\%$.",
+        alts=[("percent", r"50\%", "50%")],
+        wrong_alt=("percent", r"33.3\%", "33.3%"),
+    ),
+    dict(
+        question="How many multiples of 3 are there from 1 to 30000, inclusive?",
+        gold="10000",
+        kinds=["large", "fencepost"],
+        steps=r"The multiples are $3, 6, \ldots, 30000$, that is $3k$ for $k = 1, \ldots, 10000$, so there are $30000 / 3 = 10000$ of them.",
+        wrong="10001",
+        wrong_steps=r"Counting from $0$ to $30000$ in steps of 3 gives $30000 / 3 + 1 = 10001$ terms.",
+        alts=[("thousands", "10,000", "10,000")],
+    ),
+    dict(
+        question="A straight road is 20000 metres long. Lamp posts stand every 2 metres, including one at each end. How many lamp posts are there?",
+        gold="10001",
+        kinds=["large", "fencepost"],
+        steps=r"The posts split the road into $20000 / 2 = 10000$ gaps, and a row that includes both ends has one more post than gaps, so there are $10001$ posts.",
+        wrong="10000",
+        wrong_steps=r"One post every 2 metres over 20000 metres gives $20000 / 2 = 10000$ posts.",
+        alts=[("thousands", "10,001", "10,001")],
+    ),
+    dict(
+        question=r"Compute $123 \times 456$.",
+        gold="56088",
+        kinds=["large"],
+        steps=r"$123 \times 456 = 123 \times 400 + 123 \times 56 = 49200 + 6888 = 56088$.",
+        wrong="55988",
+        wrong_steps=r"$123 \times 456 = 123 \times 400 + 123 \times 56 = 49200 + 6788 = 55988$.",
+        alts=[("thousands", "56,088", "56,088")],
+    ),
+    dict(
+        question="A laptop has a list price of $1,000, and a sales tax of 23.4% is added. What is the total price in dollars?",
+        gold="1234",
+        kinds=["currency"],
+        steps=r"The tax is $0.234 \times 1000 = 234$ dollars, so the total is $1000 + 234 = 1234$ dollars.",
+        wrong="1023.4",
+        wrong_steps=r"Adding the 23.4 to the list price gives $1000 + 23.4 = 1023.4$ dollars.",
+        alts=[("currency", r"\$1,234", "$1,234"), ("currency_cents", r"\$1234.00", "$1234.00")],
+        wrong_alt=("currency", r"\$1,023.40", "$1,023.40"),
+    ),
+    dict(
+        question="You invest $20,000 at 10% annual interest, compounded annually. What is the investment worth after 2 years, in dollars?",
+        gold="24200",
+        kinds=["currency", "large"],
+        steps=r"After one year the value is $20000 \times 1.1 = 22000$; after two years it is $22000 \times 1.1 = 24200$ dollars.",
+        wrong="24000",
+        wrong_steps=r"Each year earns $10\%$ of $20000$, which is $2000$, so after two years the value is $20000 + 2 \times 2000 = 24000$ dollars.",
+        alts=[("currency", r"\$24,200", "$24,200"), ("thousands", "24,200", "24,200")],
+        wrong_alt=("currency", r"\$24,000", "$24,000"),
+    ),
+    dict(
+        question=r"Evaluate $0.3 \times 0.4 + 1.05$.",
+        gold="1.17",
+        steps=r"$0.3 \times 0.4 = 0.12$, and $0.12 + 1.05 = 1.17$.",
+        wrong="2.25",
+        wrong_steps=r"$0.3 \times 0.4 = 1.2$, so the total is $1.2 + 1.05 = 2.25$.",
+        alts=[("fraction", r"\frac{117}{100}", "117/100")],
+    ),
+    dict(
+        question=r"Solve the inequality $|x - 2| < 3$. Give the solution set in interval notation.",
+        gold="(-1, 5)",
+        steps=r"$|x - 2| < 3$ means $-3 < x - 2 < 3$; adding 2 to each part gives $-1 < x < 5$, the interval $(-1, 5)$.",
+        wrong="(-5, 1)",
+        wrong_steps=r"$|x - 2| < 3$ means $-3 < x - 2 < 3$; subtracting 2 from each part gives $-5 < x < 1$, the interval $(-5, 1)$.",
+        alts=[("inequality", "-1 < x < 5", "-1 < x < 5"), ("spacing", "(-1,5)", "(-1,5)")],
+    ),
+    dict(
+        question=r"Find all real $x$ with $x^2 - 5x + 6 \le 0$. Give the answer in interval notation.",
+        gold="[2, 3]",
+        steps=r"$x^2 - 5x + 6 = (x - 2)(x - 3)$, which is non-positive between the roots with the endpoints included, so $x \in [2, 3]$.",
+        wrong="(2, 3)",
+        wrong_steps=r"$x^2 - 5x + 6 = (x - 2)(x - 3)$, which is negative strictly between the roots, so $x \in (2, 3)$.",
+        alts=[("inequality", r"2 \le x \le 3", "2 <= x <= 3")],
+    ),
+    dict(
+        question="A fair six-sided die is rolled. What is the probability of rolling a number greater than 2?",
+        gold=r"\frac{2}{3}",
+        plain="2/3",
+        steps=r"The outcomes 3, 4, 5 and 6 are greater than 2, which is 4 of 6, so the probability is $\frac{4}{6} = \frac{2}{3}$.",
+        wrong=r"\frac{1}{2}",
+        wrong_plain="1/2",
+        wrong_steps=r"The outcomes greater than 2 are 3, 4 and 5, which is 3 of 6, so the probability is $\frac{1}{2}$.",
+        alts=[("unsimplified", r"\frac{4}{6}", "4/6"), ("slash", "2/3", "2/3")],
+    ),
+    dict(
+        question="What is the greatest common divisor of 84 and 126?",
+        gold="42",
+        steps=r"$84 = 2^2 \cdot 3 \cdot 7$ and $126 = 2 \cdot 3^2 \cdot 7$, so the gcd is $2 \cdot 3 \cdot 7 = 42$.",
+        wrong="21",
+        wrong_steps=r"Both numbers are divisible by 3 and by 7, so the gcd is $3 \cdot 7 = 21$.",
+    ),
+    dict(
+        question="What is the least common multiple of 12 and 18?",
+        gold="36",
+        steps=r"$12 = 2^2 \cdot 3$ and $18 = 2 \cdot 3^2$, so the lcm is $2^2 \cdot 3^2 = 36$.",
+        wrong="216",
+        wrong_steps=r"A common multiple is $12 \times 18 = 216$, so the lcm is $216$.",
+    ),
+    dict(
+        question="How many distinct arrangements of the letters of the word LEVEL are there?",
+        gold="30",
+        steps=r"LEVEL has 5 letters with L twice and E twice, so there are $\frac{5!}{2!\,2!} = \frac{120}{4} = 30$ arrangements.",
+        wrong="60",
+        wrong_steps=r"There are 5 letters and the L is repeated, so there are $\frac{5!}{2!} = 60$ arrangements.",
+    ),
+    dict(
+        question="In how many ways can a committee of 3 people be chosen from 10 people?",
+        gold="120",
+        steps=r"$\binom{10}{3} = \frac{10 \cdot 9 \cdot 8}{3 \cdot 2 \cdot 1} = 120$.",
+        wrong="720",
+        wrong_steps=r"There are $10 \cdot 9 \cdot 8 = 720$ ways to pick the three members.",
+    ),
+    dict(
+        question="What is the sum of the first 50 positive odd integers?",
+        gold="2500",
+        steps=r"The sum of the first $n$ odd numbers is $n^2$, so the sum is $50^2 = 2500$.",
+        wrong="2550",
+        wrong_steps=r"The sum of the first $n$ such numbers is $n(n + 1)$, so the sum is $50 \cdot 51 = 2550$.",
+    ),
+    dict(
+        question=r"Simplify $\sqrt{50}$.",
+        gold=r"5\sqrt{2}",
+        plain="5√2",
+        steps=r"$\sqrt{50} = \sqrt{25 \cdot 2} = 5\sqrt{2}$.",
+        wrong=r"25\sqrt{2}",
+        wrong_plain="25√2",
+        wrong_steps=r"$50 = 25 \cdot 2$, so $\sqrt{50} = 25\sqrt{2}$.",
+        alts=[("latex_variant", r"5\sqrt 2", "5√2")],
+    ),
+    dict(
+        question=r"What is the distance between the points $(1, 2)$ and $(4, 6)$?",
+        gold="5",
+        steps=r"$\sqrt{(4-1)^2 + (6-2)^2} = \sqrt{9 + 16} = \sqrt{25} = 5$.",
+        wrong="7",
+        wrong_steps=r"The horizontal change is 3 and the vertical change is 4, so the distance is $3 + 4 = 7$.",
+    ),
+    dict(
+        question=r"Solve $3x - 7 = 11$.",
+        gold="6",
+        steps=r"$3x = 11 + 7 = 18$, so $x = 6$.",
+        wrong=r"\frac{4}{3}",
+        wrong_plain="4/3",
+        wrong_steps=r"$3x = 11 - 7 = 4$, so $x = \frac{4}{3}$.",
+        alts=[("assignment", "x = 6", "x = 6")],
+    ),
+    dict(
+        question=r"What is the minimum value of $f(x) = x^2 - 4x + 1$ over the real numbers?",
+        gold="-3",
+        steps=r"Completing the square, $f(x) = (x - 2)^2 - 3$, so the minimum value is $-3$, attained at $x = 2$.",
+        wrong="2",
+        wrong_steps=r"The vertex is at $x = -\frac{b}{2a} = 2$, so the minimum is $2$.",
+    ),
+    dict(
+        question=r"Write $\frac{3}{8}$ as a decimal.",
+        gold="0.375",
+        steps=r"$3 \div 8 = 0.375$.",
+        wrong="2.667",
+        wrong_steps=r"$8 \div 3 \approx 2.667$.",
+        alts=[("leading_point", ".375", ".375")],
+    ),
+    dict(
+        question="What percent of 80 is 20?",
+        gold="25",
+        kinds=["percent"],
+        steps=r"$\frac{20}{80} = 0.25$, which is $25\%$.",
+        wrong="400",
+        wrong_steps=r"$\frac{80}{20} = 4$, which is $400\%$.",
+        alts=[("percent", r"25\%", "25%")],
+        wrong_alt=("percent", r"400\%", "400%"),
+    ),
+    dict(
+        question=r"Find the vertex of the parabola $y = x^2 - 6x + 5$.",
+        gold="(3, -4)",
+        steps=r"The vertex has $x = \frac{6}{2} = 3$ and $y = 9 - 18 + 5 = -4$, so the vertex is $(3, -4)$.",
+        wrong="(-3, 32)",
+        wrong_steps=r"The vertex has $x = -3$ and $y = 9 + 18 + 5 = 32$, so the vertex is $(-3, 32)$.",
+        alts=[("spacing", "(3,-4)", "(3,-4)")],
+    ),
+    dict(
+        question="How many seconds are there in one day?",
+        gold="86400",
+        kinds=["large"],
+        steps=r"$24 \times 60 \times 60 = 1440 \times 60 = 86400$.",
+        wrong="8640",
+        wrong_steps=r"$24 \times 60 = 1440$ minutes, and $1440 \times 6 = 8640$ seconds.",
+        alts=[("thousands", "86,400", "86,400")],
+    ),
+    dict(
+        question=r"Compute $\frac{1}{2} + \frac{1}{3}$.",
+        gold=r"\frac{5}{6}",
+        plain="5/6",
+        steps=r"With common denominator 6, $\frac{3}{6} + \frac{2}{6} = \frac{5}{6}$.",
+        wrong=r"\frac{2}{5}",
+        wrong_plain="2/5",
+        wrong_steps=r"Adding numerators and denominators gives $\frac{1 + 1}{2 + 3} = \frac{2}{5}$.",
+        alts=[("dfrac", r"\dfrac{5}{6}", "5/6"), ("slash", "5/6", "5/6")],
+    ),
+    dict(
+        question=r"What is the area of a circle with radius 3? Express your answer in terms of $\pi$.",
+        gold=r"9\pi",
+        plain="9π",
+        steps=r"$A = \pi r^2 = \pi \cdot 3^2 = 9\pi$.",
+        wrong=r"6\pi",
+        wrong_plain="6π",
+        wrong_steps=r"$A = 2\pi r = 6\pi$.",
+        alts=[("spacing", r"9 \pi", "9 π")],
+    ),
+    dict(
+        question=r"What is $1 + 2 + 3 + \cdots + 100$?",
+        gold="5050",
+        steps=r"Using $\frac{n(n+1)}{2}$ with $n = 100$ gives $\frac{100 \cdot 101}{2} = 5050$.",
+        wrong="5000",
+        wrong_steps=r"There are 100 terms averaging about 50, so the sum is $100 \cdot 50 = 5000$.",
+        alts=[("thousands", "5,050", "5,050")],
+    ),
+    dict(
+        question=r"Evaluate $\log_2 64$.",
+        gold="6",
+        steps=r"$2^6 = 64$, so $\log_2 64 = 6$.",
+        wrong="32",
+        wrong_steps=r"$\log_2 64 = \frac{64}{2} = 32$.",
+    ),
+    dict(
+        question="Five workers build a wall in 12 days. Working at the same rate, how many days would six workers take?",
+        gold="10",
+        steps=r"The job takes $5 \times 12 = 60$ worker-days, so six workers need $\frac{60}{6} = 10$ days.",
+        wrong="14.4",
+        wrong_steps=r"Scaling the time by the number of workers gives $12 \times \frac{6}{5} = 14.4$ days.",
+        alts=[("units", r"10 \text{ days}", "10 days")],
+    ),
+    dict(
+        question=r"Compute $2^{17}$.",
+        gold="131072",
+        kinds=["large"],
+        steps=r"$2^{10} = 1024$ and $2^7 = 128$, so $2^{17} = 1024 \times 128 = 131072$.",
+        wrong="65536",
+        wrong_steps=r"$2^{17} = 2^{10} \cdot 2^{6} = 1024 \cdot 64 = 65536$.",
+        alts=[("thousands", "131,072", "131,072")],
+    ),
+    dict(
+        question=r"Simplify $(\sqrt{3} + 1)(\sqrt{3} - 1)$.",
+        gold="2",
+        steps=r"This is a difference of squares: $(\sqrt{3})^2 - 1^2 = 3 - 1 = 2$.",
+        wrong="4",
+        wrong_steps=r"Expanding gives $(\sqrt{3})^2 + 1^2 = 3 + 1 = 4$.",
+    ),
+    dict(
+        question="What is 15% of 240?",
+        gold="36",
+        steps=r"$0.15 \times 240 = 36$.",
+        wrong="3600",
+        wrong_steps=r"$15 \times 240 = 3600$.",
+    ),
 ]
 
 # ---------------------------------------------------------------------------------------------
@@ -492,27 +784,60 @@ MATH_BANK: list[dict] = [
 # the ordinary answer wrappers; `think` = probability of a <think>...</think> section.
 # ---------------------------------------------------------------------------------------------
 FAMILIES: list[dict] = [
-    dict(name="orca-7b", targets={"mmlu": (25, 27), "math": (15, 17)},
-         main={"base": {"mmlu": {"prose": 0.50, "answer_colon": 0.20, "boxed": 0.14, "bold": 0.08, "option_text": 0.08},
-                        "math": {"prose": 0.35, "hash": 0.32, "answer_colon": 0.18, "boxed": 0.15}},
-               "rl": {"mmlu": {"boxed": 0.82, "prose": 0.10, "answer_colon": 0.04, "bold": 0.04},
-                      "math": {"boxed": 0.86, "prose": 0.09, "answer_colon": 0.05}}},
-         think={"base": 0.06, "rl": 0.70}),
-    dict(name="lumen-8b", targets={"mmlu": (29, 31), "math": (19, 20)},
-         main={"base": {"mmlu": {"answer_colon": 0.42, "prose": 0.30, "boxed": 0.16, "bold": 0.07, "option_text": 0.05},
-                        "math": {"hash": 0.38, "prose": 0.30, "answer_colon": 0.15, "boxed": 0.17}},
-               "rl": {"mmlu": {"boxed": 0.78, "prose": 0.10, "answer_colon": 0.06, "bold": 0.06},
-                      "math": {"boxed": 0.84, "prose": 0.10, "answer_colon": 0.06}}},
-         think={"base": 0.10, "rl": 0.60}),
+    dict(
+        name="orca-7b",
+        targets={"mmlu": (25, 27), "math": (15, 17)},
+        main={
+            "base": {
+                "mmlu": {"prose": 0.50, "answer_colon": 0.20, "boxed": 0.14, "bold": 0.08, "option_text": 0.08},
+                "math": {"prose": 0.35, "hash": 0.32, "answer_colon": 0.18, "boxed": 0.15},
+            },
+            "rl": {
+                "mmlu": {"boxed": 0.82, "prose": 0.10, "answer_colon": 0.04, "bold": 0.04},
+                "math": {"boxed": 0.86, "prose": 0.09, "answer_colon": 0.05},
+            },
+        },
+        think={"base": 0.06, "rl": 0.70},
+    ),
+    dict(
+        name="lumen-8b",
+        targets={"mmlu": (29, 31), "math": (19, 20)},
+        main={
+            "base": {
+                "mmlu": {"answer_colon": 0.42, "prose": 0.30, "boxed": 0.16, "bold": 0.07, "option_text": 0.05},
+                "math": {"hash": 0.38, "prose": 0.30, "answer_colon": 0.15, "boxed": 0.17},
+            },
+            "rl": {
+                "mmlu": {"boxed": 0.78, "prose": 0.10, "answer_colon": 0.06, "bold": 0.06},
+                "math": {"boxed": 0.84, "prose": 0.10, "answer_colon": 0.06},
+            },
+        },
+        think={"base": 0.10, "rl": 0.60},
+    ),
 ]
 CHECKPOINTS = ("base", "rl")
 
 STYLES = {
     # ordinary wrappers
-    "boxed", "prose", "answer_colon", "hash", "bold", "option_text",
+    "boxed",
+    "prose",
+    "answer_colon",
+    "hash",
+    "bold",
+    "option_text",
     # hard cases
-    "json", "chinese", "self_correction", "truncated", "two_options", "cannot_determine", "runon",
-    "equivalent_form", "currency", "percent", "thousands", "off_by_one",
+    "json",
+    "chinese",
+    "self_correction",
+    "truncated",
+    "two_options",
+    "cannot_determine",
+    "runon",
+    "equivalent_form",
+    "currency",
+    "percent",
+    "thousands",
+    "off_by_one",
 }
 NO_ANSWER_STYLES = {"truncated", "two_options", "cannot_determine"}
 
@@ -537,11 +862,19 @@ def build_mc_items() -> list[dict]:
             choices[slot] = others[k]
             if k == 0:
                 trap_pos = slot
-        items.append(dict(
-            qid=f"mmlu-{n:03d}", subject=spec["subject"], question=spec["question"],
-            choices=choices, gold=LETTERS[gold_pos], trap=LETTERS[trap_pos],
-            why=spec["why"], trap_why=spec["trap_why"], not_q=bool(spec.get("not_q")),
-        ))
+        items.append(
+            dict(
+                qid=f"mmlu-{n:03d}",
+                subject=spec["subject"],
+                question=spec["question"],
+                choices=choices,
+                gold=LETTERS[gold_pos],
+                trap=LETTERS[trap_pos],
+                why=spec["why"],
+                trap_why=spec["trap_why"],
+                not_q=bool(spec.get("not_q")),
+            )
+        )
     return items
 
 
@@ -558,8 +891,9 @@ def build_math_items() -> list[dict]:
     return items
 
 
-def choose_correct(family: str, bench: str, qids: list[str], k_base: int, k_rl: int,
-                   must_miss: list[str]) -> dict[str, set[str]]:
+def choose_correct(
+    family: str, bench: str, qids: list[str], k_base: int, k_rl: int, must_miss: list[str]
+) -> dict[str, set[str]]:
     """Base gets the k_base 'easiest' items for this family; RL keeps most of them, loses two and
     gains a few more, so it is only slightly more often right. At least one of `must_miss` stays
     wrong for each checkpoint (the off-by-one case needs a wrong fencepost item)."""
@@ -569,7 +903,7 @@ def choose_correct(family: str, bench: str, qids: list[str], k_base: int, k_rl: 
     rng = rng_for("correct", family, bench)
     base = set(order[:k_base])
     dropped = set(rng.sample(sorted(base), 2))
-    gained = order[k_base:k_base + (k_rl - k_base) + 2]
+    gained = order[k_base : k_base + (k_rl - k_base) + 2]
     rl = (base - dropped) | set(gained)
     out = {"base": base, "rl": rl}
     for ckpt, cset in out.items():
@@ -582,8 +916,7 @@ def choose_correct(family: str, bench: str, qids: list[str], k_base: int, k_rl: 
     return out
 
 
-def assign_styles(family: dict, ckpt: str, bench: str, items: list[dict],
-                  correct: set[str]) -> dict[str, str]:
+def assign_styles(family: dict, ckpt: str, bench: str, items: list[dict], correct: set[str]) -> dict[str, str]:
     rng = rng_for("styles", family["name"], ckpt, bench)
     wrong_pool = [it["qid"] for it in items if it["qid"] not in correct]
     right_pool = [it["qid"] for it in items if it["qid"] in correct]
@@ -606,8 +939,8 @@ def assign_styles(family: dict, ckpt: str, bench: str, items: list[dict],
         take(wrong_pool, "truncated", 2 if ckpt == "rl" else 1)
         take(wrong_pool, "two_options", 1)
         take(wrong_pool, "cannot_determine", 1)
-        take(wrong_pool, "self_correction", 1)            # talks itself out of the right answer
-        take(right_pool, "self_correction", 1)            # corrects a wrong first answer
+        take(wrong_pool, "self_correction", 1)  # talks itself out of the right answer
+        take(right_pool, "self_correction", 1)  # corrects a wrong first answer
         take(right_pool, "json", 1)
         take(right_pool, "chinese", 1)
         take(right_pool, "bold", 1)
@@ -646,23 +979,43 @@ def assign_styles(family: dict, ckpt: str, bench: str, items: list[dict],
 # ---------------------------------------------------------------------------------------------
 # Multiple-choice response rendering
 # ---------------------------------------------------------------------------------------------
-OPENERS = ["Let's think step by step.", "Let me work through the options one at a time.",
-           "Okay, this is a question about @S@.", "We need to choose the option that best answers the question.",
-           "Let me recall the relevant @S@ first."]
-NOT_OPENERS = ["The question asks which option is NOT correct, so I am looking for the exception.",
-               "Careful: this is a NOT question, so three options fit and one does not.",
-               "We need the option that does not belong."]
-DISMISS = ["Option @L@ (@T@) does not match what is being described.", "@CT@ (@L@) is related, but it refers to something else.",
-           "I can rule out @L@, @T@.", "Option @L@, @T@, doesn't fit here."]
-FITS = ["Option @L@ (@T@) clearly fits, so it is not the exception.", "@CT@ (@L@) does belong.",
-        "Option @L@, @T@, is a standard example, so it is not what we want."]
+OPENERS = [
+    "Let's think step by step.",
+    "Let me work through the options one at a time.",
+    "Okay, this is a question about @S@.",
+    "We need to choose the option that best answers the question.",
+    "Let me recall the relevant @S@ first.",
+]
+NOT_OPENERS = [
+    "The question asks which option is NOT correct, so I am looking for the exception.",
+    "Careful: this is a NOT question, so three options fit and one does not.",
+    "We need the option that does not belong.",
+]
+DISMISS = [
+    "Option @L@ (@T@) does not match what is being described.",
+    "@CT@ (@L@) is related, but it refers to something else.",
+    "I can rule out @L@, @T@.",
+    "Option @L@, @T@, doesn't fit here.",
+]
+FITS = [
+    "Option @L@ (@T@) clearly fits, so it is not the exception.",
+    "@CT@ (@L@) does belong.",
+    "Option @L@, @T@, is a standard example, so it is not what we want.",
+]
 GOLD_TAIL = ["That matches option @L@.", "So option @L@, @T@, is correct.", "This corresponds to @L@."]
 EXCEPTION_TAIL = ["So option @L@ is the exception.", "That makes @L@ (@T@) the one that does not belong."]
 HEDGE = ["Option @L@ (@T@) is possible, but I'm not convinced.", "At first @T@ (@L@) looks tempting, but no."]
 TRAP_TAIL = ["That points to option @L@.", "So I'll go with @L@, @T@.", "This suggests @L@."]
-SUMMARY = ["The correct option is @L@: @T@.", "Based on this, the best answer is option @L@ (@T@).", "So the answer should be @L@."]
-RUMINATE = ["Hmm, wait. Let me reconsider option @L@ again.", "Actually, let me re-read the question once more.",
-            "Hmm, but option @L@ might also be defensible."]
+SUMMARY = [
+    "The correct option is @L@: @T@.",
+    "Based on this, the best answer is option @L@ (@T@).",
+    "So the answer should be @L@.",
+]
+RUMINATE = [
+    "Hmm, wait. Let me reconsider option @L@ again.",
+    "Actually, let me re-read the question once more.",
+    "Hmm, but option @L@ might also be defensible.",
+]
 
 
 def opt(item: dict, letter: str) -> tuple[str, str]:
@@ -710,17 +1063,31 @@ def mc_commit(rng: random.Random, wrapper: str, item: dict, letter: str) -> tupl
     if wrapper == "boxed":
         variant = weighted(rng, {"letter": 0.6, "text": 0.2, "paren": 0.2})
         inner = {"letter": letter, "text": r"\text{" + letter + "}", "paren": f"({letter})"}[variant]
-        tmpl = rng.choice(["The answer is $\\boxed{@I@}$.", "\\boxed{@I@}", "Final answer: \\boxed{@I@}",
-                           "**Final Answer**\n\n\\boxed{@I@}"])
+        tmpl = rng.choice(
+            [
+                "The answer is $\\boxed{@I@}$.",
+                "\\boxed{@I@}",
+                "Final answer: \\boxed{@I@}",
+                "**Final Answer**\n\n\\boxed{@I@}",
+            ]
+        )
         extra["variant"] = variant
         return fill(tmpl, I=inner), extra
     if wrapper == "prose":
-        tmpl = rng.choice(["The answer is (@L@).", "The answer is @L@.", "Therefore, the correct answer is @L@.",
-                           "So the answer is (@L@) @T@."])
+        tmpl = rng.choice(
+            [
+                "The answer is (@L@).",
+                "The answer is @L@.",
+                "Therefore, the correct answer is @L@.",
+                "So the answer is (@L@) @T@.",
+            ]
+        )
     elif wrapper == "answer_colon":
         tmpl = rng.choice(["Answer: @L@", "Answer: (@L@)", "Final answer: @L@"])
     elif wrapper == "bold":
-        tmpl = rng.choice(["**@L@**", "**Answer: @L@**", "The correct choice is **@L@**.", "**Final Answer: (@L@) @T@**"])
+        tmpl = rng.choice(
+            ["**@L@**", "**Answer: @L@**", "The correct choice is **@L@**.", "**Final Answer: (@L@) @T@**"]
+        )
     elif wrapper == "option_text":
         tmpl = rng.choice(["**Answer:** @CT@", "The answer is @T@.", "So the correct choice is @T@."])
         extra["intended_text"] = text
@@ -751,11 +1118,16 @@ def join(sentences: list[str], rl: bool) -> str:
 def wrap_think(rng: random.Random, body: str, summary: str, commit: str, think: bool) -> str:
     if think:
         return f"<think>\n{body}\n</think>\n\n{summary}\n\n{commit}".replace("\n\n\n\n", "\n\n")
-    return f"{body}\n\n{commit}" if "\n" in body or commit.startswith(("**", "\\boxed", "{", "```")) else f"{body} {commit}"
+    return (
+        f"{body}\n\n{commit}"
+        if "\n" in body or commit.startswith(("**", "\\boxed", "{", "```"))
+        else f"{body} {commit}"
+    )
 
 
-def render_mc(family: dict, ckpt: str, item: dict, style: str, right: bool, rng: random.Random,
-              mc_items: list[dict]) -> tuple[str, str | None, dict]:
+def render_mc(
+    family: dict, ckpt: str, item: dict, style: str, right: bool, rng: random.Random, mc_items: list[dict]
+) -> tuple[str, str | None, dict]:
     """Returns (response, intended_answer, extra meta)."""
     rl = ckpt == "rl"
     main = family["main"][ckpt]["mmlu"]
@@ -776,22 +1148,40 @@ def render_mc(family: dict, ckpt: str, item: dict, style: str, right: bool, rng:
 
     if style == "two_options":
         pair = sorted([gold, trap])
-        body = join(mc_reasoning(rng, item, True)[:-1] + [item["trap_why"],
-                    f"Both {pair[0]} and {pair[1]} seem defensible here, and I can't rule either out."], rl)
+        body = join(
+            mc_reasoning(rng, item, True)[:-1]
+            + [item["trap_why"], f"Both {pair[0]} and {pair[1]} seem defensible here, and I can't rule either out."],
+            rl,
+        )
         if rl:
             commit = rng.choice([f"\\boxed{{{pair[0]}, {pair[1]}}}", f"\\boxed{{{pair[0]}}} or \\boxed{{{pair[1]}}}"])
         else:
             commit = rng.choice([f"The answer is {pair[0]} or {pair[1]}.", f"Answer: {pair[0]}, {pair[1]}"])
-        return wrap_think(rng, body, "I am torn between two options.", commit, think), None, extra | {"candidates": pair}
+        return (
+            wrap_think(rng, body, "I am torn between two options.", commit, think),
+            None,
+            extra | {"candidates": pair},
+        )
 
     if style == "cannot_determine":
-        body = join([sent(rng, OPENERS, item), sent(rng, HEDGE, item, gold), sent(rng, HEDGE, item, trap),
-                     "The question seems to depend on details that are not given, and several options could be argued."], rl)
+        body = join(
+            [
+                sent(rng, OPENERS, item),
+                sent(rng, HEDGE, item, gold),
+                sent(rng, HEDGE, item, trap),
+                "The question seems to depend on details that are not given, and several options could be argued.",
+            ],
+            rl,
+        )
         if rl and rng.random() < 0.6:
             commit = rng.choice([r"\boxed{\text{Cannot determine}}", r"\boxed{\text{None of the above}}"])
         else:
-            commit = rng.choice(["I cannot determine the answer from the information given.",
-                                 "I cannot determine which option is correct without more context."])
+            commit = rng.choice(
+                [
+                    "I cannot determine the answer from the information given.",
+                    "I cannot determine which option is correct without more context.",
+                ]
+            )
         return wrap_think(rng, body, "I'm not able to settle on one option.", commit, think), None, extra
 
     if style == "self_correction":
@@ -799,10 +1189,14 @@ def render_mc(family: dict, ckpt: str, item: dict, style: str, right: bool, rng:
         first = trap if right else gold
         first_path = mc_reasoning(rng, item, not right)
         first_commit, _ = mc_commit(rng, wrapper, item, first)
-        recheck = rng.choice(["Wait, on reflection, that is not right.", "Hmm, wait. Let me double-check that.",
-                              "Actually, wait. I should reconsider."])
-        second = [item["why"] if right else item["trap_why"],
-                  f"So on reflection the answer is {letter}, not {first}."]
+        recheck = rng.choice(
+            [
+                "Wait, on reflection, that is not right.",
+                "Hmm, wait. Let me double-check that.",
+                "Actually, wait. I should reconsider.",
+            ]
+        )
+        second = [item["why"] if right else item["trap_why"], f"So on reflection the answer is {letter}, not {first}."]
         final_commit, ex = mc_commit(rng, wrapper, item, letter)
         first_block = join(first_path, rl or think)
         if think:  # thinks, answers, then second-guesses itself after the think section
@@ -815,8 +1209,10 @@ def render_mc(family: dict, ckpt: str, item: dict, style: str, right: bool, rng:
         commit, ex = mc_commit(rng, wrapper, item, letter)
         other = rng.choice([m for m in mc_items if m["qid"] != item["qid"] and m["gold"] != letter])
         opts = "\n".join(f"{l}. {t}" for l, t in zip(LETTERS, other["choices"]))
-        cont = (f"\n\nQuestion: {other['question']}\n{opts}\nAnswer: Let's think step by step. "
-                f"{other['why']} The answer is ({other['gold']}).")
+        cont = (
+            f"\n\nQuestion: {other['question']}\n{opts}\nAnswer: Let's think step by step. "
+            f"{other['why']} The answer is ({other['gold']})."
+        )
         text = join(mc_reasoning(rng, item, right), False) + " " + commit + cont
         return text, letter, extra | ex | {"wrapper": wrapper, "continuation_answer": other["gold"]}
 
@@ -837,12 +1233,22 @@ def render_mc(family: dict, ckpt: str, item: dict, style: str, right: bool, rng:
 # ---------------------------------------------------------------------------------------------
 # Maths response rendering
 # ---------------------------------------------------------------------------------------------
-M_OPENERS = ["Let's solve this step by step.", "We need to compute this carefully.", "Let me work it out.",
-             "Let's think step by step."]
-M_CHECK = ["Let me double-check: that looks right.", "Checking the arithmetic once more, this is consistent.",
-           "Quick sanity check: the value is reasonable."]
-M_RUMINATE = ["Wait, let me re-check the first step.", "Hmm, let me recompute that.",
-              "Let me re-read the problem to make sure I have the numbers right."]
+M_OPENERS = [
+    "Let's solve this step by step.",
+    "We need to compute this carefully.",
+    "Let me work it out.",
+    "Let's think step by step.",
+]
+M_CHECK = [
+    "Let me double-check: that looks right.",
+    "Checking the arithmetic once more, this is consistent.",
+    "Quick sanity check: the value is reasonable.",
+]
+M_RUMINATE = [
+    "Wait, let me re-check the first step.",
+    "Hmm, let me recompute that.",
+    "Let me re-read the problem to make sure I have the numbers right.",
+]
 
 
 def needs_math(v: str) -> bool:
@@ -871,8 +1277,14 @@ def math_value(item: dict, style: str, right: bool, rng: random.Random) -> tuple
 def math_commit(rng: random.Random, wrapper: str, latex: str, plain: str) -> tuple[str, str]:
     """(final-answer text, the exact answer string it contains)."""
     if wrapper == "boxed":
-        tmpl = rng.choice(["The final answer is $\\boxed{@V@}$.", "\\boxed{@V@}", "So the answer is $\\boxed{@V@}$.",
-                           "**Final Answer**\n\\[\n\\boxed{@V@}\n\\]"])
+        tmpl = rng.choice(
+            [
+                "The final answer is $\\boxed{@V@}$.",
+                "\\boxed{@V@}",
+                "So the answer is $\\boxed{@V@}$.",
+                "**Final Answer**\n\\[\n\\boxed{@V@}\n\\]",
+            ]
+        )
         return fill(tmpl, V=latex), latex
     if wrapper in ("hash", "json"):
         value = plain
@@ -890,8 +1302,9 @@ def math_commit(rng: random.Random, wrapper: str, latex: str, plain: str) -> tup
     return fill(rng.choice(tmpl), D=shown), value
 
 
-def render_math(family: dict, ckpt: str, item: dict, style: str, right: bool, rng: random.Random,
-                math_items: list[dict]) -> tuple[str, str | None, dict]:
+def render_math(
+    family: dict, ckpt: str, item: dict, style: str, right: bool, rng: random.Random, math_items: list[dict]
+) -> tuple[str, str | None, dict]:
     rl = ckpt == "rl"
     main = family["main"][ckpt]["math"]
     think = rng.random() < family["think"][ckpt]
@@ -907,8 +1320,14 @@ def render_math(family: dict, ckpt: str, item: dict, style: str, right: bool, rn
         return "<think>\n" + join(parts, True) + "\n\n" + fragment, None, {"think": True, "truncated": True}
 
     if style == "cannot_determine":
-        body = join([opener, "The problem statement seems to leave out a quantity I need, so the setup is ambiguous.",
-                     "Different readings give different results."], rl)
+        body = join(
+            [
+                opener,
+                "The problem statement seems to leave out a quantity I need, so the setup is ambiguous.",
+                "Different readings give different results.",
+            ],
+            rl,
+        )
         if rl and rng.random() < 0.6:
             commit = r"\boxed{\text{cannot be determined}}"
         else:
@@ -933,15 +1352,37 @@ def render_math(family: dict, ckpt: str, item: dict, style: str, right: bool, rn
 
     if style == "self_correction":
         first_commit, first = math_commit(rng, wrapper, item["wrong"], item["wrong_plain"])
-        text = (join([opener, item["wrong_steps"]], rl) + "\n\n" + first_commit + "\n\n"
-                + join([rng.choice(["Wait, on reflection, that is wrong.", "Hmm, wait. Let me redo this.",
-                                    "Actually, I made a mistake above."]), item["steps"]], rl) + "\n\n" + commit)
+        text = (
+            join([opener, item["wrong_steps"]], rl)
+            + "\n\n"
+            + first_commit
+            + "\n\n"
+            + join(
+                [
+                    rng.choice(
+                        [
+                            "Wait, on reflection, that is wrong.",
+                            "Hmm, wait. Let me redo this.",
+                            "Actually, I made a mistake above.",
+                        ]
+                    ),
+                    item["steps"],
+                ],
+                rl,
+            )
+            + "\n\n"
+            + commit
+        )
         return text, intended, extra | {"first_answer": first}
 
     if style == "runon":
         other = rng.choice([m for m in math_items if m["qid"] != item["qid"] and not m["kinds"]])
         cont = f"\n\nQuestion: {other['question']}\nAnswer: {other['steps']}\n#### {other['plain']}"
-        return join([opener, steps], False) + "\n" + commit + cont, intended, extra | {"continuation_answer": other["plain"]}
+        return (
+            join([opener, steps], False) + "\n" + commit + cont,
+            intended,
+            extra | {"continuation_answer": other["plain"]},
+        )
 
     parts = [opener, steps]
     if rng.random() < 0.4:
@@ -980,8 +1421,7 @@ def build_rows() -> list[dict]:
                     meta = {"subject": it["subject"] if bench == "mmlu" else "math"}
                     if bench == "mmlu":
                         meta["not_question"] = it["not_q"]
-                    meta.update(style=styles[qid], intended_answer=intended, correct=right,
-                                boxed="\\boxed" in response)
+                    meta.update(style=styles[qid], intended_answer=intended, correct=right, boxed="\\boxed" in response)
                     meta.update(extra)
                     row = {
                         "id": f"{fam['name']}:{ckpt}:{qid}",
@@ -1059,6 +1499,7 @@ def stats(rows: list[dict]) -> dict:
             boxed_and_correct=sum(r["meta"]["boxed"] and r["meta"]["correct"] for r in rs) / n,
             no_answer=sum(r["meta"]["intended_answer"] is None for r in rs) / n,
         )
+
     return {k: summary(v) for k, v in sorted(groups.items())}
 
 
@@ -1177,26 +1618,37 @@ def render_readme(rows: list[dict], sha: str) -> str:
     for fam in [f["name"] for f in FAMILIES] + ["all"]:
         for ckpt in CHECKPOINTS:
             s = st[(fam, ckpt, "all")]
-            lines.append(f"| {fam} | {ckpt} | {s['n']} | {pct(s['accuracy'])} | {pct(s['boxed_share'])} | "
-                         f"{pct(s['boxed_and_correct'])} | {pct(s['no_answer'])} |")
+            lines.append(
+                f"| {fam} | {ckpt} | {s['n']} | {pct(s['accuracy'])} | {pct(s['boxed_share'])} | "
+                f"{pct(s['boxed_and_correct'])} | {pct(s['no_answer'])} |"
+            )
     bench_lines = []
     for bench in ("mmlu", "math"):
         for ckpt in CHECKPOINTS:
             s = st[("all", ckpt, bench)]
-            bench_lines.append(f"| {bench} | {ckpt} | {s['n']} | {pct(s['accuracy'])} | {pct(s['boxed_share'])} | "
-                               f"{pct(s['boxed_and_correct'])} |")
+            bench_lines.append(
+                f"| {bench} | {ckpt} | {s['n']} | {pct(s['accuracy'])} | {pct(s['boxed_share'])} | "
+                f"{pct(s['boxed_and_correct'])} |"
+            )
     table = style_table(rows)
     keys = sorted(table)
     all_styles = sorted({s for c in table.values() for s in c})
-    style_lines = ["| style | " + " | ".join(f"{m} {c}" for m, c in keys) + " |",
-                   "|---|" + "---:|" * len(keys)]
+    style_lines = ["| style | " + " | ".join(f"{m} {c}" for m, c in keys) + " |", "|---|" + "---:|" * len(keys)]
     for s in all_styles:
         style_lines.append(f"| `{s}` | " + " | ".join(str(table[k][s]) for k in keys) + " |")
     n_mc = len({r["question"] for r in rows if r["benchmark"] == "mmlu"})
     n_math = len({r["question"] for r in rows if r["benchmark"] == "math"})
-    return fill(README_TEMPLATE, SHA=sha, NROWS=str(len(rows)), NMC=str(n_mc), NMATH=str(n_math),
-                PROMPT=PROMPT_ID, TABLE="\n".join(lines), BENCH="\n".join(bench_lines),
-                STYLES="\n".join(style_lines))
+    return fill(
+        README_TEMPLATE,
+        SHA=sha,
+        NROWS=str(len(rows)),
+        NMC=str(n_mc),
+        NMATH=str(n_math),
+        PROMPT=PROMPT_ID,
+        TABLE="\n".join(lines),
+        BENCH="\n".join(bench_lines),
+        STYLES="\n".join(style_lines),
+    )
 
 
 def print_report(rows: list[dict]) -> None:
@@ -1204,18 +1656,24 @@ def print_report(rows: list[dict]) -> None:
     print(f"rows: {len(rows)}")
     print("\nper model / checkpoint / benchmark: n, true acc, boxed share, boxed&correct")
     for (fam, ckpt, bench), s in st.items():
-        print(f"  {fam:9s} {ckpt:4s} {bench:5s} n={s['n']:3d} acc={pct(s['accuracy']):>5s} "
-              f"boxed={pct(s['boxed_share']):>5s} boxed&correct={pct(s['boxed_and_correct']):>5s} "
-              f"no_answer={pct(s['no_answer']):>5s}")
+        print(
+            f"  {fam:9s} {ckpt:4s} {bench:5s} n={s['n']:3d} acc={pct(s['accuracy']):>5s} "
+            f"boxed={pct(s['boxed_share']):>5s} boxed&correct={pct(s['boxed_and_correct']):>5s} "
+            f"no_answer={pct(s['no_answer']):>5s}"
+        )
     print("\nstyles per model / checkpoint:")
     for key, counter in sorted(style_table(rows).items()):
         print(f"  {key[0]} {key[1]}: " + ", ".join(f"{k}={v}" for k, v in sorted(counter.items())))
     b, r = st[("all", "base", "all")], st[("all", "rl", "all")]
-    print(f"\ntrue accuracy: base {pct(b['accuracy'])}  rl {pct(r['accuracy'])}  "
-          f"(gain {pct(r['accuracy'] - b['accuracy'])} points)")
+    print(
+        f"\ntrue accuracy: base {pct(b['accuracy'])}  rl {pct(r['accuracy'])}  "
+        f"(gain {pct(r['accuracy'] - b['accuracy'])} points)"
+    )
     print(f"boxed share:   base {pct(b['boxed_share'])}  rl {pct(r['boxed_share'])}")
-    print(f"boxed&correct: base {pct(b['boxed_and_correct'])}  rl {pct(r['boxed_and_correct'])}  "
-          f"(box-only 'gain' ~ {pct(r['boxed_and_correct'] - b['boxed_and_correct'])} points)")
+    print(
+        f"boxed&correct: base {pct(b['boxed_and_correct'])}  rl {pct(r['boxed_and_correct'])}  "
+        f"(box-only 'gain' ~ {pct(r['boxed_and_correct'] - b['boxed_and_correct'])} points)"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -1229,8 +1687,12 @@ def main(argv: list[str] | None = None) -> int:
     sha = hashlib.sha256(data.encode("utf-8")).hexdigest()
     readme = render_readme(rows, sha)
     if args.check:
-        ok = (OUT_JSONL.exists() and OUT_JSONL.read_text(encoding="utf-8") == data
-              and OUT_README.exists() and OUT_README.read_text(encoding="utf-8") == readme)
+        ok = (
+            OUT_JSONL.exists()
+            and OUT_JSONL.read_text(encoding="utf-8") == data
+            and OUT_README.exists()
+            and OUT_README.read_text(encoding="utf-8") == readme
+        )
         print("up to date" if ok else "STALE: rerun build_sample.py")
         return 0 if ok else 1
     OUT_JSONL.write_text(data, encoding="utf-8", newline="\n")

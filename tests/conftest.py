@@ -4,6 +4,7 @@ The suite runs against the real PostgreSQL and Redis (`make test` sets DATABASE_
 CELERY_BROKER_URL); tests that spawn processes (workers, the quickstart, `read`) get those URLs
 from `service_env`.
 """
+
 from __future__ import annotations
 
 import json
@@ -11,9 +12,10 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from time import time_ns
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 from django.apps import apps
@@ -47,10 +49,15 @@ def shared_data(*parts: str) -> Path:
 
 def mc_row(i: int = 0, **overrides: Any) -> dict[str, Any]:
     row = {
-        "id": f"mc-{i}", "question": f"Which sociologist wrote question {i}?",
-        "choices": ["Durkheim", "Weber", "Merton", "Parsons"], "gold": "B",
+        "id": f"mc-{i}",
+        "question": f"Which sociologist wrote question {i}?",
+        "choices": ["Durkheim", "Weber", "Merton", "Parsons"],
+        "gold": "B",
         "response": f"<think>Weber fits best.</think>\nThe answer is (B). [{i}]",
-        "model": "orca-7b", "checkpoint": "base", "benchmark": "mmlu", "prompt": "cot-v1",
+        "model": "orca-7b",
+        "checkpoint": "base",
+        "benchmark": "mmlu",
+        "prompt": "cot-v1",
     }
     row.update(overrides)
     return row
@@ -58,9 +65,14 @@ def mc_row(i: int = 0, **overrides: Any) -> dict[str, Any]:
 
 def math_row(i: int = 0, **overrides: Any) -> dict[str, Any]:
     row = {
-        "id": f"math-{i}", "question": f"Compute {i} + 72 - {i}.", "gold": "72",
+        "id": f"math-{i}",
+        "question": f"Compute {i} + 72 - {i}.",
+        "gold": "72",
         "response": "Adding and subtracting cancels, so \\boxed{72}.",
-        "model": "orca-7b", "checkpoint": "rl", "benchmark": "math", "prompt": "cot-v1",
+        "model": "orca-7b",
+        "checkpoint": "rl",
+        "benchmark": "math",
+        "prompt": "cot-v1",
     }
     row.update(overrides)
     return row
@@ -118,18 +130,47 @@ def service_env(tmp_path: Path) -> dict[str, str]:
 
 
 def manage(*args: str, env: dict[str, str], timeout: float = 300, check: bool = False) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "manage.py"), *args], env=env, cwd=ROOT, capture_output=True,
-                          text=True, timeout=timeout, check=check)
+    return subprocess.run(
+        [sys.executable, str(ROOT / "manage.py"), *args],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=check,
+    )
 
 
 def start_worker(env: dict[str, str], log_path: Path, *, concurrency: int = 2) -> subprocess.Popen:
     """A real Celery worker (prefork) in its own process group, so a test can kill it whole."""
     log = open(log_path, "a")
     return subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "readers,default,llm", "--pool", "prefork",
-         "--concurrency", str(concurrency), "--without-gossip", "--without-mingle", "--without-heartbeat",
-         "--loglevel", "INFO", "-n", f"test-{os.getpid()}-{time_ns()}@%h"],
-        env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "config",
+            "worker",
+            "-Q",
+            "readers,default,llm",
+            "--pool",
+            "prefork",
+            "--concurrency",
+            str(concurrency),
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+            "--loglevel",
+            "INFO",
+            "-n",
+            f"test-{os.getpid()}-{time_ns()}@%h",
+        ],
+        env=env,
+        cwd=ROOT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
 
 

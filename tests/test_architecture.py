@@ -1,4 +1,5 @@
 """docs/architecture.md's import table, enforced on every module of the project."""
+
 from __future__ import annotations
 
 import ast
@@ -37,8 +38,11 @@ def _project(imports: set[str]) -> set[str]:
 
 @pytest.mark.parametrize("path", _modules("readers"), ids=lambda p: str(p.relative_to(ROOT)))
 def test_readers_import_nothing_of_the_project_and_no_django(path: Path) -> None:
-    outside = {n for n in _imports(path) if n.split(".")[0] in ("django", "rest_framework", "celery", "adjudication",
-                                                                   "judges", "config")}
+    outside = {
+        n
+        for n in _imports(path)
+        if n.split(".")[0] in ("django", "rest_framework", "celery", "adjudication", "judges", "config")
+    }
     assert not outside, f"{path.relative_to(ROOT)} imports {sorted(outside)}"
 
 
@@ -48,8 +52,11 @@ def test_adjudication_never_imports_judges(path: Path) -> None:
     assert not judges, f"{path.relative_to(ROOT)} imports {sorted(judges)}"
 
 
-@pytest.mark.parametrize("path", [p for pkg in (*PACKAGES, "tests", "bench", "scripts") for p in _modules(pkg)],
-                         ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize(
+    "path",
+    [p for pkg in (*PACKAGES, "tests", "bench", "scripts") for p in _modules(pkg)],
+    ids=lambda p: str(p.relative_to(ROOT)),
+)
 def test_nothing_imports_a_management_command(path: Path) -> None:
     commands = {n for n in _imports(path) if ".management.commands" in n and n.split(".")[0] in PACKAGES}
     assert not commands, f"{path.relative_to(ROOT)} imports {sorted(commands)}"
@@ -67,11 +74,27 @@ def test_no_capability_imports_another_capabilitys_views() -> None:
 
 
 def test_the_old_module_paths_are_gone() -> None:
-    gone = ["adjudication/services", "adjudication/selectors.py", "adjudication/views.py", "adjudication/api.py",
-            "adjudication/routing.py", "adjudication/review_views.py", "adjudication/review_api.py",
-            "adjudication/review_selectors.py", "adjudication/review_urls.py", "adjudication/audit_views.py",
-            "adjudication/audit_urls.py", "adjudication/audit_figures.py", "adjudication/analytics_urls.py",
-            "adjudication/management/waiting.py", "judges/loopback.py", "judges/management/regeneration.py",
-            "readers/mc.py", "readers/mathreaders.py", "readers/isolation.py", "readers/seed001.py",
-            "readers/seed002_gsm8k.py"]
+    gone = [
+        "adjudication/services",
+        "adjudication/selectors.py",
+        "adjudication/views.py",
+        "adjudication/api.py",
+        "adjudication/routing.py",
+        "adjudication/review_views.py",
+        "adjudication/review_api.py",
+        "adjudication/review_selectors.py",
+        "adjudication/review_urls.py",
+        "adjudication/audit_views.py",
+        "adjudication/audit_urls.py",
+        "adjudication/audit_figures.py",
+        "adjudication/analytics_urls.py",
+        "adjudication/management/waiting.py",
+        "judges/loopback.py",
+        "judges/management/regeneration.py",
+        "readers/mc.py",
+        "readers/mathreaders.py",
+        "readers/isolation.py",
+        "readers/seed001.py",
+        "readers/seed002_gsm8k.py",
+    ]
     assert [g for g in gone if (ROOT / g).exists()] == []

@@ -6,6 +6,7 @@ environment is exactly the one the README gives; only DATABASE_URL and CELERY_BR
 at this test's services, and gunicorn binds a free loopback port with one worker (GUNICORN_BIND /
 GUNICORN_WORKERS, which the README names). `createdb` is skipped: the test database exists.
 """
+
 from __future__ import annotations
 
 import http.client
@@ -18,8 +19,8 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 from urllib.parse import urlencode
 
 import pytest
@@ -34,6 +35,7 @@ PASSWORD = "deploy-test-pw-5521"
 
 
 # -- docker-compose.yml (item 25) ------------------------------------------------------------------------
+
 
 class MissingVariable(Exception):
     pass
@@ -97,11 +99,12 @@ def test_compose_web_has_a_health_check():
 
 # -- the README's "by hand" section (item 24) -----------------------------------------------------------
 
+
 def readme_section() -> str:
     text = (ROOT / "README.md").read_text()
     start = text.index(SECTION_TITLE)
     end = text.find("\n## ", start + len(SECTION_TITLE))
-    return text[start:end if end != -1 else len(text)]
+    return text[start : end if end != -1 else len(text)]
 
 
 def sh_blocks() -> list[str]:
@@ -118,8 +121,14 @@ def readme_environment(*blocks: str) -> dict[str, str]:
     """Run the blocks' `export` lines in bash (as a reader would) and return the environment."""
     exports = [line for block in blocks for line in block.splitlines() if line.startswith("export ")]
     base = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp")}
-    out = subprocess.run(["bash", "-c", "set -e\n" + "\n".join(exports) + "\nenv -0"], env=base,
-                         capture_output=True, text=True, check=True, timeout=60).stdout
+    out = subprocess.run(
+        ["bash", "-c", "set -e\n" + "\n".join(exports) + "\nenv -0"],
+        env=base,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout
     env = dict(item.split("=", 1) for item in out.split("\0") if "=" in item)
     return {k: v for k, v in env.items() if k not in base and k not in ("PWD", "SHLVL", "_", "OLDPWD")}
 
@@ -147,8 +156,9 @@ class Site:
         self.cookies: dict[str, str] = {}
         self.set_cookie_lines: list[str] = []
 
-    def request(self, method: str, path: str, body: dict[str, str] | None = None,
-                headers: dict[str, str] | None = None) -> http.client.HTTPResponse:
+    def request(
+        self, method: str, path: str, body: dict[str, str] | None = None, headers: dict[str, str] | None = None
+    ) -> http.client.HTTPResponse:
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
         all_headers = {"Host": self.host, **self.headers, **(headers or {})}
         if self.cookies:
@@ -174,8 +184,12 @@ class Site:
         page = self.request("GET", "/accounts/login/")
         assert page.status == 200, (page.status, page.getheader("Location"))
         token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text).group(1)
-        return self.request("POST", "/accounts/login/", {"csrfmiddlewaretoken": token, "username": username,
-                                                         "password": password}, headers=extra)
+        return self.request(
+            "POST",
+            "/accounts/login/",
+            {"csrfmiddlewaretoken": token, "username": username, "password": password},
+            headers=extra,
+        )
 
 
 @pytest.fixture
@@ -186,8 +200,12 @@ def by_hand(transactional_db, service_env) -> Iterator:
 
     def follow(*setup_blocks: str):
         env = readme_environment(block_with("export DATABASE_URL", "export ALLOWED_HOSTS"), *setup_blocks)
-        env.update(PATH=os.environ["PATH"], HOME=os.environ.get("HOME", "/tmp"), PYTHONPATH=str(ROOT),
-                   DATABASE_URL=service_env["DATABASE_URL"])
+        env.update(
+            PATH=os.environ["PATH"],
+            HOME=os.environ.get("HOME", "/tmp"),
+            PYTHONPATH=str(ROOT),
+            DATABASE_URL=service_env["DATABASE_URL"],
+        )
         if os.environ.get("CELERY_BROKER_URL"):
             env["CELERY_BROKER_URL"] = os.environ["CELERY_BROKER_URL"]
         else:
@@ -199,16 +217,24 @@ def by_hand(transactional_db, service_env) -> Iterator:
             if program == "createdb" or program == "celery":
                 continue  # the test database exists; workers are tested in test_pipeline_worker
             if program == "python":
-                done = subprocess.run([sys.executable, *command[1:]], env=env, cwd=ROOT, capture_output=True,
-                                      text=True, timeout=300)
+                done = subprocess.run(
+                    [sys.executable, *command[1:]], env=env, cwd=ROOT, capture_output=True, text=True, timeout=300
+                )
                 assert done.returncode == 0, (command, done.stderr[-3000:])
                 if command[1:3] == ["manage.py", "check"]:
                     deploy_check = done.stderr + done.stdout
             elif program == "gunicorn":
                 server_env = dict(env, GUNICORN_BIND=f"127.0.0.1:{port}", GUNICORN_WORKERS="1", GUNICORN_THREADS="2")
-                servers.append(subprocess.Popen([sys.executable, "-m", "gunicorn", *command[1:]], env=server_env,
-                                                cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                                start_new_session=True))
+                servers.append(
+                    subprocess.Popen(
+                        [sys.executable, "-m", "gunicorn", *command[1:]],
+                        env=server_env,
+                        cwd=ROOT,
+                        stdout=subprocess.DEVNULL,
+                        stderr=subprocess.PIPE,
+                        start_new_session=True,
+                    )
+                )
             else:
                 raise AssertionError(f"a README step this test does not know how to follow: {command}")
         assert servers, "the README's steps start no web server"
@@ -249,14 +275,26 @@ def documented_warnings() -> set[str]:
 
 def add_user(env: dict[str, str], name: str, role: str) -> None:
     """As the README's review section says: ADJ_PASSWORD=… python manage.py add_user NAME --role ROLE."""
-    done = subprocess.run([sys.executable, "manage.py", "add_user", name, "--role", role], cwd=ROOT, timeout=120,
-                          env=dict(env, ADJ_PASSWORD=PASSWORD), capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "manage.py", "add_user", name, "--role", role],
+        cwd=ROOT,
+        timeout=120,
+        env=dict(env, ADJ_PASSWORD=PASSWORD),
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr
 
 
 def token_for(env: dict[str, str], name: str) -> str:
-    done = subprocess.run([sys.executable, "manage.py", "drf_create_token", name], cwd=ROOT, env=env, timeout=120,
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "manage.py", "drf_create_token", name],
+        cwd=ROOT,
+        env=env,
+        timeout=120,
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr
     return re.search(r"\b([0-9a-f]{40})\b", done.stdout).group(1)
 

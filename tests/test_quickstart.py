@@ -1,4 +1,5 @@
 """The README's first command, end to end on the embedded default: import, read, table, UI."""
+
 from __future__ import annotations
 
 import os
@@ -27,8 +28,14 @@ def test_quickstart_prints_the_reader_table_and_serves_the_ui(tmp_path):
     env.update(DATABASE_URL=f"sqlite:///{tmp_path / 'quick.sqlite3'}", PYTHONPATH=str(ROOT))
     port = free_port()
     log = open(tmp_path / "quickstart.log", "w+")
-    proc = subprocess.Popen([sys.executable, "manage.py", "quickstart", "--addrport", f"127.0.0.1:{port}"],
-                            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "manage.py", "quickstart", "--addrport", f"127.0.0.1:{port}"],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 600
         body = None

@@ -3,6 +3,7 @@ and the health check's exemption from the HTTPS redirect (issue 12, items 13, 14
 
 Each test builds its own Client after changing settings: a Client loads the middleware on its first
 request, so SecurityMiddleware sees the setting the test chose."""
+
 from __future__ import annotations
 
 import base64
@@ -52,6 +53,7 @@ def basic(username: str, password: str) -> str:
 
 
 # -- 13: brute force ---------------------------------------------------------------------------------
+
 
 def test_form_login_locks_an_account_after_repeated_failures_from_any_address():
     user_with_role("alice")
@@ -115,8 +117,9 @@ def test_basic_auth_failures_lock_out_before_any_password_is_checked():
     client = Client(REMOTE_ADDR="198.51.100.5")
     for i in range(LIMIT):
         assert client.get("/api/queues/", HTTP_AUTHORIZATION=basic("erin", f"guess-{i}")).status_code in (401, 403)
-    with mock.patch.object(RoleModelBackend, "authenticate", autospec=True,
-                           side_effect=RoleModelBackend.authenticate) as password_check:
+    with mock.patch.object(
+        RoleModelBackend, "authenticate", autospec=True, side_effect=RoleModelBackend.authenticate
+    ) as password_check:
         locked = client.get("/api/queues/", HTTP_AUTHORIZATION=basic("erin", PASSWORD))
         assert locked.status_code in (401, 403, 429)
         assert password_check.call_count == 0
@@ -159,6 +162,7 @@ def test_scripts_authenticate_with_a_token_from_drf_create_token():
 
 # -- 14: logout revokes the session ------------------------------------------------------------------
 
+
 def test_logout_revokes_the_session_cookie():
     user_with_role("henry")
     status, client = form_login("henry", PASSWORD)
@@ -178,11 +182,14 @@ def test_logout_revokes_the_session_cookie():
 def test_sessions_live_on_the_server():
     from django.conf import settings
 
-    assert settings.SESSION_ENGINE in ("django.contrib.sessions.backends.db",
-                                       "django.contrib.sessions.backends.cached_db")
+    assert settings.SESSION_ENGINE in (
+        "django.contrib.sessions.backends.db",
+        "django.contrib.sessions.backends.cached_db",
+    )
 
 
 # -- 15: Content-Security-Policy -------------------------------------------------------------------------
+
 
 def csp_directives(response) -> dict[str, list[str]]:
     header = response.headers.get("Content-Security-Policy", "")
@@ -208,10 +215,14 @@ def test_no_template_carries_an_inline_style_or_script():
     offenders = []
     for path in sorted((ROOT / "templates").rglob("*.html")):
         text = path.read_text()
-        for pattern in (r"<style\b", r"\sstyle\s*=", r"<script\b(?![^>]*\bsrc=)(?![^>]*application/json)",
-                        r"\son[a-z]+\s*="):
+        for pattern in (
+            r"<style\b",
+            r"\sstyle\s*=",
+            r"<script\b(?![^>]*\bsrc=)(?![^>]*application/json)",
+            r"\son[a-z]+\s*=",
+        ):
             for match in re.finditer(pattern, text, flags=re.I):
-                offenders.append(f"{path.relative_to(ROOT)}:{text[:match.start()].count(chr(10)) + 1}: {pattern}")
+                offenders.append(f"{path.relative_to(ROOT)}:{text[: match.start()].count(chr(10)) + 1}: {pattern}")
     assert offenders == []
 
 
@@ -223,6 +234,7 @@ def test_the_analytics_plots_carry_no_style_attributes():
 
 
 # -- 24: the health check is exempt from the HTTPS redirect ---------------------------------------------
+
 
 def test_with_the_https_redirect_on_the_health_check_answers_over_plain_http(settings):
     settings.SECURE_SSL_REDIRECT = True

@@ -24,17 +24,19 @@ estimates on them are unbiased for that stratum; the population estimate combine
 weighting each by its size (disputed: every routed disputed response; undisputed: every response
 the panel read minus the disputed ones), with a stratified bootstrap interval.
 """
+
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 
-from adjudication.routing.rules import answer_key
 from adjudication.analytics.bias import judge_bias, producer_binary
 from adjudication.analytics.stats import all_agree_rate, krippendorff_alpha, pairwise, percentile_interval, proportion
+from adjudication.routing.rules import answer_key
 
 NO_ANSWER = "∅"  # the answer key of "no answer" (reader no_answer, human label kind no_answer)
 DIMENSIONS = ("model", "checkpoint", "benchmark")
@@ -80,8 +82,9 @@ def answers_agree(reader_answer: str | None, human_answer: str) -> bool:
     return math_equal(reader_answer, human_answer, use_sympy=False).equal
 
 
-def human_verdict(kind: str, answer: str, correctness: str, gold: str,
-                  choices: list[str] | tuple[str, ...] = ()) -> tuple[str | None, str | None]:
+def human_verdict(
+    kind: str, answer: str, correctness: str, gold: str, choices: list[str] | tuple[str, ...] = ()
+) -> tuple[str | None, str | None]:
     """(verdict, answer) of a final human label.
 
     The label's own correctness wins when the queue asked for it. Otherwise: an option letter is
@@ -116,6 +119,7 @@ def human_verdict(kind: str, answer: str, correctness: str, gold: str,
 # readers alone
 # ---------------------------------------------------------------------------------------------
 
+
 def reader_overview(obs: Iterable[ReaderObs], by: str | None = None) -> dict[str, dict[str, Any]]:
     """{reader: {group: {n, verdicts, accuracy, extraction_rate, coverage (each with k/n/rate/ci)}}}."""
     counts: dict[str, dict[str, Counter]] = defaultdict(lambda: defaultdict(Counter))
@@ -128,7 +132,8 @@ def reader_overview(obs: Iterable[ReaderObs], by: str | None = None) -> dict[str
         for group, c in sorted(counts[reader].items()):
             n = sum(c.values())
             out[reader][group] = {
-                "n": n, "verdicts": dict(sorted(c.items())),
+                "n": n,
+                "verdicts": dict(sorted(c.items())),
                 "accuracy": proportion(c["correct"], n),
                 "extraction_rate": proportion(c["correct"] + c["incorrect"], n),
                 "coverage": proportion(n - c["error"] - c["timeout"], n),
@@ -140,6 +145,7 @@ def reader_overview(obs: Iterable[ReaderObs], by: str | None = None) -> dict[str
 # readers against humans
 # ---------------------------------------------------------------------------------------------
 
+
 def _vs_human_one(pairs: list[tuple[ReaderObs, HumanObs]], *, seed: int) -> dict[str, Any]:
     stats = judge_bias([(r.verdict, h.verdict) for r, h in pairs], seed=seed)
     judges = {r.kind for r, _ in pairs} == {"judge"}
@@ -148,14 +154,21 @@ def _vs_human_one(pairs: list[tuple[ReaderObs, HumanObs]], *, seed: int) -> dict
         stats["answer_agreement"] = None
         stats["answer_agreement_reason"] = "a judge gives verdicts, not answers"
     else:
-        agree = sum(answers_agree(r.answer if r.verdict in ("correct", "incorrect") else None, h.answer)
-                    for r, h in usable)
+        agree = sum(
+            answers_agree(r.answer if r.verdict in ("correct", "incorrect") else None, h.answer) for r, h in usable
+        )
         stats["answer_agreement"] = proportion(agree, len(usable))
     return stats
 
 
-def vs_human(obs: Iterable[ReaderObs], human: Mapping[str, HumanObs], *, scope: str = "reviewed",
-             by: str | None = None, seed: int = 0) -> dict[str, dict[str, Any]]:
+def vs_human(
+    obs: Iterable[ReaderObs],
+    human: Mapping[str, HumanObs],
+    *,
+    scope: str = "reviewed",
+    by: str | None = None,
+    seed: int = 0,
+) -> dict[str, dict[str, Any]]:
     """{reader: {group: stats}} on the reviewed items of `scope`: "reviewed" (all), "controls"
     (is_control) or "disputed" (routed by disagreement)."""
     grouped: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
@@ -165,8 +178,10 @@ def vs_human(obs: Iterable[ReaderObs], human: Mapping[str, HumanObs], *, scope: 
             continue
         group = (getattr(o, by) or "-") if by else "all"
         grouped[o.reader][group].append((o, h))
-    return {reader: {g: _vs_human_one(pairs, seed=seed) for g, pairs in sorted(groups.items())}
-            for reader, groups in sorted(grouped.items())}
+    return {
+        reader: {g: _vs_human_one(pairs, seed=seed) for g, pairs in sorted(groups.items())}
+        for reader, groups in sorted(grouped.items())
+    }
 
 
 def _in_scope(h: HumanObs, scope: str) -> bool:
@@ -177,8 +192,17 @@ def _in_scope(h: HumanObs, scope: str) -> bool:
 # the population estimate (stratified by routing)
 # ---------------------------------------------------------------------------------------------
 
-def stratified(obs: Iterable[ReaderObs], human: Mapping[str, HumanObs], *, policy: str, n_disputed: int,
-               n_undisputed: int, n_boot: int = 2000, seed: int = 0) -> dict[str, Any]:
+
+def stratified(
+    obs: Iterable[ReaderObs],
+    human: Mapping[str, HumanObs],
+    *,
+    policy: str,
+    n_disputed: int,
+    n_undisputed: int,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> dict[str, Any]:
     """Population estimates for one routing policy: each stratum's rate weighted by its size.
 
     n_disputed: responses the policy routed as disputed; n_undisputed: responses the panel read
@@ -198,14 +222,17 @@ def stratified(obs: Iterable[ReaderObs], human: Mapping[str, HumanObs], *, polic
         if jb is None or hb is None:
             continue
         per_reader[o.reader]["controls" if h.is_control else "disputed"].append(
-            (jb == hb, jb == "correct", hb == "correct"))
+            (jb == hb, jb == "correct", hb == "correct")
+        )
     rng_seed = seed
     for reader, strata in sorted(per_reader.items()):
         missing = [s for s in ("disputed", "controls") if w[s] > 0 and not strata[s]]
         entry: dict[str, Any] = {"n_labelled": {s: len(v) for s, v in strata.items()}}
         if missing:
-            entry["error"] = (f"no labelled {' or '.join(missing)} item(s): that stratum "
-                              f"({', '.join(f'{w[s]:.1%}' for s in missing)} of the population) is unobserved")
+            entry["error"] = (
+                f"no labelled {' or '.join(missing)} item(s): that stratum "
+                f"({', '.join(f'{w[s]:.1%}' for s in missing)} of the population) is unobserved"
+            )
             out["readers"][reader] = entry
             continue
         arrays = {s: np.array(v, dtype=float).reshape(-1, 3) for s, v in strata.items()}
@@ -216,8 +243,11 @@ def stratified(obs: Iterable[ReaderObs], human: Mapping[str, HumanObs], *, polic
         point = estimate({s: a.mean(axis=0) for s, a in arrays.items() if a.size})
         rng = np.random.default_rng(rng_seed)
         # Stratified bootstrap: each stratum resampled within itself, n_boot times at once.
-        boot_means = {s: a[rng.integers(0, len(a), size=(n_boot, len(a)))].mean(axis=1)
-                      for s, a in arrays.items() if a.size and n_boot > 0}
+        boot_means = {
+            s: a[rng.integers(0, len(a), size=(n_boot, len(a)))].mean(axis=1)
+            for s, a in arrays.items()
+            if a.size and n_boot > 0
+        }
         boots = n_boot > 0
         boots_arr = estimate(boot_means) if boots else np.zeros((0, 3))
         names = ("accuracy", "judge_correct_rate", "human_correct_rate")
@@ -237,8 +267,10 @@ def stratified(obs: Iterable[ReaderObs], human: Mapping[str, HumanObs], *, polic
 # humans against humans
 # ---------------------------------------------------------------------------------------------
 
-def human_human(ratings: Mapping[str, Mapping[str, str]], *, level: str = "nominal",
-                value_order: list | None = None) -> dict[str, Any]:
+
+def human_human(
+    ratings: Mapping[str, Mapping[str, str]], *, level: str = "nominal", value_order: list | None = None
+) -> dict[str, Any]:
     """{annotator: {item: category}} -> percent agreement (all raters equal, items with ≥ 2
     ratings), pairwise agreement and Cohen's κ, and Krippendorff's α."""
     return {
@@ -256,8 +288,10 @@ def human_human(ratings: Mapping[str, Mapping[str, str]], *, level: str = "nomin
 # ---------------------------------------------------------------------------------------------
 
 BIASED_BY_SELECTION = (
-    "reader–human verdict agreement, answer agreement and Cohen's κ", "accuracy against humans",
-    "judge bias, false-accept and false-reject rates", "human–human agreement",
+    "reader–human verdict agreement, answer agreement and Cohen's κ",
+    "accuracy against humans",
+    "judge bias, false-accept and false-reject rates",
+    "human–human agreement",
 )
 
 
@@ -265,8 +299,11 @@ def selection_note(human: Mapping[str, HumanObs]) -> dict[str, Any]:
     disputed = sum(not h.is_control for h in human.values())
     controls = sum(h.is_control for h in human.values())
     routed = disputed > 0
-    note: dict[str, Any] = {"labelled_disputed": disputed, "labelled_controls": controls,
-                            "routed_by_disagreement": routed}
+    note: dict[str, Any] = {
+        "labelled_disputed": disputed,
+        "labelled_controls": controls,
+        "routed_by_disagreement": routed,
+    }
     if not human:
         note["text"] = "No final human labels yet: nothing to compare the readers with."
         note["preferred_scope"] = "reviewed"
@@ -275,23 +312,36 @@ def selection_note(human: Mapping[str, HumanObs]) -> dict[str, Any]:
         note["text"] = (
             "Review items were routed by reader disagreement, so estimates over all reviewed items describe "
             "disputed responses (the hard ones), not the dataset. "
-            + ("Estimates on the control items (a random sample of undisputed responses) are unbiased for the "
-               "undisputed stratum; the population estimate weights both strata by their size."
-               if controls else
-               "No control items are labelled: nothing here is a population estimate. Route with a "
-               "control_fraction > 0 to get one."))
+            + (
+                "Estimates on the control items (a random sample of undisputed responses) are unbiased for the "
+                "undisputed stratum; the population estimate weights both strata by their size."
+                if controls
+                else "No control items are labelled: nothing here is a population estimate. Route with a "
+                "control_fraction > 0 to get one."
+            )
+        )
         note["preferred_scope"] = "controls" if controls else "reviewed"
     else:
-        note["text"] = "Only control items (a random sample) are labelled: estimates are unbiased for the sampled stratum."
+        note["text"] = (
+            "Only control items (a random sample) are labelled: estimates are unbiased for the sampled stratum."
+        )
         note["preferred_scope"] = "reviewed"
     return note
 
 
-def report(obs: list[ReaderObs], human: Mapping[str, HumanObs], *, annotator_ratings: Mapping[str, Mapping[str, str]]
-           | None = None, control_ids: set[str] | None = None, strata: list[dict[str, Any]] | None = None,
-           seed: int = 0) -> dict[str, Any]:
+def report(
+    obs: list[ReaderObs],
+    human: Mapping[str, HumanObs],
+    *,
+    annotator_ratings: Mapping[str, Mapping[str, str]] | None = None,
+    control_ids: set[str] | None = None,
+    strata: list[dict[str, Any]] | None = None,
+    seed: int = 0,
+) -> dict[str, Any]:
     note = selection_note(human)
-    scopes = ["reviewed"] + (["disputed", "controls"] if note["labelled_controls"] and note["labelled_disputed"] else [])
+    scopes = ["reviewed"] + (
+        ["disputed", "controls"] if note["labelled_controls"] and note["labelled_disputed"] else []
+    )
     out: dict[str, Any] = {
         "selection": note,
         "readers": reader_overview(obs),
@@ -303,10 +353,12 @@ def report(obs: list[ReaderObs], human: Mapping[str, HumanObs], *, annotator_rat
     if annotator_ratings is not None:
         hh = {"reviewed": human_human(annotator_ratings)}
         if control_ids:
-            hh["controls"] = human_human({a: {i: v for i, v in r.items() if i in control_ids}
-                                          for a, r in annotator_ratings.items()})
+            hh["controls"] = human_human(
+                {a: {i: v for i, v in r.items() if i in control_ids} for a, r in annotator_ratings.items()}
+            )
         out["human_human"] = hh
     preferred = out["vs_human"].get(note["preferred_scope"], {})
-    out["producers"] = {reader: {"scope": note["preferred_scope"], **groups["all"]}
-                        for reader, groups in preferred.items()}
+    out["producers"] = {
+        reader: {"scope": note["preferred_scope"], **groups["all"]} for reader, groups in preferred.items()
+    }
     return out

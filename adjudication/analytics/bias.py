@@ -26,10 +26,12 @@ Small samples: below MIN_N items, or with fewer than MIN_DENOMINATOR items in a 
 denominator, the result carries a warning. At n = 30 a Wilson interval around 50 % is ±17
 points wide and at a denominator of 10 it is ±28 points: too wide to call a lean.
 """
+
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
@@ -61,8 +63,13 @@ def _rate(k: int, n: int) -> tuple[float | Undefined, list[float] | None]:
     return k / n, list(wilson(k, n))  # type: ignore[arg-type]
 
 
-def judge_bias(pairs: Iterable[tuple[str | None, str | None]], *, no_answer: str = "incorrect",
-               seed: int = 0, n_boot: int = BOOTSTRAP) -> dict[str, Any]:
+def judge_bias(
+    pairs: Iterable[tuple[str | None, str | None]],
+    *,
+    no_answer: str = "incorrect",
+    seed: int = 0,
+    n_boot: int = BOOTSTRAP,
+) -> dict[str, Any]:
     """Bias statistics of one producer: `pairs` are (producer verdict, human verdict) per item."""
     if no_answer not in ("incorrect", "exclude"):
         raise ValueError("no_answer must be 'incorrect' or 'exclude'")
@@ -80,9 +87,14 @@ def judge_bias(pairs: Iterable[tuple[str | None, str | None]], *, no_answer: str
             human.append(hb)
     n = len(judge)
     (tp, fp), (fn, tn) = confusion(judge, human, BINARY)
-    out: dict[str, Any] = {"n": n, "tp": tp, "fp": fp, "fn": fn, "tn": tn,
-                           "confusion": {"rows": "producer", "columns": "human", "labels": list(BINARY),
-                                         "matrix": [[tp, fp], [fn, tn]]}}
+    out: dict[str, Any] = {
+        "n": n,
+        "tp": tp,
+        "fp": fp,
+        "fn": fn,
+        "tn": tn,
+        "confusion": {"rows": "producer", "columns": "human", "labels": list(BINARY), "matrix": [[tp, fp], [fn, tn]]},
+    }
     out["accuracy"], out["accuracy_ci"] = _rate(tp + tn, n)
     out["cohen_kappa"] = cohen_kappa(judge, human, labels=BINARY)
     out["judge_correct_rate"], out["judge_correct_rate_ci"] = _rate(tp + fp, n)
@@ -135,27 +147,48 @@ def small_sample_warnings(n: int, negatives: int, positives: int) -> list[str]:
     if n < MIN_N:
         warnings.append(f"n = {n} < {MIN_N}: too few items to say anything about bias (intervals are very wide)")
     if negatives < MIN_DENOMINATOR:
-        warnings.append(f"only {negatives} item(s) the human rejects (< {MIN_DENOMINATOR}): "
-                        "the false-accept rate is not informative")
+        warnings.append(
+            f"only {negatives} item(s) the human rejects (< {MIN_DENOMINATOR}): "
+            "the false-accept rate is not informative"
+        )
     if positives < MIN_DENOMINATOR:
-        warnings.append(f"only {positives} item(s) the human accepts (< {MIN_DENOMINATOR}): "
-                        "the false-reject rate is not informative")
+        warnings.append(
+            f"only {positives} item(s) the human accepts (< {MIN_DENOMINATOR}): "
+            "the false-reject rate is not informative"
+        )
     return warnings
 
 
-def bias_by(records: Iterable[dict[str, Any]], keys: tuple[str, ...], *, producer_key: str = "producer",
-            verdict_key: str = "verdict", human_key: str = "human_verdict", no_answer: str = "incorrect",
-            seed: int = 0) -> dict[str, dict[str, Any]]:
+def bias_by(
+    records: Iterable[dict[str, Any]],
+    keys: tuple[str, ...],
+    *,
+    producer_key: str = "producer",
+    verdict_key: str = "verdict",
+    human_key: str = "human_verdict",
+    no_answer: str = "incorrect",
+    seed: int = 0,
+) -> dict[str, dict[str, Any]]:
     """judge_bias per producer and per group of `keys` (e.g. ("model", "checkpoint")):
     {producer: {"model/checkpoint value": stats}}."""
     groups: dict[str, dict[str, list[tuple[Any, Any]]]] = {}
     for r in records:
         group = "/".join(str(r.get(k) or "-") for k in keys) if keys else "all"
         groups.setdefault(str(r[producer_key]), {}).setdefault(group, []).append((r[verdict_key], r[human_key]))
-    return {p: {g: judge_bias(pairs, no_answer=no_answer, seed=seed) for g, pairs in sorted(by_group.items())}
-            for p, by_group in sorted(groups.items())}
+    return {
+        p: {g: judge_bias(pairs, no_answer=no_answer, seed=seed) for g, pairs in sorted(by_group.items())}
+        for p, by_group in sorted(groups.items())
+    }
 
 
 # The flat keys of the `agreement --input` JSON, in order (each rate also has `<key>_ci`).
-SUMMARY_KEYS = ("n", "accuracy", "cohen_kappa", "judge_correct_rate", "human_correct_rate", "bias",
-                "false_accept_rate", "false_reject_rate")
+SUMMARY_KEYS = (
+    "n",
+    "accuracy",
+    "cohen_kappa",
+    "judge_correct_rate",
+    "human_correct_rate",
+    "bias",
+    "false_accept_rate",
+    "false_reject_rate",
+)

@@ -3,14 +3,15 @@
 Pure Python: canonical rows are parsed by services.rows (line-numbered errors), readers run in
 the isolation pool (readers.isolation), and nothing here imports a model.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from adjudication.ingest.formats import Row, RowError, iter_json_lines, iter_rows
 from adjudication.analytics.bias import VERDICTS
 from adjudication.analytics.format_share import Observation, has_box, item_task_type
+from adjudication.ingest.formats import Row, RowError, iter_json_lines, iter_rows
 
 HUMAN = "human"
 
@@ -44,13 +45,15 @@ def _given_verdict(row: Row, path: Path, reader: str) -> str | None:
         value, field = (table or {}).get(reader), f"verdicts.{reader}"
         allowed = (*VERDICTS, None)
     if value not in allowed:
-        raise RowError(path, row.line, field, f"must be one of {', '.join(str(a) for a in allowed if a)} "
-                                              f"(or null), got {value!r}")
+        raise RowError(
+            path, row.line, field, f"must be one of {', '.join(str(a) for a in allowed if a)} (or null), got {value!r}"
+        )
     return value
 
 
-def format_share_observations(path: Path, *, reported: str, fixed: str, processes: int = 2,
-                              budget_s: float = 5.0) -> tuple[list[Observation], dict[str, str]]:
+def format_share_observations(
+    path: Path, *, reported: str, fixed: str, processes: int = 2, budget_s: float = 5.0
+) -> tuple[list[Observation], dict[str, str]]:
     """Observations for format_share.compute from a canonical JSONL file, and where each reader's
     verdicts came from. A registered reader is run on the responses (isolated, under the budget);
     "human" takes each row's `human_verdict`; any other name takes each row's `verdicts[name]`
@@ -63,7 +66,9 @@ def format_share_observations(path: Path, *, reported: str, fixed: str, processe
         raise InputError(path, "no rows")
     for row in rows:
         if not row.checkpoint:
-            raise RowError(path, row.line, "checkpoint", "missing: a format-share comparison needs base and RL checkpoints")
+            raise RowError(
+                path, row.line, "checkpoint", "missing: a format-share comparison needs base and RL checkpoints"
+            )
     known = set(reader_registry.names())
     verdicts: dict[str, list[str | None]] = {}
     sources: dict[str, str] = {}
@@ -82,14 +87,27 @@ def format_share_observations(path: Path, *, reported: str, fixed: str, processe
         given = [_given_verdict(r, path, name) for r in rows]
         if all(v is None for v in given):
             where = "a `human_verdict` field" if name == HUMAN else f"`verdicts.{name}` fields"
-            raise InputError(path, f"{name!r} is not a registered reader and no row carries {where} "
-                                          "(`manage.py readers` lists the readers)")
+            raise InputError(
+                path,
+                f"{name!r} is not a registered reader and no row carries {where} "
+                "(`manage.py readers` lists the readers)",
+            )
         verdicts[name] = given
         sources[name] = "human_verdict fields of the file" if name == HUMAN else f"verdicts.{name} fields of the file"
-    obs = [Observation(model=r.model, checkpoint=r.checkpoint, benchmark=r.benchmark, prompt=r.prompt,
-                       question=r.question_fingerprint, reported=rep, fixed=fix, has_box=has_box(r.response),
-                       task_type=item_task_type(r.gold, r.choices))
-           for r, rep, fix in zip(rows, verdicts[reported], verdicts[fixed], strict=True)]
+    obs = [
+        Observation(
+            model=r.model,
+            checkpoint=r.checkpoint,
+            benchmark=r.benchmark,
+            prompt=r.prompt,
+            question=r.question_fingerprint,
+            reported=rep,
+            fixed=fix,
+            has_box=has_box(r.response),
+            task_type=item_task_type(r.gold, r.choices),
+        )
+        for r, rep, fix in zip(rows, verdicts[reported], verdicts[fixed], strict=True)
+    ]
     return obs, sources
 
 
@@ -119,8 +137,9 @@ def agreement_records(path: Path) -> list[dict[str, Any]]:
         if obj["verdict"] not in VERDICTS:
             raise RowError(path, line_no, "verdict", f"must be one of {', '.join(VERDICTS)}, got {obj['verdict']!r}")
         if obj["human_verdict"] not in (*BINARY, None):
-            raise RowError(path, line_no, "human_verdict",
-                           f"must be correct, incorrect or null, got {obj['human_verdict']!r}")
+            raise RowError(
+                path, line_no, "human_verdict", f"must be correct, incorrect or null, got {obj['human_verdict']!r}"
+            )
         for key in AGREEMENT_OPTIONAL:
             if obj.get(key) is not None and not isinstance(obj[key], str):
                 raise RowError(path, line_no, key, f"must be a string, got {type(obj[key]).__name__}")
@@ -128,9 +147,16 @@ def agreement_records(path: Path) -> list[dict[str, Any]]:
         if key in seen:
             raise RowError(path, line_no, "id", f"duplicate (id, producer) {key!r} (first seen on line {seen[key]})")
         seen[key] = line_no
-        out.append({"id": str(obj["id"]), "producer": obj["producer"], "verdict": obj["verdict"],
-                    "human_verdict": obj["human_verdict"], **{k: obj.get(k) for k in AGREEMENT_OPTIONAL},
-                    "line": line_no})
+        out.append(
+            {
+                "id": str(obj["id"]),
+                "producer": obj["producer"],
+                "verdict": obj["verdict"],
+                "human_verdict": obj["human_verdict"],
+                **{k: obj.get(k) for k in AGREEMENT_OPTIONAL},
+                "line": line_no,
+            }
+        )
     if not out:
         raise InputError(path, "no rows")
     return out

@@ -48,13 +48,15 @@ format_share(22.5, 4.0) is exactly 18.5 / 22.5. Intervals are percentile bootstr
 questions (paired: a question's base and RL responses are drawn together), each comparison
 resampled independently, with a seeded numpy Generator.
 """
+
 from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -70,10 +72,14 @@ POOL_BY = ("task_type", "benchmark")
 # A benchmark whose questions agree less than this on one type is flagged: its majority type may be wrong.
 MIXED_BELOW = 0.8
 
-POOLED_DEFINITION = ("ratio of mean gains over the eligible comparisons, (mean reported − mean fixed) / mean "
-                     "reported: seed 000's stated arithmetic (22.5 vs 4.0 → 82.2 %)")
-MEAN_OF_SHARES_DEFINITION = ("plain mean of the eligible comparisons' shares: OUR reading of seed 000's \"changing "
-                             "the pooling rule lowers the share to 75 %\"; the seed does not say which rule")
+POOLED_DEFINITION = (
+    "ratio of mean gains over the eligible comparisons, (mean reported − mean fixed) / mean "
+    "reported: seed 000's stated arithmetic (22.5 vs 4.0 → 82.2 %)"
+)
+MEAN_OF_SHARES_DEFINITION = (
+    "plain mean of the eligible comparisons' shares: OUR reading of seed 000's \"changing "
+    'the pooling rule lowers the share to 75 %"; the seed does not say which rule'
+)
 
 
 def format_share(reported_gain: float, fixed_gain: float) -> float:
@@ -128,8 +134,11 @@ def item_task_type(gold: str, choices: Sequence[str] = ()) -> str:
     if any(c.isdigit() for c in bare) and _NUMBER.fullmatch(bare):
         return MATHS
     # A short formula or list of numbers ("2k", "p - q", "3, 5, 7"): few letters, and a digit or an operator.
-    if _FORMULA.fullmatch(bare) and sum(c.isalpha() for c in bare) <= 3 \
-            and (any(c.isdigit() for c in bare) or (_OPERATOR.search(bare) and any(c.isalpha() for c in bare))):
+    if (
+        _FORMULA.fullmatch(bare)
+        and sum(c.isalpha() for c in bare) <= 3
+        and (any(c.isdigit() for c in bare) or (_OPERATOR.search(bare) and any(c.isalpha() for c in bare)))
+    ):
         return MATHS
     return FREE_FORM
 
@@ -168,8 +177,9 @@ def _f(x: Fraction | None) -> float | None:
     return None if x is None else float(x)
 
 
-def benchmark_task_types(observations: Iterable[Observation],
-                         overrides: Mapping[str, str] | None = None) -> dict[str, dict[str, Any]]:
+def benchmark_task_types(
+    observations: Iterable[Observation], overrides: Mapping[str, str] | None = None
+) -> dict[str, dict[str, Any]]:
     """{benchmark: {"task_type", "source", "items", "agreement"}}: the majority type over the
     benchmark's distinct questions (ties go to the earlier of maths, multiple_choice, free_form),
     or the override."""
@@ -196,9 +206,17 @@ def benchmark_task_types(observations: Iterable[Observation],
     return out
 
 
-def compute(observations: Iterable[Observation], *, base_checkpoint: str = "base", min_reported_gain: float = 0.0,
-            min_extraction_rate: float = 0.0, by: str | None = None, task_types: Mapping[str, str] | None = None,
-            n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
+def compute(
+    observations: Iterable[Observation],
+    *,
+    base_checkpoint: str = "base",
+    min_reported_gain: float = 0.0,
+    min_extraction_rate: float = 0.0,
+    by: str | None = None,
+    task_types: Mapping[str, str] | None = None,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> dict[str, Any]:
     """Every comparison; over the eligible ones the pooled share, the mean of shares, the pair
     contributions and the box rate by role, all of them and per `by` group, with bootstrap intervals."""
     if by is not None and by not in POOL_BY:
@@ -216,13 +234,29 @@ def compute(observations: Iterable[Observation], *, base_checkpoint: str = "base
     diffs: list[tuple[np.ndarray, np.ndarray]] = []  # per comparison: per-question RL−base (reported, fixed)
     for (model, benchmark, prompt), sides in sorted(triples.items()):
         if base_checkpoint not in sides:
-            skipped.append({"model": model, "benchmark": benchmark, "prompt": prompt,
-                            "checkpoints": sorted(sides), "reason": f"no {base_checkpoint!r} checkpoint to compare with"})
+            skipped.append(
+                {
+                    "model": model,
+                    "benchmark": benchmark,
+                    "prompt": prompt,
+                    "checkpoints": sorted(sides),
+                    "reason": f"no {base_checkpoint!r} checkpoint to compare with",
+                }
+            )
             continue
         base = sides[base_checkpoint]
         for ckpt in sorted(c for c in sides if c != base_checkpoint):
-            comp, arrays = _comparison(model, benchmark, prompt, base_checkpoint, ckpt, base, sides[ckpt],
-                                       min_reported_gain, min_extraction_rate)
+            comp, arrays = _comparison(
+                model,
+                benchmark,
+                prompt,
+                base_checkpoint,
+                ckpt,
+                base,
+                sides[ckpt],
+                min_reported_gain,
+                min_extraction_rate,
+            )
             comp["task_type"] = types[benchmark]["task_type"]
             comparisons.append(comp)
             diffs.append(arrays)
@@ -239,8 +273,11 @@ def compute(observations: Iterable[Observation], *, base_checkpoint: str = "base
         "box_rate": overall["box_rate"],
         "n_comparisons": len(comparisons),
         "n_eligible": len(eligible),
-        "filters": {"min_reported_gain": min_reported_gain, "min_extraction_rate": min_extraction_rate,
-                    "base_checkpoint": base_checkpoint},
+        "filters": {
+            "min_reported_gain": min_reported_gain,
+            "min_extraction_rate": min_extraction_rate,
+            "base_checkpoint": base_checkpoint,
+        },
         "task_types": types,
         "by": by,
         "groups": None,
@@ -255,8 +292,10 @@ def compute(observations: Iterable[Observation], *, base_checkpoint: str = "base
         for i, c in enumerate(comparisons):
             members[c[by]].append(i)
         chosen = set(eligible)
-        result["groups"] = {g: {"n_comparisons": len(idx), **_pool_group(comparisons, [i for i in idx if i in chosen], boot)}
-                            for g, idx in sorted(members.items())}
+        result["groups"] = {
+            g: {"n_comparisons": len(idx), **_pool_group(comparisons, [i for i in idx if i in chosen], boot)}
+            for g, idx in sorted(members.items())
+        }
     result["warnings"] = _warnings(result, min_reported_gain, min_extraction_rate)
     return result
 
@@ -264,21 +303,29 @@ def compute(observations: Iterable[Observation], *, base_checkpoint: str = "base
 def _warnings(result: dict[str, Any], min_reported_gain: float, min_extraction_rate: float) -> list[str]:
     out = []
     if min_reported_gain <= 0:
-        out.append("eligibility: --min-reported-gain is 0, so any positive reported gain is pooled; seed 000 pools "
-                   "only \"clearly positive\" gains (it gives no number): set a threshold in points")
+        out.append(
+            "eligibility: --min-reported-gain is 0, so any positive reported gain is pooled; seed 000 pools "
+            'only "clearly positive" gains (it gives no number): set a threshold in points'
+        )
     if min_extraction_rate <= 0:
-        out.append("eligibility: --min-extraction-rate is 0, so comparisons where the fixed reader extracts almost "
-                   "nothing are pooled; seed 000 pools only \"adequate extraction\" (it gives no number): set a share")
+        out.append(
+            "eligibility: --min-extraction-rate is 0, so comparisons where the fixed reader extracts almost "
+            'nothing are pooled; seed 000 pools only "adequate extraction" (it gives no number): set a share'
+        )
     eligible_types = Counter(c["task_type"] for c in result["comparisons"] if c["eligible"])
     if result["by"] != "task_type" and len(eligible_types) > 1:
         mix = ", ".join(f"{t} {n}" for t, n in sorted(eligible_types.items()))
-        out.append(f"the overall pool mixes task types ({mix} eligible comparisons); seed 000 asks to separate "
-                   "in-domain maths, out-of-domain multiple choice and free-form tasks: pool with --by task_type")
+        out.append(
+            f"the overall pool mixes task types ({mix} eligible comparisons); seed 000 asks to separate "
+            "in-domain maths, out-of-domain multiple choice and free-form tasks: pool with --by task_type"
+        )
     for bench, t in result["task_types"].items():
         if t["source"] == "items" and t["agreement"] is not None and t["agreement"] < MIXED_BELOW:
             items = ", ".join(f"{k} {v}" for k, v in t["items"].items())
-            out.append(f"benchmark {bench!r} is typed {t['task_type']} by a {t['agreement']:.0%} majority of its "
-                       f"questions ({items}): check it, or set --task-type {bench}=TYPE")
+            out.append(
+                f"benchmark {bench!r} is typed {t['task_type']} by a {t['agreement']:.0%} majority of its "
+                f"questions ({items}): check it, or set --task-type {bench}=TYPE"
+            )
         elif t["task_type"] == UNKNOWN:
             out.append(f"benchmark {bench!r} has no task type (no gold or options): set --task-type {bench}=TYPE")
     if not result["n_eligible"]:
@@ -286,17 +333,41 @@ def _warnings(result: dict[str, Any], min_reported_gain: float, min_extraction_r
     return out
 
 
-def _comparison(model: str, benchmark: str, prompt: str, base_ckpt: str, rl_ckpt: str, base: _Side, rl: _Side,
-                min_reported_gain: float, min_extraction_rate: float) -> tuple[dict[str, Any], tuple[np.ndarray, np.ndarray]]:
+def _comparison(
+    model: str,
+    benchmark: str,
+    prompt: str,
+    base_ckpt: str,
+    rl_ckpt: str,
+    base: _Side,
+    rl: _Side,
+    min_reported_gain: float,
+    min_extraction_rate: float,
+) -> tuple[dict[str, Any], tuple[np.ndarray, np.ndarray]]:
     paired = sorted(set(base.by_question) & set(rl.by_question))
-    unpaired = {base_ckpt: len(set(base.by_question) - set(rl.by_question)),
-                rl_ckpt: len(set(rl.by_question) - set(base.by_question))}
-    out: dict[str, Any] = {"model": model, "benchmark": benchmark, "prompt": prompt, "base_checkpoint": base_ckpt,
-                           "rl_checkpoint": rl_ckpt, "n_questions": len(paired), "unpaired_questions": unpaired}
+    unpaired = {
+        base_ckpt: len(set(base.by_question) - set(rl.by_question)),
+        rl_ckpt: len(set(rl.by_question) - set(base.by_question)),
+    }
+    out: dict[str, Any] = {
+        "model": model,
+        "benchmark": benchmark,
+        "prompt": prompt,
+        "base_checkpoint": base_ckpt,
+        "rl_checkpoint": rl_ckpt,
+        "n_questions": len(paired),
+        "unpaired_questions": unpaired,
+    }
     if not paired:
-        out.update(reported_gain=None, fixed_gain=None, format_share=None,
-                   format_share_error="the two checkpoints share no question", eligible=False,
-                   ineligible_reason="no paired questions", _box={BASE: {}, RL: {}})
+        out.update(
+            reported_gain=None,
+            fixed_gain=None,
+            format_share=None,
+            format_share_error="the two checkpoints share no question",
+            eligible=False,
+            ineligible_reason="no paired questions",
+            _box={BASE: {}, RL: {}},
+        )
         return out, (np.zeros(0), np.zeros(0))
     per_side = {}
     box_counts: dict[str, dict[str, tuple[int, int]]] = {}
@@ -307,15 +378,21 @@ def _comparison(model: str, benchmark: str, prompt: str, base_ckpt: str, rl_ckpt
         extracted = [o for o in obs if o.fixed in EXTRACTED]
         # Per question (boxed, extracted), so that pooled box rates count a base response once even
         # when several RL checkpoints are compared with the same base.
-        box_counts[name] = {q: (sum(o.has_box for o in ex), len(ex)) for q in paired
-                            if (ex := [o for o in side.by_question[q] if o.fixed in EXTRACTED])}
+        box_counts[name] = {
+            q: (sum(o.has_box for o in ex), len(ex))
+            for q in paired
+            if (ex := [o for o in side.by_question[q] if o.fixed in EXTRACTED])
+        }
         per_side[name] = {
             "n_responses": len(obs),
-            "reported_accuracy": rep, "fixed_accuracy": fix,
+            "reported_accuracy": rep,
+            "fixed_accuracy": fix,
             "reported_extraction_rate": Fraction(sum(o.reported in EXTRACTED for o in obs), len(obs)),
             "fixed_extraction_rate": Fraction(len(extracted), len(obs)),
             "box_rate": proportion(sum(o.has_box for o in extracted), len(extracted)),
-            "failures": {v: n for v in ("error", "timeout") if (n := sum(o.reported == v or o.fixed == v for o in obs))},
+            "failures": {
+                v: n for v in ("error", "timeout") if (n := sum(o.reported == v or o.fixed == v for o in obs))
+            },
         }
     out["_box"] = box_counts
     reported = _points(per_side[RL]["reported_accuracy"] - per_side[BASE]["reported_accuracy"])
@@ -328,15 +405,21 @@ def _comparison(model: str, benchmark: str, prompt: str, base_ckpt: str, rl_ckpt
         out["format_share_error"] = None
     else:
         out["format_share"] = None
-        out["format_share_error"] = (f"reported gain is {float(reported):.4g} points (≤ 0): "
-                                     "the format share (reported − fixed) / reported is undefined")
+        out["format_share_error"] = (
+            f"reported gain is {float(reported):.4g} points (≤ 0): "
+            "the format share (reported − fixed) / reported is undefined"
+        )
     for name in (BASE, RL):
         s = per_side[name]
-        out[name] = {"n_responses": s["n_responses"], "reported_accuracy": float(s["reported_accuracy"]),
-                     "fixed_accuracy": float(s["fixed_accuracy"]),
-                     "reported_extraction_rate": float(s["reported_extraction_rate"]),
-                     "fixed_extraction_rate": float(s["fixed_extraction_rate"]), "box_rate": s["box_rate"],
-                     "failures": s["failures"]}
+        out[name] = {
+            "n_responses": s["n_responses"],
+            "reported_accuracy": float(s["reported_accuracy"]),
+            "fixed_accuracy": float(s["fixed_accuracy"]),
+            "reported_extraction_rate": float(s["reported_extraction_rate"]),
+            "fixed_extraction_rate": float(s["fixed_extraction_rate"]),
+            "box_rate": s["box_rate"],
+            "failures": s["failures"],
+        }
     reasons = []
     if reported <= 0:
         reasons.append("reported gain ≤ 0")
@@ -347,23 +430,33 @@ def _comparison(model: str, benchmark: str, prompt: str, base_ckpt: str, rl_ckpt
         reasons.append(f"fixed-reader extraction rate {float(low):.3f} < threshold {min_extraction_rate:g}")
     out["eligible"] = not reasons
     out["ineligible_reason"] = "; ".join(reasons) or None
-    arrays = (np.array([float(_q_acc(rl.by_question[q], "reported") - _q_acc(base.by_question[q], "reported"))
-                        for q in paired]),
-              np.array([float(_q_acc(rl.by_question[q], "fixed") - _q_acc(base.by_question[q], "fixed"))
-                        for q in paired]))
+    arrays = (
+        np.array(
+            [float(_q_acc(rl.by_question[q], "reported") - _q_acc(base.by_question[q], "reported")) for q in paired]
+        ),
+        np.array([float(_q_acc(rl.by_question[q], "fixed") - _q_acc(base.by_question[q], "fixed")) for q in paired]),
+    )
     return out, arrays
 
 
 def _pool_group(comparisons: list[dict[str, Any]], eligible: list[int], boot: dict[str, Any] | None) -> dict[str, Any]:
     """The pooled figures of one set of eligible comparisons (indices into `comparisons`)."""
     chosen = [comparisons[i] for i in eligible]
-    out: dict[str, Any] = {"n_eligible": len(chosen), "box_rate": _box_rates(chosen),
-                           "pair_contributions": _pair_contributions(chosen),
-                           "benchmarks": sorted({c["benchmark"] for c in chosen}),
-                           "task_types": sorted({c.get("task_type", UNKNOWN) for c in chosen})}
+    out: dict[str, Any] = {
+        "n_eligible": len(chosen),
+        "box_rate": _box_rates(chosen),
+        "pair_contributions": _pair_contributions(chosen),
+        "benchmarks": sorted({c["benchmark"] for c in chosen}),
+        "task_types": sorted({c.get("task_type", UNKNOWN) for c in chosen}),
+    }
     if not chosen:
-        out["pooled"] = {"reported_gain": None, "fixed_gain": None, "format_share": None, "n_comparisons": 0,
-                         "format_share_error": "no eligible comparison"}
+        out["pooled"] = {
+            "reported_gain": None,
+            "fixed_gain": None,
+            "format_share": None,
+            "n_comparisons": 0,
+            "format_share_error": "no eligible comparison",
+        }
         out["mean_of_shares"] = None
         out["mean_of_shares_error"] = "no eligible comparison"
         return out
@@ -373,13 +466,26 @@ def _pool_group(comparisons: list[dict[str, Any]], eligible: list[int], boot: di
     mean_rep = total / len(reps)
     mean_fix = sum(fixes, Fraction(0)) / len(fixes)
     shares = [(r - f) / r for r, f in zip(reps, fixes)]
-    out["pooled"] = {"reported_gain": float(mean_rep), "fixed_gain": float(mean_fix),
-                     "format_share": float((mean_rep - mean_fix) / mean_rep), "n_comparisons": len(chosen),
-                     "summed_reported_gain": float(total)}
+    out["pooled"] = {
+        "reported_gain": float(mean_rep),
+        "fixed_gain": float(mean_fix),
+        "format_share": float((mean_rep - mean_fix) / mean_rep),
+        "n_comparisons": len(chosen),
+        "summed_reported_gain": float(total),
+    }
     out["pooled"]["largest_contributions"] = sorted(
-        ({"model": c["model"], "benchmark": c["benchmark"], "prompt": c["prompt"], "rl_checkpoint": c["rl_checkpoint"],
-          "share_of_summed_reported_gain": float(r / total)} for c, r in zip(chosen, reps)),
-        key=lambda d: -d["share_of_summed_reported_gain"])[:5]
+        (
+            {
+                "model": c["model"],
+                "benchmark": c["benchmark"],
+                "prompt": c["prompt"],
+                "rl_checkpoint": c["rl_checkpoint"],
+                "share_of_summed_reported_gain": float(r / total),
+            }
+            for c, r in zip(chosen, reps)
+        ),
+        key=lambda d: -d["share_of_summed_reported_gain"],
+    )[:5]
     out["mean_of_shares"] = float(sum(shares, Fraction(0)) / len(shares))
     if boot is not None:
         _pool_intervals(out, boot, eligible)
@@ -400,9 +506,17 @@ def _pair_contributions(chosen: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out, running = [], Fraction(0)
     for key in sorted(sums, key=lambda k: (-sums[k], k)):
         running += sums[key]
-        out.append({"model": key[0], "base_checkpoint": key[1], "rl_checkpoint": key[2], "n_comparisons": counts[key],
-                    "summed_reported_gain": float(sums[key]), "share_of_summed_reported_gain": float(sums[key] / total),
-                    "cumulative_share": float(running / total)})
+        out.append(
+            {
+                "model": key[0],
+                "base_checkpoint": key[1],
+                "rl_checkpoint": key[2],
+                "n_comparisons": counts[key],
+                "summed_reported_gain": float(sums[key]),
+                "share_of_summed_reported_gain": float(sums[key] / total),
+                "cumulative_share": float(running / total),
+            }
+        )
     return out
 
 
@@ -427,8 +541,14 @@ def _box_rates(chosen: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _bootstrap(comparisons: list[dict[str, Any]], diffs: list[tuple[np.ndarray, np.ndarray]], *, n_boot: int,
-               seed: int, chunk: int = 250) -> dict[str, Any]:
+def _bootstrap(
+    comparisons: list[dict[str, Any]],
+    diffs: list[tuple[np.ndarray, np.ndarray]],
+    *,
+    n_boot: int,
+    seed: int,
+    chunk: int = 250,
+) -> dict[str, Any]:
     """Per-comparison resampled gains (and their intervals on each comparison); the pools take
     their intervals from the same resamples."""
     rng = np.random.default_rng(seed)
@@ -441,8 +561,8 @@ def _bootstrap(comparisons: list[dict[str, Any]], diffs: list[tuple[np.ndarray, 
         for start in range(0, n_boot, chunk):
             size = min(chunk, n_boot - start)
             idx = rng.integers(0, m, size=(size, m))
-            reps[i, start:start + size] = 100 * d_rep[idx].mean(axis=1)
-            fixes[i, start:start + size] = 100 * d_fix[idx].mean(axis=1)
+            reps[i, start : start + size] = 100 * d_rep[idx].mean(axis=1)
+            fixes[i, start : start + size] = 100 * d_fix[idx].mean(axis=1)
     for i, c in enumerate(comparisons):
         if not c["n_questions"]:
             c.update(reported_gain_ci=None, fixed_gain_ci=None, format_share_ci=None)
@@ -471,8 +591,10 @@ def _pool_intervals(group: dict[str, Any], boot: dict[str, Any], eligible: list[
 
 def _explain(target: dict[str, Any], key: str, undefined: float) -> None:
     if target.get(key) is None:
-        target[f"{key}_reason"] = (f"the reported gain is ≤ 0 in {undefined:.1%} of bootstrap resamples, so the "
-                                   "share is undefined there; an interval over the rest would be biased")
+        target[f"{key}_reason"] = (
+            f"the reported gain is ≤ 0 in {undefined:.1%} of bootstrap resamples, so the "
+            "share is undefined there; an interval over the rest would be biased"
+        )
 
 
 def _shares(rep: np.ndarray, fix: np.ndarray) -> np.ndarray:

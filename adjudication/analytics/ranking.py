@@ -10,11 +10,13 @@ responses (no_answer, error and timeout count as not correct, as a harness score
   intervals are disjoint under both readers: a flip between overlapping intervals may be noise.
 * Kendall's τ-b (scipy) between two readers' accuracy vectors over the models both readers scored.
 """
+
 from __future__ import annotations
 
+from collections.abc import Mapping
 from fractions import Fraction
 from itertools import combinations
-from typing import Any, Mapping
+from typing import Any
 
 from adjudication.analytics.stats import kendall_tau, wilson
 
@@ -23,8 +25,16 @@ def rank(scores: Mapping[str, tuple[int, int]]) -> list[dict[str, Any]]:
     """[{model, k, n, accuracy, ci, rank}] best first; ties share a rank, then order by name."""
     rows = []
     for model, (k, n) in scores.items():
-        rows.append({"model": model, "k": k, "n": n, "accuracy": (k / n) if n else None,
-                     "ci": list(wilson(k, n)) if n else None, "_exact": Fraction(k, n) if n else Fraction(-1)})
+        rows.append(
+            {
+                "model": model,
+                "k": k,
+                "n": n,
+                "accuracy": (k / n) if n else None,
+                "ci": list(wilson(k, n)) if n else None,
+                "_exact": Fraction(k, n) if n else Fraction(-1),
+            }
+        )
     rows.sort(key=lambda r: (-r["_exact"], r["model"]))
     for i, r in enumerate(rows):
         r["rank"] = rows[i - 1]["rank"] if i and r["_exact"] == rows[i - 1]["_exact"] else i + 1
@@ -44,7 +54,7 @@ def compare(tables: Mapping[str, Mapping[str, tuple[int, int]]], reference: str 
     readers = list(tables)
     if reference is not None and reference not in tables:
         raise ValueError(f"reference reader {reference!r} has no scores")
-    pairs = ([(reference, r) for r in readers if r != reference] if reference else list(combinations(readers, 2)))
+    pairs = [(reference, r) for r in readers if r != reference] if reference else list(combinations(readers, 2))
     by_model = {reader: {row["model"]: row for row in rows} for reader, rows in rankings.items()}
     flips = []
     taus = []
@@ -55,13 +65,20 @@ def compare(tables: Mapping[str, Mapping[str, tuple[int, int]]], reference: str 
             ay, by = Fraction(tables[y][a][0], tables[y][a][1]), Fraction(tables[y][b][0], tables[y][b][1])
             if (ax - bx) * (ay - by) < 0:
                 hi_x, lo_x = (a, b) if ax > bx else (b, a)
-                flips.append({
-                    "readers": [x, y], "models": [hi_x, lo_x],
-                    x: {m: {"accuracy": by_model[x][m]["accuracy"], "rank": by_model[x][m]["rank"]} for m in (a, b)},
-                    y: {m: {"accuracy": by_model[y][m]["accuracy"], "rank": by_model[y][m]["rank"]} for m in (a, b)},
-                    "separated": _disjoint(by_model[x][a]["ci"], by_model[x][b]["ci"])
-                    and _disjoint(by_model[y][a]["ci"], by_model[y][b]["ci"]),
-                })
+                flips.append(
+                    {
+                        "readers": [x, y],
+                        "models": [hi_x, lo_x],
+                        x: {
+                            m: {"accuracy": by_model[x][m]["accuracy"], "rank": by_model[x][m]["rank"]} for m in (a, b)
+                        },
+                        y: {
+                            m: {"accuracy": by_model[y][m]["accuracy"], "rank": by_model[y][m]["rank"]} for m in (a, b)
+                        },
+                        "separated": _disjoint(by_model[x][a]["ci"], by_model[x][b]["ci"])
+                        and _disjoint(by_model[y][a]["ci"], by_model[y][b]["ci"]),
+                    }
+                )
         tau = kendall_tau([by_model[x][m]["accuracy"] for m in common], [by_model[y][m]["accuracy"] for m in common])
         taus.append({"readers": [x, y], "n_models": len(common), **tau})
     moved = {}
@@ -69,7 +86,15 @@ def compare(tables: Mapping[str, Mapping[str, tuple[int, int]]], reference: str 
         for r in readers:
             if r == reference:
                 continue
-            moved[r] = sorted(m for m in by_model[r] if m in by_model[reference]
-                              and by_model[r][m]["rank"] != by_model[reference][m]["rank"])
-    return {"rankings": rankings, "flips": flips, "kendall_tau": taus, "reference": reference,
-            "rank_changes_vs_reference": moved}
+            moved[r] = sorted(
+                m
+                for m in by_model[r]
+                if m in by_model[reference] and by_model[r][m]["rank"] != by_model[reference][m]["rank"]
+            )
+    return {
+        "rankings": rankings,
+        "flips": flips,
+        "kendall_tau": taus,
+        "reference": reference,
+        "rank_changes_vs_reference": moved,
+    }

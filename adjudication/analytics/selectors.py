@@ -5,6 +5,7 @@ Which label counts: per queue item, the newest FinalLabel (append-only); per res
 newest final label over every queue that reviewed it. Per annotator and item, the newest Label
 (skips excluded), as services.review.current_labels does.
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -12,11 +13,21 @@ from typing import Any
 
 from django.db.models import BooleanField, Case, Count, Q, Value, When
 
-from adjudication.models import Dataset, FinalLabel, Label, Question, ReaderSpec, Reading, Response, ReviewItem, RoutingPolicy
-from adjudication.routing.rules import comparable_answer
-from adjudication.review.labels import normalise_answer
 from adjudication.analytics.agreement import HumanObs, ReaderObs, human_verdict
 from adjudication.analytics.format_share import Observation, item_task_type
+from adjudication.models import (
+    Dataset,
+    FinalLabel,
+    Label,
+    Question,
+    ReaderSpec,
+    Reading,
+    Response,
+    ReviewItem,
+    RoutingPolicy,
+)
+from adjudication.review.labels import normalise_answer
+from adjudication.routing.rules import comparable_answer
 
 HUMAN = "human"
 
@@ -24,13 +35,18 @@ HUMAN = "human"
 def reader_labels(*, dataset: Dataset) -> dict[int, str]:
     """{reader_spec_id: display name}: the reader's name, or "name version (hash)" when several
     versions or configs of one name have read this dataset."""
-    specs = list(ReaderSpec.objects.filter(readings__response__dataset=dataset).distinct()
-                 .values_list("id", "name", "version", "config_hash"))
+    specs = list(
+        ReaderSpec.objects.filter(readings__response__dataset=dataset)
+        .distinct()
+        .values_list("id", "name", "version", "config_hash")
+    )
     per_name: dict[str, int] = defaultdict(int)
     for _, name, _, _ in specs:
         per_name[name] += 1
-    return {sid: name if per_name[name] == 1 else f"{name} {version} ({config_hash[:8]})"
-            for sid, name, version, config_hash in specs}
+    return {
+        sid: name if per_name[name] == 1 else f"{name} {version} ({config_hash[:8]})"
+        for sid, name, version, config_hash in specs
+    }
 
 
 def reader_spec_kinds(*, dataset: Dataset) -> dict[str, str]:
@@ -42,25 +58,50 @@ def reader_spec_kinds(*, dataset: Dataset) -> dict[str, str]:
 def reader_observations(*, dataset: Dataset) -> list[ReaderObs]:
     labels = reader_labels(dataset=dataset)
     kinds = dict(ReaderSpec.objects.filter(id__in=labels).values_list("id", "kind"))
-    rows = (Reading.objects.filter(response__dataset=dataset)
-            .values_list("response_id", "reader_spec_id", "verdict", "canonical", "normalized", "answer",
-                         "response__run__model", "response__run__checkpoint", "response__run__benchmark"))
+    rows = Reading.objects.filter(response__dataset=dataset).values_list(
+        "response_id",
+        "reader_spec_id",
+        "verdict",
+        "canonical",
+        "normalized",
+        "answer",
+        "response__run__model",
+        "response__run__checkpoint",
+        "response__run__benchmark",
+    )
     # Readers are compared on one answer form whoever read ("(C) Merton" and "C" are one answer).
-    return [ReaderObs(response=str(rid), reader=labels[sid], verdict=verdict,
-                      answer=comparable_answer(canonical=canonical, normalized=normalized, answer=answer),
-                      kind=kinds[sid], model=model, checkpoint=ckpt, benchmark=bench)
-            for rid, sid, verdict, canonical, normalized, answer, model, ckpt, bench
-            in rows.iterator(chunk_size=5000)]
+    return [
+        ReaderObs(
+            response=str(rid),
+            reader=labels[sid],
+            verdict=verdict,
+            answer=comparable_answer(canonical=canonical, normalized=normalized, answer=answer),
+            kind=kinds[sid],
+            model=model,
+            checkpoint=ckpt,
+            benchmark=bench,
+        )
+        for rid, sid, verdict, canonical, normalized, answer, model, ckpt, bench in rows.iterator(chunk_size=5000)
+    ]
 
 
 def human_observations(*, dataset: Dataset) -> dict[str, HumanObs]:
     """The current final label of every reviewed response of the dataset, as a human verdict."""
-    finals = (FinalLabel.objects.filter(item__queue__dataset=dataset)
-              .order_by("created_at", "id")
-              .values_list("item_id", "kind", "answer", "correctness", "item__review_item__is_control",
-                           "item__review_item__policy__name", "item__review_item__response_id",
-                           "item__review_item__response__question__gold",
-                           "item__review_item__response__question__choices"))
+    finals = (
+        FinalLabel.objects.filter(item__queue__dataset=dataset)
+        .order_by("created_at", "id")
+        .values_list(
+            "item_id",
+            "kind",
+            "answer",
+            "correctness",
+            "item__review_item__is_control",
+            "item__review_item__policy__name",
+            "item__review_item__response_id",
+            "item__review_item__response__question__gold",
+            "item__review_item__response__question__choices",
+        )
+    )
     newest: dict[int, tuple] = {}
     for row in finals.iterator(chunk_size=5000):
         # Ordered oldest first: the last row per response is its newest final label.
@@ -75,9 +116,19 @@ def human_observations(*, dataset: Dataset) -> dict[str, HumanObs]:
 def annotator_ratings(*, dataset: Dataset) -> tuple[dict[str, dict[str, str]], set[str]]:
     """({annotator: {response: label category}}, control response ids) from each annotator's
     current label per item; the category is kind + normalised answer (+ correctness if judged)."""
-    labels = (Label.objects.filter(item__queue__dataset=dataset).order_by("created_at", "id")
-              .values_list("annotator__username", "item__review_item__response_id", "kind", "answer",
-                           "correctness", "item__queue__judge_correctness", "item__review_item__is_control"))
+    labels = (
+        Label.objects.filter(item__queue__dataset=dataset)
+        .order_by("created_at", "id")
+        .values_list(
+            "annotator__username",
+            "item__review_item__response_id",
+            "kind",
+            "answer",
+            "correctness",
+            "item__queue__judge_correctness",
+            "item__review_item__is_control",
+        )
+    )
     ratings: dict[str, dict[str, str]] = defaultdict(dict)
     controls: set[str] = set()
     skipped: set[tuple[str, str]] = set()
@@ -98,14 +149,18 @@ def policy_strata(*, dataset: Dataset) -> list[dict[str, Any]]:
     """For each routing policy with labelled items: how many responses it routed as disputed, and how
     many the panel read completely and agreed on (the stratum the controls were drawn from)."""
     out = []
-    labelled = set(FinalLabel.objects.filter(item__queue__dataset=dataset)
-                   .values_list("item__review_item__policy_id", flat=True))
+    labelled = set(
+        FinalLabel.objects.filter(item__queue__dataset=dataset).values_list("item__review_item__policy_id", flat=True)
+    )
     for policy in RoutingPolicy.objects.filter(id__in=labelled, dataset=dataset).prefetch_related("panel"):
         disputed = ReviewItem.objects.filter(policy=policy, is_control=False).count()
         panel = list(policy.panel.all())
-        complete = (Response.objects.filter(dataset=dataset)
-                    .annotate(k=Count("readings", filter=Q(readings__reader_spec__in=panel)))
-                    .filter(k=len(panel)).count())
+        complete = (
+            Response.objects.filter(dataset=dataset)
+            .annotate(k=Count("readings", filter=Q(readings__reader_spec__in=panel)))
+            .filter(k=len(panel))
+            .count()
+        )
         out.append({"policy": policy.name, "n_disputed": disputed, "n_undisputed": max(complete - disputed, 0)})
     return out
 
@@ -120,14 +175,22 @@ def judge_template_hashes(*, dataset: Dataset) -> dict[str, str]:
 
 def agreement_inputs(*, dataset: Dataset) -> dict[str, Any]:
     ratings, controls = annotator_ratings(dataset=dataset)
-    return {"obs": reader_observations(dataset=dataset), "human": human_observations(dataset=dataset),
-            "annotator_ratings": ratings, "control_ids": controls, "strata": policy_strata(dataset=dataset),
-            "templates": judge_template_hashes(dataset=dataset)}
+    return {
+        "obs": reader_observations(dataset=dataset),
+        "human": human_observations(dataset=dataset),
+        "annotator_ratings": ratings,
+        "control_ids": controls,
+        "strata": policy_strata(dataset=dataset),
+        "templates": judge_template_hashes(dataset=dataset),
+    }
 
 
 def _box_annotation():
-    return Case(When(Q(text__contains="\\boxed") | Q(text__contains="\\fbox"), then=Value(True)),
-                default=Value(False), output_field=BooleanField())
+    return Case(
+        When(Q(text__contains="\\boxed") | Q(text__contains="\\fbox"), then=Value(True)),
+        default=Value(False),
+        output_field=BooleanField(),
+    )
 
 
 def resolve_reader(*, dataset: Dataset, name: str) -> int | str:
@@ -139,12 +202,16 @@ def resolve_reader(*, dataset: Dataset, name: str) -> int | str:
     exact = [sid for sid, label in labels.items() if label == name]
     if exact:
         return exact[0]
-    newest = ReaderSpec.objects.filter(id__in=list(labels), name=name).order_by("-id").values_list("id", flat=True).first()
+    newest = (
+        ReaderSpec.objects.filter(id__in=list(labels), name=name).order_by("-id").values_list("id", flat=True).first()
+    )
     if newest is not None:
         return newest
     known = ", ".join(sorted(labels.values())) or "none"
-    raise LookupError(f"no readings by {name!r} in dataset {dataset.name!r} (readers with readings: {known}; "
-                      f"or 'human' for the final human labels)")
+    raise LookupError(
+        f"no readings by {name!r} in dataset {dataset.name!r} (readers with readings: {known}; "
+        f"or 'human' for the final human labels)"
+    )
 
 
 def format_share_observations(*, dataset: Dataset, reported: str, fixed: str) -> list[Observation]:
@@ -152,18 +219,34 @@ def format_share_observations(*, dataset: Dataset, reported: str, fixed: str) ->
     human = human_observations(dataset=dataset) if HUMAN in (rep, fix) else {}
     verdicts: dict[int | str, dict[int, str]] = {}
     for spec in {rep, fix} - {HUMAN}:
-        verdicts[spec] = dict(Reading.objects.filter(response__dataset=dataset, reader_spec_id=spec)
-                              .values_list("response_id", "verdict"))
+        verdicts[spec] = dict(
+            Reading.objects.filter(response__dataset=dataset, reader_spec_id=spec).values_list("response_id", "verdict")
+        )
     if HUMAN in (rep, fix):
         verdicts[HUMAN] = {int(k): h.verdict for k, h in human.items() if h.verdict}
-    types = {qid: item_task_type(gold, choices or ())
-             for qid, gold, choices in Question.objects.filter(dataset=dataset).values_list("id", "gold", "choices")}
-    rows = (Response.objects.filter(dataset=dataset).annotate(boxed=_box_annotation())
-            .values_list("id", "run__model", "run__checkpoint", "run__benchmark", "run__prompt", "question_id", "boxed"))
-    return [Observation(model=m, checkpoint=c, benchmark=b, prompt=p, question=str(q),
-                        reported=verdicts[rep].get(rid), fixed=verdicts[fix].get(rid), has_box=boxed,
-                        task_type=types.get(q))
-            for rid, m, c, b, p, q, boxed in rows.iterator(chunk_size=5000)]
+    types = {
+        qid: item_task_type(gold, choices or ())
+        for qid, gold, choices in Question.objects.filter(dataset=dataset).values_list("id", "gold", "choices")
+    }
+    rows = (
+        Response.objects.filter(dataset=dataset)
+        .annotate(boxed=_box_annotation())
+        .values_list("id", "run__model", "run__checkpoint", "run__benchmark", "run__prompt", "question_id", "boxed")
+    )
+    return [
+        Observation(
+            model=m,
+            checkpoint=c,
+            benchmark=b,
+            prompt=p,
+            question=str(q),
+            reported=verdicts[rep].get(rid),
+            fixed=verdicts[fix].get(rid),
+            has_box=boxed,
+            task_type=types.get(q),
+        )
+        for rid, m, c, b, p, q, boxed in rows.iterator(chunk_size=5000)
+    ]
 
 
 def ranking_tables(*, dataset: Dataset, by_checkpoint: bool | None = None) -> dict[str, dict[str, tuple[int, int]]]:
@@ -175,9 +258,11 @@ def ranking_tables(*, dataset: Dataset, by_checkpoint: bool | None = None) -> di
         for m, c in dataset.runs.values_list("model", "checkpoint"):
             per_model[m].add(c)
         by_checkpoint = any(len(c) > 1 for c in per_model.values())
-    counts = (Reading.objects.filter(response__dataset=dataset)
-              .values("reader_spec_id", "response__run__model", "response__run__checkpoint")
-              .annotate(n=Count("id"), k=Count("id", filter=Q(verdict="correct"))))
+    counts = (
+        Reading.objects.filter(response__dataset=dataset)
+        .values("reader_spec_id", "response__run__model", "response__run__checkpoint")
+        .annotate(n=Count("id"), k=Count("id", filter=Q(verdict="correct")))
+    )
     tables: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
     for row in counts:
         model = row["response__run__model"] or "-"

@@ -9,14 +9,16 @@ bootstrap.
 Conventions: proportions are fractions in [0, 1]; an interval is a tuple (lo, hi) or None when
 it is undefined (n = 0); every interval is two-sided 95 % unless `alpha` says otherwise.
 """
+
 from __future__ import annotations
 
 import math
 import warnings
 from collections import Counter
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
-from typing import Any, Callable, Hashable, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -41,7 +43,9 @@ class Undefined:
         return False
 
 
-def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable], labels: Sequence[Hashable] | None = None) -> float | Undefined:
+def cohen_kappa(
+    a: Sequence[Hashable], b: Sequence[Hashable], labels: Sequence[Hashable] | None = None
+) -> float | Undefined:
     """Cohen's κ of two raters over the same items (scikit-learn's cohen_kappa_score, unweighted).
 
     Undefined when there are no items, or when chance agreement is 1 (both raters used one and the
@@ -59,8 +63,9 @@ def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable], labels: Sequence[H
     ya, yb = [str(x) for x in a], [str(x) for x in b]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        value = cohen_kappa_score(ya, yb, labels=[str(x) for x in labels] if labels else None,
-                                  replace_undefined_by=np.nan)
+        value = cohen_kappa_score(
+            ya, yb, labels=[str(x) for x in labels] if labels else None, replace_undefined_by=np.nan
+        )
     if math.isnan(value):
         return Undefined("chance agreement is 1: κ is 0/0")
     return float(value)
@@ -83,8 +88,11 @@ def percent_agreement(a: Sequence[Hashable], b: Sequence[Hashable]) -> float | N
     return sum(x == y for x, y in zip(a, b)) / len(a) if a else None
 
 
-def krippendorff_alpha(ratings: Mapping[Hashable, Mapping[Hashable, Hashable]], level: str = "nominal",
-                       value_order: Sequence[Hashable] | None = None) -> float | Undefined:
+def krippendorff_alpha(
+    ratings: Mapping[Hashable, Mapping[Hashable, Hashable]],
+    level: str = "nominal",
+    value_order: Sequence[Hashable] | None = None,
+) -> float | Undefined:
     """Krippendorff's α (the `krippendorff` package) from {rater: {item: category}}; missing
     ratings are allowed. Categories are coded as integers in `value_order` (needed for ordinal
     and interval levels; by default the sorted distinct categories). Items rated by fewer than two
@@ -93,7 +101,11 @@ def krippendorff_alpha(ratings: Mapping[Hashable, Mapping[Hashable, Hashable]], 
 
     raters = list(ratings)
     items = sorted({item for r in raters for item in ratings[r]}, key=str)
-    values = list(value_order) if value_order is not None else sorted({v for r in raters for v in ratings[r].values()}, key=str)
+    values = (
+        list(value_order)
+        if value_order is not None
+        else sorted({v for r in raters for v in ratings[r].values()}, key=str)
+    )
     if len(raters) < 2 or not items:
         return Undefined("needs at least two raters and one item")
     code = {v: i for i, v in enumerate(values)}
@@ -105,13 +117,18 @@ def krippendorff_alpha(ratings: Mapping[Hashable, Mapping[Hashable, Hashable]], 
     pairable = (np.sum(~np.isnan(data), axis=0) >= 2).sum()
     if pairable == 0:
         return Undefined("no item was rated by two raters")
-    used = {data[i, j] for i in range(data.shape[0]) for j in range(data.shape[1])
-            if not np.isnan(data[i, j]) and np.sum(~np.isnan(data[:, j])) >= 2}
+    used = {
+        data[i, j]
+        for i in range(data.shape[0])
+        for j in range(data.shape[1])
+        if not np.isnan(data[i, j]) and np.sum(~np.isnan(data[:, j])) >= 2
+    }
     if len(used) < 2:
         return Undefined("every pairable rating is the same category: α is 0/0")
     try:
-        value = krippendorff.alpha(reliability_data=data, level_of_measurement=level,
-                                   value_domain=list(range(len(values))))
+        value = krippendorff.alpha(
+            reliability_data=data, level_of_measurement=level, value_domain=list(range(len(values)))
+        )
     except (ValueError, ZeroDivisionError) as exc:
         return Undefined(f"krippendorff: {exc}")
     if value is None or math.isnan(value):
@@ -127,8 +144,14 @@ def pairwise(ratings: Mapping[Hashable, Mapping[Hashable, Hashable]]) -> list[di
         a = [ratings[r1][i] for i in common]
         b = [ratings[r2][i] for i in common]
         agree = sum(x == y for x, y in zip(a, b))
-        out.append({"raters": [str(r1), str(r2)], "n": len(common), "agreement": proportion(agree, len(common)),
-                    "cohen_kappa": cohen_kappa(a, b)})
+        out.append(
+            {
+                "raters": [str(r1), str(r2)],
+                "n": len(common),
+                "agreement": proportion(agree, len(common)),
+                "cohen_kappa": cohen_kappa(a, b),
+            }
+        )
     return out
 
 
@@ -159,15 +182,18 @@ def kendall_tau(x: Sequence[float], y: Sequence[float]) -> dict[str, Any]:
 
 def percentile_interval(samples: Iterable[float], alpha: float = ALPHA) -> tuple[float, float] | None:
     """The (alpha/2, 1 - alpha/2) percentiles (numpy's default linear interpolation)."""
-    arr = np.asarray([s for s in samples if s is not None and not (isinstance(s, float) and math.isnan(s))], dtype=float)
+    arr = np.asarray(
+        [s for s in samples if s is not None and not (isinstance(s, float) and math.isnan(s))], dtype=float
+    )
     if arr.size == 0:
         return None
     lo, hi = np.quantile(arr, [alpha / 2, 1 - alpha / 2])
     return float(lo), float(hi)
 
 
-def bootstrap(statistic: Callable[[np.ndarray], float], n_units: int, *, n_boot: int = 2000, seed: int = 0,
-              alpha: float = ALPHA) -> dict[str, Any]:
+def bootstrap(
+    statistic: Callable[[np.ndarray], float], n_units: int, *, n_boot: int = 2000, seed: int = 0, alpha: float = ALPHA
+) -> dict[str, Any]:
     """Percentile bootstrap over `n_units` resampling units (questions, items): `statistic` gets an
     array of unit indices (drawn with replacement by numpy's Generator(PCG64(seed))) and returns a
     value, or None/NaN when undefined on that resample. Returns the interval and the share of

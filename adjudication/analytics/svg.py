@@ -3,10 +3,12 @@
 Every function returns a complete <svg> element as a string. All text that comes from data
 (reader, model, benchmark names) goes through html.escape, so the result is safe to mark_safe.
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from html import escape
-from typing import Any, Sequence
+from typing import Any
 
 FONT = 'font-family="system-ui, sans-serif" font-size="12"'
 INK, MUTED, GRID = "#1d2330", "#6b7383", "#d6dae2"
@@ -14,14 +16,14 @@ REPORTED, FIXED, ACCENT = "#d9822b", "#1f6fb2", "#a61b1b"
 
 
 def _t(x: float, y: float, text: str, anchor: str = "start", fill: str = INK, extra: str = "") -> str:
-    return (f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}" fill="{fill}" {extra}>'
-            f"{escape(str(text))}</text>")
+    return f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}" fill="{fill}" {extra}>{escape(str(text))}</text>'
 
 
 def _svg(width: float, height: float, body: list[str], title: str) -> str:
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" role="img" width="{width:.0f}" height="{height:.0f}" '
-            f'viewBox="0 0 {width:.0f} {height:.0f}" {FONT}><title>{escape(title)}</title>'
-            + "".join(body) + "</svg>")
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" role="img" width="{width:.0f}" height="{height:.0f}" '
+        f'viewBox="0 0 {width:.0f} {height:.0f}" {FONT}><title>{escape(title)}</title>' + "".join(body) + "</svg>"
+    )
 
 
 def _short(text: str, n: int = 34) -> str:
@@ -51,12 +53,22 @@ def interval_chart(rows: Sequence[dict[str, Any]], *, title: str, label_width: i
             continue
         if r.get("ci"):
             lo, hi = r["ci"]
-            body.append(f'<line x1="{x(lo):.1f}" y1="{y:.1f}" x2="{x(hi):.1f}" y2="{y:.1f}" stroke="{FIXED}" stroke-width="2"/>')
+            body.append(
+                f'<line x1="{x(lo):.1f}" y1="{y:.1f}" x2="{x(hi):.1f}" y2="{y:.1f}" stroke="{FIXED}" stroke-width="2"/>'
+            )
             for v in (lo, hi):
-                body.append(f'<line x1="{x(v):.1f}" y1="{y - 5:.1f}" x2="{x(v):.1f}" y2="{y + 5:.1f}" stroke="{FIXED}"/>')
+                body.append(
+                    f'<line x1="{x(v):.1f}" y1="{y - 5:.1f}" x2="{x(v):.1f}" y2="{y + 5:.1f}" stroke="{FIXED}"/>'
+                )
         body.append(f'<circle cx="{x(r["value"]):.1f}" cy="{y:.1f}" r="4" fill="{INK}"/>')
-        body.append(_t(x0 + plot_width + 10, y + 4, f"{r['value']:.1%}" + (f"  {r['note']}" if r.get("note") else ""),
-                       fill=MUTED))
+        body.append(
+            _t(
+                x0 + plot_width + 10,
+                y + 4,
+                f"{r['value']:.1%}" + (f"  {r['note']}" if r.get("note") else ""),
+                fill=MUTED,
+            )
+        )
     return _svg(width, height, body, title)
 
 
@@ -73,10 +85,15 @@ def gain_bars(comparisons: Sequence[dict[str, Any]], *, title: str = "Reported v
     def x(v: float) -> float:
         return label_w + (v - lo) / span * plot_w
 
-    body = [f'<rect x="{label_w}" y="6" width="10" height="10" fill="{REPORTED}"/>', _t(label_w + 14, 15, "reported gain"),
-            f'<rect x="{label_w + 120}" y="6" width="10" height="10" fill="{FIXED}"/>', _t(label_w + 134, 15, "fixed gain"),
-            f'<line x1="{x(0):.1f}" y1="{top - 6}" x2="{x(0):.1f}" y2="{height - 22}" stroke="{MUTED}"/>',
-            _t(x(lo), height - 8, f"{lo:+.0f}", "middle", MUTED), _t(x(hi), height - 8, f"{hi:+.0f} pts", "middle", MUTED)]
+    body = [
+        f'<rect x="{label_w}" y="6" width="10" height="10" fill="{REPORTED}"/>',
+        _t(label_w + 14, 15, "reported gain"),
+        f'<rect x="{label_w + 120}" y="6" width="10" height="10" fill="{FIXED}"/>',
+        _t(label_w + 134, 15, "fixed gain"),
+        f'<line x1="{x(0):.1f}" y1="{top - 6}" x2="{x(0):.1f}" y2="{height - 22}" stroke="{MUTED}"/>',
+        _t(x(lo), height - 8, f"{lo:+.0f}", "middle", MUTED),
+        _t(x(hi), height - 8, f"{hi:+.0f} pts", "middle", MUTED),
+    ]
     for i, c in enumerate(comps):
         y = top + group_h * i
         label = f"{c['model']} · {c['benchmark']} · {c['prompt'] or '-'} · {c['rl_checkpoint']}"
@@ -86,8 +103,10 @@ def gain_bars(comparisons: Sequence[dict[str, Any]], *, title: str = "Reported v
             if v is None:
                 continue
             x1, x2 = sorted((x(0), x(v)))
-            body.append(f'<rect x="{x1:.1f}" y="{y + 4 + 13 * j:.1f}" width="{max(x2 - x1, 1):.1f}" height="11" '
-                        f'fill="{colour}"><title>{escape(key)}: {v:+.2f} points</title></rect>')
+            body.append(
+                f'<rect x="{x1:.1f}" y="{y + 4 + 13 * j:.1f}" width="{max(x2 - x1, 1):.1f}" height="11" '
+                f'fill="{colour}"><title>{escape(key)}: {v:+.2f} points</title></rect>'
+            )
         share = c.get("format_share")
         note = f"share {share:.1%}" if share is not None else "share undefined"
         if not c.get("eligible"):
@@ -99,12 +118,18 @@ def gain_bars(comparisons: Sequence[dict[str, Any]], *, title: str = "Reported v
 def _blend(t: float) -> str:
     """White → blue at t ∈ [0, 1]."""
     t = max(0.0, min(1.0, t))
-    r, g, b = (int(255 + (c - 255) * t) for c in (0x1f, 0x6f, 0xb2))
+    r, g, b = (int(255 + (c - 255) * t) for c in (0x1F, 0x6F, 0xB2))
     return f"#{r:02x}{g:02x}{b:02x}"
 
 
-def heatmap(matrix: Sequence[Sequence[int]], *, title: str, row_title: str = "producer", col_title: str = "human",
-            labels: Sequence[str] = ("correct", "incorrect")) -> str:
+def heatmap(
+    matrix: Sequence[Sequence[int]],
+    *,
+    title: str,
+    row_title: str = "producer",
+    col_title: str = "human",
+    labels: Sequence[str] = ("correct", "incorrect"),
+) -> str:
     """A confusion-matrix heat map; each cell shows its count and its share of all items."""
     cell, left, top = 64, 96, 40
     n = sum(sum(r) for r in matrix) or 1
@@ -120,9 +145,13 @@ def heatmap(matrix: Sequence[Sequence[int]], *, title: str, row_title: str = "pr
             fill = _blend(v / peak)
             ink = "#ffffff" if v / peak > 0.55 else INK
             x, y = left + cell * j, top + cell * i
-            name = {(0, 0): "TP", (0, 1): "FP (false accept)", (1, 0): "FN (false reject)", (1, 1): "TN"}.get((i, j), "")
-            body.append(f'<rect x="{x}" y="{y}" width="{cell}" height="{cell}" fill="{fill}" stroke="{GRID}">'
-                        f"<title>{escape(name)}: {v}</title></rect>")
+            name = {(0, 0): "TP", (0, 1): "FP (false accept)", (1, 0): "FN (false reject)", (1, 1): "TN"}.get(
+                (i, j), ""
+            )
+            body.append(
+                f'<rect x="{x}" y="{y}" width="{cell}" height="{cell}" fill="{fill}" stroke="{GRID}">'
+                f"<title>{escape(name)}: {v}</title></rect>"
+            )
             body.append(_t(x + cell / 2, y + cell / 2, str(v), "middle", ink, 'font-weight="600"'))
             body.append(_t(x + cell / 2, y + cell / 2 + 15, f"{v / n:.0%}", "middle", ink))
     body.append(_t(8, top + cell * len(labels) + 20, f"rows: {row_title}", "start", MUTED))
@@ -160,8 +189,11 @@ def slope_chart(rankings: dict[str, list[dict[str, Any]]], *, flipped: set[str],
         pts = [pos(i, model) for i, r in enumerate(readers) if model in rank_of[r]]
         hot = model in flipped
         colour, w = (ACCENT, 2.5) if hot else (MUTED, 1.2)
-        body.append(f'<polyline fill="none" stroke="{colour}" stroke-width="{w}" points="'
-                    + " ".join(f"{x:.1f},{y:.1f}" for x, y in pts) + f'"><title>{escape(model)}</title></polyline>')
+        body.append(
+            f'<polyline fill="none" stroke="{colour}" stroke-width="{w}" points="'
+            + " ".join(f"{x:.1f},{y:.1f}" for x, y in pts)
+            + f'"><title>{escape(model)}</title></polyline>'
+        )
         for x, y in pts:
             body.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3.5" fill="{colour}"/>')
         first = next((i for i, r in enumerate(readers) if model in rank_of[r]), None)

@@ -6,19 +6,18 @@ Figure 2: error budget — share of in-contract certified failures by stratum, s
 Figure 3: off-by-one acceptance by gold magnitude, one line per reader.
 Built on adjudication.analytics.svg's helpers; every data string is escaped there (`_t`) or here.
 """
+
 from __future__ import annotations
 
 from html import escape
 from typing import Any
 
+from adjudication.analytics.svg import ACCENT, FIXED, GRID, INK, MUTED, _short, _svg, _t
 from readers.audit.contracts import seed_stratum_label
 from readers.audit.runner import BUCKETS
 
-from adjudication.analytics.svg import ACCENT, FIXED, GRID, INK, MUTED, _short, _svg, _t
-
 PRIOR_WORK = 0.94  # Hugging Face evaluation guidebook, as cited by seed 001 (Figure 1's dashed line)
-PALETTE = ("#1f6fb2", "#d9822b", "#3a9e5c", "#a61b1b", "#7b4fa8", "#8c6d31", "#4b8bbe", "#c2549d", "#6b7383",
-           "#2f4858")
+PALETTE = ("#1f6fb2", "#d9822b", "#3a9e5c", "#a61b1b", "#7b4fa8", "#8c6d31", "#4b8bbe", "#c2549d", "#6b7383", "#2f4858")
 
 
 def self_validation_figure(summary: dict[str, Any]) -> str:
@@ -40,11 +39,14 @@ def self_validation_figure(summary: dict[str, Any]) -> str:
         if value is None:
             body.append(_t(label_w + 4, y + 15, "n/a", fill=MUTED))
             continue
-        body.append(f'<rect x="{label_w}" y="{y + 4}" width="{x(value) - label_w:.1f}" height="{row_h - 8}" '
-                    f'fill="{FIXED}"/>')
+        body.append(
+            f'<rect x="{label_w}" y="{y + 4}" width="{x(value) - label_w:.1f}" height="{row_h - 8}" fill="{FIXED}"/>'
+        )
         body.append(_t(x(value) + 6, y + 15, f"{value:.1%}", fill=INK))
-    body.append(f'<line x1="{x(PRIOR_WORK):.1f}" y1="{top - 10}" x2="{x(PRIOR_WORK):.1f}" y2="{height - 24}" '
-                f'stroke="{ACCENT}" stroke-dasharray="5,4"/>')
+    body.append(
+        f'<line x1="{x(PRIOR_WORK):.1f}" y1="{top - 10}" x2="{x(PRIOR_WORK):.1f}" y2="{height - 24}" '
+        f'stroke="{ACCENT}" stroke-dasharray="5,4"/>'
+    )
     body.append(_t(x(PRIOR_WORK), top - 14, "prior work (~94%)", "middle", ACCENT))
     return _svg(label_w + plot_w + 90, height, body, "Figure 1: self-validation rate by reader (in-contract)")
 
@@ -64,7 +66,7 @@ def error_budget_figure(summary: dict[str, Any]) -> str:
     body = [
         '<defs><pattern id="hatch" patternUnits="userSpaceOnUse" width="6" height="6" '
         'patternTransform="rotate(45)"><line x1="0" y1="0" x2="0" y2="6" stroke="#fff" stroke-width="2"/>'
-        '</pattern></defs>'
+        "</pattern></defs>"
     ]
     for tick in (0, 0.25, 0.5, 0.75, 1.0):
         xt = label_w + tick * plot_w
@@ -80,14 +82,20 @@ def error_budget_figure(summary: dict[str, Any]) -> str:
         x0 = float(label_w)
         for s, c in eb["strata"].items():
             w = c["share"] * plot_w
-            tip = escape(f"{s} ({seed_stratum_label(s)}): {c['share']:.1%}, {c['rejected']} rejected, "
-                         f"{c['not_judged']} not judged")
-            body.append(f'<rect x="{x0:.1f}" y="{y + 4}" width="{w:.1f}" height="{row_h - 8}" fill="{colour[s]}">'
-                        f"<title>{tip}</title></rect>")
+            tip = escape(
+                f"{s} ({seed_stratum_label(s)}): {c['share']:.1%}, {c['rejected']} rejected, "
+                f"{c['not_judged']} not judged"
+            )
+            body.append(
+                f'<rect x="{x0:.1f}" y="{y + 4}" width="{w:.1f}" height="{row_h - 8}" fill="{colour[s]}">'
+                f"<title>{tip}</title></rect>"
+            )
             if c["not_judged"]:
                 hw = w * c["not_judged"] / c["failures"]
-                body.append(f'<rect x="{x0 + w - hw:.1f}" y="{y + 4}" width="{hw:.1f}" height="{row_h - 8}" '
-                            'fill="url(#hatch)"/>')
+                body.append(
+                    f'<rect x="{x0 + w - hw:.1f}" y="{y + 4}" width="{hw:.1f}" height="{row_h - 8}" '
+                    'fill="url(#hatch)"/>'
+                )
             if c["share"] >= 0.12:
                 body.append(_t(x0 + w / 2, y + 16, f"{c['share']:.0%}", "middle", "#fff"))
             x0 += w
@@ -97,10 +105,15 @@ def error_budget_figure(summary: dict[str, Any]) -> str:
         yy = ly + 18 * (j // 3)
         body.append(f'<rect x="{lx}" y="{yy - 9}" width="10" height="10" fill="{colour[s]}"/>')
         body.append(_t(lx + 14, yy, _short(f"{s} ({seed_stratum_label(s)})", 32), fill=INK))
-    body.append(_t(20, ly + 18 * legend_rows + 6, "hatched = failure caused by execution error (no verdict)",
-                   fill=MUTED))
-    return _svg(max(label_w + plot_w + 40, 680), height, body,
-                "Figure 2: error budget, share of in-contract certified failures by stratum")
+    body.append(
+        _t(20, ly + 18 * legend_rows + 6, "hatched = failure caused by execution error (no verdict)", fill=MUTED)
+    )
+    return _svg(
+        max(label_w + plot_w + 40, 680),
+        height,
+        body,
+        "Figure 2: error budget, share of in-contract certified failures by stratum",
+    )
 
 
 def magnitude_figure(summary: dict[str, Any]) -> str:
@@ -123,13 +136,15 @@ def magnitude_figure(summary: dict[str, Any]) -> str:
         body.append(_t(px(i), top + plot_h + 16, b, "middle", MUTED))
     # the tolerance threshold |g| = 1 / rel_tol = 10^4
     x4 = px(BUCKETS.index("1e4"))
-    body.append(f'<line x1="{x4:.1f}" y1="{top}" x2="{x4:.1f}" y2="{top + plot_h}" stroke="{ACCENT}" '
-                'stroke-dasharray="4,4"/>')
+    body.append(
+        f'<line x1="{x4:.1f}" y1="{top}" x2="{x4:.1f}" y2="{top + plot_h}" stroke="{ACCENT}" stroke-dasharray="4,4"/>'
+    )
     body.append(_t(x4 - 4, top + 12, "|g| = 1/rel_tol = 10^4", "end", ACCENT))
     for k, name in enumerate(readers):
         colour = PALETTE[k % len(PALETTE)]
-        points = [(px(i), py(off.get(name, {}).get(b))) for i, b in enumerate(BUCKETS)
-                  if off.get(name, {}).get(b) is not None]
+        points = [
+            (px(i), py(off.get(name, {}).get(b))) for i, b in enumerate(BUCKETS) if off.get(name, {}).get(b) is not None
+        ]
         if len(points) > 1:
             path = " ".join(f"{x:.1f},{y + 2 * k:.1f}" for x, y in points)  # offset so equal lines stay visible
             body.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"/>')
@@ -138,14 +153,17 @@ def magnitude_figure(summary: dict[str, Any]) -> str:
         body.append(f'<rect x="{left + plot_w + 16}" y="{top + 18 * k}" width="10" height="10" fill="{colour}"/>')
         body.append(_t(left + plot_w + 30, top + 18 * k + 9, _short(name, 30)))
     body.append(_t(left + plot_w / 2, top + plot_h + 34, "gold answer magnitude", "middle", MUTED))
-    return _svg(left + plot_w + 250, top + plot_h + 44, body,
-                "Figure 3: off-by-one acceptance by gold answer magnitude")
+    return _svg(
+        left + plot_w + 250, top + plot_h + 44, body, "Figure 3: off-by-one acceptance by gold answer magnitude"
+    )
 
 
 def audit_figures(summary: dict[str, Any]) -> dict[str, str]:
-    return {"figure_self_validation": self_validation_figure(summary),
-            "figure_error_budget": error_budget_figure(summary),
-            "figure_magnitude": magnitude_figure(summary)}
+    return {
+        "figure_self_validation": self_validation_figure(summary),
+        "figure_error_budget": error_budget_figure(summary),
+        "figure_magnitude": magnitude_figure(summary),
+    }
 
 
-__all__ = ["audit_figures", "self_validation_figure", "error_budget_figure", "magnitude_figure"]
+__all__ = ["audit_figures", "error_budget_figure", "magnitude_figure", "self_validation_figure"]

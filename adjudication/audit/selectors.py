@@ -1,14 +1,14 @@
 """Reads of the audit pages and jobs."""
+
 from __future__ import annotations
 
 from datetime import datetime
 
 from django.conf import settings
 
+from adjudication.models import AuditRun, Dataset
 from readers import registry as reader_registry
 from readers.audit.runner import SEED_READERS
-
-from adjudication.models import AuditRun, Dataset
 
 
 def dataset_golds(dataset: Dataset) -> tuple[list[str], int]:

@@ -9,6 +9,7 @@ carries its attempt number. A worker killed mid-audit therefore leaves a run tha
 task claims again, once; a duplicate task while the first worker is alive leaves it alone; and
 every failure, the final write included, ends the run `failed` with its error.
 """
+
 from __future__ import annotations
 
 import logging
@@ -23,11 +24,10 @@ from django.db import DatabaseError, connection, transaction
 from django.db.models.functions import Now
 from django.utils import timezone
 
-from readers import registry as reader_registry
-
-from adjudication.fields import json_safe
 from adjudication.audit.selectors import audit_claim_is_stale, audit_last_seen, audit_lease_seconds, dataset_golds
+from adjudication.fields import json_safe
 from adjudication.models import AuditRun, Dataset
+from readers import registry as reader_registry
 
 log = logging.getLogger(__name__)
 
@@ -59,8 +59,11 @@ def audit_run_start(*, dataset: Dataset, reader_names: list[str], user=None) -> 
     if not reader_names:
         raise ValueError("choose at least one reader")
     with transaction.atomic():
-        run = AuditRun.objects.create(dataset=dataset, readers=list(dict.fromkeys(reader_names)),
-                                      created_by=user if getattr(user, "is_authenticated", False) else None)
+        run = AuditRun.objects.create(
+            dataset=dataset,
+            readers=list(dict.fromkeys(reader_names)),
+            created_by=user if getattr(user, "is_authenticated", False) else None,
+        )
         # on_commit: a worker must never receive the id of a row it cannot see yet.
         transaction.on_commit(lambda run_id=run.pk: run_audit.delay(run_id))
     return run
@@ -89,8 +92,13 @@ def audit_run_claim(*, audit_run_id: int) -> AuditOutcome:
     not be retried forever. Times are the database's, so workers' clocks never disagree."""
     lease = audit_lease_seconds()
     with transaction.atomic():
-        run = (AuditRun.objects.select_for_update().annotate(db_now=Now()).filter(pk=audit_run_id)
-               .only("status", "started_at", "heartbeat_at", "attempts", "error", "finished_at").first())
+        run = (
+            AuditRun.objects.select_for_update()
+            .annotate(db_now=Now())
+            .filter(pk=audit_run_id)
+            .only("status", "started_at", "heartbeat_at", "attempts", "error", "finished_at")
+            .first()
+        )
         if run is None:
             return AuditOutcome(MISSING)
         now: datetime = run.db_now
@@ -102,9 +110,12 @@ def audit_run_claim(*, audit_run_id: int) -> AuditOutcome:
         if run.status == AuditRun.Status.RUNNING and run.attempts >= settings.AUDIT_MAX_ATTEMPTS:
             seen = audit_last_seen(run)
             run.status, run.finished_at = AuditRun.Status.FAILED, now
-            run.error = (f"abandoned after {run.attempts} attempts: no heartbeat from the worker of the last one "
-                         f"since {seen:%Y-%m-%d %H:%M:%S %Z} (lease {lease:g} s); it was lost mid-audit each time"
-                         if seen else f"abandoned after {run.attempts} attempts: no heartbeat from its worker")
+            run.error = (
+                f"abandoned after {run.attempts} attempts: no heartbeat from the worker of the last one "
+                f"since {seen:%Y-%m-%d %H:%M:%S %Z} (lease {lease:g} s); it was lost mid-audit each time"
+                if seen
+                else f"abandoned after {run.attempts} attempts: no heartbeat from its worker"
+            )
             run.save(update_fields=["status", "error", "finished_at"])
             return AuditOutcome(run.status)
         run.status, run.attempts = AuditRun.Status.RUNNING, run.attempts + 1
@@ -141,8 +152,11 @@ class _Heartbeat:
             while not self._stop.wait(self.interval):
                 try:
                     if not self._beat():
-                        log.warning("audit %s: attempt %s no longer holds the claim; heartbeat stopped",
-                                    self.audit_run_id, self.attempt)
+                        log.warning(
+                            "audit %s: attempt %s no longer holds the claim; heartbeat stopped",
+                            self.audit_run_id,
+                            self.attempt,
+                        )
                         return
                 except DatabaseError as exc:
                     log.warning("audit %s: missed a heartbeat: %s", self.audit_run_id, exc)
@@ -154,8 +168,12 @@ class _Heartbeat:
             if connection.vendor == "postgresql":
                 with connection.cursor() as cursor:
                     cursor.execute("SET LOCAL lock_timeout = '1s'")
-            return AuditRun.objects.filter(pk=self.audit_run_id, status=AuditRun.Status.RUNNING,
-                                           attempts=self.attempt).update(heartbeat_at=Now()) == 1
+            return (
+                AuditRun.objects.filter(
+                    pk=self.audit_run_id, status=AuditRun.Status.RUNNING, attempts=self.attempt
+                ).update(heartbeat_at=Now())
+                == 1
+            )
 
 
 def _audit(run: AuditRun, out_dir: Path) -> tuple[dict[str, Any], int]:
@@ -164,8 +182,9 @@ def _audit(run: AuditRun, out_dir: Path) -> tuple[dict[str, Any], int]:
     golds, skipped = dataset_golds(run.dataset)
     if not golds:
         raise ValueError(f"dataset {run.dataset.name!r} has no open-ended golds to audit")
-    result = run_audit(golds, run.readers, out_dir, processes=settings.READER_PROCESSES,
-                       budget_s=settings.READER_BUDGET_SECONDS)
+    result = run_audit(
+        golds, run.readers, out_dir, processes=settings.READER_PROCESSES, budget_s=settings.READER_BUDGET_SECONDS
+    )
     summary = dict(result.summary)
     summary["strata_rows"] = result.strata_rows
     summary["magnitude_rows"] = result.magnitude_rows
@@ -192,16 +211,18 @@ def audit_run_execute(*, audit_run_id: int) -> AuditOutcome:
         with transaction.atomic():
             # The report shows golds: a NUL or lone surrogate in one is shown replaced (the files
             # under out_dir keep them verbatim).
-            written = mine.update(status=status, summary=json_safe(summary), n_golds=n_golds, out_dir=str(out_dir),
-                                  finished_at=Now())
+            written = mine.update(
+                status=status, summary=json_safe(summary), n_golds=n_golds, out_dir=str(out_dir), finished_at=Now()
+            )
     except Exception as exc:  # noqa: BLE001 - the run records its failure; the task does not retry
         log.exception("audit %s failed (attempt %s)", audit_run_id, claim.attempt)
         status = AuditRun.Status.FAILED
         written = mine.update(status=status, error=_storable_error(exc), finished_at=Now())
     if not written:
         # Paused past the lease and reclaimed by another worker: that attempt's outcome stands.
-        log.warning("audit %s: attempt %s lost its claim before finishing; its outcome is dropped",
-                    audit_run_id, claim.attempt)
+        log.warning(
+            "audit %s: attempt %s lost its claim before finishing; its outcome is dropped", audit_run_id, claim.attempt
+        )
         current = AuditRun.objects.filter(pk=audit_run_id).values_list("status", flat=True).first()
         return AuditOutcome(current or MISSING)
     return AuditOutcome(status, attempt=claim.attempt)

@@ -7,6 +7,7 @@ see adjudication/fields.py), names (id, model, checkpoint, benchmark, prompt) ho
 surrogate and fit their column (the importer passes the columns' lengths in), and JSON values (choices,
 meta, extra fields) hold nothing PostgreSQL's jsonb refuses.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -14,11 +15,11 @@ import json
 import math
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from readers.options import LETTERS
 
@@ -68,8 +69,18 @@ class Row:
 
     @cached_property
     def row_hash(self) -> str:
-        payload = [self.id, self.question, self.gold, self.response, list(self.choices), self.model,
-                   self.checkpoint, self.benchmark, self.prompt, self.meta]
+        payload = [
+            self.id,
+            self.question,
+            self.gold,
+            self.response,
+            list(self.choices),
+            self.model,
+            self.checkpoint,
+            self.benchmark,
+            self.prompt,
+            self.meta,
+        ]
         if self.prompt_text is not None:
             # Appended only when present, so that rows imported before prompts were stored keep their
             # hash (re-importing them stays a no-op) while adding a prompt later is a change.
@@ -118,8 +129,10 @@ def json_problem(value: Any) -> str | None:
             if "\x00" in item:
                 return "contains a NUL character, which JSON columns cannot store"
             if _has_lone_surrogate(item):
-                return ("contains a lone surrogate (a half of a UTF-16 pair, not a character), "
-                        "which JSON columns cannot store")
+                return (
+                    "contains a lone surrogate (a half of a UTF-16 pair, not a character), "
+                    "which JSON columns cannot store"
+                )
         elif isinstance(item, float):
             if math.isnan(item):
                 return "contains NaN, which JSON columns cannot store"
@@ -207,8 +220,9 @@ def _prompt_text(value: Any, path: Path, line: int, field_name: str) -> str | No
     return value
 
 
-def canonical_row(obj: Any, path: Path, line: int, *, max_lengths: Mapping[str, int] | None = None,
-                  check_values: bool = True) -> Row:
+def canonical_row(
+    obj: Any, path: Path, line: int, *, max_lengths: Mapping[str, int] | None = None, check_values: bool = True
+) -> Row:
     """One canonical line; `max_lengths` bounds the identity fields (the importer passes its columns')."""
     if not isinstance(obj, dict):
         raise RowError(path, line, None, f"expected a JSON object, got {type(obj).__name__}")
@@ -239,14 +253,25 @@ def canonical_row(obj: Any, path: Path, line: int, *, max_lengths: Mapping[str, 
     if choices:
         gold_letter = gold.strip().strip("()").strip()
         if gold_letter.upper() not in LETTERS[: len(choices)] or len(gold_letter) != 1:
-            raise RowError(path, line, "gold", f"multiple-choice gold must be a letter A–{LETTERS[len(choices) - 1]}, got {gold!r}")
+            raise RowError(
+                path, line, "gold", f"multiple-choice gold must be a letter A–{LETTERS[len(choices) - 1]}, got {gold!r}"
+            )
     unknown = sorted(set(obj) - KNOWN)
     if unknown:
         for key in unknown:
             check.json({key: obj[key]}, key)
         meta = {**meta, "extra_fields": {k: obj[k] for k in unknown}}
-    return Row(id=row_id, question=question, gold=gold, response=response, choices=choices, meta=meta, line=line,
-               prompt_text=prompt_text, **extras)
+    return Row(
+        id=row_id,
+        question=question,
+        gold=gold,
+        response=response,
+        choices=choices,
+        meta=meta,
+        line=line,
+        prompt_text=prompt_text,
+        **extras,
+    )
 
 
 _SAMPLES_NAME = re.compile(r"^samples_(?P<task>.+?)_(?P<date>\d{4}-\d{2}-\d{2}T[\d\-.:]+)\.jsonl$")
@@ -300,8 +325,12 @@ def _lm_eval_prompt(obj: dict, path: Path, line: int) -> str | None:
     if isinstance(arguments, dict):
         first = arguments.get("gen_args_0")
         if not isinstance(first, dict):
-            raise RowError(path, line, "arguments.gen_args_0",
-                           "missing or not an object (expected lm-eval's {\"gen_args_0\": {\"arg_0\": prompt, …}})")
+            raise RowError(
+                path,
+                line,
+                "arguments.gen_args_0",
+                'missing or not an object (expected lm-eval\'s {"gen_args_0": {"arg_0": prompt, …}})',
+            )
         if "arg_0" not in first:
             raise RowError(path, line, "arguments.gen_args_0.arg_0", "missing (the rendered prompt)")
         context, field_name = first["arg_0"], "arguments.gen_args_0.arg_0"
@@ -318,8 +347,17 @@ def _lm_eval_prompt(obj: dict, path: Path, line: int) -> str | None:
     return _prompt_text(context, path, line, field_name)
 
 
-def lm_eval_row(obj: Any, path: Path, line: int, *, task: str, model: str, checkpoint: str,
-                max_lengths: Mapping[str, int] | None = None, check_values: bool = True) -> Row:
+def lm_eval_row(
+    obj: Any,
+    path: Path,
+    line: int,
+    *,
+    task: str,
+    model: str,
+    checkpoint: str,
+    max_lengths: Mapping[str, int] | None = None,
+    check_values: bool = True,
+) -> Row:
     """One line of lm-eval's `samples_<task>_<date>.jsonl` (written by --log_samples)."""
     if not isinstance(obj, dict):
         raise RowError(path, line, None, f"expected a JSON object, got {type(obj).__name__}")
@@ -373,8 +411,17 @@ def lm_eval_row(obj: Any, path: Path, line: int, *, task: str, model: str, check
     for key, value in lm_eval.items():
         check.json(value, key)
     return Row(
-        id=row_id, question=question, gold=gold, response=response, choices=choices,
-        model=model, checkpoint=checkpoint, benchmark=task, prompt=prompt, meta={"lm_eval": lm_eval}, line=line,
+        id=row_id,
+        question=question,
+        gold=gold,
+        response=response,
+        choices=choices,
+        model=model,
+        checkpoint=checkpoint,
+        benchmark=task,
+        prompt=prompt,
+        meta={"lm_eval": lm_eval},
+        line=line,
         prompt_text=_lm_eval_prompt(obj, path, line),
     )
 
@@ -407,8 +454,9 @@ def _iter_json_lines(path: Path) -> Iterator[tuple[int, str, Any]]:
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                raise RowError(path, line_no, None,
-                               f"not valid UTF-8 ({exc.reason} at byte {exc.start + 1} of the line)") from exc
+                raise RowError(
+                    path, line_no, None, f"not valid UTF-8 ({exc.reason} at byte {exc.start + 1} of the line)"
+                ) from exc
             if not text.strip():
                 continue
             yield line_no, text, _parse_json(text, path, line_no)
@@ -439,16 +487,25 @@ def _parse_json(text: str, path: Path, line_no: int) -> Any:
     except _FloatOverflow as exc:
         literal = str(exc)
         shown = literal if len(literal) <= 24 else literal[:20] + "…"
-        raise RowError(path, line_no, None,
-                       f"the number {shown} is too large for a double (it would read as infinity)") from exc
+        raise RowError(
+            path, line_no, None, f"the number {shown} is too large for a double (it would read as infinity)"
+        ) from exc
     except ValueError as exc:
         # Python refuses to convert integers of more than sys.get_int_max_str_digits() digits.
-        raise RowError(path, line_no, None,
-                       f"a number has more than {sys.get_int_max_str_digits()} digits, too many to read") from exc
+        raise RowError(
+            path, line_no, None, f"a number has more than {sys.get_int_max_str_digits()} digits, too many to read"
+        ) from exc
 
 
-def iter_rows(path: Path, *, fmt: str = "canonical", model: str = "", checkpoint: str = "",
-              task: str | None = None, max_lengths: Mapping[str, int] | None = None) -> Iterator[Row]:
+def iter_rows(
+    path: Path,
+    *,
+    fmt: str = "canonical",
+    model: str = "",
+    checkpoint: str = "",
+    task: str | None = None,
+    max_lengths: Mapping[str, int] | None = None,
+) -> Iterator[Row]:
     """Stream validated rows from a file; raises RowError at the first bad line.
 
     `max_lengths` ({"id": 500, "model": 200, …}) bounds the identity fields to what the caller's columns
@@ -459,7 +516,12 @@ def iter_rows(path: Path, *, fmt: str = "canonical", model: str = "", checkpoint
     if fmt == "lm-eval":
         task = task or lm_eval_task_from_filename(path)
         if not task:
-            raise RowError(path, 0, None, "cannot tell the task from the file name (expected samples_<task>_<date>.jsonl); pass --task")
+            raise RowError(
+                path,
+                0,
+                None,
+                "cannot tell the task from the file name (expected samples_<task>_<date>.jsonl); pass --task",
+            )
         problem = identity_problem(task, (max_lengths or {}).get("benchmark"))
         if problem:
             raise RowError(path, 0, None, f"the task name {task!r} {problem}; pass --task")
@@ -469,8 +531,16 @@ def iter_rows(path: Path, *, fmt: str = "canonical", model: str = "", checkpoint
         if fmt == "canonical":
             row = canonical_row(obj, path, line_no, max_lengths=max_lengths, check_values=check_values)
         else:
-            row = lm_eval_row(obj, path, line_no, task=task or "", model=model, checkpoint=checkpoint,
-                              max_lengths=max_lengths, check_values=check_values)
+            row = lm_eval_row(
+                obj,
+                path,
+                line_no,
+                task=task or "",
+                model=model,
+                checkpoint=checkpoint,
+                max_lengths=max_lengths,
+                check_values=check_values,
+            )
         if not row.model and model:
             row = _replace(row, model=model)
         if not row.checkpoint and checkpoint:

@@ -1,17 +1,18 @@
 """Importing responses: all-or-nothing, idempotent, streaming."""
+
 from __future__ import annotations
 
 import sys
 from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
 
 from django.db import transaction
 
+from adjudication.ingest.formats import Row, RowError, count_lines, identity_problem, iter_rows
 from adjudication.models import Dataset, Question, Reading, Response, Run
 from adjudication.review.services import InvalidationReport, review_invalidate_replaced
-from adjudication.ingest.formats import Row, RowError, count_lines, identity_problem, iter_rows
 
 BATCH = 1000
 
@@ -109,8 +110,13 @@ class _Importer:
         key = (row.model, row.checkpoint, row.benchmark, row.prompt)
         run = self.runs.get(key)
         if run is None:
-            run = Run.objects.create(dataset=self.dataset, model=row.model, checkpoint=row.checkpoint,
-                                     benchmark=row.benchmark, prompt=row.prompt)
+            run = Run.objects.create(
+                dataset=self.dataset,
+                model=row.model,
+                checkpoint=row.checkpoint,
+                benchmark=row.benchmark,
+                prompt=row.prompt,
+            )
             self.runs[key] = run
             self.report.runs_created += 1
         return run
@@ -119,18 +125,30 @@ class _Importer:
         wanted = {r.question_fingerprint: r for r in batch if r.question_fingerprint not in self.question_ids}
         if not wanted:
             return
-        for fp, qid in Question.objects.filter(dataset=self.dataset, fingerprint__in=list(wanted)).values_list("fingerprint", "id"):
+        for fp, qid in Question.objects.filter(dataset=self.dataset, fingerprint__in=list(wanted)).values_list(
+            "fingerprint", "id"
+        ):
             self.question_ids[fp] = qid
         new = [
-            Question(dataset=self.dataset, benchmark=r.benchmark, text=r.question, choices=list(r.choices), gold=r.gold,
-                     meta={}, fingerprint=fp)
-            for fp, r in wanted.items() if fp not in self.question_ids
+            Question(
+                dataset=self.dataset,
+                benchmark=r.benchmark,
+                text=r.question,
+                choices=list(r.choices),
+                gold=r.gold,
+                meta={},
+                fingerprint=fp,
+            )
+            for fp, r in wanted.items()
+            if fp not in self.question_ids
         ]
         if new:
             Question.objects.bulk_create(new, batch_size=BATCH)
             # bulk_create does not return ids on every backend; fetch them back by fingerprint.
             fps = [q.fingerprint for q in new]
-            for fp, qid in Question.objects.filter(dataset=self.dataset, fingerprint__in=fps).values_list("fingerprint", "id"):
+            for fp, qid in Question.objects.filter(dataset=self.dataset, fingerprint__in=fps).values_list(
+                "fingerprint", "id"
+            ):
                 self.question_ids[fp] = qid
             self.report.questions_created += len(new)
 
@@ -153,16 +171,28 @@ class _Importer:
                     self.report.unchanged += 1
                     continue
                 if not self.replace:
-                    raise RowError(self.path, row.line, "id",
-                                   f"response {row.id!r} already exists in dataset {self.dataset.name!r} with different "
-                                   "content; pass --replace to overwrite it (its readings are then discarded)")
+                    raise RowError(
+                        self.path,
+                        row.line,
+                        "id",
+                        f"response {row.id!r} already exists in dataset {self.dataset.name!r} with different "
+                        "content; pass --replace to overwrite it (its readings are then discarded)",
+                    )
                 self._replace(pk, row, run)
                 continue
-            to_create.append(Response(
-                dataset=self.dataset, run=run, question_id=self.question_ids[row.question_fingerprint],
-                external_id=row.id, text=row.response, prompt_text=row.prompt_text, content_hash=row.content_hash,
-                row_hash=row.row_hash, meta=row.meta,
-            ))
+            to_create.append(
+                Response(
+                    dataset=self.dataset,
+                    run=run,
+                    question_id=self.question_ids[row.question_fingerprint],
+                    external_id=row.id,
+                    text=row.response,
+                    prompt_text=row.prompt_text,
+                    content_hash=row.content_hash,
+                    row_hash=row.row_hash,
+                    meta=row.meta,
+                )
+            )
             self.report.by_run[str(run)] += 1
         if to_create:
             Response.objects.bulk_create(to_create, batch_size=BATCH)
@@ -174,8 +204,13 @@ class _Importer:
         question_id = self.question_ids[row.question_fingerprint]
         old_hash, old_question = Response.objects.filter(pk=pk).values_list("content_hash", "question_id").get()
         Response.objects.filter(pk=pk).update(
-            run=run, question_id=question_id, text=row.response, prompt_text=row.prompt_text,
-            content_hash=row.content_hash, row_hash=row.row_hash, meta=row.meta,
+            run=run,
+            question_id=question_id,
+            text=row.response,
+            prompt_text=row.prompt_text,
+            content_hash=row.content_hash,
+            row_hash=row.row_hash,
+            meta=row.meta,
         )
         if old_hash != row.content_hash or old_question != question_id:
             # Labels judged the old text against the old question and gold: they no longer stand
@@ -187,8 +222,9 @@ class _Importer:
         self.report.replaced += 1
 
 
-def _import_rows(dataset: Dataset, rows: Iterable[Row], *, path: Path, replace: bool,
-                 progress: Callable[[int], None] | None) -> ImportReport:
+def _import_rows(
+    dataset: Dataset, rows: Iterable[Row], *, path: Path, replace: bool, progress: Callable[[int], None] | None
+) -> ImportReport:
     importer = _Importer(dataset, path, replace)
     batch: list[Row] = []
     seen_any = False

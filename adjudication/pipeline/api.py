@@ -1,4 +1,5 @@
 """REST API (DRF). Thin: validation in serializers, work in services, reads in selectors."""
+
 from __future__ import annotations
 
 from django.conf import settings
@@ -8,13 +9,11 @@ from rest_framework import serializers, status
 from rest_framework.response import Response as ApiResponse
 from rest_framework.views import APIView
 
-from readers import registry as reader_registry
-
 from adjudication.models import Dataset
 from adjudication.permissions import IsManager
-from adjudication.pipeline.selectors import dataset_progress
-from adjudication.pipeline.selectors import default_panel
+from adjudication.pipeline.selectors import dataset_progress, default_panel
 from adjudication.pipeline.services import dataset_read
+from readers import registry as reader_registry
 
 
 class DatasetSerializer(serializers.ModelSerializer):
@@ -61,8 +60,12 @@ class DatasetProgressApi(APIView):
 
 
 class RunReadersSerializer(serializers.Serializer):
-    readers = serializers.ListField(child=serializers.CharField(max_length=200), required=False, allow_empty=False,
-                                    help_text="reader names; omitted: the rule-reader panel")
+    readers = serializers.ListField(
+        child=serializers.CharField(max_length=200),
+        required=False,
+        allow_empty=False,
+        help_text="reader names; omitted: the rule-reader panel",
+    )
     batch_size = serializers.IntegerField(min_value=1, max_value=10000, required=False)
 
     def validate_readers(self, value: list[str]) -> list[str]:
@@ -81,7 +84,12 @@ class RunReadersApi(APIView):
         payload = RunReadersSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         names = payload.validated_data.get("readers") or default_panel()
-        dataset_read(dataset=dataset, reader_names=names,
-                     batch_size=payload.validated_data.get("batch_size", settings.READER_BATCH_SIZE))
-        return ApiResponse(ProgressSerializer(dataset_progress(dataset=dataset, reader_names=names)).data,
-                           status=status.HTTP_202_ACCEPTED)
+        dataset_read(
+            dataset=dataset,
+            reader_names=names,
+            batch_size=payload.validated_data.get("batch_size", settings.READER_BATCH_SIZE),
+        )
+        return ApiResponse(
+            ProgressSerializer(dataset_progress(dataset=dataset, reader_names=names)).data,
+            status=status.HTTP_202_ACCEPTED,
+        )

@@ -8,13 +8,14 @@ it is enqueued; the task marks it running, then done or failed (with the error, 
 by the caller's `redact`). A worker process that dies mid-task leaves the row `running` and the
 message is redelivered (CELERY_TASK_REJECT_ON_WORKER_LOST), which marks it running again.
 """
+
 from __future__ import annotations
 
 import logging
 import traceback
 import uuid
-from contextlib import contextmanager
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import TypeVar
 
 from django.db import DatabaseError, transaction
@@ -35,13 +36,22 @@ class BatchFailed(RuntimeError):
 def batches_create(*, run_id: uuid.UUID, kind: str, dataset: Dataset, sizes: Sequence[int]) -> list[int]:
     """One queued TaskBatch per batch about to be enqueued; their ids, in order."""
     rows = TaskBatch.objects.bulk_create(
-        [TaskBatch(run=run_id, kind=kind, dataset=dataset, responses=size) for size in sizes])
+        [TaskBatch(run=run_id, kind=kind, dataset=dataset, responses=size) for size in sizes]
+    )
     return [row.pk for row in rows]
 
 
-def batches_enqueue(*, run_id: uuid.UUID, kind: str, dataset: Dataset, todo: Mapping[K, Collection[int]],
-                    order: Sequence[int], batch_size: int, send: Callable[[list[K], list[int], int], None],
-                    on_enqueued: Callable[[int], None] | None = None) -> int:
+def batches_enqueue(
+    *,
+    run_id: uuid.UUID,
+    kind: str,
+    dataset: Dataset,
+    todo: Mapping[K, Collection[int]],
+    order: Sequence[int],
+    batch_size: int,
+    send: Callable[[list[K], list[int], int], None],
+    on_enqueued: Callable[[int], None] | None = None,
+) -> int:
     """Split the responses some producer still needs (`todo`: producer key -> response ids) into
     batches in `order`, record one TaskBatch each, and hand each batch to `send(keys, ids,
     batch_id)` once the transaction commits, with only the producers that batch needs. Returns the
@@ -50,7 +60,7 @@ def batches_enqueue(*, run_id: uuid.UUID, kind: str, dataset: Dataset, todo: Map
         raise ValueError("batch size must be at least 1")
     wanted = {key: set(ids) for key, ids in todo.items()}
     needed = [rid for rid in order if any(rid in ids for ids in wanted.values())]
-    chunks = [needed[start:start + batch_size] for start in range(0, len(needed), batch_size)]
+    chunks = [needed[start : start + batch_size] for start in range(0, len(needed), batch_size)]
     batch_ids = batches_create(run_id=run_id, kind=kind, dataset=dataset, sizes=[len(c) for c in chunks])
     for chunk, batch_id in zip(chunks, batch_ids, strict=True):
         keys = [key for key, ids in wanted.items() if any(rid in ids for rid in chunk)]

@@ -1,4 +1,5 @@
 """Forms of the dataset pages."""
+
 from __future__ import annotations
 
 from typing import Any

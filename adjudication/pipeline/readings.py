@@ -1,20 +1,20 @@
 """Writing readings: every (response, reader spec) gets exactly one, whoever computes it."""
+
 from __future__ import annotations
 
 import atexit
 import threading
-from typing import Sequence
+from collections.abc import Sequence
 
 from django.conf import settings
 from django.db import transaction
 
-from readers import Item
-from readers import registry as reader_registry
-from readers.base import Reader
-
 from adjudication.fields import json_safe
 from adjudication.models import ReaderSpec, Reading, Response
 from adjudication.pipeline.selectors import missing_pairs
+from readers import Item
+from readers import registry as reader_registry
+from readers.base import Reader
 
 _pool_lock = threading.Lock()
 _pool = None
@@ -39,14 +39,22 @@ def reader_spec_get_or_create(*, name: str, version: str, config: dict, config_h
     """The one row for a producer's identity (rule reader, regeneration or judge). The unique
     constraint on (name, version, config_hash) makes concurrent callers converge on one row."""
     spec, _ = ReaderSpec.objects.get_or_create(
-        name=name, version=version, config_hash=config_hash, defaults={"config": json_safe(config), "kind": kind},
+        name=name,
+        version=version,
+        config_hash=config_hash,
+        defaults={"config": json_safe(config), "kind": kind},
     )
     return spec
 
 
 def reader_spec_for(*, reader: Reader) -> ReaderSpec:
-    return reader_spec_get_or_create(name=reader.name, version=reader.version, config=reader.config_dict(),
-                                     config_hash=reader.config_hash, kind=reader.kind)
+    return reader_spec_get_or_create(
+        name=reader.name,
+        version=reader.version,
+        config=reader.config_dict(),
+        config_hash=reader.config_hash,
+        kind=reader.kind,
+    )
 
 
 def reader_spec_by_name(*, name: str) -> ReaderSpec:
@@ -82,12 +90,20 @@ def readings_create(*, reader_specs: Sequence[ReaderSpec], response_ids: Sequenc
         for rid, (reading, elapsed_ms) in zip(ids, results, strict=True):
             span = reading.span
             # The pool's worker made `canonical` (readers.canonical) within the reading's budget.
-            rows.append(Reading(
-                response_id=rid, reader_spec=spec, answer=reading.answer, normalized=reading.normalized,
-                canonical=reading.canonical, verdict=reading.verdict,
-                span_start=span[0] if span else None, span_end=span[1] if span else None,
-                detail=json_safe(reading.detail), elapsed_ms=elapsed_ms,
-            ))
+            rows.append(
+                Reading(
+                    response_id=rid,
+                    reader_spec=spec,
+                    answer=reading.answer,
+                    normalized=reading.normalized,
+                    canonical=reading.canonical,
+                    verdict=reading.verdict,
+                    span_start=span[0] if span else None,
+                    span_end=span[1] if span else None,
+                    detail=json_safe(reading.detail),
+                    elapsed_ms=elapsed_ms,
+                )
+            )
     with transaction.atomic():
         Reading.objects.bulk_create(rows, ignore_conflicts=True, batch_size=1000)
     return len(rows)

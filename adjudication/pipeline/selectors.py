@@ -1,17 +1,17 @@
 """Reads: queries the views, commands and exports share."""
+
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 
 from django.db.models import QuerySet
 
+from adjudication.models import Dataset, ReaderSpec, Reading, TaskBatch
 from readers import registry as reader_registry
 from readers.summary import Row as SummaryRow
 from readers.summary import summarise
-
-from adjudication.models import Dataset, ReaderSpec, Reading, TaskBatch
 
 
 def dataset_get(*, name: str) -> Dataset:
@@ -27,7 +27,9 @@ def dataset_progress(*, dataset: Dataset, reader_names: list[str] | None = None)
 
     responses = dataset.responses.count()
     counts = dict(
-        Reading.objects.filter(response__dataset=dataset).values("reader_spec").annotate(n=Count("id"))
+        Reading.objects.filter(response__dataset=dataset)
+        .values("reader_spec")
+        .annotate(n=Count("id"))
         .values_list("reader_spec", "n")
     )
     if reader_names is None:
@@ -36,16 +38,29 @@ def dataset_progress(*, dataset: Dataset, reader_names: list[str] | None = None)
         identities = []
         for name in reader_names:
             reader = reader_registry.get(name)
-            spec_id = ReaderSpec.objects.filter(name=reader.name, version=reader.version,
-                                                config_hash=reader.config_hash).values_list("id", flat=True).first()
+            spec_id = (
+                ReaderSpec.objects.filter(name=reader.name, version=reader.version, config_hash=reader.config_hash)
+                .values_list("id", flat=True)
+                .first()
+            )
             identities.append((spec_id, reader.name, reader.version, reader.config_hash))
     readers = [
-        {"reader": name, "version": version, "config_hash": config_hash, "done": counts.get(spec_id, 0),
-         "total": responses}
+        {
+            "reader": name,
+            "version": version,
+            "config_hash": config_hash,
+            "done": counts.get(spec_id, 0),
+            "total": responses,
+        }
         for spec_id, name, version, config_hash in sorted(identities, key=lambda t: t[1])
     ]
-    return {"dataset": dataset.name, "responses": responses, "readers": readers,
-            "done": sum(r["done"] for r in readers), "total": responses * len(readers)}
+    return {
+        "dataset": dataset.name,
+        "responses": responses,
+        "readers": readers,
+        "done": sum(r["done"] for r in readers),
+        "total": responses * len(readers),
+    }
 
 
 def reading_counts(*, dataset: Dataset, reader_spec: ReaderSpec) -> int:
@@ -79,19 +94,44 @@ def readings_for_export(*, dataset: Dataset) -> QuerySet:
 
 # `canonical` (the platform's one form of the answer, readers.canonical) sits beside `answer` (the raw
 # text the reader extracted) and its span; `normalized` is the reader's own compared form.
-EXPORT_FIELDS = ("response_id", "model", "checkpoint", "benchmark", "prompt", "reader", "version", "config_hash",
-                 "canonical", "answer", "span_start", "span_end", "normalized", "verdict", "elapsed_ms")
+EXPORT_FIELDS = (
+    "response_id",
+    "model",
+    "checkpoint",
+    "benchmark",
+    "prompt",
+    "reader",
+    "version",
+    "config_hash",
+    "canonical",
+    "answer",
+    "span_start",
+    "span_end",
+    "normalized",
+    "verdict",
+    "elapsed_ms",
+)
 
 
 def export_rows(*, dataset: Dataset) -> Iterator[dict]:
     for r in readings_for_export(dataset=dataset).iterator(chunk_size=2000):
         run = r.response.run
         yield {
-            "response_id": r.response.external_id, "model": run.model, "checkpoint": run.checkpoint,
-            "benchmark": run.benchmark, "prompt": run.prompt, "reader": r.reader_spec.name,
-            "version": r.reader_spec.version, "config_hash": r.reader_spec.config_hash, "canonical": r.canonical,
-            "answer": r.answer, "span_start": r.span_start, "span_end": r.span_end, "normalized": r.normalized,
-            "verdict": r.verdict, "elapsed_ms": round(r.elapsed_ms, 3),
+            "response_id": r.response.external_id,
+            "model": run.model,
+            "checkpoint": run.checkpoint,
+            "benchmark": run.benchmark,
+            "prompt": run.prompt,
+            "reader": r.reader_spec.name,
+            "version": r.reader_spec.version,
+            "config_hash": r.reader_spec.config_hash,
+            "canonical": r.canonical,
+            "answer": r.answer,
+            "span_start": r.span_start,
+            "span_end": r.span_end,
+            "normalized": r.normalized,
+            "verdict": r.verdict,
+            "elapsed_ms": round(r.elapsed_ms, 3),
         }
 
 
@@ -127,8 +167,11 @@ def batch_progress(*, run_id: uuid.UUID) -> BatchProgress:
 def other_runs_active(*, run_id: uuid.UUID, dataset_id: int, kind: str) -> bool:
     """Another run's tasks of the same kind on the same dataset still queued or running: they may
     be writing the readings this run's tasks found already claimed."""
-    return (TaskBatch.objects.filter(dataset_id=dataset_id, kind=kind, status__in=_ACTIVE_BATCH)
-            .exclude(run=run_id).exists())
+    return (
+        TaskBatch.objects.filter(dataset_id=dataset_id, kind=kind, status__in=_ACTIVE_BATCH)
+        .exclude(run=run_id)
+        .exists()
+    )
 
 
 def default_panel() -> list[str]:
@@ -140,7 +183,7 @@ def missing_pairs(*, reader_specs: Sequence[ReaderSpec], response_ids: Sequence[
     """For each reader spec, the ids (of `response_ids`) that have no reading by it yet."""
     have: dict[int, set[int]] = {spec.id: set() for spec in reader_specs}
     for spec_id, response_id in Reading.objects.filter(
-            reader_spec__in=list(reader_specs), response_id__in=list(response_ids)).values_list("reader_spec_id",
-                                                                                               "response_id"):
+        reader_spec__in=list(reader_specs), response_id__in=list(response_ids)
+    ).values_list("reader_spec_id", "response_id"):
         have[spec_id].add(response_id)
     return {spec.id: [rid for rid in response_ids if rid not in have[spec.id]] for spec in reader_specs}

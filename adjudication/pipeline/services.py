@@ -1,16 +1,15 @@
 """Fan-out: enqueue reader work so that every response gets one reading from every selected reader."""
+
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
-
-
-from readers import registry as reader_registry
 
 from adjudication.models import Dataset, ReaderSpec, Response, TaskBatch
 from adjudication.pipeline.batches import batches_enqueue
 from adjudication.pipeline.readings import reader_spec_for
+from readers import registry as reader_registry
 
 
 @dataclass
@@ -29,8 +28,13 @@ class ReadRun:
     kind: str = TaskBatch.Kind.READ
 
 
-def dataset_read(*, dataset: Dataset, reader_names: list[str], batch_size: int = 200,
-                 on_enqueued: Callable[[int], None] | None = None) -> ReadRun:
+def dataset_read(
+    *,
+    dataset: Dataset,
+    reader_names: list[str],
+    batch_size: int = 200,
+    on_enqueued: Callable[[int], None] | None = None,
+) -> ReadRun:
     """Enqueue `read_batch` tasks for every (response, reader) still missing a reading.
 
     A task carries a batch of response ids and every selected reader, so the responses are loaded
@@ -47,10 +51,18 @@ def dataset_read(*, dataset: Dataset, reader_names: list[str], batch_size: int =
     missing_by_spec: dict[int, set[int]] = {}
     for spec in specs:
         missing_by_spec[spec.id] = set(
-            Response.objects.filter(dataset=dataset).exclude(readings__reader_spec=spec).values_list("id", flat=True))
+            Response.objects.filter(dataset=dataset).exclude(readings__reader_spec=spec).values_list("id", flat=True)
+        )
     run = ReadRun(enqueued=[])
-    n_batches = batches_enqueue(run_id=run.id, kind=run.kind, dataset=dataset, todo=missing_by_spec,
-                                order=response_ids, batch_size=batch_size, on_enqueued=on_enqueued,
-                                send=lambda spec_ids, ids, batch_id: read_batch.delay(spec_ids, ids, batch_id))
+    n_batches = batches_enqueue(
+        run_id=run.id,
+        kind=run.kind,
+        dataset=dataset,
+        todo=missing_by_spec,
+        order=response_ids,
+        batch_size=batch_size,
+        on_enqueued=on_enqueued,
+        send=lambda spec_ids, ids, batch_id: read_batch.delay(spec_ids, ids, batch_id),
+    )
     run.enqueued = [Enqueued(reader_spec=s, missing=len(missing_by_spec[s.id]), batches=n_batches) for s in specs]
     return run

@@ -8,22 +8,23 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from readers import registry as reader_registry
-
 from adjudication.forms import form_errors
-from adjudication.pipeline.forms import RunReadersForm
 from adjudication.models import Dataset
 from adjudication.permissions import has_role, is_manager, role_required
-from adjudication.pipeline.selectors import SUMMARY_GROUPS, reader_summary
-from adjudication.pipeline.selectors import default_panel
+from adjudication.pipeline.forms import RunReadersForm
+from adjudication.pipeline.selectors import SUMMARY_GROUPS, default_panel, reader_summary
 from adjudication.pipeline.services import dataset_read
+from readers import registry as reader_registry
 
 
 def home(request: HttpRequest) -> HttpResponse:
     # Dataset pages name models and checkpoints: managers only. Others go to their own work.
     if not is_manager(request.user):
-        return redirect("review:adjudicate" if has_role(request.user, "adjudicator") and
-                        not has_role(request.user, "annotator") else "review:home")
+        return redirect(
+            "review:adjudicate"
+            if has_role(request.user, "adjudicator") and not has_role(request.user, "annotator")
+            else "review:home"
+        )
     datasets = Dataset.objects.order_by("name")
     return render(request, "pipeline/home.html", {"datasets": datasets})
 
@@ -35,11 +36,20 @@ def dataset_detail(request: HttpRequest, dataset_id: int) -> HttpResponse:
     if by not in SUMMARY_GROUPS:
         by = "benchmark/checkpoint"
     rows = reader_summary(dataset=dataset, by=by)
-    return render(request, "pipeline/dataset.html", {
-        "dataset": dataset, "rows": rows, "by": by,
-        "runs": dataset.runs.all(), "n_responses": dataset.responses.count(), "groupings": list(SUMMARY_GROUPS),
-        "panel": default_panel(), "can_manage": is_manager(request.user),
-    })
+    return render(
+        request,
+        "pipeline/dataset.html",
+        {
+            "dataset": dataset,
+            "rows": rows,
+            "by": by,
+            "runs": dataset.runs.all(),
+            "n_responses": dataset.responses.count(),
+            "groupings": list(SUMMARY_GROUPS),
+            "panel": default_panel(),
+            "can_manage": is_manager(request.user),
+        },
+    )
 
 
 @require_POST

@@ -1,5 +1,6 @@
 """REST API of the review flow. Annotator-facing payloads are blinded: no model, checkpoint, run,
 prompt or reader identity, no other annotators' labels."""
+
 from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
@@ -9,14 +10,19 @@ from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.response import Response as ApiResponse
 from rest_framework.views import APIView
 
-from readers.options import LETTERS
-
 from adjudication.exports import table_download
 from adjudication.models import Dataset, Lease, ReviewQueue
 from adjudication.permissions import IsAnnotator, IsManager
-from adjudication.review.selectors import FINAL_LABEL_COLUMNS, annotator_progress, candidates_for, final_labels, queue_status
+from adjudication.review.selectors import (
+    FINAL_LABEL_COLUMNS,
+    annotator_progress,
+    candidates_for,
+    final_labels,
+    queue_status,
+)
 from adjudication.review.services import ReviewError, label_submit, lease_claim_next, queue_create
 from adjudication.validators import INT_MAX, INT_MIN, SMALLINT_MAX, validate_name
+from readers.options import LETTERS
 
 
 class QueueSerializer(serializers.ModelSerializer):
@@ -57,11 +63,14 @@ def blinded_item(lease: Lease, user) -> dict:
     for start, end, number in spans:
         by_number.setdefault(number, []).append([start, end])
     return {
-        "lease": lease.pk, "expires_at": lease.expires_at, "question": question.text,
+        "lease": lease.pk,
+        "expires_at": lease.expires_at,
+        "question": question.text,
         "options": [{"letter": LETTERS[i], "text": t} for i, t in enumerate(question.choices)],
         "response": item.review_item.response.text,
-        "candidates": [{"number": c["number"], "answer": c["answer"], "spans": by_number.get(c["number"], [])}
-                       for c in cands],
+        "candidates": [
+            {"number": c["number"], "answer": c["answer"], "spans": by_number.get(c["number"], [])} for c in cands
+        ],
         "gold": question.gold if item.queue.judge_correctness else None,
         "progress": annotator_progress(queue=item.queue, annotator=user),
     }
@@ -154,5 +163,9 @@ class FinalLabelsApi(APIView):
         fmt = request.query_params.get("fmt", "jsonl")
         if fmt not in ("jsonl", "csv"):
             raise ValidationError({"fmt": "jsonl or csv"})
-        return table_download(fmt=fmt, filename_stem=f"{queue.name}-final-labels", rows=final_labels(queue=queue),
-                              columns=FINAL_LABEL_COLUMNS)
+        return table_download(
+            fmt=fmt,
+            filename_stem=f"{queue.name}-final-labels",
+            rows=final_labels(queue=queue),
+            columns=FINAL_LABEL_COLUMNS,
+        )

@@ -1,4 +1,5 @@
 """Pure label logic (no database): how two labels compare, and how much an item's labels agree."""
+
 from __future__ import annotations
 
 import re

@@ -1,12 +1,12 @@
 """How a response is shown to a reviewer: thinking and answer parts, candidate marks, and Markdown.
 Model text is untrusted: Markdown runs with raw HTML off and everything else is escaped."""
+
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
 
 from markdown_it import MarkdownIt
-
 
 _THINK = re.compile(r"<(think|thinking|reasoning)>|</(think|thinking|reasoning)>", re.IGNORECASE)
 

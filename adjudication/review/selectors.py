@@ -1,5 +1,6 @@
 """What the blinded item page shows, and the progress numbers. Nothing here may carry model,
 checkpoint, run, prompt or reader identity into an annotator-facing context."""
+
 from __future__ import annotations
 
 import random
@@ -11,39 +12,43 @@ from django.contrib.auth.models import User
 from django.db.models import Count, Q
 from django.utils import timezone
 
-from readers.options import LETTERS
-
 from adjudication.models import Label, Lease, Question, QueueItem, Reading, Response, ReviewItem, ReviewQueue
 from adjudication.rawsql import fetch_all, fetch_one, raw_one
 from adjudication.review.rendering import response_parts
 from adjudication.routing.rules import MISSING, answer_key, comparable_answer
 from adjudication.text import displayable
-
-
+from readers.options import LETTERS
 
 _PANEL_READINGS_SQL = """
     SELECT r.answer, r.normalized, r.canonical, r.verdict, r.span_start, r.span_end FROM adjudication_reading r
     WHERE r.response_id = %s AND r.reader_spec_id IN (
         SELECT p.readerspec_id FROM adjudication_routingpolicy_panel p WHERE p.routingpolicy_id = %s)
     ORDER BY r.reader_spec_id"""
-_PANEL_READING_FIELDS = [Reading._meta.get_field(name) for name in
-                         ("answer", "normalized", "canonical", "verdict", "span_start", "span_end")]
+_PANEL_READING_FIELDS = [
+    Reading._meta.get_field(name) for name in ("answer", "normalized", "canonical", "verdict", "span_start", "span_end")
+]
 
 
 def candidates_for(item: QueueItem, annotator: User) -> tuple[list[dict], list[tuple[int, int, int]]]:
-    return panel_candidates(response_id=item.review_item.response_id, policy_id=item.queue.policy_id,
-                            item_id=item.pk, annotator_id=annotator.pk)
+    return panel_candidates(
+        response_id=item.review_item.response_id,
+        policy_id=item.queue.policy_id,
+        item_id=item.pk,
+        annotator_id=annotator.pk,
+    )
 
 
-def panel_candidates(*, response_id: int, policy_id: int, item_id: int,
-                     annotator_id: int) -> tuple[list[dict], list[tuple[int, int, int]]]:
+def panel_candidates(
+    *, response_id: int, policy_id: int, item_id: int, annotator_id: int
+) -> tuple[list[dict], list[tuple[int, int, int]]]:
     """Distinct candidate answers of the routing panel, anonymised and shuffled per (item, annotator),
     with their spans in the response. Readers are grouped by their canonical answer (so "(C) Merton"
     and "option C)" are one candidate, "C"), which is what the candidate shows; the raw text each
     reader extracted is marked in the response."""
     by_key: dict[str, dict] = {}
     for answer, normalized, canonical, verdict, span_start, span_end in fetch_all(
-            _PANEL_READINGS_SQL, [response_id, policy_id], _PANEL_READING_FIELDS):
+        _PANEL_READINGS_SQL, [response_id, policy_id], _PANEL_READING_FIELDS
+    ):
         if verdict in MISSING:
             continue
         key = answer_key(comparable_answer(canonical=canonical, normalized=normalized, answer=answer))
@@ -99,8 +104,10 @@ _LEASED_ITEM_SQL = """
     WHERE l.id = %s AND l.annotator_id = %s"""
 _LEASED_ITEM_FIELDS = [
     *(Lease._meta.get_field(n) for n in ("id", "item", "claimed_at", "expires_at", "completed_at")),
-    *(ReviewQueue._meta.get_field(n) for n in ("id", "name", "overlap", "show_candidates", "judge_correctness",
-                                               "policy")),
+    *(
+        ReviewQueue._meta.get_field(n)
+        for n in ("id", "name", "overlap", "show_candidates", "judge_correctness", "policy")
+    ),
     *(Response._meta.get_field(n) for n in ("id", "text")),
     *(Question._meta.get_field(n) for n in ("text", "choices", "gold")),
 ]
@@ -112,8 +119,15 @@ def leased_item(*, lease_id: int, annotator: User) -> LeasedItem | None:
     return None if row is None else LeasedItem(*row)
 
 
-def shown_item(*, question: str, choices: list, gold: str, response: str, show_gold: bool,
-               candidates: tuple[list[dict], list[tuple[int, int, int]]]) -> dict:
+def shown_item(
+    *,
+    question: str,
+    choices: list,
+    gold: str,
+    response: str,
+    show_gold: bool,
+    candidates: tuple[list[dict], list[tuple[int, int, int]]],
+) -> dict:
     """What the item pages show of an item: question, options, the response in parts, candidate
     answers and (when asked) the gold, all made displayable."""
     cands, spans = candidates
@@ -128,13 +142,27 @@ def shown_item(*, question: str, choices: list, gold: str, response: str, show_g
 
 
 def item_page(*, leased: LeasedItem, annotator: User) -> dict:
-    cands = (panel_candidates(response_id=leased.response_id, policy_id=leased.policy_id,
-                              item_id=leased.item_id, annotator_id=annotator.pk)
-             if leased.show_candidates else ([], []))
+    cands = (
+        panel_candidates(
+            response_id=leased.response_id,
+            policy_id=leased.policy_id,
+            item_id=leased.item_id,
+            annotator_id=annotator.pk,
+        )
+        if leased.show_candidates
+        else ([], [])
+    )
     return {
-        "lease_id": leased.lease_id, "queue_name": leased.queue_name,
-        **shown_item(question=leased.question_text, choices=leased.choices, gold=leased.gold,
-                     response=leased.response_text, show_gold=leased.judge_correctness, candidates=cands),
+        "lease_id": leased.lease_id,
+        "queue_name": leased.queue_name,
+        **shown_item(
+            question=leased.question_text,
+            choices=leased.choices,
+            gold=leased.gold,
+            response=leased.response_text,
+            show_gold=leased.judge_correctness,
+            candidates=cands,
+        ),
         "judge_correctness": leased.judge_correctness,
         "progress": progress_counts(queue_id=leased.queue_id, overlap=leased.overlap, annotator_id=annotator.pk),
         "expires_at": leased.expires_at,
@@ -149,9 +177,16 @@ def adjudication_page(*, item: QueueItem, adjudicator: User) -> dict:
     cands = candidates_for(item, adjudicator) if item.queue.show_candidates else ([], [])
     return {
         "item": item,
-        **shown_item(question=question.text, choices=question.choices, gold=question.gold, response=response.text,
-                     show_gold=True, candidates=cands),
-        "labels": current_labels_anonymous(item), "judge_correctness": item.queue.judge_correctness,
+        **shown_item(
+            question=question.text,
+            choices=question.choices,
+            gold=question.gold,
+            response=response.text,
+            show_gold=True,
+            candidates=cands,
+        ),
+        "labels": current_labels_anonymous(item),
+        "judge_correctness": item.queue.judge_correctness,
     }
 
 
@@ -160,8 +195,7 @@ def adjudication_queue(*, queue: ReviewQueue, adjudicator: User) -> list[tuple[Q
     from adjudication.review.labels import agreement
 
     mine = Label.objects.filter(queue=queue, annotator=adjudicator).values("item_id")
-    items = list(queue.items.filter(status=QueueItem.Status.CONFLICT).exclude(id__in=mine)
-                 .prefetch_related("labels"))
+    items = list(queue.items.filter(status=QueueItem.Status.CONFLICT).exclude(id__in=mine).prefetch_related("labels"))
     scored = [(item, agreement(current_labels(item), queue.judge_correctness)) for item in items]
     return sorted(scored, key=lambda pair: (pair[1], -pair[0].priority, pair[0].tiebreak, pair[0].id))
 
@@ -175,9 +209,17 @@ def current_labels_anonymous(item: QueueItem) -> list[dict]:
     """The item's current labels as "Annotator 1", "Annotator 2"… in labelling order (for adjudicators)."""
 
     labels = sorted(current_labels(item), key=lambda lab: (lab.created_at, lab.id))
-    return [{"who": f"Annotator {n}", "kind": lab.get_kind_display(), "answer": displayable(lab.answer),
-             "correctness": lab.correctness, "confidence": lab.confidence, "note": lab.note}
-            for n, lab in enumerate(labels, start=1)]
+    return [
+        {
+            "who": f"Annotator {n}",
+            "kind": lab.get_kind_display(),
+            "answer": displayable(lab.answer),
+            "correctness": lab.correctness,
+            "confidence": lab.confidence,
+            "note": lab.note,
+        }
+        for n, lab in enumerate(labels, start=1)
+    ]
 
 
 # Counting every open item of a large queue on each page view costs more than the rest of the
@@ -206,8 +248,9 @@ def annotator_progress(*, queue: ReviewQueue, annotator: User) -> dict:
 
 
 def progress_counts(*, queue_id: int, overlap: int, annotator_id: int) -> dict:
-    done, remaining = raw_one(_PROGRESS_SQL, {"queue": queue_id, "annotator": annotator_id, "overlap": overlap,
-                                              "limit": REMAINING_CAP + 1})
+    done, remaining = raw_one(
+        _PROGRESS_SQL, {"queue": queue_id, "annotator": annotator_id, "overlap": overlap, "limit": REMAINING_CAP + 1}
+    )
     return {"done": done, "remaining": min(remaining, REMAINING_CAP), "remaining_more": remaining > REMAINING_CAP}
 
 
@@ -218,8 +261,12 @@ def queue_status(*, queue: ReviewQueue) -> dict:
     open_items = counts.get(QueueItem.Status.OPEN, 0)
     labelled = queue.items.filter(label_count__gt=0).count()
     return {
-        "items": sum(counts.values()), "pending": open_items, "leased": leased, "labelled": labelled,
-        "conflicting": counts.get(QueueItem.Status.CONFLICT, 0), "agreed": counts.get(QueueItem.Status.AGREED, 0),
+        "items": sum(counts.values()),
+        "pending": open_items,
+        "leased": leased,
+        "labelled": labelled,
+        "conflicting": counts.get(QueueItem.Status.CONFLICT, 0),
+        "agreed": counts.get(QueueItem.Status.AGREED, 0),
         "adjudicated": counts.get(QueueItem.Status.ADJUDICATED, 0),
     }
 
@@ -229,7 +276,8 @@ def annotator_stats(*, queue: ReviewQueue) -> list[dict]:
     by_user: dict[int, list[float]] = {}
     names: dict[int, str] = {}
     for annotator_id, username, seconds in Label.objects.filter(item__queue=queue, revises__isnull=True).values_list(
-            "annotator_id", "annotator__username", "seconds_spent"):
+        "annotator_id", "annotator__username", "seconds_spent"
+    ):
         by_user.setdefault(annotator_id, []).append(seconds or 0.0)
         names[annotator_id] = username
     for uid, seconds in sorted(by_user.items(), key=lambda kv: names[kv[0]]):
@@ -237,31 +285,65 @@ def annotator_stats(*, queue: ReviewQueue) -> list[dict]:
     return rows
 
 
-FINAL_LABEL_COLUMNS = ("response_id", "model", "checkpoint", "benchmark", "is_control", "status", "final_kind",
-                       "final_answer", "final_correctness", "provenance", "error_type", "replaced_at", "labels")
+FINAL_LABEL_COLUMNS = (
+    "response_id",
+    "model",
+    "checkpoint",
+    "benchmark",
+    "is_control",
+    "status",
+    "final_kind",
+    "final_answer",
+    "final_correctness",
+    "provenance",
+    "error_type",
+    "replaced_at",
+    "labels",
+)
 
 
 def final_labels(*, queue: ReviewQueue) -> list[dict]:
     """Every item with a final label: the newest final label, its provenance and the individual labels."""
     out = []
-    items = (queue.items.filter(~Q(status=QueueItem.Status.OPEN))
-             .select_related("review_item__response__run").prefetch_related("final_labels", "labels__annotator"))
+    items = (
+        queue.items.filter(~Q(status=QueueItem.Status.OPEN))
+        .select_related("review_item__response__run")
+        .prefetch_related("final_labels", "labels__annotator")
+    )
     for item in items.order_by("id"):
         finals = sorted(item.final_labels.all(), key=lambda f: (f.created_at, f.id))
         response = item.review_item.response
         row = {
-            "response_id": response.external_id, "model": response.run.model, "checkpoint": response.run.checkpoint,
-            "benchmark": response.run.benchmark, "is_control": item.review_item.is_control, "status": item.status,
+            "response_id": response.external_id,
+            "model": response.run.model,
+            "checkpoint": response.run.checkpoint,
+            "benchmark": response.run.benchmark,
+            "is_control": item.review_item.is_control,
+            "status": item.status,
             "replaced_at": item.review_item.replaced_at.isoformat() if item.review_item.replaced_at else None,
-            "labels": [{"annotator": lab.annotator.username, "kind": lab.kind, "answer": lab.answer,
-                        "correctness": lab.correctness, "confidence": lab.confidence, "created_at": lab.created_at.isoformat(),
-                        "revises": lab.revises_id, "id": lab.id}
-                       for lab in sorted(item.labels.all(), key=lambda x: (x.created_at, x.id))],
+            "labels": [
+                {
+                    "annotator": lab.annotator.username,
+                    "kind": lab.kind,
+                    "answer": lab.answer,
+                    "correctness": lab.correctness,
+                    "confidence": lab.confidence,
+                    "created_at": lab.created_at.isoformat(),
+                    "revises": lab.revises_id,
+                    "id": lab.id,
+                }
+                for lab in sorted(item.labels.all(), key=lambda x: (x.created_at, x.id))
+            ],
         }
         if finals:
             f = finals[-1]
-            row.update(final_kind=f.kind, final_answer=f.answer, final_correctness=f.correctness,
-                       provenance=f.provenance, error_type=f.error_type)
+            row.update(
+                final_kind=f.kind,
+                final_answer=f.answer,
+                final_correctness=f.correctness,
+                provenance=f.provenance,
+                error_type=f.error_type,
+            )
         else:
             row.update(final_kind=None, final_answer=None, final_correctness=None, provenance=None, error_type="")
         out.append(row)

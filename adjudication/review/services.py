@@ -4,6 +4,7 @@ Concurrency invariant: every change to an item's label count, and every lease gr
 happens while holding that QueueItem row's lock (SELECT … FOR UPDATE). So "labels + live leases
 < overlap" is checked and acted on atomically, and no item ever gets more than `overlap` labels.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -15,15 +16,29 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from readers.options import letters as option_letters
-
-from adjudication.models import (Dataset, FinalLabel, Label, Lease, Question, QueueItem, Reading, ReviewItem, ReviewQueue,
-                      RoutingPolicy)
+from adjudication.models import (
+    Dataset,
+    FinalLabel,
+    Label,
+    Lease,
+    Question,
+    QueueItem,
+    Reading,
+    ReviewItem,
+    ReviewQueue,
+    RoutingPolicy,
+)
 from adjudication.rawsql import convert_row, fetch_one, raw_one
-from adjudication.validators import free_text_problem
 from adjudication.review.labels import agreement
 from adjudication.review.selectors import current_labels
-from adjudication.routing.services import queue_items_sync, review_items_route, routing_policy_create, validation_message
+from adjudication.routing.services import (
+    queue_items_sync,
+    review_items_route,
+    routing_policy_create,
+    validation_message,
+)
+from adjudication.validators import free_text_problem
+from readers.options import letters as option_letters
 
 CLAIM_ATTEMPTS = 25  # rows tried (one locked at a time) per claim before reporting "busy"
 MAX_FREE_TEXT = 10_000  # characters of a note, reason or typed answer
@@ -40,17 +55,35 @@ class Claim:
 
 
 def queue_create(
-    *, dataset: Dataset, name: str, policy: RoutingPolicy | None = None, panel: list[str] | None = None,
-    overlap: int = 2, lease_seconds: int = 900, show_candidates: bool = True, judge_correctness: bool = False,
-    control_fraction: float = 0.0, seed: int = 0, missing_is_disagreement: bool = False, compare: str = "either",
+    *,
+    dataset: Dataset,
+    name: str,
+    policy: RoutingPolicy | None = None,
+    panel: list[str] | None = None,
+    overlap: int = 2,
+    lease_seconds: int = 900,
+    show_candidates: bool = True,
+    judge_correctness: bool = False,
+    control_fraction: float = 0.0,
+    seed: int = 0,
+    missing_is_disagreement: bool = False,
+    compare: str = "either",
     created_by: User | None = None,
 ) -> ReviewQueue:
     """A queue over a routing policy's items. Without a policy, one is made from `panel` (default:
     every rule reader that has read this dataset) and routed now. All or nothing: a queue that
     cannot be filled is not left behind half made."""
-    queue = ReviewQueue(name=name, dataset=dataset, policy=policy, overlap=overlap, lease_seconds=lease_seconds,
-                        show_candidates=show_candidates, judge_correctness=judge_correctness, seed=seed,
-                        created_by=created_by)
+    queue = ReviewQueue(
+        name=name,
+        dataset=dataset,
+        policy=policy,
+        overlap=overlap,
+        lease_seconds=lease_seconds,
+        show_candidates=show_candidates,
+        judge_correctness=judge_correctness,
+        seed=seed,
+        created_by=created_by,
+    )
     try:
         # The model's validators bound every number to its column and names to one printable line.
         queue.full_clean(exclude=["policy"], validate_unique=False)
@@ -62,16 +95,27 @@ def queue_create(
         with transaction.atomic():
             if policy is None:
                 if not panel:
-                    panel = sorted(set(Reading.objects.filter(response__dataset=dataset, reader_spec__kind="rule")
-                                       .values_list("reader_spec__name", flat=True)))
+                    panel = sorted(
+                        set(
+                            Reading.objects.filter(response__dataset=dataset, reader_spec__kind="rule").values_list(
+                                "reader_spec__name", flat=True
+                            )
+                        )
+                    )
                 if len(panel) < 2:
-                    raise ReviewError("the dataset needs readings by at least two readers (run_readers) to route "
-                                      "disagreements")
+                    raise ReviewError(
+                        "the dataset needs readings by at least two readers (run_readers) to route disagreements"
+                    )
                 try:
                     queue.policy = routing_policy_create(
-                        dataset=dataset, name=f"queue:{name}", panel=panel, compare=compare,
-                        missing_is_disagreement=missing_is_disagreement, control_fraction=control_fraction,
-                        seed=seed)
+                        dataset=dataset,
+                        name=f"queue:{name}",
+                        panel=panel,
+                        compare=compare,
+                        missing_is_disagreement=missing_is_disagreement,
+                        control_fraction=control_fraction,
+                        seed=seed,
+                    )
                 except (ValueError, KeyError) as exc:
                     raise ReviewError(str(exc).strip("'\"")) from exc
             elif policy.dataset_id != dataset.pk:
@@ -136,8 +180,13 @@ def lease_claim_next(*, queue: ReviewQueue, annotator: User) -> Claim:
     now = timezone.now()
     expires = now + timedelta(seconds=queue.lease_seconds)
     adapt = connection.ops.adapt_datetimefield_value
-    params = {"queue": queue.pk, "annotator": annotator.pk, "now": adapt(now), "overlap": queue.overlap,
-              "expires": adapt(expires)}
+    params = {
+        "queue": queue.pk,
+        "annotator": annotator.pk,
+        "now": adapt(now),
+        "overlap": queue.overlap,
+        "expires": adapt(expires),
+    }
     lock = " FOR UPDATE SKIP LOCKED" if connection.features.has_select_for_update_skip_locked else ""
     with transaction.atomic():
         row = raw_one(_CURRENT_LEASE_SQL, params)
@@ -156,8 +205,9 @@ def lease_claim_next(*, queue: ReviewQueue, annotator: User) -> Claim:
                 break
             granted = raw_one(_LEASE_IF_ROOM_SQL, {**params, "item": row[0]})
             if granted is not None:
-                return Claim(Lease(id=granted[0], item_id=row[0], annotator=annotator, claimed_at=now,
-                                   expires_at=expires))
+                return Claim(
+                    Lease(id=granted[0], item_id=row[0], annotator=annotator, claimed_at=now, expires_at=expires)
+                )
             tried.append(row[0])
         # Nothing claimable among the rows we could lock. If items with room exist that others
         # hold locked right now, report busy rather than "done".
@@ -175,9 +225,12 @@ _LOCK_ITEM_SQL = """
     WHERE qi.id = %s"""
 _ITEM_COLUMNS = ["id", "queue_id", "review_item_id", "priority", "label_count", "status"]
 _QUEUE_COLUMNS = ["id", "name", "overlap", "judge_correctness"]
-_LOCK_ITEM_FIELDS = [*(QueueItem._meta.get_field(n.removesuffix("_id")) for n in _ITEM_COLUMNS),
-                     *(ReviewQueue._meta.get_field(n) for n in _QUEUE_COLUMNS),
-                     Question._meta.get_field("choices"), ReviewItem._meta.get_field("replaced_at")]
+_LOCK_ITEM_FIELDS = [
+    *(QueueItem._meta.get_field(n.removesuffix("_id")) for n in _ITEM_COLUMNS),
+    *(ReviewQueue._meta.get_field(n) for n in _QUEUE_COLUMNS),
+    Question._meta.get_field("choices"),
+    ReviewItem._meta.get_field("replaced_at"),
+]
 
 
 @dataclass(frozen=True)
@@ -197,7 +250,7 @@ def _lock_item(item_id: int) -> _Locked:
         raise QueueItem.DoesNotExist(f"queue item {item_id}")
     n = len(_ITEM_COLUMNS)
     item = QueueItem.from_db("default", _ITEM_COLUMNS, row[:n])
-    item.queue = ReviewQueue.from_db("default", _QUEUE_COLUMNS, row[n:n + len(_QUEUE_COLUMNS)])
+    item.queue = ReviewQueue.from_db("default", _QUEUE_COLUMNS, row[n : n + len(_QUEUE_COLUMNS)])
     return _Locked(item, row[-2], row[-1])
 
 
@@ -219,8 +272,9 @@ def _check_text(field: str, value: str) -> None:
         raise ReviewError(f"{field} must be at most {MAX_FREE_TEXT} characters")
 
 
-def _validate(queue: ReviewQueue, choices: list, kind: str, answer: str, correctness: str,
-              confidence: int | None) -> CleanLabel:
+def _validate(
+    queue: ReviewQueue, choices: list, kind: str, answer: str, correctness: str, confidence: int | None
+) -> CleanLabel:
     """The label as it may be stored. Whatever the caller sent, a field the queue did not ask for
     is stored empty: a correctness on a queue that does not judge it would otherwise make its way
     into the unanimous final label and into agreement."""
@@ -257,8 +311,17 @@ _LOCK_LEASE_SQL = """
 _LOCK_LEASE_FIELDS = [Lease._meta.get_field(n) for n in ("annotator", "claimed_at", "expires_at", "completed_at")]
 
 
-def label_submit(*, lease: Lease, annotator: User, kind: str, answer: str = "", correctness: str = "",
-                 confidence: int | None = None, note: str = "", skip_reason: str = "") -> Label:
+def label_submit(
+    *,
+    lease: Lease,
+    annotator: User,
+    kind: str,
+    answer: str = "",
+    correctness: str = "",
+    confidence: int | None = None,
+    note: str = "",
+    skip_reason: str = "",
+) -> Label:
     """Record the annotator's label for the leased item and complete the lease."""
     now = timezone.now()
     lock = " FOR UPDATE OF l" if connection.features.has_select_for_update_of else ""
@@ -276,8 +339,7 @@ def label_submit(*, lease: Lease, annotator: User, kind: str, answer: str = "", 
         if row[4]:
             raise ReviewError("you have already labelled this item")
         if locked.replaced_at is not None and locked.replaced_at >= claimed_at:
-            raise ReviewError("the response was replaced by a new version after you opened it; "
-                              "it is back in the queue")
+            raise ReviewError("the response was replaced by a new version after you opened it; it is back in the queue")
         if expires_at <= now and kind != Label.Kind.SKIPPED:
             # An expired lease went back to the pool; honour it only if the item still has room.
             others = Lease.objects.filter(_live(now), item=item).exclude(annotator=annotator).count()
@@ -289,9 +351,16 @@ def label_submit(*, lease: Lease, annotator: User, kind: str, answer: str = "", 
         if kind == Label.Kind.SKIPPED and not skip_reason.strip():
             raise ReviewError("a skip needs a reason")
         label = Label.objects.create(
-            item=item, annotator=annotator, kind=clean.kind, answer=clean.answer, correctness=clean.correctness,
-            confidence=clean.confidence, note=note, skip_reason=skip_reason.strip(),
-            seconds_spent=(now - claimed_at).total_seconds())
+            item=item,
+            annotator=annotator,
+            kind=clean.kind,
+            answer=clean.answer,
+            correctness=clean.correctness,
+            confidence=clean.confidence,
+            note=note,
+            skip_reason=skip_reason.strip(),
+            seconds_spent=(now - claimed_at).total_seconds(),
+        )
         Lease.objects.filter(pk=lease.pk).update(completed_at=now)
         if kind != Label.Kind.SKIPPED:
             item.label_count += 1
@@ -300,8 +369,16 @@ def label_submit(*, lease: Lease, annotator: User, kind: str, answer: str = "", 
         return label
 
 
-def label_revise(*, label: Label, annotator: User, kind: str, answer: str = "", correctness: str = "",
-                 confidence: int | None = None, note: str = "") -> Label:
+def label_revise(
+    *,
+    label: Label,
+    annotator: User,
+    kind: str,
+    answer: str = "",
+    correctness: str = "",
+    confidence: int | None = None,
+    note: str = "",
+) -> Label:
     """A new label row revising the annotator's earlier one (the old row is kept)."""
     with transaction.atomic():
         locked = _lock_item(label.item_id)
@@ -316,9 +393,16 @@ def label_revise(*, label: Label, annotator: User, kind: str, answer: str = "", 
             raise ReviewError("a label cannot be revised into a skip")
         clean = _validate(item.queue, locked.choices, kind, answer, correctness, confidence)
         _check_text("the note", note)
-        new = Label.objects.create(item=item, annotator=annotator, kind=clean.kind, answer=clean.answer,
-                                   correctness=clean.correctness, confidence=clean.confidence, note=note,
-                                   revises=label)
+        new = Label.objects.create(
+            item=item,
+            annotator=annotator,
+            kind=clean.kind,
+            answer=clean.answer,
+            correctness=clean.correctness,
+            confidence=clean.confidence,
+            note=note,
+            revises=label,
+        )
         if label.kind == Label.Kind.SKIPPED:
             item.label_count += 1
         _settle(item, item.queue)
@@ -333,8 +417,13 @@ def _settle(item: QueueItem, queue: ReviewQueue) -> None:
     labels = current_labels(item)
     if agreement(labels, queue.judge_correctness) == 1.0:
         first = labels[0]
-        FinalLabel.objects.create(item=item, kind=first.kind, answer=first.answer, correctness=first.correctness,
-                                  provenance=FinalLabel.Provenance.UNANIMOUS)
+        FinalLabel.objects.create(
+            item=item,
+            kind=first.kind,
+            answer=first.answer,
+            correctness=first.correctness,
+            provenance=FinalLabel.Provenance.UNANIMOUS,
+        )
         item.status = QueueItem.Status.AGREED
     else:
         item.status = QueueItem.Status.CONFLICT
@@ -354,8 +443,17 @@ def may_adjudicate(*, item: QueueItem, adjudicator: User) -> str | None:
     return None
 
 
-def final_label_adjudicate(*, item: QueueItem, adjudicator: User, kind: str, answer: str = "", correctness: str = "",
-                           error_type: str = "", notes: str = "", unresolved: bool = False) -> FinalLabel:
+def final_label_adjudicate(
+    *,
+    item: QueueItem,
+    adjudicator: User,
+    kind: str,
+    answer: str = "",
+    correctness: str = "",
+    error_type: str = "",
+    notes: str = "",
+    unresolved: bool = False,
+) -> FinalLabel:
     with transaction.atomic():
         locked = _lock_item(item.pk)
         item = locked.item
@@ -372,9 +470,15 @@ def final_label_adjudicate(*, item: QueueItem, adjudicator: User, kind: str, ans
         else:
             clean = _validate(item.queue, locked.choices, kind, answer, correctness, None)
         final = FinalLabel.objects.create(
-            item=item, kind=clean.kind, answer=clean.answer, correctness=clean.correctness, error_type=error_type,
-            notes=notes, decided_by=adjudicator,
-            provenance=FinalLabel.Provenance.UNRESOLVED if unresolved else FinalLabel.Provenance.ADJUDICATED)
+            item=item,
+            kind=clean.kind,
+            answer=clean.answer,
+            correctness=clean.correctness,
+            error_type=error_type,
+            notes=notes,
+            decided_by=adjudicator,
+            provenance=FinalLabel.Provenance.UNRESOLVED if unresolved else FinalLabel.Provenance.ADJUDICATED,
+        )
         item.status = QueueItem.Status.ADJUDICATED
         item.save(update_fields=["status"])
         return final
@@ -401,13 +505,16 @@ def review_invalidate_replaced(*, response_ids: list[int]) -> InvalidationReport
         item_ids = list(items.select_for_update().values_list("id", flat=True))
         report.labels = Label.objects.filter(item_id__in=item_ids).update(invalidated_at=now)
         report.final_labels = FinalLabel.objects.filter(item_id__in=item_ids).update(invalidated_at=now)
-        report.items_reopened = (QueueItem.objects.filter(id__in=item_ids)
-                                 .exclude(status=QueueItem.Status.OPEN, label_count=0)
-                                 .update(status=QueueItem.Status.OPEN, label_count=0))
+        report.items_reopened = (
+            QueueItem.objects.filter(id__in=item_ids)
+            .exclude(status=QueueItem.Status.OPEN, label_count=0)
+            .update(status=QueueItem.Status.OPEN, label_count=0)
+        )
         Lease.objects.filter(_live(now), item_id__in=item_ids).update(expires_at=now)
         for review_item in ReviewItem.objects.filter(response_id__in=response_ids).only("id", "reason"):
             reason = review_item.reason or {}
             previous = reason.get("before_replacement") if "readings" not in reason else reason
             ReviewItem.objects.filter(pk=review_item.pk).update(
-                replaced_at=now, reason={"before_replacement": previous})
+                replaced_at=now, reason={"before_replacement": previous}
+            )
     return report

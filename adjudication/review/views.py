@@ -1,4 +1,5 @@
 """Annotator, adjudicator and manager pages of the review flow. Thin: services write, selectors read."""
+
 from __future__ import annotations
 
 from urllib.parse import urlencode
@@ -12,13 +13,29 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from adjudication.exports import table_download
 from adjudication.forms import form_errors
-from adjudication.review.forms import AdjudicationForm, LabelForm, QueueForm, SkipForm
 from adjudication.models import Dataset, FinalLabel, Label, Lease, QueueItem, ReviewQueue
 from adjudication.permissions import role_required
-from adjudication.review.selectors import (FINAL_LABEL_COLUMNS, adjudication_page, adjudication_queue, annotator_stats,
-                               final_labels, item_page, leased_item, policy_items_missing, queue_status)
-from adjudication.review.services import (ReviewError, final_label_adjudicate, label_submit, lease_claim_next, may_adjudicate,
-                              queue_create, queue_sync)
+from adjudication.review.forms import AdjudicationForm, LabelForm, QueueForm, SkipForm
+from adjudication.review.selectors import (
+    FINAL_LABEL_COLUMNS,
+    adjudication_page,
+    adjudication_queue,
+    annotator_stats,
+    final_labels,
+    item_page,
+    leased_item,
+    policy_items_missing,
+    queue_status,
+)
+from adjudication.review.services import (
+    ReviewError,
+    final_label_adjudicate,
+    label_submit,
+    lease_claim_next,
+    may_adjudicate,
+    queue_create,
+    queue_sync,
+)
 
 
 @role_required("annotator")
@@ -50,8 +67,13 @@ def review_item(request: HttpRequest, lease_id: int) -> HttpResponse:
     if leased.completed_at is not None:
         return redirect("review:home")
     if request.method == "POST":
-        lease = Lease(id=leased.lease_id, item_id=leased.item_id, annotator=request.user,
-                      claimed_at=leased.claimed_at, expires_at=leased.expires_at)
+        lease = Lease(
+            id=leased.lease_id,
+            item_id=leased.item_id,
+            annotator=request.user,
+            claimed_at=leased.claimed_at,
+            expires_at=leased.expires_at,
+        )
         skipping = request.POST.get("action", "label") == "skip"
         form = SkipForm(request.POST) if skipping else LabelForm(request.POST)
         try:
@@ -101,16 +123,24 @@ def adjudicate_item(request: HttpRequest, item_id: int) -> HttpResponse:
             return redirect("review:adjudicate-item", item_id=item.pk)
         nxt = adjudication_queue(queue=item.queue, adjudicator=request.user)
         return redirect("review:adjudicate-item", item_id=nxt[0][0].pk) if nxt else redirect("review:adjudicate")
-    return render(request, "review/adjudicate_item.html",
-                  {**adjudication_page(item=item, adjudicator=request.user),
-                   "error_types": FinalLabel.ErrorType.choices})
+    return render(
+        request,
+        "review/adjudicate_item.html",
+        {**adjudication_page(item=item, adjudicator=request.user), "error_types": FinalLabel.ErrorType.choices},
+    )
 
 
 @role_required("manager")
 def queue_list(request: HttpRequest) -> HttpResponse:
-    queues = [{"queue": q, "status": queue_status(queue=q), "annotators": annotator_stats(queue=q),
-               "missing": policy_items_missing(queue=q)}
-              for q in ReviewQueue.objects.select_related("dataset").order_by("name")]
+    queues = [
+        {
+            "queue": q,
+            "status": queue_status(queue=q),
+            "annotators": annotator_stats(queue=q),
+            "missing": policy_items_missing(queue=q),
+        }
+        for q in ReviewQueue.objects.select_related("dataset").order_by("name")
+    ]
     return render(request, "review/queues.html", {"queues": queues, "datasets": Dataset.objects.order_by("name")})
 
 
@@ -123,10 +153,16 @@ def queue_new(request: HttpRequest) -> HttpResponse:
         return redirect("review:queues")
     data = form.cleaned_data
     try:
-        queue_create(dataset=data["dataset"], name=data["name"], overlap=data["overlap"],
-                     lease_seconds=data["lease_seconds"], show_candidates=data["show_candidates"],
-                     judge_correctness=data["judge_correctness"], control_fraction=data["control_fraction"] or 0.0,
-                     created_by=request.user)
+        queue_create(
+            dataset=data["dataset"],
+            name=data["name"],
+            overlap=data["overlap"],
+            lease_seconds=data["lease_seconds"],
+            show_candidates=data["show_candidates"],
+            judge_correctness=data["judge_correctness"],
+            control_fraction=data["control_fraction"] or 0.0,
+            created_by=request.user,
+        )
     except ReviewError as exc:
         messages.error(request, str(exc))
     return redirect("review:queues")
@@ -146,5 +182,6 @@ def queue_export(request: HttpRequest, queue_id: int, fmt: str) -> HttpResponse:
     if fmt not in ("jsonl", "csv"):
         raise Http404("export formats: jsonl, csv")
     queue = get_object_or_404(ReviewQueue, pk=queue_id)
-    return table_download(fmt=fmt, filename_stem=f"{queue.name}-final-labels", rows=final_labels(queue=queue),
-                          columns=FINAL_LABEL_COLUMNS)
+    return table_download(
+        fmt=fmt, filename_stem=f"{queue.name}-final-labels", rows=final_labels(queue=queue), columns=FINAL_LABEL_COLUMNS
+    )

@@ -2,12 +2,14 @@
 
 Kept free of the ORM so the rules are testable on plain tuples and reusable by the analytics.
 """
+
 from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable, Literal
+from typing import Literal
 
 MISSING = frozenset({"no_answer", "timeout", "error"})
 Compare = Literal["either", "answer", "verdict"]
@@ -57,15 +59,24 @@ def answer_key(answer: str | None) -> str | None:
     letter = _LETTER.match(text)
     if letter:
         return letter.group(1).upper()
-    for old, new in (("\\dfrac", "\\frac"), ("\\tfrac", "\\frac"), ("\\left", ""), ("\\right", ""), ("$", ""),
-                     ("\\!", ""), ("\\,", ""), ("\\ ", "")):
+    for old, new in (
+        ("\\dfrac", "\\frac"),
+        ("\\tfrac", "\\frac"),
+        ("\\left", ""),
+        ("\\right", ""),
+        ("$", ""),
+        ("\\!", ""),
+        ("\\,", ""),
+        ("\\ ", ""),
+    ):
         text = text.replace(old, new)
     text = _SPACES.sub("", text).rstrip(".")
     return text or None
 
 
-def decide(readings: Iterable[PanelReading], *, compare: Compare = "either",
-           missing_is_disagreement: bool = False) -> Decision:
+def decide(
+    readings: Iterable[PanelReading], *, compare: Compare = "either", missing_is_disagreement: bool = False
+) -> Decision:
     """Do these readings of one response disagree?
 
     With `missing_is_disagreement` off, no_answer / timeout / error readings are left out, so a

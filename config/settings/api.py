@@ -1,4 +1,5 @@
 """Django REST framework and the OpenAPI schema."""
+
 from .env import env_str
 from .security import TRUSTED_PROXY_COUNT
 

@@ -1,4 +1,5 @@
 """Django core: apps, middleware, templates, static files."""
+
 from .env import BASE_DIR, env_str
 
 INSTALLED_APPS = [

@@ -1,4 +1,5 @@
 """Database: DATABASE_URL (postgres:// or sqlite:///), else the embedded SQLite file."""
+
 import dj_database_url
 
 from .env import BASE_DIR, DATABASE_URL, env_bool
@@ -15,8 +16,9 @@ else:
 # dumpers wrapped out-of-range values (an overlap of 65538 was stored as 2) instead of failing.
 # Prepared statements break behind PgBouncer in transaction mode (before 1.21): set
 # DATABASE_PREPARED_STATEMENTS=0 there.
-PREPARED_STATEMENTS = (DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
-                       and env_bool("DATABASE_PREPARED_STATEMENTS", default=True))
+PREPARED_STATEMENTS = DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env_bool(
+    "DATABASE_PREPARED_STATEMENTS", default=True
+)
 if PREPARED_STATEMENTS:
     # psycopg refuses an explicit prepare while prepare_threshold is None (Django's default); a
     # threshold out of reach keeps it from preparing anything on its own. Client-side cursors (the

@@ -1,4 +1,5 @@
 """Reading the environment: one place for the parsing rules."""
+
 import os
 from pathlib import Path
 

@@ -1,4 +1,5 @@
 """Logging: plain lines on stderr; math-verify logs whole inputs at WARNING on timeouts, so cap it."""
+
 from .env import env_str
 
 LOGGING = {

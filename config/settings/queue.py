@@ -1,4 +1,5 @@
 """Celery: a broker URL (CELERY_BROKER_URL or REDIS_URL) means real workers; none means eager."""
+
 from kombu import Queue
 
 from .env import BROKER_URL, env_str

@@ -1,5 +1,6 @@
 """Secrets and transport security. Production defaults are strict; DEBUG or the embedded default
 (a local quickstart) relaxes only what a localhost runserver cannot satisfy."""
+
 from datetime import timedelta
 
 from csp.constants import NONE, SELF

@@ -1,4 +1,5 @@
 """Shared by the add_* commands: validate a model instance and save it, or fail with the field errors."""
+
 from __future__ import annotations
 
 from django.core.exceptions import ValidationError

@@ -16,13 +16,14 @@ here: the user supplies each one (`add_judge --template-file`), and `how_to_get`
   supplied text is that upstream text exactly.
 * `xverify-upstream`: xVerify's judge prompt, as a text file.
 """
+
 from __future__ import annotations
 
 import ast
 import hashlib
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 from readers.options import letters
@@ -67,7 +68,8 @@ UPSTREAM: dict[str, Upstream] = {
             "nothing in the file is executed), or copy the GRADER_TEMPLATE string's text (what Python holds "
             "before .format(): {question}, {target} and {predicted_answer} stay as they are) into a UTF-8 "
             "file. Pass it with --template-file. Either way the text is stripped, as upstream strips it, and "
-            "its sha256 is compared with the one pinned for that commit."),
+            "its sha256 is compared with the one pinned for that commit."
+        ),
         pinned_sha256="063c04ea798f91c4706c050b66a721afc77a458b12d8f0d72286d4b0eee8a3ee",
         python_name="GRADER_TEMPLATE",
         strip=True,
@@ -82,14 +84,15 @@ UPSTREAM: dict[str, Upstream] = {
             f"https://github.com/IAAR-Shanghai/xVerify/blob/{XVERIFY_COMMIT}/src/xVerify/prompts/judge_prompt.py, "
             "copy the judge prompt string's text (what Python holds before .format(): {question}, {output} and "
             "{answer} stay as they are) into a UTF-8 file, unchanged, and pass it with --template-file. "
-            "Check that your use is non-commercial."),
+            "Check that your use is non-commercial."
+        ),
     ),
 }
 _FORMAT_FIELD = re.compile(r"\{\{|\}\}|\{([^{}]*)\}")
 _FORMAT_TOKEN = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|[{}]")
 
 
-@lru_cache(maxsize=None)
+@cache
 def builtin(name: str) -> str:
     if name not in BUILTIN:
         raise KeyError(f"no built-in template {name!r}; built in: {', '.join(BUILTIN)}")
@@ -107,16 +110,21 @@ def check_upstream(name: str, text: str, *, origin: str = "template") -> None:
             continue
         line = text.count("\n", 0, m.start()) + 1
         if field_name is None:
-            raise ValueError(f"{origin}, line {line}: single {token!r} (str.format needs {token * 2} "
-                             "for a literal brace)")
+            raise ValueError(
+                f"{origin}, line {line}: single {token!r} (str.format needs {token * 2} for a literal brace)"
+            )
         if field_name not in spec.fields:
-            raise ValueError(f"{origin}, line {line}: unknown field {{{field_name}}} for {name} "
-                             f"(upstream's fields: {', '.join('{%s}' % f for f in spec.fields)})")
+            raise ValueError(
+                f"{origin}, line {line}: unknown field {{{field_name}}} for {name} "
+                f"(upstream's fields: {', '.join('{%s}' % f for f in spec.fields)})"
+            )
         seen.add(field_name)
     missing = [f for f in spec.fields if f not in seen]
     if missing:
-        raise ValueError(f"{origin}: {name} needs the field(s) {', '.join('{%s}' % f for f in missing)}; "
-                         "is this the upstream prompt?")
+        raise ValueError(
+            f"{origin}: {name} needs the field(s) {', '.join('{%s}' % f for f in missing)}; "
+            "is this the upstream prompt?"
+        )
 
 
 def _python_string(name: str, path: Path, source: bytes) -> str:
@@ -126,8 +134,10 @@ def _python_string(name: str, path: Path, source: bytes) -> str:
         tree = ast.parse(source, filename=str(path))
     except (SyntaxError, ValueError) as exc:
         line = getattr(exc, "lineno", None)
-        raise ValueError(f"{path}{f', line {line}' if line else ''}: not valid Python "
-                         f"({getattr(exc, 'msg', exc)}); pass the .py file unchanged or the template as text") from None
+        raise ValueError(
+            f"{path}{f', line {line}' if line else ''}: not valid Python "
+            f"({getattr(exc, 'msg', exc)}); pass the .py file unchanged or the template as text"
+        ) from None
     found: list[ast.expr] = []
     for node in tree.body:
         if isinstance(node, ast.Assign):
@@ -139,19 +149,28 @@ def _python_string(name: str, path: Path, source: bytes) -> str:
         if any(isinstance(t, ast.Name) and t.id == name for t in targets):
             found.append(node.value)
     if not found:
-        raise ValueError(f"{path}: no module-level assignment {name} = \"...\"; is this the upstream file?")
+        raise ValueError(f'{path}: no module-level assignment {name} = "..."; is this the upstream file?')
     if len(found) > 1:
-        raise ValueError(f"{path}, lines {', '.join(str(v.lineno) for v in found)}: {name} is assigned "
-                         f"{len(found)} times; the upstream file assigns it once")
+        raise ValueError(
+            f"{path}, lines {', '.join(str(v.lineno) for v in found)}: {name} is assigned "
+            f"{len(found)} times; the upstream file assigns it once"
+        )
     (value,) = found
     stripped = False
-    if (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "strip"
-            and not value.args and not value.keywords):
+    if (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr == "strip"
+        and not value.args
+        and not value.keywords
+    ):
         value, stripped = value.func.value, True
     if not (isinstance(value, ast.Constant) and isinstance(value.value, str)):
         found_kind = type(value.value).__name__ if isinstance(value, ast.Constant) else type(value).__name__
-        raise ValueError(f"{path}, line {value.lineno}: {name} is not a string literal (found {found_kind}); "
-                         "only a literal, optionally with .strip(), is read, since the file is never run")
+        raise ValueError(
+            f"{path}, line {value.lineno}: {name} is not a string literal (found {found_kind}); "
+            "only a literal, optionally with .strip(), is read, since the file is never run"
+        )
     return value.value.strip() if stripped else value.value
 
 
@@ -190,15 +209,15 @@ def verbatim_note(name: str, text: str) -> str:
         return f"{name}: no upstream hash is pinned, so the supplied text is not verified"
     if same:
         return f"{name}: verified verbatim upstream (sha256 equals the one pinned for {spec.source})"
-    return (f"{name}: differs from the pinned upstream text (sha256 {template_hash(text)[:16]}, pinned "
-            f"{spec.pinned_sha256[:16]}, {spec.source}); accepted, but a bias measured with it is not "
-            "comparable with one measured with the upstream grader")
+    return (
+        f"{name}: differs from the pinned upstream text (sha256 {template_hash(text)[:16]}, pinned "
+        f"{spec.pinned_sha256[:16]}, {spec.source}); accepted, but a bias measured with it is not "
+        "comparable with one measured with the upstream grader"
+    )
 
 
 def template_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
 
 
 def choices_block(choices: list[str] | tuple[str, ...]) -> str:
@@ -230,8 +249,16 @@ def sendable(text: str) -> str:
         return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
 
 
-def render(template: str, *, question: str, choices: list[str] | tuple[str, ...], gold: str,
-           gold_letter: str | None, response: str, upstream: str | None = None) -> str:
+def render(
+    template: str,
+    *,
+    question: str,
+    choices: list[str] | tuple[str, ...],
+    gold: str,
+    gold_letter: str | None,
+    response: str,
+    upstream: str | None = None,
+) -> str:
     """The prompt sent for one response. With `upstream`, `template` is that grader's own text and
     is filled as upstream fills it (str.format with its field names); values are inserted once,
     never re-read as template syntax."""

@@ -1,18 +1,18 @@
 """LLM tasks are tracked like every fan-out task (adjudication.pipeline.batches); what only they
 add is that an error may quote an endpoint's API key, which is redacted before it is stored or
 logged."""
+
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
-from typing import Callable, Iterator
 
 from adjudication.pipeline.batches import BatchFailed, batch_tracked
-
 from judges.models import Endpoint
 from judges.redaction import redact, secrets_from_env
 
-__all__ = ["BatchFailed", "llm_batch_tracked", "known_secrets"]
+__all__ = ["BatchFailed", "known_secrets", "llm_batch_tracked"]
 
 
 def known_secrets() -> tuple[str, ...]:

@@ -15,6 +15,7 @@ exponential backoff (base × 2^(n-1), halved by random jitter, at most `backoff_
 a 429's Retry-After up to that cap) for at most `max_attempts` attempts and `budget_s` seconds of
 sleeping per call; any other 4xx is final at once. Every attempt is reported, whatever its outcome.
 """
+
 from __future__ import annotations
 
 import os
@@ -22,9 +23,10 @@ import queue
 import random
 import threading
 import time
+from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable, Hashable, Sequence
+from typing import Any
 
 from django.conf import settings
 
@@ -118,7 +120,7 @@ class Job:
 
     key: Hashable
     endpoint: EndpointConfig
-    run: Callable[["Caller"], Any]
+    run: Callable[[Caller], Any]
     failure: Callable[[BaseException], Any]
 
 
@@ -132,8 +134,15 @@ class Finished:
 class Caller:
     """What a job uses to call its endpoint: retries and reporting included."""
 
-    def __init__(self, job: Job, policy: RetryPolicy, emit: Callable[[Any], None], limiter: Any, *,
-                 reply_cap: int = llm.DEFAULT_MAX_REPLY_BYTES) -> None:
+    def __init__(
+        self,
+        job: Job,
+        policy: RetryPolicy,
+        emit: Callable[[Any], None],
+        limiter: Any,
+        *,
+        reply_cap: int = llm.DEFAULT_MAX_REPLY_BYTES,
+    ) -> None:
         self.job = job
         self.policy = policy
         self.emit = emit
@@ -164,8 +173,14 @@ class Caller:
             slept += delay
 
 
-def fan_out(jobs: Sequence[Job], *, write: Callable[[list[AttemptEvent], list[Finished]], None],
-            policy: RetryPolicy | None = None, flush_interval_s: float = 0.25, flush_size: int = 250) -> None:
+def fan_out(
+    jobs: Sequence[Job],
+    *,
+    write: Callable[[list[AttemptEvent], list[Finished]], None],
+    policy: RetryPolicy | None = None,
+    flush_interval_s: float = 0.25,
+    flush_size: int = 250,
+) -> None:
     """Run every job, calling `write(attempts, finished)` in this thread as results come in (every
     `flush_interval_s` or `flush_size` events, and at the end). Returns when all jobs finished."""
     if not jobs:
@@ -193,10 +208,17 @@ def fan_out(jobs: Sequence[Job], *, write: Callable[[list[AttemptEvent], list[Fi
             cfg = job.endpoint
             pool = pools.get(cfg.id)
             if pool is None:
-                pool = pools[cfg.id] = ThreadPoolExecutor(max_workers=min(256, 2 * cfg.max_concurrency),
-                                                          thread_name_prefix=f"llm-{cfg.name}")
-            limiter = limiter_for(endpoint_id=cfg.id, limit=cfg.max_concurrency, rpm=cfg.requests_per_minute,
-                                  timeout_s=cfg.timeout_s, redis_url=redis_url, namespace=namespace)
+                pool = pools[cfg.id] = ThreadPoolExecutor(
+                    max_workers=min(256, 2 * cfg.max_concurrency), thread_name_prefix=f"llm-{cfg.name}"
+                )
+            limiter = limiter_for(
+                endpoint_id=cfg.id,
+                limit=cfg.max_concurrency,
+                rpm=cfg.requests_per_minute,
+                timeout_s=cfg.timeout_s,
+                redis_url=redis_url,
+                namespace=namespace,
+            )
             pool.submit(execute, job, limiter)
         pending = len(jobs)
         attempts: list[AttemptEvent] = []
@@ -213,8 +235,9 @@ def fan_out(jobs: Sequence[Job], *, write: Callable[[list[AttemptEvent], list[Fi
                 finished.append(event)
                 pending -= 1
             now = time.monotonic()
-            if (attempts or finished) and (not pending or len(attempts) + len(finished) >= flush_size
-                                           or now - last_flush >= flush_interval_s):
+            if (attempts or finished) and (
+                not pending or len(attempts) + len(finished) >= flush_size or now - last_flush >= flush_interval_s
+            ):
                 write(attempts, finished)
                 attempts, finished = [], []
                 last_flush = now

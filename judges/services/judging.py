@@ -1,22 +1,23 @@
 """LLM judges: one chat call per (response, judge), the reply parsed by the judge's parser and
 re-read by every upstream parser; the verdict is a Reading of the judge's ReaderSpec."""
+
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from functools import partial
-from typing import Any, Sequence
+from typing import Any
 
 from adjudication.models import ReaderSpec, Response
 from adjudication.pipeline.readings import reader_spec_get_or_create
-from readers.base import config_hash
-
 from judges import parsers, prompts
 from judges.answers import gold_letter
 from judges.client import TIMEOUT, EndpointConfig
 from judges.models import Judge, Judgement
 from judges.services.calls import Caller, Job, fan_out
 from judges.services.records import ReadingResult, internal_failure, work_for, write
+from readers.base import config_hash
 
 JUDGE_VERSION = "1"
 _VERDICT = {parsers.CORRECT: "correct", parsers.INCORRECT: "incorrect", parsers.NOT_ATTEMPTED: "no_answer"}
@@ -46,8 +47,9 @@ def judge_config(judge: Judge) -> dict[str, Any]:
 
 def judge_spec_for(judge: Judge) -> ReaderSpec:
     config = judge_config(judge)
-    return reader_spec_get_or_create(name=judge.name, version=JUDGE_VERSION, config=config,
-                                     config_hash=config_hash(config), kind="judge")
+    return reader_spec_get_or_create(
+        name=judge.name, version=JUDGE_VERSION, config=config, config_hash=config_hash(config), kind="judge"
+    )
 
 
 def _reply_text(body: dict) -> tuple[str | None, str, str]:
@@ -56,21 +58,47 @@ def _reply_text(body: dict) -> tuple[str | None, str, str]:
     content = message.get("content")
     if isinstance(content, list):  # content parts
         content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return (content if isinstance(content, str) else None), str(choice.get("finish_reason") or ""), str(
-        body.get("model") or "")
+    return (
+        (content if isinstance(content, str) else None),
+        str(choice.get("finish_reason") or ""),
+        str(body.get("model") or ""),
+    )
 
 
-def _judge(caller: Caller, *, prompt: str, temperature: float, max_tokens: int, parser_name: str,
-           response_id: int, spec_id: int, replace_id: int | None, base: dict) -> ReadingResult:
+def _judge(
+    caller: Caller,
+    *,
+    prompt: str,
+    temperature: float,
+    max_tokens: int,
+    parser_name: str,
+    response_id: int,
+    spec_id: int,
+    replace_id: int | None,
+    base: dict,
+) -> ReadingResult:
     messages = [{"role": "user", "content": prompt}]
-    out = caller.call("chat", {"messages": messages, "temperature": temperature, "max_tokens": max_tokens},
-                      purpose="judge")
+    out = caller.call(
+        "chat", {"messages": messages, "temperature": temperature, "max_tokens": max_tokens}, purpose="judge"
+    )
     if not out.ok:
-        detail = {"failed": "call", "status": out.status, "http_status": out.http_status, "error": out.error[:1000],
-                  "attempts": out.attempts, "parse_status": Judgement.ParseStatus.CALL_FAILED}
+        detail = {
+            "failed": "call",
+            "status": out.status,
+            "http_status": out.http_status,
+            "error": out.error[:1000],
+            "attempts": out.attempts,
+            "parse_status": Judgement.ParseStatus.CALL_FAILED,
+        }
         judgement = dict(base, raw_reply=None, label="", parse_status=Judgement.ParseStatus.CALL_FAILED, reparses={})
-        return ReadingResult(response_id, spec_id, "timeout" if out.status == TIMEOUT else "error", detail=detail,
-                             judgement=judgement, replace_id=replace_id)
+        return ReadingResult(
+            response_id,
+            spec_id,
+            "timeout" if out.status == TIMEOUT else "error",
+            detail=detail,
+            judgement=judgement,
+            replace_id=replace_id,
+        )
     reply, finish_reason, served = _reply_text(out.body or {})
     label = parsers.ALL[parser_name](reply)
     status = Judgement.ParseStatus.PARSED if label else Judgement.ParseStatus.UNPARSED
@@ -78,13 +106,21 @@ def _judge(caller: Caller, *, prompt: str, temperature: float, max_tokens: int, 
     # An unparsed reply is an error of its own kind, never "incorrect": detail says which.
     verdict = _VERDICT[label] if label else "error"
     detail = {"label": label, "parse_status": status, "attempts": out.attempts, "reparses": reparses}
-    judgement = dict(base, raw_reply=reply, label=label or "", parse_status=status, reparses=reparses,
-                     served_model=served[:200], finish_reason=finish_reason[:40])
+    judgement = dict(
+        base,
+        raw_reply=reply,
+        label=label or "",
+        parse_status=status,
+        reparses=reparses,
+        served_model=served[:200],
+        finish_reason=finish_reason[:40],
+    )
     return ReadingResult(response_id, spec_id, verdict, detail=detail, judgement=judgement, replace_id=replace_id)
 
 
-def judgements_create(*, judges: Sequence[Judge], response_ids: Sequence[int], retry_errors: bool = False,
-                      tag: str = "") -> int:
+def judgements_create(
+    *, judges: Sequence[Judge], response_ids: Sequence[int], retry_errors: bool = False, tag: str = ""
+) -> int:
     """Judge every response in `response_ids` that has no reading by each judge yet (and, with
     `retry_errors`, again every one whose calls failed). All judges' calls run at once, each on
     its endpoint's concurrency. Returns the number of readings written or replaced."""
@@ -111,18 +147,36 @@ def judgements_create(*, judges: Sequence[Judge], response_ids: Sequence[int], r
             if response is None:  # deleted meanwhile
                 continue
             q = response.question
-            prompt = prompts.render(template, question=q.text, choices=q.choices, gold=q.gold,
-                                    gold_letter=gold_letter(q.gold, q.choices) if q.choices else None,
-                                    response=response.text, upstream=upstream)
-            prompt_hash = hashlib.sha256(json.dumps([{"role": "user", "content": prompt}], ensure_ascii=False)
-                                         .encode("utf-8", "surrogatepass")).hexdigest()
+            prompt = prompts.render(
+                template,
+                question=q.text,
+                choices=q.choices,
+                gold=q.gold,
+                gold_letter=gold_letter(q.gold, q.choices) if q.choices else None,
+                response=response.text,
+                upstream=upstream,
+            )
+            prompt_hash = hashlib.sha256(
+                json.dumps([{"role": "user", "content": prompt}], ensure_ascii=False).encode("utf-8", "surrogatepass")
+            ).hexdigest()
             base = {"judge_id": judge.pk, "prompt_hash": prompt_hash, "template_hash": t_hash, "parser": parser_name}
-            jobs.append(Job(
-                key=(rid, spec.id), endpoint=cfg,
-                run=partial(_judge, prompt=prompt, temperature=judge.temperature, max_tokens=judge.max_tokens,
-                            parser_name=parser_name, response_id=rid, spec_id=spec.id, replace_id=replace_id,
-                            base=base),
-                failure=internal_failure(rid, spec.id, replace_id, judgement=base, secrets=secrets),
-            ))
+            jobs.append(
+                Job(
+                    key=(rid, spec.id),
+                    endpoint=cfg,
+                    run=partial(
+                        _judge,
+                        prompt=prompt,
+                        temperature=judge.temperature,
+                        max_tokens=judge.max_tokens,
+                        parser_name=parser_name,
+                        response_id=rid,
+                        spec_id=spec.id,
+                        replace_id=replace_id,
+                        base=base,
+                    ),
+                    failure=internal_failure(rid, spec.id, replace_id, judgement=base, secrets=secrets),
+                )
+            )
     fan_out(jobs, write=partial(write, tag=tag))
     return len(jobs)

@@ -1,18 +1,19 @@
 """Writing what LLM jobs produced: attempts, readings (one per response and reader spec) and
 judgements. Runs in the thread that owns the database connection (see calls.fan_out)."""
+
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Any, Sequence
+from datetime import UTC, datetime
+from typing import Any
 
 from django.db import DataError, IntegrityError, transaction
 
 from adjudication.fields import json_safe
 from adjudication.models import ReaderSpec, Reading, Response
 from adjudication.pipeline.selectors import missing_pairs
-
 from judges.models import Judgement, LLMAttempt
 from judges.redaction import redact
 from judges.services.calls import AttemptEvent, Finished
@@ -40,11 +41,14 @@ class ReadingResult:
 
 def work_for(*, spec: ReaderSpec, response_ids: Sequence[int], retry_errors: bool) -> dict[int, int | None]:
     """Response id -> None (no reading yet) or the id of a failed reading to replace."""
-    todo: dict[int, int | None] = {rid: None for rid in missing_pairs(reader_specs=[spec],
-                                                                     response_ids=response_ids)[spec.id]}
+    todo: dict[int, int | None] = dict.fromkeys(missing_pairs(reader_specs=[spec], response_ids=response_ids)[spec.id])
     if retry_errors:
-        failed = Reading.objects.filter(reader_spec=spec, response_id__in=list(response_ids),
-                                        verdict__in=RETRYABLE_VERDICTS, detail__has_key="failed")
+        failed = Reading.objects.filter(
+            reader_spec=spec,
+            response_id__in=list(response_ids),
+            verdict__in=RETRYABLE_VERDICTS,
+            detail__has_key="failed",
+        )
         for rid, reading_id in failed.values_list("response_id", "id"):
             todo[rid] = reading_id
     return todo
@@ -61,10 +65,19 @@ def _attempt_row(e: AttemptEvent) -> LLMAttempt:
     r = e.result
     response_id, spec_id = e.key  # type: ignore[misc]
     return LLMAttempt(
-        endpoint_id=e.endpoint_id, reader_spec_id=spec_id, response_id=response_id, purpose=e.purpose,
-        attempt=e.number, status=r.status, http_status=r.http_status, latency_ms=r.latency_ms,
-        prompt_tokens=r.prompt_tokens, completion_tokens=r.completion_tokens, error=r.error,
-        request_hash=e.request_hash, started_at=datetime.fromtimestamp(r.started_at, tz=timezone.utc),
+        endpoint_id=e.endpoint_id,
+        reader_spec_id=spec_id,
+        response_id=response_id,
+        purpose=e.purpose,
+        attempt=e.number,
+        status=r.status,
+        http_status=r.http_status,
+        latency_ms=r.latency_ms,
+        prompt_tokens=r.prompt_tokens,
+        completion_tokens=r.completion_tokens,
+        error=r.error,
+        request_hash=e.request_hash,
+        started_at=datetime.fromtimestamp(r.started_at, tz=UTC),
     )
 
 
@@ -78,8 +91,16 @@ def _attempt_fallback(e: AttemptEvent, exc: Exception) -> LLMAttempt:
 
 def _reading_row(f: Finished) -> Reading:
     r: ReadingResult = f.result
-    return Reading(response_id=r.response_id, reader_spec_id=r.spec_id, answer=r.answer, normalized=r.normalized,
-                   canonical=r.canonical, verdict=r.verdict, detail=json_safe(r.detail), elapsed_ms=f.elapsed_ms)
+    return Reading(
+        response_id=r.response_id,
+        reader_spec_id=r.spec_id,
+        answer=r.answer,
+        normalized=r.normalized,
+        canonical=r.canonical,
+        verdict=r.verdict,
+        detail=json_safe(r.detail),
+        elapsed_ms=f.elapsed_ms,
+    )
 
 
 def _judgement_row(reading_id: int, r: ReadingResult) -> Judgement:
@@ -96,20 +117,21 @@ def _unstorable(f: Finished, exc: Exception, tag: str) -> ReadingResult:
     """The stand-in for a result the database refused: an error reading that --retry-errors redoes,
     so the response is never left without its reading (and a waiting command is never left waiting)."""
     r: ReadingResult = f.result
-    detail: dict[str, Any] = {"failed": "internal",
-                              "error": f"the result could not be stored: {type(exc).__name__}: {exc}"[
-                                  :_FALLBACK_ERROR_CHARS]}
+    detail: dict[str, Any] = {
+        "failed": "internal",
+        "error": f"the result could not be stored: {type(exc).__name__}: {exc}"[:_FALLBACK_ERROR_CHARS],
+    }
     if isinstance(r.detail.get("attempts"), int):
         detail["attempts"] = r.detail["attempts"]
     if tag:
         detail["retry_tag"] = tag
     judgement = None
     if r.judgement is not None:
-        judgement = {k: r.judgement[k] for k in ("judge_id", "prompt_hash", "template_hash", "parser")
-                     if k in r.judgement}
+        judgement = {
+            k: r.judgement[k] for k in ("judge_id", "prompt_hash", "template_hash", "parser") if k in r.judgement
+        }
         judgement.update(raw_reply=None, label="", parse_status=Judgement.ParseStatus.CALL_FAILED, reparses={})
-    return ReadingResult(r.response_id, r.spec_id, "error", detail=detail, judgement=judgement,
-                         replace_id=r.replace_id)
+    return ReadingResult(r.response_id, r.spec_id, "error", detail=detail, judgement=judgement, replace_id=r.replace_id)
 
 
 def write(attempts: list[AttemptEvent], finished: list[Finished], *, tag: str = "") -> None:
@@ -152,16 +174,18 @@ def _save_attempts(events: list[AttemptEvent]) -> None:
                 with transaction.atomic():
                     _attempt_fallback(e, exc).save(force_insert=True)
             except _ROW_ERRORS as again:
-                log.error("LLM attempt %s of response %s could not be stored: %s", e.number,
-                          e.key[0], again)  # type: ignore[index]
+                log.error("LLM attempt %s of response %s could not be stored: %s", e.number, e.key[0], again)  # type: ignore[index]
 
 
 def _save_fresh(fresh: list[Finished], tag: str) -> None:
     try:
         with transaction.atomic():
             rows = Reading.objects.bulk_create([_reading_row(f) for f in fresh], batch_size=1000)
-            judgements = [_judgement_row(row.pk, f.result) for row, f in zip(rows, fresh, strict=True)
-                          if f.result.judgement is not None]
+            judgements = [
+                _judgement_row(row.pk, f.result)
+                for row, f in zip(rows, fresh, strict=True)
+                if f.result.judgement is not None
+            ]
             if judgements:
                 Judgement.objects.bulk_create(judgements, batch_size=1000)
         return
@@ -177,8 +201,9 @@ def _save_fresh(fresh: list[Finished], tag: str) -> None:
             try:
                 _insert(Finished(f.key, _unstorable(f, exc, tag), f.elapsed_ms))
             except _ROW_ERRORS as again:
-                log.error("the reading of response %s by spec %s could not be stored: %s", r.response_id,
-                          r.spec_id, again)
+                log.error(
+                    "the reading of response %s by spec %s could not be stored: %s", r.response_id, r.spec_id, again
+                )
 
 
 def _insert(f: Finished) -> None:
@@ -203,14 +228,27 @@ def _replace(r: ReadingResult, elapsed_ms: float, tag: str) -> None:
     with transaction.atomic():
         detail = dict(r.detail, retry_tag=tag) if tag else r.detail
         updated = Reading.objects.filter(id=r.replace_id, verdict__in=RETRYABLE_VERDICTS).update(
-            answer=r.answer, normalized=r.normalized, canonical=r.canonical, verdict=r.verdict,
-            detail=json_safe(detail), elapsed_ms=elapsed_ms, span_start=None, span_end=None)
+            answer=r.answer,
+            normalized=r.normalized,
+            canonical=r.canonical,
+            verdict=r.verdict,
+            detail=json_safe(detail),
+            elapsed_ms=elapsed_ms,
+            span_start=None,
+            span_end=None,
+        )
         if updated and r.judgement is not None:
             Judgement.objects.update_or_create(reading_id=r.replace_id, defaults=_judgement_fields(r))
 
 
-def internal_failure(response_id: int, spec_id: int, replace_id: int | None,
-                     judgement: dict[str, Any] | None = None, *, secrets: Sequence[str] = ()):
+def internal_failure(
+    response_id: int,
+    spec_id: int,
+    replace_id: int | None,
+    judgement: dict[str, Any] | None = None,
+    *,
+    secrets: Sequence[str] = (),
+):
     """The result of a job whose own code raised: an error reading, retryable by --retry-errors.
     The exception's text may quote a reply: the endpoint's API key is removed from it."""
 

@@ -31,23 +31,24 @@ Open-ended and math questions: a short generation (max 32 tokens, temperature 0)
 post-processing (first line; \\boxed{}, \\text{}, $ stripped), compared with the gold by
 readers.equivalence.math_equal (the `fixed` reader's equivalence).
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Sequence
+from typing import Any
 
 from adjudication.models import ReaderSpec, Response
 from adjudication.pipeline.readings import reader_spec_get_or_create
 from adjudication.validators import free_text_problem
-from readers.base import Item, config_hash
-from readers.canonical import canonical_answer
-
 from judges import answers, prompts
 from judges.client import FATAL, TIMEOUT, EndpointConfig
 from judges.models import Endpoint
 from judges.services.calls import Caller, CallOutcome, Job, fan_out
 from judges.services.records import ReadingResult, internal_failure, work_for, write
+from readers.base import Item, config_hash
+from readers.canonical import canonical_answer
 
 NAME = "regeneration"
 VERSION = "2"
@@ -55,8 +56,10 @@ PREFIX = "Answer:"
 # Between the output and "Answer:" (and around an instruction): a paragraph break, so that the
 # prefix starts a line of its own whatever the output ended with.
 SEPARATOR = "\n\n"
-NO_PROMPT = ("no rendered prompt was imported for this response (lm-eval `arguments` or canonical "
-             "`prompt_text`): the prompt was rebuilt from the question and its options (fallback)")
+NO_PROMPT = (
+    "no rendered prompt was imported for this response (lm-eval `arguments` or canonical "
+    "`prompt_text`): the prompt was rebuilt from the question and its options (fallback)"
+)
 GENERATE_MAX_TOKENS = 32
 _RAW_CHARS = 2000
 
@@ -90,8 +93,9 @@ def check_instruction(instruction: str | None) -> str | None:
 
 def regeneration_spec_for(endpoint: Endpoint, instruction: str | None = None) -> ReaderSpec:
     config = regeneration_config(EndpointConfig.from_model(endpoint), check_instruction(instruction))
-    return reader_spec_get_or_create(name=NAME, version=VERSION, config=config, config_hash=config_hash(config),
-                                     kind="regeneration")
+    return reader_spec_get_or_create(
+        name=NAME, version=VERSION, config=config, config_hash=config_hash(config), kind="regeneration"
+    )
 
 
 @dataclass(frozen=True)
@@ -109,7 +113,7 @@ class RegenItem:
 
 
 def _prefix(item: RegenItem) -> str:
-    """"Answer:", preceded by the configured instruction when there is one."""
+    """ "Answer:", preceded by the configured instruction when there is one."""
     return f"{item.instruction}{SEPARATOR}{PREFIX}" if item.instruction else PREFIX
 
 
@@ -126,28 +130,48 @@ def chat_messages(item: RegenItem, cfg: EndpointConfig) -> tuple[list[dict], dic
     them with the model's chat template; the stored prompt is the user message."""
     question = item.prompt_text if item.prompt_text is not None else prompts.question_block(item.question, item.choices)
     if cfg.flavour == Endpoint.Flavour.VLLM:
-        messages = [{"role": "user", "content": question},
-                    {"role": "assistant", "content": f"{item.output.rstrip()}{SEPARATOR}{_prefix(item)}"}]
+        messages = [
+            {"role": "user", "content": question},
+            {"role": "assistant", "content": f"{item.output.rstrip()}{SEPARATOR}{_prefix(item)}"},
+        ]
         return messages, {"extra_body": {"continue_final_message": True, "add_generation_prompt": False}}
     # No assistant prefill outside vLLM: "Answer:" (after the instruction, if any) is the next turn.
-    messages = [{"role": "user", "content": question}, {"role": "assistant", "content": item.output},
-                {"role": "user", "content": _prefix(item)}]
+    messages = [
+        {"role": "user", "content": question},
+        {"role": "assistant", "content": item.output},
+        {"role": "user", "content": _prefix(item)},
+    ]
     return messages, {}
 
 
 def _failed(item: RegenItem, out: CallOutcome, detail: dict) -> ReadingResult:
-    detail.update({"failed": "call", "status": out.status, "http_status": out.http_status,
-                   "error": out.error[:1000], "attempts": out.attempts})
-    return ReadingResult(item.response_id, item.spec_id, "timeout" if out.status == TIMEOUT else "error",
-                         detail=detail, replace_id=item.replace_id)
+    detail.update(
+        {
+            "failed": "call",
+            "status": out.status,
+            "http_status": out.http_status,
+            "error": out.error[:1000],
+            "attempts": out.attempts,
+        }
+    )
+    return ReadingResult(
+        item.response_id,
+        item.spec_id,
+        "timeout" if out.status == TIMEOUT else "error",
+        detail=detail,
+        replace_id=item.replace_id,
+    )
 
 
 def _echo_scores(caller: Caller, item: RegenItem, detail: dict) -> tuple[dict[str, float] | None, CallOutcome]:
     context = completion_context(item)
     valid = answers.letters(len(item.choices))
     texts = [f"{context} {letter}" for letter in valid]
-    out = caller.call("completions", {"prompt": texts, "echo": True, "logprobs": 1, "max_tokens": 1,
-                                      "temperature": 0}, purpose="regen_logprobs")
+    out = caller.call(
+        "completions",
+        {"prompt": texts, "echo": True, "logprobs": 1, "max_tokens": 1, "temperature": 0},
+        purpose="regen_logprobs",
+    )
     if not out.ok:
         return None, out
     scores: dict[str, float] = {}
@@ -168,8 +192,14 @@ def _echo_scores(caller: Caller, item: RegenItem, detail: dict) -> tuple[dict[st
 def _chat_scores(caller: Caller, item: RegenItem, detail: dict) -> tuple[dict[str, float] | None, CallOutcome]:
     cfg = caller.endpoint
     messages, extra = chat_messages(item, cfg)
-    params = {"messages": messages, "max_tokens": 1, "temperature": 0, "logprobs": True,
-              "top_logprobs": cfg.top_logprobs, **extra}
+    params = {
+        "messages": messages,
+        "max_tokens": 1,
+        "temperature": 0,
+        "logprobs": True,
+        "top_logprobs": cfg.top_logprobs,
+        **extra,
+    }
     out = caller.call("chat", params, purpose="regen_logprobs")
     if not out.ok:
         return None, out
@@ -196,16 +226,22 @@ def _chat_scores(caller: Caller, item: RegenItem, detail: dict) -> tuple[dict[st
 def _generate(caller: Caller, item: RegenItem) -> tuple[str | None, CallOutcome]:
     cfg = caller.endpoint
     if cfg.logprob_method == Endpoint.LogprobMethod.COMPLETIONS_ECHO:
-        out = caller.call("completions", {"prompt": completion_context(item), "max_tokens": GENERATE_MAX_TOKENS,
-                                          "temperature": 0}, purpose="regen_generate")
+        out = caller.call(
+            "completions",
+            {"prompt": completion_context(item), "max_tokens": GENERATE_MAX_TOKENS, "temperature": 0},
+            purpose="regen_generate",
+        )
         if not out.ok:
             return None, out
         choice = ((out.body or {}).get("choices") or [{}])[0] or {}
         text = choice.get("text") if isinstance(choice, dict) else None
         return (text if isinstance(text, str) else ""), out
     messages, extra = chat_messages(item, cfg)
-    out = caller.call("chat", {"messages": messages, "max_tokens": GENERATE_MAX_TOKENS, "temperature": 0, **extra},
-                      purpose="regen_generate")
+    out = caller.call(
+        "chat",
+        {"messages": messages, "max_tokens": GENERATE_MAX_TOKENS, "temperature": 0, **extra},
+        purpose="regen_generate",
+    )
     if not out.ok:
         return None, out
     choice = ((out.body or {}).get("choices") or [{}])[0] or {}
@@ -221,8 +257,11 @@ def _canonical(item: RegenItem, answer: str | None) -> str | None:
 
 def _regenerate(caller: Caller, item: RegenItem) -> ReadingResult:
     cfg = caller.endpoint
-    detail: dict[str, Any] = {"method": cfg.logprob_method, "model": cfg.model,
-                              "prompt": "stored" if item.prompt_text is not None else "rebuilt"}
+    detail: dict[str, Any] = {
+        "method": cfg.logprob_method,
+        "model": cfg.model,
+        "prompt": "stored" if item.prompt_text is not None else "rebuilt",
+    }
     if item.prompt_text is None:
         detail["prompt_missing"] = NO_PROMPT
     attempts = 0
@@ -241,8 +280,9 @@ def _regenerate(caller: Caller, item: RegenItem) -> ReadingResult:
                 detail["logprobs_refused"] = f"HTTP {out.http_status}: {out.error[:300]}"
         if scores:
             letter = answers.best(scores)
-            detail.update({"scores": {k: round(v, 4) for k, v in sorted(scores.items())}, "fallback": False,
-                           "attempts": attempts})
+            detail.update(
+                {"scores": {k: round(v, 4) for k, v in sorted(scores.items())}, "fallback": False, "attempts": attempts}
+            )
             if sum(1 for v in scores.values() if v == scores[letter]) > 1:
                 detail["tie"] = True  # equal log-probabilities: the first letter was taken
         else:
@@ -254,15 +294,29 @@ def _regenerate(caller: Caller, item: RegenItem) -> ReadingResult:
             letter = answers.letter_from_text(text, list(item.choices))
             detail.update({"generated": text[:_RAW_CHARS], "fallback": cfg.logprob_method != "none"})
         if letter is None:
-            return ReadingResult(item.response_id, item.spec_id, "no_answer", detail=detail,
-                                 replace_id=item.replace_id)
+            return ReadingResult(item.response_id, item.spec_id, "no_answer", detail=detail, replace_id=item.replace_id)
         if gold is None:
             detail["gold_unresolved"] = item.gold[:200]
-            return ReadingResult(item.response_id, item.spec_id, "error", answer=letter, normalized=letter,
-                                 canonical=_canonical(item, letter), detail=detail, replace_id=item.replace_id)
-        return ReadingResult(item.response_id, item.spec_id, "correct" if letter == gold else "incorrect",
-                             answer=letter, normalized=letter, canonical=_canonical(item, letter), detail=detail,
-                             replace_id=item.replace_id)
+            return ReadingResult(
+                item.response_id,
+                item.spec_id,
+                "error",
+                answer=letter,
+                normalized=letter,
+                canonical=_canonical(item, letter),
+                detail=detail,
+                replace_id=item.replace_id,
+            )
+        return ReadingResult(
+            item.response_id,
+            item.spec_id,
+            "correct" if letter == gold else "incorrect",
+            answer=letter,
+            normalized=letter,
+            canonical=_canonical(item, letter),
+            detail=detail,
+            replace_id=item.replace_id,
+        )
     text, out = _generate(caller, item)
     detail["attempts"] = out.attempts
     if text is None:
@@ -271,12 +325,26 @@ def _regenerate(caller: Caller, item: RegenItem) -> ReadingResult:
     detail["generated"] = text[:_RAW_CHARS]
     verdict, normalized, extra = answers.math_verdict(answer, item.gold)
     detail.update(extra)
-    return ReadingResult(item.response_id, item.spec_id, verdict, answer=answer or None, normalized=normalized,
-                         canonical=_canonical(item, answer or None), detail=detail, replace_id=item.replace_id)
+    return ReadingResult(
+        item.response_id,
+        item.spec_id,
+        verdict,
+        answer=answer or None,
+        normalized=normalized,
+        canonical=_canonical(item, answer or None),
+        detail=detail,
+        replace_id=item.replace_id,
+    )
 
 
-def regenerations_create(*, endpoint: Endpoint, response_ids: Sequence[int], retry_errors: bool = False,
-                         tag: str = "", instruction: str | None = None) -> int:
+def regenerations_create(
+    *,
+    endpoint: Endpoint,
+    response_ids: Sequence[int],
+    retry_errors: bool = False,
+    tag: str = "",
+    instruction: str | None = None,
+) -> int:
     """Regenerate the answer of every response in `response_ids` that has no `regeneration`
     reading for this endpoint's model (and instruction) yet, and, with `retry_errors`, of every
     one whose calls failed. Returns the number of readings written or replaced."""
@@ -289,11 +357,24 @@ def regenerations_create(*, endpoint: Endpoint, response_ids: Sequence[int], ret
     jobs = []
     for r in Response.objects.filter(id__in=list(todo)).select_related("question").order_by("id"):
         q = r.question
-        item = RegenItem(r.id, spec.id, todo[r.id], prompts.sendable(q.text),
-                         tuple(prompts.sendable(c) for c in q.choices or ()), q.gold, prompts.sendable(r.text),
-                         prompt_text=None if r.prompt_text is None else prompts.sendable(r.prompt_text),
-                         instruction=spec.config.get("instruction"))
-        jobs.append(Job(key=(r.id, spec.id), endpoint=cfg, run=partial(_regenerate, item=item),
-                        failure=internal_failure(r.id, spec.id, todo[r.id], secrets=secrets)))
+        item = RegenItem(
+            r.id,
+            spec.id,
+            todo[r.id],
+            prompts.sendable(q.text),
+            tuple(prompts.sendable(c) for c in q.choices or ()),
+            q.gold,
+            prompts.sendable(r.text),
+            prompt_text=None if r.prompt_text is None else prompts.sendable(r.prompt_text),
+            instruction=spec.config.get("instruction"),
+        )
+        jobs.append(
+            Job(
+                key=(r.id, spec.id),
+                endpoint=cfg,
+                run=partial(_regenerate, item=item),
+                failure=internal_failure(r.id, spec.id, todo[r.id], secrets=secrets),
+            )
+        )
     fan_out(jobs, write=partial(write, tag=tag))
     return len(jobs)

@@ -5,18 +5,18 @@ TaskBatch row, which it marks running, done or failed; it re-checks what is miss
 Batches are sized so that one task keeps an endpoint's concurrency busy for a while yet finishes
 well inside the broker's visibility timeout.
 """
+
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 from django.conf import settings
 
 from adjudication.models import Dataset, ReaderSpec, Reading, Response, TaskBatch
 from adjudication.pipeline.batches import batches_enqueue
 from adjudication.pipeline.services import Enqueued
-
 from judges.models import Endpoint, Judge
 from judges.services.judging import judge_spec_for
 from judges.services.records import RETRYABLE_VERDICTS
@@ -47,8 +47,9 @@ class LLMRun:
             n += Reading.objects.filter(response__dataset=self.dataset, reader_spec=e.reader_spec).count()
             waiting = self.retrying.get(e.reader_spec.id)
             if waiting:
-                still = Reading.objects.filter(id__in=waiting, verdict__in=RETRYABLE_VERDICTS).values_list("detail",
-                                                                                                       flat=True)
+                still = Reading.objects.filter(id__in=waiting, verdict__in=RETRYABLE_VERDICTS).values_list(
+                    "detail", flat=True
+                )
                 n -= sum(1 for d in still if isinstance(d, dict) and "failed" in d and d.get("retry_tag") != self.tag)
         return n
 
@@ -59,8 +60,11 @@ def batch_size_default() -> int:
 
 def _failed(dataset: Dataset, spec: ReaderSpec) -> dict[int, int]:
     """Response id -> reading id of the failed readings `--retry-errors` redoes."""
-    return dict(Reading.objects.filter(response__dataset=dataset, reader_spec=spec, verdict__in=RETRYABLE_VERDICTS,
-                                       detail__has_key="failed").values_list("response_id", "id"))
+    return dict(
+        Reading.objects.filter(
+            response__dataset=dataset, reader_spec=spec, verdict__in=RETRYABLE_VERDICTS, detail__has_key="failed"
+        ).values_list("response_id", "id")
+    )
 
 
 def _missing(dataset: Dataset, spec: ReaderSpec) -> set[int]:
@@ -68,8 +72,14 @@ def _missing(dataset: Dataset, spec: ReaderSpec) -> set[int]:
     return set(missing.values_list("id", flat=True))
 
 
-def dataset_judge(*, dataset: Dataset, judges: Sequence[Judge], retry_errors: bool = False,
-                  batch_size: int | None = None, on_enqueued: Callable[[int], None] | None = None) -> LLMRun:
+def dataset_judge(
+    *,
+    dataset: Dataset,
+    judges: Sequence[Judge],
+    retry_errors: bool = False,
+    batch_size: int | None = None,
+    on_enqueued: Callable[[int], None] | None = None,
+) -> LLMRun:
     """Enqueue `judge_batch` tasks so every response gets one reading by every judge."""
     from judges.tasks import judge_batch
 
@@ -87,17 +97,28 @@ def dataset_judge(*, dataset: Dataset, judges: Sequence[Judge], retry_errors: bo
             run.retrying[spec.id] = list(failed.values())
     order = list(Response.objects.filter(dataset=dataset).order_by("id").values_list("id", flat=True))
     n_batches = batches_enqueue(
-        run_id=run.id, kind=run.kind, dataset=dataset, todo=todo, order=order, batch_size=batch_size,
+        run_id=run.id,
+        kind=run.kind,
+        dataset=dataset,
+        todo=todo,
+        order=order,
+        batch_size=batch_size,
         on_enqueued=on_enqueued,
-        send=lambda judge_ids, ids, batch_id: judge_batch.delay(judge_ids, ids, retry_errors, run.tag, batch_id))
-    run.enqueued = [Enqueued(reader_spec=spec, missing=len(todo[judge.pk]), batches=n_batches)
-                    for judge, spec in specs]
+        send=lambda judge_ids, ids, batch_id: judge_batch.delay(judge_ids, ids, retry_errors, run.tag, batch_id),
+    )
+    run.enqueued = [Enqueued(reader_spec=spec, missing=len(todo[judge.pk]), batches=n_batches) for judge, spec in specs]
     return run
 
 
-def dataset_regenerate(*, dataset: Dataset, endpoint: Endpoint, retry_errors: bool = False,
-                       batch_size: int | None = None, on_enqueued: Callable[[int], None] | None = None,
-                       instruction: str | None = None) -> LLMRun:
+def dataset_regenerate(
+    *,
+    dataset: Dataset,
+    endpoint: Endpoint,
+    retry_errors: bool = False,
+    batch_size: int | None = None,
+    on_enqueued: Callable[[int], None] | None = None,
+    instruction: str | None = None,
+) -> LLMRun:
     """Enqueue `regenerate_batch` tasks so every response gets one `regeneration` reading by this
     endpoint's model (and `instruction`, when one is added before "Answer:")."""
     from judges.tasks import regenerate_batch
@@ -105,8 +126,9 @@ def dataset_regenerate(*, dataset: Dataset, endpoint: Endpoint, retry_errors: bo
     batch_size = batch_size or batch_size_default()
     if batch_size < 1:
         raise ValueError("batch size must be at least 1")
-    run = LLMRun(dataset=dataset, enqueued=[], tag=uuid.uuid4().hex if retry_errors else "",
-                 kind=TaskBatch.Kind.REGENERATE)
+    run = LLMRun(
+        dataset=dataset, enqueued=[], tag=uuid.uuid4().hex if retry_errors else "", kind=TaskBatch.Kind.REGENERATE
+    )
     spec = regeneration_spec_for(endpoint, instruction)
     todo = _missing(dataset, spec)
     if retry_errors:
@@ -114,9 +136,16 @@ def dataset_regenerate(*, dataset: Dataset, endpoint: Endpoint, retry_errors: bo
         todo |= set(failed)
         run.retrying[spec.id] = list(failed.values())
     n_batches = batches_enqueue(
-        run_id=run.id, kind=run.kind, dataset=dataset, todo={spec.id: todo}, order=sorted(todo),
-        batch_size=batch_size, on_enqueued=on_enqueued,
-        send=lambda _specs, ids, batch_id: regenerate_batch.delay(endpoint.pk, ids, retry_errors, run.tag, batch_id,
-                                                                  instruction))
+        run_id=run.id,
+        kind=run.kind,
+        dataset=dataset,
+        todo={spec.id: todo},
+        order=sorted(todo),
+        batch_size=batch_size,
+        on_enqueued=on_enqueued,
+        send=lambda _specs, ids, batch_id: regenerate_batch.delay(
+            endpoint.pk, ids, retry_errors, run.tag, batch_id, instruction
+        ),
+    )
     run.enqueued = [Enqueued(reader_spec=spec, missing=len(todo), batches=n_batches)]
     return run

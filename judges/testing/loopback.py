@@ -28,15 +28,17 @@ A fault is a dict; its keys combine:
 A client that hangs up before the reply was written shows as status 499 in `stats.statuses`.
 Counters: requests, max requests in flight, statuses.
 """
+
 from __future__ import annotations
 
 import json
 import re
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Iterator
+from typing import Any
 
 _TOKEN = re.compile(r"\s*(?:\w+|[^\w\s])|\s+")
 
@@ -67,9 +69,15 @@ class Stats:
 
 
 class LoopbackServer:
-    def __init__(self, *, latency_s: float = 0.0, reply: str | Callable[[dict, str], str] = default_reply,
-                 letter_logprobs: dict[str, float] | None = None, chat_top: list[tuple[str, float]] | None = None,
-                 keep_bodies: bool = True) -> None:
+    def __init__(
+        self,
+        *,
+        latency_s: float = 0.0,
+        reply: str | Callable[[dict, str], str] = default_reply,
+        letter_logprobs: dict[str, float] | None = None,
+        chat_top: list[tuple[str, float]] | None = None,
+        keep_bodies: bool = True,
+    ) -> None:
         self.latency_s = latency_s
         self.reply = reply
         self.letter_logprobs = letter_logprobs
@@ -85,7 +93,7 @@ class LoopbackServer:
 
     # -- lifecycle ---------------------------------------------------------------------------
 
-    def start(self, port: int = 0) -> "LoopbackServer":
+    def start(self, port: int = 0) -> LoopbackServer:
         server = self
 
         class Handler(_Handler):
@@ -103,7 +111,7 @@ class LoopbackServer:
             self.httpd.server_close()
             self.httpd = None
 
-    def __enter__(self) -> "LoopbackServer":
+    def __enter__(self) -> LoopbackServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -158,22 +166,41 @@ class LoopbackServer:
 
     def chat(self, body: dict, n: int, no_logprobs: bool) -> dict:
         content = self._reply_text(body, "chat")
-        choice: dict[str, Any] = {"index": 0, "finish_reason": "stop", "logprobs": None,
-                                  "message": {"role": "assistant", "content": content}}
+        choice: dict[str, Any] = {
+            "index": 0,
+            "finish_reason": "stop",
+            "logprobs": None,
+            "message": {"role": "assistant", "content": content},
+        }
         if body.get("logprobs") and not no_logprobs and not self.omit_logprobs:
             k = int(body.get("top_logprobs") or 0)
             top = self.chat_top or [(tok, -0.5) for tok, _ in tokenize(content)[:1]] or [("", -0.1)]
             first_token, first_lp = top[0]
-            choice["logprobs"] = {"content": [{
-                "token": first_token, "logprob": first_lp, "bytes": None,
-                "top_logprobs": [{"token": t, "logprob": lp, "bytes": None} for t, lp in top[:k]],
-            }]}
+            choice["logprobs"] = {
+                "content": [
+                    {
+                        "token": first_token,
+                        "logprob": first_lp,
+                        "bytes": None,
+                        "top_logprobs": [{"token": t, "logprob": lp, "bytes": None} for t, lp in top[:k]],
+                    }
+                ]
+            }
             choice["message"]["content"] = first_token
         # a cheap token estimate (about four characters a token): the server must stay light
-        usage = {"prompt_tokens": sum(len(str(m.get("content", ""))) // 4 + 1 for m in body.get("messages", [])),
-                 "completion_tokens": 1, "total_tokens": 0}
-        return {"id": f"chatcmpl-{n}", "object": "chat.completion", "created": int(time.time()),
-                "model": body.get("model"), "choices": [choice], "usage": usage}
+        usage = {
+            "prompt_tokens": sum(len(str(m.get("content", ""))) // 4 + 1 for m in body.get("messages", [])),
+            "completion_tokens": 1,
+            "total_tokens": 0,
+        }
+        return {
+            "id": f"chatcmpl-{n}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model"),
+            "choices": [choice],
+            "usage": usage,
+        }
 
     def completions(self, body: dict, n: int, no_logprobs: bool) -> dict:
         prompts = body.get("prompt")
@@ -190,8 +217,12 @@ class LoopbackServer:
                 generated = " X"  # one generated token after the echoed prompt
             tokens = tokenize(prompt)
             prompt_tokens += len(tokens)
-            choice: dict[str, Any] = {"index": i, "finish_reason": "length" if echo else "stop", "logprobs": None,
-                                      "text": (prompt if echo else "") + generated}
+            choice: dict[str, Any] = {
+                "index": i,
+                "finish_reason": "length" if echo else "stop",
+                "logprobs": None,
+                "text": (prompt if echo else "") + generated,
+            }
             if want is not None and not no_logprobs and not self.omit_logprobs:
                 toks: list[str] = []
                 lps: list[float | None] = []
@@ -211,12 +242,22 @@ class LoopbackServer:
                     toks.append(tok)
                     offsets.append(base + off)
                     lps.append(-0.25)
-                choice["logprobs"] = {"tokens": toks, "token_logprobs": lps, "text_offset": offsets,
-                                      "top_logprobs": [None if lp is None else {t: lp} for t, lp in zip(toks, lps)]}
+                choice["logprobs"] = {
+                    "tokens": toks,
+                    "token_logprobs": lps,
+                    "text_offset": offsets,
+                    "top_logprobs": [None if lp is None else {t: lp} for t, lp in zip(toks, lps)],
+                }
             choices.append(choice)
         usage = {"prompt_tokens": prompt_tokens, "completion_tokens": len(prompts), "total_tokens": 0}
-        return {"id": f"cmpl-{n}", "object": "text_completion", "created": int(time.time()),
-                "model": body.get("model"), "choices": choices, "usage": usage}
+        return {
+            "id": f"cmpl-{n}",
+            "object": "text_completion",
+            "created": int(time.time()),
+            "model": body.get("model"),
+            "choices": choices,
+            "usage": usage,
+        }
 
 
 class _Server(ThreadingHTTPServer):
@@ -236,8 +277,9 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, *args: Any) -> None:
         pass
 
-    def _send(self, code: int, payload: bytes, content_type: str = "application/json",
-              headers: dict[str, str] | None = None) -> None:
+    def _send(
+        self, code: int, payload: bytes, content_type: str = "application/json", headers: dict[str, str] | None = None
+    ) -> None:
         self.send_response(code)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(payload)))
@@ -254,8 +296,10 @@ class _Handler(BaseHTTPRequestHandler):
             return self._json(200, {"object": "list", "data": [{"id": "loopback", "object": "model"}]})
         if self.path.endswith("/stats"):
             s = self.owner.stats
-            return self._json(200, {"requests": s.requests, "max_in_flight": s.max_in_flight,
-                                    "faults": s.faults, "statuses": s.statuses})
+            return self._json(
+                200,
+                {"requests": s.requests, "max_in_flight": s.max_in_flight, "faults": s.faults, "statuses": s.statuses},
+            )
         self._json(404, {"error": {"message": "not found"}})
 
     def do_POST(self) -> None:
@@ -278,8 +322,9 @@ class _Handler(BaseHTTPRequestHandler):
                 status = int(fault["status"])
                 headers = {"Retry-After": str(fault["retry_after"])} if "retry_after" in fault else {}
                 if fault.get("oversize"):
-                    return self._send_oversize(status, int(fault["oversize"]), bool(fault.get("chunked")),
-                                               b'{"error": {"message": "', b'"}}')
+                    return self._send_oversize(
+                        status, int(fault["oversize"]), bool(fault.get("chunked")), b'{"error": {"message": "', b'"}}'
+                    )
                 if "text" in fault:
                     payload = str(fault["text"]).encode("utf-8", "surrogatepass")
                     return self._reply(status, payload, fault, "text/plain", headers)
@@ -289,9 +334,13 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._send(200, b'{"id": "broken", "choices": [')
             if fault.get("oversize"):
                 return self._send_oversize(
-                    200, int(fault["oversize"]), bool(fault.get("chunked")),
+                    200,
+                    int(fault["oversize"]),
+                    bool(fault.get("chunked")),
                     b'{"id": "big", "object": "chat.completion", "model": "m", "choices": [{"index": 0, '
-                    b'"finish_reason": "stop", "message": {"role": "assistant", "content": "', b'"}}]}')
+                    b'"finish_reason": "stop", "message": {"role": "assistant", "content": "',
+                    b'"}}]}',
+                )
             if self.path.endswith("/chat/completions"):
                 reply = owner.chat(body, n, bool(fault.get("no_logprobs")))
             elif self.path.endswith("/completions"):
@@ -307,12 +356,22 @@ class _Handler(BaseHTTPRequestHandler):
         finally:
             owner._leave(status)
 
-    def _reply(self, code: int, payload: bytes, fault: dict, content_type: str = "application/json",
-               headers: dict[str, str] | None = None) -> None:
+    def _reply(
+        self,
+        code: int,
+        payload: bytes,
+        fault: dict,
+        content_type: str = "application/json",
+        headers: dict[str, str] | None = None,
+    ) -> None:
         if not fault.get("trickle_s"):
             return self._send(code, payload, content_type, headers)
-        head = [f"HTTP/1.1 {code} {self.responses.get(code, ('',))[0]}", f"Content-Type: {content_type}",
-                f"Content-Length: {len(payload)}", *(f"{k}: {v}" for k, v in (headers or {}).items())]
+        head = [
+            f"HTTP/1.1 {code} {self.responses.get(code, ('',))[0]}",
+            f"Content-Type: {content_type}",
+            f"Content-Length: {len(payload)}",
+            *(f"{k}: {v}" for k, v in (headers or {}).items()),
+        ]
         head_bytes = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1")
         if not fault.get("trickle_headers"):
             self.wfile.write(head_bytes)
@@ -321,7 +380,7 @@ class _Handler(BaseHTTPRequestHandler):
         data = head_bytes + payload
         for i in range(len(data)):
             time.sleep(interval)
-            self.wfile.write(data[i:i + 1])
+            self.wfile.write(data[i : i + 1])
 
     def _send_oversize(self, code: int, size: int, chunked: bool, prefix: bytes, suffix: bytes) -> None:
         """A body of `size` bytes, padded with "A"s and written 64 KiB at a time: never held whole."""

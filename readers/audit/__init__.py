@@ -5,10 +5,19 @@ CONTRACT-DEP, ADVERSARIAL), `runner` reads every (gold, variant) pair with every
 the isolation pool and computes the audit's tables, `golds` loads golds from a file.
 See docs/audit.md.
 """
+
 from .golds import GoldsError, load_golds
 from .transforms import ADVERSARIAL, CERTIFIED, CLASSES, CONTRACT_DEP, TRANSFORMS, Transform, Variant, build_variants
 
 __all__ = [
-    "ADVERSARIAL", "CERTIFIED", "CLASSES", "CONTRACT_DEP", "TRANSFORMS", "Transform", "Variant", "build_variants",
-    "GoldsError", "load_golds",
+    "ADVERSARIAL",
+    "CERTIFIED",
+    "CLASSES",
+    "CONTRACT_DEP",
+    "TRANSFORMS",
+    "GoldsError",
+    "Transform",
+    "Variant",
+    "build_variants",
+    "load_golds",
 ]

@@ -13,16 +13,23 @@
   out of contract). Where an override names a (reader, stratum), it decides; elsewhere the
   reader's form contract does (docs/contract-matrix.md).
 """
+
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
-SEED001_READERS: tuple[str, ...] = ("math-verify-latex-seed001", "math-verify-expr-seed001",
-                                    "strip-string-deepseek", "sympy-cascade-seed001")
+SEED001_READERS: tuple[str, ...] = (
+    "math-verify-latex-seed001",
+    "math-verify-expr-seed001",
+    "strip-string-deepseek",
+    "sympy-cascade-seed001",
+)
 # Seed 001's abbreviations (Tables 1–8: V1 = mv-expr, V2 = mv-latex, V3 = strip-string, V4 = sympy-cascade).
 SEED001_LABELS: dict[str, str] = {
-    "math-verify-expr-seed001": "V1 mv-expr", "math-verify-latex-seed001": "V2 mv-latex",
-    "strip-string-deepseek": "V3 strip-string", "sympy-cascade-seed001": "V4 sympy-cascade",
+    "math-verify-expr-seed001": "V1 mv-expr",
+    "math-verify-latex-seed001": "V2 mv-latex",
+    "strip-string-deepseek": "V3 strip-string",
+    "sympy-cascade-seed001": "V4 sympy-cascade",
 }
 
 # our stratum -> (seed id, seed name); None = a stratum of ours the seed does not have
@@ -51,12 +58,25 @@ SEED_STRATA: dict[str, tuple[str, str] | None] = {
     "list_order": None,
     # ADVERSARIAL: the seed's off-by-one probe (Table 4, Figure 3); the others are ours
     "off_by_one": ("T4", "off-by-one"),
-    "sign_flip": None, "wrong_fraction": None, "dropped_term": None, "near_miss": None, "wrong_structure": None,
+    "sign_flip": None,
+    "wrong_fraction": None,
+    "dropped_term": None,
+    "near_miss": None,
+    "wrong_structure": None,
 }
 SEED_UNNAMED = ("S3", "S8", "S11", "S12", "S13")
 
-_SEED_CERTIFIED = ("fraction_display", "fraction_decimal", "delimiters", "math_mode", "whitespace_punct",
-                   "sqrt_exponent", "grouping", "sets", "unreduced")
+_SEED_CERTIFIED = (
+    "fraction_display",
+    "fraction_decimal",
+    "delimiters",
+    "math_mode",
+    "whitespace_punct",
+    "sqrt_exponent",
+    "grouping",
+    "sets",
+    "unreduced",
+)
 
 
 def _assign(out: tuple[str, ...]) -> dict[str, bool]:
@@ -75,7 +95,7 @@ CONTRACT_OVERRIDES: dict[str, dict[str, bool]] = {
 
 
 def seed_stratum_label(stratum: str) -> str:
-    """"S6 whitespace" / "T6 boxed" / "ours"."""
+    """ "S6 whitespace" / "T6 boxed" / "ours"."""
     mapped = SEED_STRATA.get(stratum)
     return f"{mapped[0]} {mapped[1]}" if mapped else "ours"
 
@@ -93,6 +113,12 @@ def override_rows(overrides: Overrides, readers: list[str]) -> list[dict[str, ob
     rows = []
     for reader in readers:
         for stratum, inside in overrides.get(reader, {}).items():
-            rows.append({"reader": reader, "stratum": stratum, "seed_stratum": seed_stratum_label(stratum),
-                         "in_contract": bool(inside)})
+            rows.append(
+                {
+                    "reader": reader,
+                    "stratum": stratum,
+                    "seed_stratum": seed_stratum_label(stratum),
+                    "in_contract": bool(inside),
+                }
+            )
     return rows

@@ -1,4 +1,5 @@
 """Golds for the audit: one per line, or JSONL (the canonical format's "gold" field), auto-detected."""
+
 from __future__ import annotations
 
 import json

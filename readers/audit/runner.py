@@ -10,6 +10,7 @@ coverage = judged / n. Rates over judged verdicts are null (never 0) when nothin
 
 Pure Python (no Django): the CLI, the Celery task and the bench call `run_audit`.
 """
+
 from __future__ import annotations
 
 import csv
@@ -17,20 +18,34 @@ import json
 import math
 import time
 from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 from ..base import Item
 from ..stats import wilson
-from .contracts import (CONTRACT_OVERRIDES, SEED001_READERS, SEED_STRATA, Overrides, override_rows,
-                        seed_stratum_label)
-from .transforms import (ADVERSARIAL, CERTIFIED, CONTRACT_DEP, STRATA, TRANSFORMS, Transform, Variant,
-                         build_variants, int_value)
+from .contracts import CONTRACT_OVERRIDES, SEED001_READERS, SEED_STRATA, Overrides, override_rows, seed_stratum_label
+from .transforms import (
+    ADVERSARIAL,
+    CERTIFIED,
+    CONTRACT_DEP,
+    STRATA,
+    TRANSFORMS,
+    Transform,
+    Variant,
+    build_variants,
+    int_value,
+)
 
 ACCEPTED, REJECTED, NOT_JUDGED = "accepted", "rejected", "not_judged"
-OUTCOME = {"correct": ACCEPTED, "incorrect": REJECTED, "no_answer": REJECTED, "error": NOT_JUDGED,
-           "timeout": NOT_JUDGED}
+OUTCOME = {
+    "correct": ACCEPTED,
+    "incorrect": REJECTED,
+    "no_answer": REJECTED,
+    "error": NOT_JUDGED,
+    "timeout": NOT_JUDGED,
+}
 BUCKETS = ("<10", "1e1", "1e2", "1e3", "1e4", ">=1e5")
 # The seed's four verifiers (Table 1) under the seed's own conventions: the audit's default.
 SEED_READERS = SEED001_READERS
@@ -41,10 +56,16 @@ READER_SETS = {"seed001": SEED001_READERS, "ours": OUR_READERS}
 CORPUS, SYNTHETIC = "corpus", "synthetic"
 GOLD_SOURCES = (CORPUS, SYNTHETIC)
 # Punctuation / whitespace rewrites and the variant each is paired with (same gold) to measure its effect.
-PUNCTUATION = {"trailing_period": "identity", "trailing_newline": "identity",
-               "trailing_escaped_newline": "identity", "pad_spaces": "identity",
-               "leading_newline": "identity", "dollar_period": "dollar", "dollar_newline": "dollar",
-               "dollar_then_period": "dollar"}
+PUNCTUATION = {
+    "trailing_period": "identity",
+    "trailing_newline": "identity",
+    "trailing_escaped_newline": "identity",
+    "pad_spaces": "identity",
+    "leading_newline": "identity",
+    "dollar_period": "dollar",
+    "dollar_newline": "dollar",
+    "dollar_then_period": "dollar",
+}
 
 Progress = Callable[[str, int], None]
 # Forms the transforms exercise: a reader claiming none of them (an option-letter reader) would be out
@@ -89,8 +110,12 @@ def reader_identity(name: str) -> dict[str, str]:
     from .. import registry
 
     reader = registry.get(name)
-    return {"name": reader.name, "version": reader.version, "config_hash": reader.config_hash,
-            "upstream": reader.upstream or ""}
+    return {
+        "name": reader.name,
+        "version": reader.version,
+        "config_hash": reader.config_hash,
+        "upstream": reader.upstream or "",
+    }
 
 
 def magnitude_bucket(value: int) -> str:
@@ -132,8 +157,14 @@ class Tally:
         return self.accepted + self.rejected
 
     def as_dict(self) -> dict[str, Any]:
-        return {"n": self.n, "judged": self.judged, "accepted": self.accepted, "rejected": self.rejected,
-                "not_judged": self.not_judged, "coverage": _rate(self.judged, self.n)}
+        return {
+            "n": self.n,
+            "judged": self.judged,
+            "accepted": self.accepted,
+            "rejected": self.rejected,
+            "not_judged": self.not_judged,
+            "coverage": _rate(self.judged, self.n),
+        }
 
 
 @dataclass
@@ -169,20 +200,39 @@ class AuditResult:
         for reader in self.readers:
             ident = self.identity.get(reader, {})
             for v, (verdict, ms) in zip(self.variants, self.verdicts[reader]):
-                yield {"gold": v.gold, "gold_source": self.source(v.gold), "variant": v.text,
-                       "transform": v.transform.name, "stratum": v.stratum,
-                       "seed_stratum": seed_stratum_label(v.stratum), "class": v.klass, "reader": reader,
-                       "reader_version": ident.get("version"), "reader_config_hash": ident.get("config_hash"),
-                       "verdict": verdict, "outcome": OUTCOME[verdict], "in_contract": self.in_contract(reader, v),
-                       "forms": sorted(v.forms), "ms": round(ms, 3)}
+                yield {
+                    "gold": v.gold,
+                    "gold_source": self.source(v.gold),
+                    "variant": v.text,
+                    "transform": v.transform.name,
+                    "stratum": v.stratum,
+                    "seed_stratum": seed_stratum_label(v.stratum),
+                    "class": v.klass,
+                    "reader": reader,
+                    "reader_version": ident.get("version"),
+                    "reader_config_hash": ident.get("config_hash"),
+                    "verdict": verdict,
+                    "outcome": OUTCOME[verdict],
+                    "in_contract": self.in_contract(reader, v),
+                    "forms": sorted(v.forms),
+                    "ms": round(ms, 3),
+                }
 
 
 # ---------------------------------------------------------------------------------------------
 # running
 # ---------------------------------------------------------------------------------------------
 
-def read_variants(variants: Sequence[Variant], readers: Sequence[str], *, pool: Any = None, processes: int = 2,
-                  budget_s: float = 5.0, progress: Progress | None = None) -> tuple[dict, dict]:
+
+def read_variants(
+    variants: Sequence[Variant],
+    readers: Sequence[str],
+    *,
+    pool: Any = None,
+    processes: int = 2,
+    budget_s: float = 5.0,
+    progress: Progress | None = None,
+) -> tuple[dict, dict]:
     """{reader: [(verdict, ms) per variant]} and timing. One read_many call per reader over the
     distinct (gold, variant) pairs (readers are pure functions of the item)."""
     from ..isolation.pool import IsolatedPool
@@ -206,9 +256,14 @@ def read_variants(variants: Sequence[Variant], readers: Sequence[str], *, pool: 
             counts: dict[str, int] = defaultdict(int)
             for verdict, _ms in unique:
                 counts[verdict] += 1
-            per_reader[name] = {"readings": len(items), "verdicts": len(variants), "seconds": round(seconds, 3),
-                                "verdicts_per_s": round(len(variants) / seconds, 1) if seconds else None,
-                                "timeouts": counts["timeout"], "errors": counts["error"]}
+            per_reader[name] = {
+                "readings": len(items),
+                "verdicts": len(variants),
+                "seconds": round(seconds, 3),
+                "verdicts_per_s": round(len(variants) / seconds, 1) if seconds else None,
+                "timeouts": counts["timeout"],
+                "errors": counts["error"],
+            }
             if progress:
                 progress(name, len(variants))
     finally:
@@ -216,16 +271,31 @@ def read_variants(variants: Sequence[Variant], readers: Sequence[str], *, pool: 
             pool.close()
     seconds = time.perf_counter() - t_all
     n = len(variants) * len(readers)
-    timing = {"verdicts": n, "readings": len(items) * len(readers), "seconds": round(seconds, 3),
-              "verdicts_per_s": round(n / seconds, 1) if seconds else None, "per_reader": per_reader,
-              "processes": getattr(pool, "processes", processes), "budget_s": getattr(pool, "budget_s", budget_s)}
+    timing = {
+        "verdicts": n,
+        "readings": len(items) * len(readers),
+        "seconds": round(seconds, 3),
+        "verdicts_per_s": round(n / seconds, 1) if seconds else None,
+        "per_reader": per_reader,
+        "processes": getattr(pool, "processes", processes),
+        "budget_s": getattr(pool, "budget_s", budget_s),
+    }
     return out, timing
 
 
-def run_audit(golds: Sequence[str], readers: Sequence[str], out_dir: str | Path | None = None, *,
-              processes: int = 2, budget_s: float = 5.0, pool: Any = None, progress: Progress | None = None,
-              transforms: Sequence[Transform] = TRANSFORMS, contract_overrides: Overrides | None = None,
-              gold_sources: dict[str, str] | None = None) -> AuditResult:
+def run_audit(
+    golds: Sequence[str],
+    readers: Sequence[str],
+    out_dir: str | Path | None = None,
+    *,
+    processes: int = 2,
+    budget_s: float = 5.0,
+    pool: Any = None,
+    progress: Progress | None = None,
+    transforms: Sequence[Transform] = TRANSFORMS,
+    contract_overrides: Overrides | None = None,
+    gold_sources: dict[str, str] | None = None,
+) -> AuditResult:
     """Build the variants of `golds`, read them with every reader, compute the tables and (when
     `out_dir` is given) write verdicts.jsonl, strata.csv, disagreement.csv, magnitude.csv and
     summary.json there.
@@ -248,10 +318,20 @@ def run_audit(golds: Sequence[str], readers: Sequence[str], out_dir: str | Path 
         raise ValueError(f"unknown gold source(s) {bad}; expected one of {list(GOLD_SOURCES)}")
     golds = list(dict.fromkeys(g.strip() for g in golds if g and g.strip()))
     variants = build_variants(golds, transforms)
-    verdicts, timing = read_variants(variants, readers, pool=pool, processes=processes, budget_s=budget_s,
-                                     progress=progress)
-    result = AuditResult(golds, readers, variants, contracts, verdicts, timing, overrides=overrides,
-                         gold_sources={g: sources.get(g, CORPUS) for g in golds}, identity=identity)
+    verdicts, timing = read_variants(
+        variants, readers, pool=pool, processes=processes, budget_s=budget_s, progress=progress
+    )
+    result = AuditResult(
+        golds,
+        readers,
+        variants,
+        contracts,
+        verdicts,
+        timing,
+        overrides=overrides,
+        gold_sources={g: sources.get(g, CORPUS) for g in golds},
+        identity=identity,
+    )
     analyse(result, transforms)
     if out_dir is not None:
         write_outputs(result, Path(out_dir))
@@ -262,9 +342,11 @@ def run_audit(golds: Sequence[str], readers: Sequence[str], out_dir: str | Path 
 # analysis
 # ---------------------------------------------------------------------------------------------
 
+
 def _metric(klass: str) -> str:
-    return {CERTIFIED: "false_negative_rate", ADVERSARIAL: "false_positive_rate",
-            CONTRACT_DEP: "acceptance_rate"}[klass]
+    return {CERTIFIED: "false_negative_rate", ADVERSARIAL: "false_positive_rate", CONTRACT_DEP: "acceptance_rate"}[
+        klass
+    ]
 
 
 def _cell(t: Tally, klass: str) -> dict[str, Any]:
@@ -305,10 +387,20 @@ def analyse(result: AuditResult, transforms: Sequence[Transform] = TRANSFORMS) -
                 selfval[r].add(o)
                 by_source[source[i]][r].add(o)
                 budget[r][v.stratum].add(o)
-                if o != ACCEPTED and len(examples[r]) < 12 and not any(
-                        e["transform"] == v.transform.name for e in examples[r]):
-                    examples[r].append({"gold": v.gold, "variant": v.text, "transform": v.transform.name,
-                                        "stratum": v.stratum, "verdict": result.verdicts[r][i][0]})
+                if (
+                    o != ACCEPTED
+                    and len(examples[r]) < 12
+                    and not any(e["transform"] == v.transform.name for e in examples[r])
+                ):
+                    examples[r].append(
+                        {
+                            "gold": v.gold,
+                            "variant": v.text,
+                            "transform": v.transform.name,
+                            "stratum": v.stratum,
+                            "verdict": result.verdicts[r][i][0],
+                        }
+                    )
             if klass == ADVERSARIAL and ok:
                 adversarial[r].add(o)
             if v.stratum == "off_by_one" and ok:
@@ -319,12 +411,21 @@ def analyse(result: AuditResult, transforms: Sequence[Transform] = TRANSFORMS) -
 
     # strata.csv: reader x stratum x class x scope
     rows = []
-    for (r, stratum, klass, ok), t in sorted(cells.items(), key=lambda kv: (
-            readers.index(kv[0][0]), not kv[0][3], strata_order.get(kv[0][1], 99), kv[0][2])):
-        rows.append({"reader": r, "reader_version": result.identity.get(r, {}).get("version"),
-                     "reader_config_hash": result.identity.get(r, {}).get("config_hash"), "stratum": stratum,
-                     "seed_stratum": seed_stratum_label(stratum), "class": klass,
-                     "scope": "in-contract" if ok else "out-of-contract", **_cell(t, klass)})
+    for (r, stratum, klass, ok), t in sorted(
+        cells.items(), key=lambda kv: (readers.index(kv[0][0]), not kv[0][3], strata_order.get(kv[0][1], 99), kv[0][2])
+    ):
+        rows.append(
+            {
+                "reader": r,
+                "reader_version": result.identity.get(r, {}).get("version"),
+                "reader_config_hash": result.identity.get(r, {}).get("config_hash"),
+                "stratum": stratum,
+                "seed_stratum": seed_stratum_label(stratum),
+                "class": klass,
+                "scope": "in-contract" if ok else "out-of-contract",
+                **_cell(t, klass),
+            }
+        )
     result.strata_rows = rows
 
     # self-validation (Table 1)
@@ -338,14 +439,25 @@ def analyse(result: AuditResult, transforms: Sequence[Transform] = TRANSFORMS) -
         readers_summary[r] = {
             "version": result.identity.get(r, {}).get("version"),
             "config_hash": result.identity.get(r, {}).get("config_hash"),
-            "self_validation": _rate(t.accepted, t.n), "coverage": _rate(t.judged, t.n),
+            "self_validation": _rate(t.accepted, t.n),
+            "coverage": _rate(t.judged, t.n),
             "judged": _rate(t.accepted, t.judged),
-            "n": t.n, "n_judged": t.judged, "accepted": t.accepted, "rejected": t.rejected,
-            "not_judged": t.not_judged, "self_validation_ci": [lo, hi], "judged_ci": [jlo, jhi],
+            "n": t.n,
+            "n_judged": t.judged,
+            "accepted": t.accepted,
+            "rejected": t.rejected,
+            "not_judged": t.not_judged,
+            "self_validation_ci": [lo, hi],
+            "judged_ci": [jlo, jhi],
             "contract": sorted(result.contracts[r]),
             "in_contract_coverage": _rate(in_contract_all[r].judged, in_contract_all[r].n),
-            "adversarial": {"n": a.n, "judged": a.judged, "accepted": a.accepted,
-                            "false_positive_rate": _rate(a.accepted, a.judged), "ci": [alo, ahi]},
+            "adversarial": {
+                "n": a.n,
+                "judged": a.judged,
+                "accepted": a.accepted,
+                "false_positive_rate": _rate(a.accepted, a.judged),
+                "ci": [alo, ahi],
+            },
         }
 
     # error budget (Table 2): share of in-contract certified failures (rejected + not judged) by stratum
@@ -356,8 +468,13 @@ def analyse(result: AuditResult, transforms: Sequence[Transform] = TRANSFORMS) -
         for stratum, t in sorted(budget[r].items(), key=lambda kv: -(kv[1].n - kv[1].accepted)):
             fails = t.n - t.accepted
             if fails:
-                strata[stratum] = {"failures": fails, "share": fails / total, "rejected": t.rejected,
-                                   "not_judged": t.not_judged, "n": t.n}
+                strata[stratum] = {
+                    "failures": fails,
+                    "share": fails / total,
+                    "rejected": t.rejected,
+                    "not_judged": t.not_judged,
+                    "n": t.n,
+                }
         error_budget[r] = {"failures": total, "strata": strata}
 
     # off-by-one by magnitude (Table 4)
@@ -369,16 +486,32 @@ def analyse(result: AuditResult, transforms: Sequence[Transform] = TRANSFORMS) -
             rate = _rate(t.accepted, t.judged)
             off_by_one[r][b] = rate
             lo, hi = _ci(t.accepted, t.judged)
-            mag_rows.append({"reader": r, "reader_version": result.identity.get(r, {}).get("version"),
-                             "reader_config_hash": result.identity.get(r, {}).get("config_hash"), "bucket": b, "n": t.n, "judged": t.judged, "accepted": t.accepted,
-                             "rate": rate, "ci_low": lo, "ci_high": hi})
+            mag_rows.append(
+                {
+                    "reader": r,
+                    "reader_version": result.identity.get(r, {}).get("version"),
+                    "reader_config_hash": result.identity.get(r, {}).get("config_hash"),
+                    "bucket": b,
+                    "n": t.n,
+                    "judged": t.judged,
+                    "accepted": t.accepted,
+                    "rate": rate,
+                    "ci_low": lo,
+                    "ci_high": hi,
+                }
+            )
     result.magnitude_rows = mag_rows
     off_by_one_total = {}
     for r in readers:
         t = obo_total[r]
         lo, hi = _ci(t.accepted, t.judged)
-        off_by_one_total[r] = {"n": t.n, "judged": t.judged, "accepted": t.accepted,
-                               "rate": _rate(t.accepted, t.judged), "ci": [lo, hi]}
+        off_by_one_total[r] = {
+            "n": t.n,
+            "judged": t.judged,
+            "accepted": t.accepted,
+            "rate": _rate(t.accepted, t.judged),
+            "ci": [lo, hi],
+        }
 
     # pairwise disagreement on certified-equivalent pairs, both judged (Table 5)
     cert = [i for i, v in enumerate(variants) if v.klass == CERTIFIED]
@@ -394,9 +527,15 @@ def analyse(result: AuditResult, transforms: Sequence[Transform] = TRANSFORMS) -
                     disagree += oa[i] != ob[i]
             cell = {"support": support, "disagreements": disagree, "rate": _rate(disagree, support)}
             matrix[a][b] = cell
-            dis_rows.append({"reader_a": a, "reader_a_config_hash": result.identity.get(a, {}).get("config_hash"),
-                             "reader_b": b, "reader_b_config_hash": result.identity.get(b, {}).get("config_hash"),
-                             **cell})
+            dis_rows.append(
+                {
+                    "reader_a": a,
+                    "reader_a_config_hash": result.identity.get(a, {}).get("config_hash"),
+                    "reader_b": b,
+                    "reader_b_config_hash": result.identity.get(b, {}).get("config_hash"),
+                    **cell,
+                }
+            )
     result.disagreement_rows = dis_rows
 
     # contract-dependent acceptance (Table 6) and out-of-contract results (Table 7), kept apart
@@ -424,8 +563,9 @@ def analyse(result: AuditResult, transforms: Sequence[Transform] = TRANSFORMS) -
                 baseline[v.transform.name][r][v.gold] = outcomes[r][i]
     punctuation: dict[str, dict[str, Any]] = {r: {} for r in readers}
     for name, base_name in PUNCTUATION.items():
-        idx = [i for i, v in enumerate(variants)
-               if v.transform.name == name and v.gold in baseline[base_name][readers[0]]]
+        idx = [
+            i for i, v in enumerate(variants) if v.transform.name == name and v.gold in baseline[base_name][readers[0]]
+        ]
         if not idx:
             continue
         for r in readers:
@@ -434,9 +574,16 @@ def analyse(result: AuditResult, transforms: Sequence[Transform] = TRANSFORMS) -
             acc = sum(outcomes[r][i] == ACCEPTED for i in idx)
             lost = sum(ref[variants[i].gold] == ACCEPTED and outcomes[r][i] != ACCEPTED for i in idx)
             gained = sum(ref[variants[i].gold] != ACCEPTED and outcomes[r][i] == ACCEPTED for i in idx)
-            punctuation[r][name] = {"baseline": base_name, "n": len(idx), "baseline_accepted": base,
-                                    "variant_accepted": acc, "lost": lost, "gained": gained,
-                                    "baseline_rate": _rate(base, len(idx)), "variant_rate": _rate(acc, len(idx))}
+            punctuation[r][name] = {
+                "baseline": base_name,
+                "n": len(idx),
+                "baseline_accepted": base,
+                "variant_accepted": acc,
+                "lost": lost,
+                "gained": gained,
+                "baseline_rate": _rate(base, len(idx)),
+                "variant_rate": _rate(acc, len(idx)),
+            }
 
     klass_counts: dict[str, int] = defaultdict(int)
     for t in transforms:
@@ -452,10 +599,15 @@ def analyse(result: AuditResult, transforms: Sequence[Transform] = TRANSFORMS) -
         for r in readers:
             t = by_source[s][r]
             lo, hi = _ci(t.accepted, t.n)
-            self_validation_by_source[s][r] = {"n": t.n, "accepted": t.accepted, "not_judged": t.not_judged,
-                                               "self_validation": _rate(t.accepted, t.n),
-                                               "coverage": _rate(t.judged, t.n),
-                                               "judged": _rate(t.accepted, t.judged), "ci": [lo, hi]}
+            self_validation_by_source[s][r] = {
+                "n": t.n,
+                "accepted": t.accepted,
+                "not_judged": t.not_judged,
+                "self_validation": _rate(t.accepted, t.n),
+                "coverage": _rate(t.judged, t.n),
+                "judged": _rate(t.accepted, t.judged),
+                "ci": [lo, hi],
+            }
 
     result.summary = {
         "reader_identity": {r: result.identity.get(r, {}) for r in readers},
@@ -472,20 +624,26 @@ def analyse(result: AuditResult, transforms: Sequence[Transform] = TRANSFORMS) -
         "out_of_contract": dict(out_of_contract),
         "punctuation_effect": punctuation,
         "examples": dict(examples),
-        "suite": {"transforms": len(transforms), "strata": len({t.stratum for t in transforms}),
-                  "classes": dict(klass_counts), "applied": dict(applied)},
+        "suite": {
+            "transforms": len(transforms),
+            "strata": len({t.stratum for t in transforms}),
+            "classes": dict(klass_counts),
+            "applied": dict(applied),
+        },
         "golds": len(result.golds),
         "variants": len(variants),
         "verdicts": len(variants) * len(readers),
         "throughput": result.timing,
         "definitions": {
-            "accepted": "verdict correct", "rejected": "verdict incorrect or no_answer",
+            "accepted": "verdict correct",
+            "rejected": "verdict incorrect or no_answer",
             "not_judged": "verdict error or timeout (execution failure)",
             "self_validation": "accepted / n over in-contract CERTIFIED-EQUIV variants",
-            "coverage": "judged / n over the same variants", "judged": "accepted / judged over the same variants",
+            "coverage": "judged / n over the same variants",
+            "judged": "accepted / judged over the same variants",
             "in_contract": "the contract override for (reader, stratum) when there is one (seed 001's published "
-                           "assignments); otherwise every answer form the variant exercises is in the reader's "
-                           "contract",
+            "assignments); otherwise every answer form the variant exercises is in the reader's "
+            "contract",
             "gold_source": "corpus = a gold as given; synthetic = generated by readers.audit.synthetic (seed 001 §2.5)",
             "off_by_one": "acceptance of off-by-one variants over judged verdicts, by |gold| bucket; null = no verdict",
         },
@@ -495,6 +653,7 @@ def analyse(result: AuditResult, transforms: Sequence[Transform] = TRANSFORMS) -
 # ---------------------------------------------------------------------------------------------
 # outputs
 # ---------------------------------------------------------------------------------------------
+
 
 def _fmt(v: Any) -> Any:
     if isinstance(v, float):
@@ -510,12 +669,46 @@ def _write_csv(path: Path, rows: list[dict[str, Any]], columns: Sequence[str]) -
             w.writerow([_fmt(row.get(c)) for c in columns])
 
 
-STRATA_COLUMNS = ("reader", "reader_version", "reader_config_hash", "stratum", "seed_stratum", "class", "scope",
-                  "metric", "n", "judged", "coverage", "accepted", "rejected",
-                  "not_judged", "rate", "ci_low", "ci_high")
-DISAGREEMENT_COLUMNS = ("reader_a", "reader_a_config_hash", "reader_b", "reader_b_config_hash", "support",
-                        "disagreements", "rate")
-MAGNITUDE_COLUMNS = ("reader", "reader_version", "reader_config_hash", "bucket", "n", "judged", "accepted", "rate", "ci_low", "ci_high")
+STRATA_COLUMNS = (
+    "reader",
+    "reader_version",
+    "reader_config_hash",
+    "stratum",
+    "seed_stratum",
+    "class",
+    "scope",
+    "metric",
+    "n",
+    "judged",
+    "coverage",
+    "accepted",
+    "rejected",
+    "not_judged",
+    "rate",
+    "ci_low",
+    "ci_high",
+)
+DISAGREEMENT_COLUMNS = (
+    "reader_a",
+    "reader_a_config_hash",
+    "reader_b",
+    "reader_b_config_hash",
+    "support",
+    "disagreements",
+    "rate",
+)
+MAGNITUDE_COLUMNS = (
+    "reader",
+    "reader_version",
+    "reader_config_hash",
+    "bucket",
+    "n",
+    "judged",
+    "accepted",
+    "rate",
+    "ci_low",
+    "ci_high",
+)
 
 
 def _json_text(value: Any, **kwargs: Any) -> str:
@@ -543,16 +736,23 @@ def write_outputs(result: AuditResult, out_dir: Path) -> None:
 
 def render_table(summary: dict[str, Any]) -> str:
     """A short plain-text report: self-validation per reader and the off-by-one step."""
+
     def pct(x: Any) -> str:
         return "  n/a" if x is None else f"{100 * x:5.1f}"
 
-    lines = [f"{'reader':30s} {'n':>7s} {'self-val':>8s} {'cov.':>6s} {'judged':>6s}  off-by-one % by |gold|: "
-             + " ".join(f"{b:>6s}" for b in BUCKETS)]
+    lines = [
+        f"{'reader':30s} {'n':>7s} {'self-val':>8s} {'cov.':>6s} {'judged':>6s}  off-by-one % by |gold|: "
+        + " ".join(f"{b:>6s}" for b in BUCKETS)
+    ]
     for name, r in summary["readers"].items():
         ob = summary["off_by_one"].get(name, {})
-        lines.append(f"{name:30s} {r['n']:7d} {pct(r['self_validation']):>8s} {pct(r['coverage']):>6s} "
-                     f"{pct(r['judged']):>6s}  {'':23s}" + " ".join(f"{pct(ob.get(b)):>6s}" for b in BUCKETS))
+        lines.append(
+            f"{name:30s} {r['n']:7d} {pct(r['self_validation']):>8s} {pct(r['coverage']):>6s} "
+            f"{pct(r['judged']):>6s}  {'':23s}" + " ".join(f"{pct(ob.get(b)):>6s}" for b in BUCKETS)
+        )
     t = summary.get("throughput", {})
-    lines.append(f"{summary['verdicts']} verdicts ({summary['golds']} golds, {summary['variants']} variants, "
-                 f"{len(summary['readers'])} readers) in {t.get('seconds')} s: {t.get('verdicts_per_s')} verdicts/s")
+    lines.append(
+        f"{summary['verdicts']} verdicts ({summary['golds']} golds, {summary['variants']} variants, "
+        f"{len(summary['readers'])} readers) in {t.get('seconds')} s: {t.get('verdicts_per_s')} verdicts/s"
+    )
     return "\n".join(lines) + "\n"

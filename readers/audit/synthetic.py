@@ -5,11 +5,12 @@ notation in 0.1 % of corpus answers), which leaves those strata underpowered. De
 seeded generator, stdlib only): `synthetic_golds(n)` is the same list in every process, and the
 first k of `synthetic_golds(n)` are `synthetic_golds(k)`.
 """
+
 from __future__ import annotations
 
 import math
 import random
-from typing import Callable
+from collections.abc import Callable
 
 SEED = 1
 
@@ -23,7 +24,7 @@ def _frac(r: random.Random) -> str:
 
 def _integer(r: random.Random) -> str:
     digits = r.randint(1, 7)
-    return str(r.randint(10 ** (digits - 1), 10 ** digits - 1) * (-1 if r.random() < 0.1 else 1))
+    return str(r.randint(10 ** (digits - 1), 10**digits - 1) * (-1 if r.random() < 0.1 else 1))
 
 
 def _decimal(r: random.Random) -> str:
@@ -33,7 +34,7 @@ def _decimal(r: random.Random) -> str:
 def _surd(r: random.Random) -> str:
     radicand = r.choice((2, 3, 5, 6, 7, 10, 11, 13, 15, 17, 19, 21))
     coeff = r.randint(1, 9)
-    return (f"{coeff}\\sqrt{{{radicand}}}" if coeff > 1 else f"\\sqrt{{{radicand}}}")
+    return f"{coeff}\\sqrt{{{radicand}}}" if coeff > 1 else f"\\sqrt{{{radicand}}}"
 
 
 def _frac_surd(r: random.Random) -> str:
@@ -81,9 +82,19 @@ def _product(r: random.Random) -> str:
 
 
 FORMS: tuple[tuple[str, Callable[[random.Random], str]], ...] = (
-    ("integer", _integer), ("fraction", _frac), ("decimal", _decimal), ("surd", _surd),
-    ("fraction_surd", _frac_surd), ("plus_minus", _plus_minus), ("interval", _interval), ("set", _set),
-    ("tuple", _tuple), ("pi", _pi), ("complex", _complex), ("linear", _linear), ("product", _product),
+    ("integer", _integer),
+    ("fraction", _frac),
+    ("decimal", _decimal),
+    ("surd", _surd),
+    ("fraction_surd", _frac_surd),
+    ("plus_minus", _plus_minus),
+    ("interval", _interval),
+    ("set", _set),
+    ("tuple", _tuple),
+    ("pi", _pi),
+    ("complex", _complex),
+    ("linear", _linear),
+    ("product", _product),
 )
 
 

@@ -19,12 +19,13 @@ variant exercises the forms of its gold (`gold_forms`) plus those. A variant is 
 contract when the reader's `contract` covers every form it exercises; out-of-contract results are
 reported apart and never scored.
 """
+
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Callable, Iterable
 
 from ..equivalence import matching_brace, split_top_level
 
@@ -86,8 +87,10 @@ _THOUSANDS = re.compile(r"-?\d{1,3}(?:,(?:\\!)?\s*\d{3})+")
 _THOUSANDS_SEP = re.compile(r",(?:\\!)?\s*")
 _SLASH = re.compile(r"([+-]?)(\d+)/(\d+)")
 _FRAC_CMD = re.compile(r"\\[dt]?frac(?![A-Za-z])")
-_FUNCTIONS = re.compile(r"\\(?:sin|cos|tan|cot|sec|csc|arcsin|arccos|arctan|sinh|cosh|tanh|log|ln|exp|lg|"
-                        r"operatorname|mathrm|text|mbox|textbf|mathbf|mathit|det|min|max|gcd|lim)(?![A-Za-z])")
+_FUNCTIONS = re.compile(
+    r"\\(?:sin|cos|tan|cot|sec|csc|arcsin|arccos|arctan|sinh|cosh|tanh|log|ln|exp|lg|"
+    r"operatorname|mathrm|text|mbox|textbf|mathbf|mathit|det|min|max|gcd|lim)(?![A-Za-z])"
+)
 _RELATION = re.compile(r"=|<|>|\\(?:le|ge|leq|geq|neq|ne|in|notin|subset|subseteq|approx|equiv|sim)(?![A-Za-z])")
 _UNITS = re.compile(r"\\(?:text|mbox|mathrm)\{\s*[A-Za-z]|\^\s*\{?\s*\\circ|\\\$|\\%|%|\\textdollar")
 _SETLIKE = re.compile(r"\\\{|\\cup|\\cap|\\infty|\\emptyset|\\varnothing")
@@ -113,7 +116,7 @@ def _read_arg(s: str, i: int) -> tuple[str, int]:
         j = match_brace(s, i)
         if j < 0:
             raise ValueError("unbalanced braces")
-        return s[i + 1:j], j + 1
+        return s[i + 1 : j], j + 1
     if s[i] == "\\":
         m = re.match(r"\\(?:[A-Za-z]+|.)", s[i:])
         assert m is not None
@@ -214,8 +217,11 @@ def gold_forms(gold: str) -> frozenset[str]:
         return frozenset(forms)
     if "\\%" in g or "%" in g:
         forms.add("percent")
-    if re.search(r"\d\s*(\\[,;! ]\s*)?\\(?:text|mbox|mathrm)\{\s*[A-Za-z]", g) or re.search(r"\^\s*\{?\s*\\circ", g) \
-            or "\\$" in g:
+    if (
+        re.search(r"\d\s*(\\[,;! ]\s*)?\\(?:text|mbox|mathrm)\{\s*[A-Za-z]", g)
+        or re.search(r"\^\s*\{?\s*\\circ", g)
+        or "\\$" in g
+    ):
         forms.add("units")
     if _is_setlike(g):
         forms.add("sets_intervals")
@@ -227,6 +233,7 @@ def gold_forms(gold: str) -> frozenset[str]:
 # ---------------------------------------------------------------------------------------------
 # helpers for rewrites
 # ---------------------------------------------------------------------------------------------
+
 
 def _decimal_str(value: Fraction) -> str | None:
     """Exact decimal notation of a fraction with a terminating expansion, else None."""
@@ -268,9 +275,17 @@ def _reformat_int(gold: str, value: int) -> str:
 
 def _no_structure(g: str) -> bool:
     """No relation, list, set, interval, text or units: a single mathematical expression."""
-    return not (_RELATION.search(g) or _is_setlike(g) or _UNITS.search(g)
-                or "\\text" in g or "\\mbox" in g or "\\begin" in g or "\\pm" in g or "\\mp" in g
-                or _THOUSANDS.fullmatch(g.strip()))
+    return not (
+        _RELATION.search(g)
+        or _is_setlike(g)
+        or _UNITS.search(g)
+        or "\\text" in g
+        or "\\mbox" in g
+        or "\\begin" in g
+        or "\\pm" in g
+        or "\\mp" in g
+        or _THOUSANDS.fullmatch(g.strip())
+    )
 
 
 def additive_terms(s: str) -> list[tuple[str, str]] | None:
@@ -347,6 +362,7 @@ def _join_terms(terms: list[tuple[str, str]]) -> str:
 # CERTIFIED-EQUIV rewrites
 # ---------------------------------------------------------------------------------------------
 
+
 def t_identity(g: str) -> str:
     return g
 
@@ -371,8 +387,8 @@ def t_frac_braces(g: str) -> str | None:
         return None
     out, pos, changed = "", 0, False
     for f in fr:
-        out += g[pos:f.start]
-        raw = g[f.start:f.end]
+        out += g[pos : f.start]
+        raw = g[f.start : f.end]
         if len(f.num) == 1 and len(f.den) == 1 and f.num.isalnum() and f.den.isalnum():
             braced = f"{f.cmd}{{{f.num}}}{{{f.den}}}"
             new = f"{f.cmd} {f.num}{f.den}" if raw.replace(" ", "") == braced else braced
@@ -616,8 +632,12 @@ def t_sqrt_to_power(g: str) -> str | None:
 
 def t_sqrt_braces(g: str) -> str | None:
     """\\sqrt{2} <-> \\sqrt2 (single-character radicand)."""
-    return _map_sqrts(g, lambda arg, braced: (f"\\sqrt{arg}" if braced else f"\\sqrt{{{arg}}}")
-                      if len(arg) == 1 and arg.isalnum() else None)
+    return _map_sqrts(
+        g,
+        lambda arg, braced: (
+            (f"\\sqrt{arg}" if braced else f"\\sqrt{{{arg}}}") if len(arg) == 1 and arg.isalnum() else None
+        ),
+    )
 
 
 def t_sqrt_index(g: str) -> str | None:
@@ -628,8 +648,9 @@ def t_exponent_braces(g: str) -> str | None:
     """x^2 <-> x^{2} (single-character exponent)."""
     if not re.search(r"\^", g):
         return None
-    out = re.sub(r"\^\{([0-9A-Za-z])\}|\^([0-9A-Za-z])",
-                 lambda m: f"^{m.group(2)}" if m.group(1) else "^{" + m.group(2) + "}", g)
+    out = re.sub(
+        r"\^\{([0-9A-Za-z])\}|\^([0-9A-Za-z])", lambda m: f"^{m.group(2)}" if m.group(1) else "^{" + m.group(2) + "}", g
+    )
     return out
 
 
@@ -722,12 +743,12 @@ def t_frac_double(g: str) -> str | None:
     fr = find_fracs(g)
     out, pos, changed = "", 0, False
     for f in fr:
-        out += g[pos:f.start]
+        out += g[pos : f.start]
         if f.num.strip().isdigit() and f.den.strip().isdigit():
             out += f"{f.cmd}{{{2 * int(f.num)}}}{{{2 * int(f.den)}}}"
             changed = True
         else:
-            out += g[f.start:f.end]
+            out += g[f.start : f.end]
         pos = f.end
     out += g[pos:]
     return out if changed else None
@@ -771,6 +792,7 @@ def t_text_unwrap(g: str) -> str | None:
 # ---------------------------------------------------------------------------------------------
 # CONTRACT-DEP rewrites
 # ---------------------------------------------------------------------------------------------
+
 
 def t_boxed(g: str) -> str:
     return f"\\boxed{{{g}}}"
@@ -864,6 +886,7 @@ def t_list_reverse(g: str) -> str | None:
 # ADVERSARIAL rewrites
 # ---------------------------------------------------------------------------------------------
 
+
 def t_off_by_one_plus(g: str) -> str | None:
     n = int_value(g)
     return None if n is None else _reformat_int(g, n + 1)
@@ -902,15 +925,14 @@ def t_wrong_fraction(g: str) -> str | None:
         return f"{m.group(1)}{int(m.group(2)) + 1}/{m.group(3)}"
     for f in find_fracs(g):
         if f.num.strip().isdigit() and f.den.strip().isdigit() and int(f.den) != 0:
-            return g[:f.start] + f"{f.cmd}{{{int(f.num) + 1}}}{{{f.den.strip()}}}" + g[f.end:]
+            return g[: f.start] + f"{f.cmd}{{{int(f.num) + 1}}}{{{f.den.strip()}}}" + g[f.end :]
     return None
 
 
 def t_dropped_term(g: str) -> str | None:
     """The last top-level term dropped: 6 - 5i -> 6, 1 \\pm \\sqrt{19} -> 1."""
     s = g.strip()
-    if _RELATION.search(s) or len(split_top_level(s)) > 1 or _SETLIKE.search(s) or _UNITS.search(s) \
-            or "\\begin" in s:
+    if _RELATION.search(s) or len(split_top_level(s)) > 1 or _SETLIKE.search(s) or _UNITS.search(s) or "\\begin" in s:
         return None
     terms = additive_terms(s)
     if not terms or len(terms) < 2:
@@ -964,7 +986,7 @@ def t_interval_flip(g: str) -> str | None:
     m = re.search(r"([)\]])\s*$", s)
     if not m or re.search(r"\\infty\s*(\\right\s*)?[)\]]\s*$", s):
         return None  # an infinite end point is always open
-    return s[:m.start(1)] + (")" if m.group(1) == "]" else "]") + s[m.end(1):]
+    return s[: m.start(1)] + (")" if m.group(1) == "]" else "]") + s[m.end(1) :]
 
 
 def t_exponent_bump(g: str) -> str | None:
@@ -973,15 +995,17 @@ def t_exponent_bump(g: str) -> str | None:
     if not m or _UNITS.search(g):
         return None
     k = int(m.group(2) or m.group(3))
-    return g[:m.start()] + f"^{{{k + 1}}}" + g[m.end():]
+    return g[: m.start()] + f"^{{{k + 1}}}" + g[m.end() :]
 
 
 # ---------------------------------------------------------------------------------------------
 # the suite
 # ---------------------------------------------------------------------------------------------
 
-def _t(name: str, stratum: str, klass: str, forms: Iterable[str], fn: Fn, description: str,
-       keeps_gold: bool = False) -> Transform:
+
+def _t(
+    name: str, stratum: str, klass: str, forms: Iterable[str], fn: Fn, description: str, keeps_gold: bool = False
+) -> Transform:
     return Transform(name, stratum, klass, frozenset(forms), fn, description, keeps_gold)
 
 
@@ -997,8 +1021,14 @@ TRANSFORMS: tuple[Transform, ...] = (
     _t("frac_braces", "fraction_display", C, LATEX, t_frac_braces, r"\frac{1}{8} <-> \frac 18"),
     _t("frac_to_slash", "fraction_display", C, (), t_frac_to_slash, r"\frac{3}{4} -> 3/4"),
     # fraction <-> decimal
-    _t("frac_to_decimal", "fraction_decimal", C, ("plain_number",), t_frac_to_decimal,
-       r"\frac{3}{8} -> 0.375 (terminating expansions only)"),
+    _t(
+        "frac_to_decimal",
+        "fraction_decimal",
+        C,
+        ("plain_number",),
+        t_frac_to_decimal,
+        r"\frac{3}{8} -> 0.375 (terminating expansions only)",
+    ),
     _t("decimal_to_frac", "fraction_decimal", C, LATEX, t_decimal_to_frac, r"0.15 -> \frac{3}{20}"),
     # number format
     _t("int_to_decimal", "number_format", C, (), t_int_to_decimal, "42 -> 42.0"),
@@ -1019,8 +1049,14 @@ TRANSFORMS: tuple[Transform, ...] = (
     # whitespace and punctuation
     _t("trailing_period", "whitespace_punct", C, (), t_trailing_period, "g -> g."),
     _t("trailing_newline", "whitespace_punct", C, (), t_trailing_newline, r"g -> g\n"),
-    _t("trailing_escaped_newline", "whitespace_punct", C, (), t_trailing_escaped_newline,
-       "g -> g followed by backslash, n (a newline as its escape sequence)"),
+    _t(
+        "trailing_escaped_newline",
+        "whitespace_punct",
+        C,
+        (),
+        t_trailing_escaped_newline,
+        "g -> g followed by backslash, n (a newline as its escape sequence)",
+    ),
     _t("pad_spaces", "whitespace_punct", C, (), t_pad_spaces, "g -> '  g  '"),
     _t("leading_newline", "whitespace_punct", C, (), t_leading_newline, r"g -> \ng"),
     _t("dollar_period", "whitespace_punct", C, LATEX, t_dollar_period, "g -> $g.$ (period inside math mode)"),
@@ -1028,8 +1064,14 @@ TRANSFORMS: tuple[Transform, ...] = (
     _t("dollar_then_period", "whitespace_punct", C, LATEX, t_dollar_then_period, "g -> $g$. (sentence period)"),
     _t("operator_spaces", "whitespace_punct", C, (), t_operator_spaces, "1+2i -> 1 + 2i; (2,4) -> (2, 4)"),
     _t("strip_spaces", "whitespace_punct", C, (), t_strip_spaces, r"2 \sqrt{5} -> 2\sqrt{5}"),
-    _t("thin_space", "whitespace_punct", C, LATEX, t_thin_space,
-       r"2\sqrt{5} -> 2\,\sqrt{5}; (2,4) -> (2,\,4); 3\pm\sqrt{2} -> 3\,\pm\,\sqrt{2}"),
+    _t(
+        "thin_space",
+        "whitespace_punct",
+        C,
+        LATEX,
+        t_thin_space,
+        r"2\sqrt{5} -> 2\,\sqrt{5}; (2,4) -> (2,\,4); 3\pm\sqrt{2} -> 3\,\pm\,\sqrt{2}",
+    ),
     # sqrt and exponents
     _t("sqrt_to_power", "sqrt_exponent", C, LATEX, t_sqrt_to_power, r"\sqrt{5} -> 5^{\frac{1}{2}}"),
     _t("sqrt_braces", "sqrt_exponent", C, LATEX, t_sqrt_braces, r"\sqrt{5} <-> \sqrt5"),

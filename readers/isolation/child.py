@@ -1,4 +1,5 @@
 """The worker side of the isolation pool: process setup after fork, and the loop that reads batches."""
+
 from __future__ import annotations
 
 import os
@@ -112,8 +113,9 @@ def _pickle_results(bid: int, first: int, times: list[float], readings: list[Rea
         try:
             pickle.dumps(reading, PICKLE)
         except Exception as exc:  # noqa: BLE001
-            readings[k] = Reading("error", detail={
-                "error": f"reading could not be sent to the parent: {describe_exception(exc)}"})
+            readings[k] = Reading(
+                "error", detail={"error": f"reading could not be sent to the parent: {describe_exception(exc)}"}
+            )
     return pickle.dumps(("r", bid, first, times, *pack_readings(readings)), PICKLE)
 
 

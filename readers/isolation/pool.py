@@ -1,5 +1,6 @@
 """The parent side of the isolation pool: IsolatedPool forks workers, deals them batches, watches
 every item's deadline, and kills and replaces a worker that overruns or dies."""
+
 from __future__ import annotations
 
 import gc
@@ -14,10 +15,11 @@ import threading
 import time
 import weakref
 from collections import deque
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from multiprocessing import Pipe
 from multiprocessing.connection import Connection
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from .. import registry
 from ..base import Item, Reading
@@ -53,7 +55,7 @@ def _describe_status(status: int | None) -> str:
 class _Batch:
     """Items (global indices) sent to a worker as one message; `done` results have come back."""
 
-    __slots__ = ("bid", "indices", "done", "data")
+    __slots__ = ("bid", "data", "done", "indices")
 
     def __init__(self, bid: int, indices: list[int]) -> None:
         self.bid = bid
@@ -150,9 +152,15 @@ class IsolatedPool:
     finished but not yet sent, read again by its replacement).
     """
 
-    def __init__(self, processes: int = 2, budget_s: float = 5.0, batch_size: int = 64, *,
-                 memory_limit_bytes: int | None = DEFAULT_MEMORY_LIMIT,
-                 start_timeout_s: float = 60.0) -> None:
+    def __init__(
+        self,
+        processes: int = 2,
+        budget_s: float = 5.0,
+        batch_size: int = 64,
+        *,
+        memory_limit_bytes: int | None = DEFAULT_MEMORY_LIMIT,
+        start_timeout_s: float = 60.0,
+    ) -> None:
         if processes < 1:
             raise ValueError("processes must be >= 1")
         if budget_s <= 0:
@@ -181,7 +189,7 @@ class IsolatedPool:
         self._finalizer = weakref.finalize(self, _shutdown, self._workers, self._owner_pid)
 
     # -- lifecycle ---------------------------------------------------------------------------
-    def __enter__(self) -> "IsolatedPool":
+    def __enter__(self) -> IsolatedPool:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -316,8 +324,9 @@ def _prefetch_limit(conn: Connection) -> int:
 class _Run:
     """State of one read_many call."""
 
-    def __init__(self, pool: IsolatedPool, reader_name: str, items: list[Item],
-                 known: Mapping[str, registry.Entry]) -> None:
+    def __init__(
+        self, pool: IsolatedPool, reader_name: str, items: list[Item], known: Mapping[str, registry.Entry]
+    ) -> None:
         self.pool = pool
         self.reader_name = reader_name
         self.items = items
@@ -335,8 +344,7 @@ class _Run:
         if mean_ms is not None:
             size = max(size, min(math.ceil(n / (p * _FAST_SPLIT)), math.ceil(_BATCH_MS / max(mean_ms, 1e-3))))
         size = min(pool.batch_size, max(1, size))
-        self.queue: deque[_Batch] = deque(pool._new_batch(list(range(i, min(i + size, n))))
-                                          for i in range(0, n, size))
+        self.queue: deque[_Batch] = deque(pool._new_batch(list(range(i, min(i + size, n)))) for i in range(0, n, size))
         self.remaining = n
         self.ms_sum = 0.0
         self.ms_count = 0
@@ -364,7 +372,8 @@ class _Run:
         pool = self.pool
         if batch.data is None:
             batch.data = pickle.dumps(
-                (batch.bid, self.reader_name, [encode_item(self.items[i]) for i in batch.indices]), PICKLE)
+                (batch.bid, self.reader_name, [encode_item(self.items[i]) for i in batch.indices]), PICKLE
+            )
         w = pool._workers[slot]
         if w is not None and w.batches and len(batch.data) > (pool._prefetch_bytes or 0):
             return False  # too large to queue behind the running batch: wait until it is done
@@ -409,7 +418,7 @@ class _Run:
             b = w.batches.popleft()
             if b.bid != bid:  # pragma: no cover - protocol bug
                 raise RuntimeError(f"unexpected fatal for batch {bid}, expected {b.bid}")
-            for index in b.indices[b.done:]:
+            for index in b.indices[b.done :]:
                 self._set(index, Reading("error", detail={"error": f"reader could not be built: {message}"}), 0.0)
         else:  # pragma: no cover - protocol bug
             raise RuntimeError(f"unexpected worker message {kind!r}")
@@ -510,11 +519,10 @@ class _Run:
                 head = w.batches[0]
                 c = _Culprit(head, -1 if head.done == 0 else head.done, w.gap_start, 0, False)
             if c.pos < 0:
-                for index in c.batch.indices[c.batch.done:]:
+                for index in c.batch.indices[c.batch.done :]:
                     self._set(index, Reading("error", detail={"error": f"{why} while building the reader"}), 0.0)
             else:
-                self._set(c.batch.indices[c.pos], Reading("error", detail={"error": why}),
-                          max(0, now - c.start) / 1e6)
+                self._set(c.batch.indices[c.pos], Reading("error", detail={"error": why}), max(0, now - c.start) / 1e6)
         self._requeue(w, state)
 
     def _on_overrun(self, slot: int) -> None:
@@ -546,16 +554,22 @@ class _Run:
         except OSError:
             pass
         moved = not state[0] or state[1] != c.seq  # the child published a new item after our look
-        pending = c.batch in w.batches and (c.pos < 0 and c.batch.done == 0 or c.pos >= c.batch.done)
+        pending = c.batch in w.batches and ((c.pos < 0 and c.batch.done == 0) or c.pos >= c.batch.done)
         if pending and not moved:
             if c.pos < 0:
                 for index in c.batch.indices:
-                    self._set(index, Reading("error", detail={
-                        "error": f"reader build exceeded {pool.start_timeout_s:g} s"}), 0.0)
+                    self._set(
+                        index,
+                        Reading("error", detail={"error": f"reader build exceeded {pool.start_timeout_s:g} s"}),
+                        0.0,
+                    )
             else:
                 pool.stats["timeouts"] += 1
-                self._set(c.batch.indices[c.pos], Reading("timeout", detail={"budget_s": pool.budget_s}),
-                          max(0, now - c.start) / 1e6)
+                self._set(
+                    c.batch.indices[c.pos],
+                    Reading("timeout", detail={"budget_s": pool.budget_s}),
+                    max(0, now - c.start) / 1e6,
+                )
         # else: the overdue item did finish (its result was sent, or it is among the finished but
         # unsent ones); nothing to blame, everything unanswered is read again.
         self._requeue(w, state)
@@ -567,8 +581,10 @@ class _Run:
             busy = {w.conn.fileno(): slot for slot, w in enumerate(pool._workers) if w is not None and w.batches}
             if not busy:  # pragma: no cover - remaining > 0 implies queued or in-flight work
                 raise RuntimeError("isolation pool lost track of items")
-            wake_at = min(self._wake_at(self._locate(pool._workers[s]))  # type: ignore[arg-type]
-                          for s in busy.values())
+            wake_at = min(
+                self._wake_at(self._locate(pool._workers[s]))  # type: ignore[arg-type]
+                for s in busy.values()
+            )
             timeout_ms = math.ceil(max(0, wake_at - time.monotonic_ns()) / 1e6)
             poller = select.poll()
             for fd in busy:
@@ -590,8 +606,9 @@ class _Run:
         return [r for r in self.results if r is not None]
 
 
-def read_isolated(reader_name: str, items: Sequence[Item], *, processes: int = 2,
-                  budget_s: float = 5.0) -> list[tuple[Reading, float]]:
+def read_isolated(
+    reader_name: str, items: Sequence[Item], *, processes: int = 2, budget_s: float = 5.0
+) -> list[tuple[Reading, float]]:
     """One-shot convenience: a fresh pool, read, close."""
     with IsolatedPool(processes=processes, budget_s=budget_s) as pool:
         return pool.read_many(reader_name, items)

@@ -1,5 +1,6 @@
 """The wire format between the isolation pool and its workers, and the shared-memory slot layout
 (see readers.isolation for the protocol)."""
+
 from __future__ import annotations
 
 import pickle

@@ -4,6 +4,7 @@ answer: `sympy-cascade` and `sympy-cascade-magnitude-safe`.
 No internal time budget: `simplify` can run for ever; readers.isolation gives every reading a
 hard one. See docs/readers-math.md.
 """
+
 from __future__ import annotations
 
 import io
@@ -34,12 +35,58 @@ from .strip_string import extract_boxed
 
 _SAFE_NAMES: tuple[str, ...] = (
     # emitted by the standard transformations
-    "Integer", "Float", "Rational", "Symbol", "Function", "factorial", "factorial2",
+    "Integer",
+    "Float",
+    "Rational",
+    "Symbol",
+    "Function",
+    "factorial",
+    "factorial2",
     # constants and functions a maths answer plausibly uses
-    "pi", "E", "I", "oo", "zoo", "nan", "sqrt", "cbrt", "root", "exp", "log", "ln",
-    "sin", "cos", "tan", "cot", "sec", "csc", "asin", "acos", "atan", "acot", "asec", "acsc",
-    "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "Abs", "sign", "floor", "ceiling",
-    "binomial", "gamma", "Min", "Max", "Mod", "re", "im", "conjugate", "gcd", "lcm",
+    "pi",
+    "E",
+    "I",
+    "oo",
+    "zoo",
+    "nan",
+    "sqrt",
+    "cbrt",
+    "root",
+    "exp",
+    "log",
+    "ln",
+    "sin",
+    "cos",
+    "tan",
+    "cot",
+    "sec",
+    "csc",
+    "asin",
+    "acos",
+    "atan",
+    "acot",
+    "asec",
+    "acsc",
+    "sinh",
+    "cosh",
+    "tanh",
+    "asinh",
+    "acosh",
+    "atanh",
+    "Abs",
+    "sign",
+    "floor",
+    "ceiling",
+    "binomial",
+    "gamma",
+    "Min",
+    "Max",
+    "Mod",
+    "re",
+    "im",
+    "conjugate",
+    "gcd",
+    "lcm",
 )
 _ALLOWED_OPS = frozenset({"+", "-", "*", "/", "**", "^", "(", ")", ",", "%", "!"})
 
@@ -224,8 +271,9 @@ class SympyCascadeReader(Reader):
             detail["stage"] = "numeric"
             detail["gold_normalized"] = repr(gnum[0])
             ok = self._numeric_equal(gnum, pnum)
-            return Reading("correct" if ok else "incorrect", answer=answer, normalized=repr(pnum[0]),
-                           span=span, detail=detail)
+            return Reading(
+                "correct" if ok else "incorrect", answer=answer, normalized=repr(pnum[0]), span=span, detail=detail
+            )
 
         # 3. symbolic
         detail["stage"] = "symbolic"
@@ -243,14 +291,15 @@ class SympyCascadeReader(Reader):
             detail["error"] = f"simplify: {type(exc).__name__}: {exc}"[:500]
             return Reading("error", answer=answer, span=span, detail=detail)
         detail["gold_normalized"] = cap(str(g_expr))
-        return Reading("correct" if ok else "incorrect", answer=answer, normalized=cap(str(p_expr)),
-                       span=span, detail=detail)
-
+        return Reading(
+            "correct" if ok else "incorrect", answer=answer, normalized=cap(str(p_expr)), span=span, detail=detail
+        )
 
 
 # ---------------------------------------------------------------------------------------------
 # named configs
 # ---------------------------------------------------------------------------------------------
+
 
 def reference() -> SympyCascadeReader:
     return SympyCascadeReader(CascadeConfig(), name="sympy-cascade")
@@ -258,7 +307,8 @@ def reference() -> SympyCascadeReader:
 
 def magnitude_safe() -> SympyCascadeReader:
     return SympyCascadeReader(
-        CascadeConfig(integers="exact"), name="sympy-cascade-magnitude-safe",
+        CascadeConfig(integers="exact"),
+        name="sympy-cascade-magnitude-safe",
         upstream=(
             "seed-001 reference cascade with one change: numbers are compared exactly when either "
             "side is an integer (no off-by-one acceptance at |gold| >= 10^4); rel_tol 1e-4 between "

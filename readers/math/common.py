@@ -1,4 +1,5 @@
 """What the maths readers share: the versions of the libraries they cite, and the cap on stored strings."""
+
 from __future__ import annotations
 
 from importlib import metadata

@@ -4,6 +4,7 @@
 No internal time budget (see `_MV_TIMEOUT`): readers.isolation gives every reading a hard one.
 See docs/readers-math.md for calling conventions, contracts and measured departures.
 """
+
 from __future__ import annotations
 
 import re
@@ -112,8 +113,14 @@ class MathVerifyReader(Reader):
     )
     Config = MathVerifyConfig
 
-    def __init__(self, config: MathVerifyConfig | None = None, *, name: str | None = None,
-                 contract: frozenset[str] | None = None, upstream: str | None = None) -> None:
+    def __init__(
+        self,
+        config: MathVerifyConfig | None = None,
+        *,
+        name: str | None = None,
+        contract: frozenset[str] | None = None,
+        upstream: str | None = None,
+    ) -> None:
         super().__init__(config, name=name, contract=contract, upstream=upstream)
         # LatexExtractionConfig is a frozen, hashable dataclass; math-verify caches its compiled
         # regexes per config object (lru_cache), so build the list once per reader.
@@ -158,7 +165,8 @@ class MathVerifyReader(Reader):
             for t in pred_parsed:
                 try:
                     ok = verify(
-                        g, t,
+                        g,
+                        t,
                         float_rounding=cfg.float_rounding,
                         numeric_precision=cfg.numeric_precision,
                         strict=cfg.strict,
@@ -184,7 +192,6 @@ class MathVerifyReader(Reader):
         return Reading("incorrect", answer=answer, normalized=normalized, detail=detail)
 
 
-
 # ---------------------------------------------------------------------------------------------
 # named configs
 # ---------------------------------------------------------------------------------------------
@@ -206,8 +213,10 @@ def math_verify_expr() -> MathVerifyReader:
         # first operator it cannot take, so "$1/2$" parses as 1 and "$12/36$" as 12 (probe §1,
         # expr-only column A vs B). Measured on math-verify's 270 verdict vectors: 121 agree
         # unwrapped, 91 wrapped. README guidance: plain gold -> ExprExtractionConfig, as is.
-        MathVerifyConfig(extraction="expr", gold_wrap="never"), name="math-verify-expr",
+        MathVerifyConfig(extraction="expr", gold_wrap="never"),
+        name="math-verify-expr",
         # Seed 001: LaTeX fractions, delimiters, sqrt, sets and unreduced fractions are out of
         # mv-expr's contract; it reads plain numbers and plain-text expressions only.
-        contract=frozenset({"plain_number"}), upstream=MV_EXPR_UPSTREAM,
+        contract=frozenset({"plain_number"}),
+        upstream=MV_EXPR_UPSTREAM,
     )

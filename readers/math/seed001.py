@@ -17,6 +17,7 @@ they are registered beside ours, under names that say whose convention they foll
 
 Pure Python (no Django). See docs/audit.md §"Seed-convention readers" and docs/seeds.md.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -176,8 +177,13 @@ class DeepSeekStripStringReader(Reader):
         detail["gold_normalized"] = cap(gold)
         stripped = item.response.strip()
         lead = len(item.response) - len(item.response.lstrip())
-        return Reading("correct" if pred == gold else "incorrect", answer=cap(stripped), normalized=cap(pred),
-                       span=(lead, lead + len(stripped)), detail=detail)
+        return Reading(
+            "correct" if pred == gold else "incorrect",
+            answer=cap(stripped),
+            normalized=cap(pred),
+            span=(lead, lead + len(stripped)),
+            detail=detail,
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -203,9 +209,13 @@ def seed_cascade_clean(text: str) -> str:
         changed = False
         s = s.strip()
         for left, right in _WRAPPERS:
-            if len(s) >= len(left) + len(right) and s.startswith(left) and s.endswith(right) \
-                    and not s.endswith("\\" + right):
-                inner = s[len(left):len(s) - len(right)]
+            if (
+                len(s) >= len(left) + len(right)
+                and s.startswith(left)
+                and s.endswith(right)
+                and not s.endswith("\\" + right)
+            ):
+                inner = s[len(left) : len(s) - len(right)]
                 if inner.strip():
                     s, changed = inner, True
                     break
@@ -248,6 +258,7 @@ class SeedCascadeReader(SympyCascadeReader):
 # math-verify, seed conventions
 # ---------------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class SeedMathVerifyConfig(MathVerifyConfig):
     """MathVerifyConfig with the prediction wrapped like the gold: in `$…$` unless it already holds
@@ -288,14 +299,18 @@ MV_EXPR_SEED = (
 
 
 def mv_latex() -> SeedMathVerifyReader:
-    return SeedMathVerifyReader(SeedMathVerifyConfig(extraction="latex+expr"),
-                                name="math-verify-latex-seed001", upstream=MV_LATEX_SEED)
+    return SeedMathVerifyReader(
+        SeedMathVerifyConfig(extraction="latex+expr"), name="math-verify-latex-seed001", upstream=MV_LATEX_SEED
+    )
 
 
 def mv_expr() -> SeedMathVerifyReader:
-    return SeedMathVerifyReader(SeedMathVerifyConfig(extraction="expr"),
-                                name="math-verify-expr-seed001", contract=frozenset({"plain_number"}),
-                                upstream=MV_EXPR_SEED)
+    return SeedMathVerifyReader(
+        SeedMathVerifyConfig(extraction="expr"),
+        name="math-verify-expr-seed001",
+        contract=frozenset({"plain_number"}),
+        upstream=MV_EXPR_SEED,
+    )
 
 
 def deepseek_strip_string_reader() -> DeepSeekStripStringReader:

@@ -4,6 +4,7 @@ reader of the last boxed answer: `strip-string` and `strip-string-lm-eval`.
 Also the box extraction the cascade shares (`last_boxed_only_string`, `extract_boxed`).
 See docs/readers-math.md.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -65,7 +66,7 @@ def _fix_a_slash_b(string: str, slash: SlashMode) -> str:
         if slash == "lm-eval":
             raise  # lm-eval: escapes to is_equiv -> raw equality
         return string
-    if string != "{}/{}".format(a, b):
+    if string != f"{a}/{b}":
         return string
     return "\\frac{" + str(a) + "}{" + str(b) + "}"
 
@@ -135,8 +136,9 @@ def strip_string(string: str, *, percent: PercentMode = "hendrycks", slash: Slas
     return string
 
 
-def is_equiv(str1: str | None, str2: str | None, *, percent: PercentMode = "hendrycks",
-             slash: SlashMode = "hendrycks") -> bool:
+def is_equiv(
+    str1: str | None, str2: str | None, *, percent: PercentMode = "hendrycks", slash: SlashMode = "hendrycks"
+) -> bool:
     """Hendrycks `is_equiv` (no print on double None)."""
     if str1 is None and str2 is None:
         return True
@@ -156,7 +158,7 @@ def last_boxed_only_string(string: str) -> tuple[str, int] | None:
     """
     if "\\boxed " in string:
         start = string.rfind("\\boxed ")
-        return "\\boxed " + string[start + len("\\boxed "):].split("$")[0], start
+        return "\\boxed " + string[start + len("\\boxed ") :].split("$")[0], start
     idx = string.rfind("\\boxed")
     if idx < 0:
         idx = string.rfind("\\fbox")
@@ -171,7 +173,7 @@ def last_boxed_only_string(string: str) -> tuple[str, int] | None:
         elif ch == "}":
             depth -= 1
             if depth == 0:
-                return string[idx:i + 1], idx
+                return string[idx : i + 1], idx
         i += 1
     return None
 
@@ -179,10 +181,10 @@ def last_boxed_only_string(string: str) -> tuple[str, int] | None:
 def _unbox(s: str) -> tuple[str, int]:
     """(content, prefix length) of a string returned by last_boxed_only_string."""
     if s.startswith("\\boxed "):
-        return s[len("\\boxed "):], len("\\boxed ")
+        return s[len("\\boxed ") :], len("\\boxed ")
     for left in ("\\boxed{", "\\fbox{"):
         if s.startswith(left) and s.endswith("}"):
-            return s[len(left):-1], len(left)
+            return s[len(left) : -1], len(left)
     raise ValueError(f"not a box: {s[:40]!r}")
 
 
@@ -270,14 +272,15 @@ class StripStringReader(Reader):
             detail["fallback"] = "strip_string raised; raw string equality (upstream behaviour)"
         detail["gold_normalized"] = cap(gold_norm)
         ok = is_equiv(answer, gold, percent=cfg.percent, slash=cfg.slash)
-        return Reading("correct" if ok else "incorrect", answer=cap(answer), normalized=cap(normalized),
-                       span=span, detail=detail)
-
+        return Reading(
+            "correct" if ok else "incorrect", answer=cap(answer), normalized=cap(normalized), span=span, detail=detail
+        )
 
 
 # ---------------------------------------------------------------------------------------------
 # named configs
 # ---------------------------------------------------------------------------------------------
+
 
 def original() -> StripStringReader:
     return StripStringReader(StripStringConfig(), name="strip-string")
@@ -285,7 +288,8 @@ def original() -> StripStringReader:
 
 def lm_eval_port() -> StripStringReader:
     return StripStringReader(
-        StripStringConfig(percent="lm-eval", slash="lm-eval"), name="strip-string-lm-eval",
+        StripStringConfig(percent="lm-eval", slash="lm-eval"),
+        name="strip-string-lm-eval",
         contract=frozenset({"boxed", "plain_number", "latex"}),
         upstream=(
             "EleutherAI/lm-evaluation-harness lm_eval/tasks/hendrycks_math/utils.py (4e7e0d47) "

@@ -7,6 +7,7 @@ box). Brace counting ignores `\{` escapes, as upstream's does. The content is un
 letters only) — or, for open-ended items, compared with the gold after the same light
 normalisation.
 """
+
 from __future__ import annotations
 
 import re
@@ -43,8 +44,9 @@ def _close_brace(text: str, open_at: int) -> int | None:
     return None
 
 
-def last_box(text: str, commands: Sequence[str] = ("\\boxed", "\\fbox")
-             ) -> tuple[str, tuple[int, int], str] | None | Literal[False]:
+def last_box(
+    text: str, commands: Sequence[str] = ("\\boxed", "\\fbox")
+) -> tuple[str, tuple[int, int], str] | Literal[False] | None:
     """(content, content span, form) of the last box; None if there is no box, False if the
     last box is malformed (unbalanced, or a command with no argument)."""
     best = -1
@@ -64,7 +66,7 @@ def last_box(text: str, commands: Sequence[str] = ("\\boxed", "\\fbox")
         close = _close_brace(text, skip)
         if close is None:
             return False
-        return text[skip + 1:close], (skip + 1, close), "braces"
+        return text[skip + 1 : close], (skip + 1, close), "braces"
     if skip > pos and skip < n:
         # `\boxed C`: the token after the space, up to whitespace or a `$` (Hendrycks stops at `$`).
         end = skip
@@ -79,12 +81,11 @@ def _unwrap_command(s: str, commands: Iterable[str]) -> str | None:
     for cmd in commands:
         head = cmd + "{"
         if s.startswith(head) and s.endswith("}") and _close_brace(s, len(cmd)) == len(s) - 1:
-            return s[len(head):-1]
+            return s[len(head) : -1]
     return None
 
 
-def light_normalize(s: str, unwrap: Sequence[str] = ("\\text", "\\textbf"),
-                    parens: bool = False) -> str:
+def light_normalize(s: str, unwrap: Sequence[str] = ("\\text", "\\textbf"), parens: bool = False) -> str:
     """Harness-grade clean-up: strip, drop `\\$` and `$`, unwrap `\\text{…}`-style wrappers, drop one
     trailing period; with `parens`, unwrap `(C)`. Not an equivalence check."""
     s = s.replace("\\$", "").replace("$", "").strip()
@@ -106,8 +107,7 @@ class BoxedReader(Reader):
     name = "boxed"
     version = "1.0"
     contract = frozenset({"boxed", "option_letter"})
-    upstream = ("seed 000 box-only harness reader (last \\boxed{}/\\fbox{}, "
-                "Hendrycks last_boxed_only_string style)")
+    upstream = "seed 000 box-only harness reader (last \\boxed{}/\\fbox{}, Hendrycks last_boxed_only_string style)"
     Config = BoxedConfig
 
     def read(self, item: Item) -> Reading:
@@ -131,16 +131,26 @@ class BoxedReader(Reader):
                 return Reading("no_answer", span=span, detail={**detail, "reason": "empty box"})
             detail.update(gold_letter=gold, letters=letters)
             if len(cleaned) == 1 and "A" <= cleaned <= "Z":
-                return Reading("correct" if cleaned == gold else "incorrect", answer=cleaned,
-                               normalized=cleaned, span=letter_span(text, span, cleaned),
-                               detail={**detail, "letter_in_range": cleaned in letters})
+                return Reading(
+                    "correct" if cleaned == gold else "incorrect",
+                    answer=cleaned,
+                    normalized=cleaned,
+                    span=letter_span(text, span, cleaned),
+                    detail={**detail, "letter_in_range": cleaned in letters},
+                )
             # Option text in the box is not mapped back to its letter: the harness reads letters.
-            return Reading("incorrect", answer=content.strip(), normalized=cleaned, span=span,
-                           detail={**detail, "letter": None})
+            return Reading(
+                "incorrect", answer=content.strip(), normalized=cleaned, span=span, detail={**detail, "letter": None}
+            )
         cleaned = light_normalize(content, cfg.unwrap)
         if not cleaned:
             return Reading("no_answer", span=span, detail={**detail, "reason": "empty box"})
         gold_n = light_normalize(as_text(item.gold), cfg.unwrap)
         stripped, sspan = strip_span(content, span[0])
-        return Reading("correct" if cleaned == gold_n else "incorrect", answer=stripped,
-                       normalized=cleaned, span=sspan, detail={**detail, "gold_normalized": gold_n})
+        return Reading(
+            "correct" if cleaned == gold_n else "incorrect",
+            answer=stripped,
+            normalized=cleaned,
+            span=sspan,
+            detail={**detail, "gold_normalized": gold_n},
+        )

@@ -24,6 +24,7 @@ The letter helpers shared by every multiple-choice reader family (`gold_letter`:
 `exact_match` with ignore_case + ignore_punctuation compares it with an "(X)" target) live here too,
 next to the metric they are defined by. See docs/readers-mc.md for the full table.
 """
+
 from __future__ import annotations
 
 import re
@@ -120,7 +121,9 @@ def _findall_item(m: re.Match[str]) -> tuple[bool, str, tuple[int, int] | None]:
 
 
 def regex_filter(
-    text: str, regex_pattern: str = r"#### (\-?[0-9\.\,]+)", group_select: int = 0,
+    text: str,
+    regex_pattern: str = r"#### (\-?[0-9\.\,]+)",
+    group_select: int = 0,
     fallback: str = FALLBACK,
 ) -> Extraction:
     """lm-eval 0.4.13 `RegexFilter` on one response."""
@@ -147,7 +150,7 @@ def _sub_ignore(regex: str, s: str) -> str:
     needle = _FAST_SUBS.get(regex)
     if needle is not None:
         i = s.rfind(needle)
-        return s[i + len(needle):] if i >= 0 else s
+        return s[i + len(needle) :] if i >= 0 else s
     return _compile(regex).sub("", s)
 
 
@@ -156,8 +159,11 @@ _DIGIT_TABLE = str.maketrans("", "", string.digits)
 
 
 def exact_match_normalize(
-    s: str, regexes_to_ignore: Sequence[str] | None = None, ignore_case: bool = False,
-    ignore_punctuation: bool = False, ignore_numbers: bool = False,
+    s: str,
+    regexes_to_ignore: Sequence[str] | None = None,
+    ignore_case: bool = False,
+    ignore_punctuation: bool = False,
+    ignore_numbers: bool = False,
 ) -> str:
     """One side of lm-eval 0.4.13 `exact_match_hf_evaluate`, as NumPy would store it.
 
@@ -185,8 +191,12 @@ def exact_match_normalize(
 
 
 def exact_match(
-    prediction: str, reference: str, regexes_to_ignore: Sequence[str] | None = None,
-    ignore_case: bool = False, ignore_punctuation: bool = False, ignore_numbers: bool = False,
+    prediction: str,
+    reference: str,
+    regexes_to_ignore: Sequence[str] | None = None,
+    ignore_case: bool = False,
+    ignore_punctuation: bool = False,
+    ignore_numbers: bool = False,
 ) -> bool:
     """lm-eval 0.4.13 `exact_match` for one (prediction, reference) pair."""
     opts = (regexes_to_ignore, ignore_case, ignore_punctuation, ignore_numbers)
@@ -199,13 +209,14 @@ def unicode_punct_table() -> dict[int, None]:
 
     Depends on the interpreter's Unicode database (Python 3.11: Unicode 14), as upstream does.
     """
-    return dict.fromkeys(
-        i for i in range(sys.maxunicode) if unicodedata.category(chr(i)).startswith("P")
-    )
+    return dict.fromkeys(i for i in range(sys.maxunicode) if unicodedata.category(chr(i)).startswith("P"))
 
 
 def mc_filter_ignores(
-    st: str, regexes_to_ignore: Sequence[str] | None, ignore_case: bool, ignore_punctuation: bool,
+    st: str,
+    regexes_to_ignore: Sequence[str] | None,
+    ignore_case: bool,
+    ignore_punctuation: bool,
 ) -> str:
     """`MultiChoiceRegexFilter.filter_ignores` (step-1 normalisation of choices and response)."""
     if regexes_to_ignore is not None:
@@ -219,7 +230,10 @@ def mc_filter_ignores(
 
 
 def _ignores_index_map(
-    raw: str, normalised: str, regexes_to_ignore: Sequence[str] | None, ignore_case: bool,
+    raw: str,
+    normalised: str,
+    regexes_to_ignore: Sequence[str] | None,
+    ignore_case: bool,
     ignore_punctuation: bool,
 ) -> list[int] | None:
     """Raw-text index of each character of `normalised`, when it can be traced back.
@@ -243,7 +257,10 @@ def _ignores_index_map(
 
 
 def _find_match(
-    regex: re.Pattern[str], text: str, group_select: int, convert: dict[str, str] | None = None,
+    regex: re.Pattern[str],
+    text: str,
+    group_select: int,
+    convert: dict[str, str] | None = None,
 ) -> tuple[str, tuple[int, int] | None] | None:
     """`MultiChoiceRegexFilter.find_match`: None for no match (upstream's falsy `[]`)."""
     m = _select(regex.finditer(text), group_select)
@@ -259,9 +276,14 @@ def _find_match(
 
 
 def multi_choice_regex_filter(
-    text: str, choices: Sequence[str], regex_pattern: str = r"#### (\-?[0-9\.\,]+)",
-    group_select: int = 0, fallback: str = FALLBACK, ignore_case: bool = False,
-    ignore_punctuation: bool = False, regexes_to_ignore: Sequence[str] | None = None,
+    text: str,
+    choices: Sequence[str],
+    regex_pattern: str = r"#### (\-?[0-9\.\,]+)",
+    group_select: int = 0,
+    fallback: str = FALLBACK,
+    ignore_case: bool = False,
+    ignore_punctuation: bool = False,
+    regexes_to_ignore: Sequence[str] | None = None,
     colon_letters: Sequence[str] | None = None,
 ) -> Extraction:
     """lm-eval 0.4.13 (PyPI wheel) `MultiChoiceRegexFilter` on one response.
@@ -296,8 +318,7 @@ def multi_choice_regex_filter(
         if found is not None and found[0]:
             span = None
             if found[1] is not None and found[1][1] > found[1][0]:
-                index = _ignores_index_map(text, norm, regexes_to_ignore, ignore_case,
-                                           ignore_punctuation)
+                index = _ignores_index_map(text, norm, regexes_to_ignore, ignore_case, ignore_punctuation)
                 if index is not None:
                     span = (index[found[1][0]], index[found[1][1] - 1] + 1)
             return Extraction(found[0], matched=True, span=span, step="choice_text")
@@ -311,7 +332,6 @@ def multi_choice_regex_filter(
         if found is not None and found[0]:
             return Extraction(found[0], matched=True, span=found[1], step="colon_letter")
     return Extraction(fallback, matched=False, span=None, step="fallback")
-
 
 
 # ---------------------------------------------------------------------------------------------
@@ -335,15 +355,16 @@ def gold_letter(gold: Any, choices: Sequence[str]) -> str | None:
     if letter is not None:
         return letter
     stripped = text.strip()
-    for idx, c in enumerate(choices[:len(LETTERS)]):
+    for idx, c in enumerate(choices[: len(LETTERS)]):
         if stripped and c.strip() == stripped:
             return LETTERS[idx]
     return None
 
 
 def gold_error(gold: Any) -> Reading:
-    return Reading("error", detail={"reason": "gold is not an option letter (or option text)",
-                                    "gold": as_text(gold)[:200]})
+    return Reading(
+        "error", detail={"reason": "gold is not an option letter (or option text)", "gold": as_text(gold)[:200]}
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -361,8 +382,9 @@ class ExactMatchOptions:
     ignore_numbers: bool = False
 
 
-GSM8K_METRIC = ExactMatchOptions(regexes_to_ignore=(",", "\\$", "(?s).*#### ", "\\.$"),
-                                 ignore_case=True, ignore_punctuation=False)
+GSM8K_METRIC = ExactMatchOptions(
+    regexes_to_ignore=(",", "\\$", "(?s).*#### ", "\\.$"), ignore_case=True, ignore_punctuation=False
+)
 MMLU_METRIC = ExactMatchOptions(ignore_case=True, ignore_punctuation=True)
 
 
@@ -393,8 +415,12 @@ class MultiChoiceRegexConfig:
 
 
 def metric_kwargs(metric: ExactMatchOptions) -> dict[str, Any]:
-    return dict(regexes_to_ignore=metric.regexes_to_ignore, ignore_case=metric.ignore_case,
-                ignore_punctuation=metric.ignore_punctuation, ignore_numbers=metric.ignore_numbers)
+    return dict(
+        regexes_to_ignore=metric.regexes_to_ignore,
+        ignore_case=metric.ignore_case,
+        ignore_punctuation=metric.ignore_punctuation,
+        ignore_numbers=metric.ignore_numbers,
+    )
 
 
 def _score_upstream(ext: Extraction, target: str, metric: ExactMatchOptions) -> Reading:
@@ -405,9 +431,17 @@ def _score_upstream(ext: Extraction, target: str, metric: ExactMatchOptions) -> 
     ref_n = exact_match_normalize(target, **kw)
     ok = pred_n == ref_n
     return Reading(
-        "correct" if ok else "incorrect", answer=ext.value, normalized=pred_n, span=ext.span,
-        detail={"filter_output": ext.value, "step": ext.step, "target": target,
-                "target_normalized": ref_n, "exact_match": int(ok)},
+        "correct" if ok else "incorrect",
+        answer=ext.value,
+        normalized=pred_n,
+        span=ext.span,
+        detail={
+            "filter_output": ext.value,
+            "step": ext.step,
+            "target": target,
+            "target_normalized": ref_n,
+            "exact_match": int(ok),
+        },
     )
 
 
@@ -423,8 +457,7 @@ class LmEvalRegexReader(Reader):
 
     def read(self, item: Item) -> Reading:
         cfg: RegexFilterConfig = self.config
-        ext = regex_filter(as_text(item.response), cfg.regex_pattern, cfg.group_select,
-                           cfg.fallback)
+        ext = regex_filter(as_text(item.response), cfg.regex_pattern, cfg.group_select, cfg.fallback)
         gold = as_text(item.gold)
         target = gold.split("####")[-1].strip() if cfg.target == "after_hashes" else gold
         return _score_upstream(ext, target, cfg.metric)
@@ -437,16 +470,21 @@ class LmEvalMultiChoiceReader(Reader):
     Config = MultiChoiceRegexConfig
     default_config: ClassVar[MultiChoiceRegexConfig] = MultiChoiceRegexConfig()
 
-    def __init__(self, config: MultiChoiceRegexConfig | None = None, *,
-                 name: str | None = None) -> None:
+    def __init__(self, config: MultiChoiceRegexConfig | None = None, *, name: str | None = None) -> None:
         super().__init__(config if config is not None else self.default_config, name=name)
 
     def read(self, item: Item) -> Reading:
         cfg: MultiChoiceRegexConfig = self.config
         choices = choices_of(item)
         ext = multi_choice_regex_filter(
-            as_text(item.response), choices, cfg.regex_pattern, cfg.group_select, cfg.fallback,
-            cfg.ignore_case, cfg.ignore_punctuation, cfg.regexes_to_ignore,
+            as_text(item.response),
+            choices,
+            cfg.regex_pattern,
+            cfg.group_select,
+            cfg.fallback,
+            cfg.ignore_case,
+            cfg.ignore_punctuation,
+            cfg.regexes_to_ignore,
             colon_letters=None if choices else tuple(letters_for(())),
         )
         return _score_upstream(ext, as_text(item.gold), cfg.metric)
@@ -463,31 +501,31 @@ class Gsm8kFlexibleExtract(LmEvalRegexReader):
     name = "gsm8k-flexible-extract"
     contract = frozenset({"plain_number"})
     upstream = "lm-eval 0.4.13 gsm8k flexible-extract (lm_eval/tasks/gsm8k/gsm8k.yaml)"
-    default_config = RegexFilterConfig(r"(-?[$0-9.,]{2,})|(-?[0-9]+)", -1, FALLBACK,
-                                       GSM8K_METRIC, "raw")
+    default_config = RegexFilterConfig(r"(-?[$0-9.,]{2,})|(-?[0-9]+)", -1, FALLBACK, GSM8K_METRIC, "raw")
 
 
 class Gsm8kCotStrictMatch(LmEvalRegexReader):
     name = "gsm8k-cot-strict-match"
     contract = frozenset({"plain_number"})
-    upstream = ("lm-eval 0.4.13 gsm8k_cot strict-match (lm_eval/tasks/gsm8k/gsm8k-cot.yaml; "
-                "same filter in gsm8k-cot-zeroshot.yaml)")
-    default_config = RegexFilterConfig(r"The answer is (\-?[0-9\.\,]+).", 0, FALLBACK,
-                                       GSM8K_METRIC, "after_hashes")
+    upstream = (
+        "lm-eval 0.4.13 gsm8k_cot strict-match (lm_eval/tasks/gsm8k/gsm8k-cot.yaml; "
+        "same filter in gsm8k-cot-zeroshot.yaml)"
+    )
+    default_config = RegexFilterConfig(r"The answer is (\-?[0-9\.\,]+).", 0, FALLBACK, GSM8K_METRIC, "after_hashes")
 
 
 class MmluProCustomExtract(LmEvalRegexReader):
     name = "mmlu-pro-custom-extract"
     contract = frozenset({"option_letter"})
     upstream = "lm-eval 0.4.13 mmlu_pro custom-extract (lm_eval/tasks/mmlu_pro/_default_template_yaml)"
-    default_config = RegexFilterConfig(r"answer is \(?([ABCDEFGHIJ])\)?", 0, FALLBACK,
-                                       MMLU_METRIC, "raw")
+    default_config = RegexFilterConfig(r"answer is \(?([ABCDEFGHIJ])\)?", 0, FALLBACK, MMLU_METRIC, "raw")
 
 
 class MultiChoiceRegex(LmEvalMultiChoiceReader):
     name = "multi-choice-regex"
     contract = frozenset({"option_letter", "option_text"})
-    upstream = ("lm-eval 0.4.13 mmlu flan_cot_zeroshot flexible-extract "
-                "(lm_eval/tasks/mmlu/flan_cot_zeroshot/_mmlu_flan_cot_zeroshot_template_yaml)")
-    default_config = MultiChoiceRegexConfig(r"(\([A-Z]\))", -1, FALLBACK, True, True, None,
-                                            MMLU_METRIC)
+    upstream = (
+        "lm-eval 0.4.13 mmlu flan_cot_zeroshot flexible-extract "
+        "(lm_eval/tasks/mmlu/flan_cot_zeroshot/_mmlu_flan_cot_zeroshot_template_yaml)"
+    )
+    default_config = MultiChoiceRegexConfig(r"(\([A-Z]\))", -1, FALLBACK, True, True, None, MMLU_METRIC)

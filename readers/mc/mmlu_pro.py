@@ -7,6 +7,7 @@ beyond J. Where upstream extracts nothing its scorer counts a seeded "random" gu
 linear-time equivalents of upstream's regexes (one is quadratic per line, the other per
 standalone letter); a property test compares them with the literal regexes.
 """
+
 from __future__ import annotations
 
 import random
@@ -16,7 +17,7 @@ from functools import lru_cache
 from typing import Any, ClassVar, Literal
 
 from ..base import Item, Reader, Reading
-from ..options import LETTERS, choices_of, as_text, letters_for
+from ..options import LETTERS, as_text, choices_of, letters_for
 from .lm_eval import gold_error, gold_letter
 
 # ---------------------------------------------------------------------------------------------
@@ -107,8 +108,10 @@ class MmluProReleased(Reader):
     name = "mmlu-pro-released"
     version = "1.0"
     contract = frozenset({"option_letter"})
-    upstream = (f"TIGER-AI-Lab/MMLU-Pro extract_answer → extract_again → extract_final "
-                f"({MMLU_PRO_UPSTREAM_COMMITS}); no extraction = the scorer's seeded random guess")
+    upstream = (
+        f"TIGER-AI-Lab/MMLU-Pro extract_answer → extract_again → extract_final "
+        f"({MMLU_PRO_UPSTREAM_COMMITS}); no extraction = the scorer's seeded random guess"
+    )
     Config = MmluProReleasedConfig
     default_config: ClassVar[MmluProReleasedConfig] = MmluProReleasedConfig()
 
@@ -119,8 +122,10 @@ class MmluProReleased(Reader):
         cfg: MmluProReleasedConfig = self.config
         choices = choices_of(item)
         if not choices:
-            return Reading("no_answer", detail={
-                "out_of_contract": "open-ended item: the MMLU-Pro extractor reads option letters only"})
+            return Reading(
+                "no_answer",
+                detail={"out_of_contract": "open-ended item: the MMLU-Pro extractor reads option letters only"},
+            )
         gold = gold_letter(item.gold, choices)
         if gold is None:
             return gold_error(item.gold)
@@ -129,20 +134,32 @@ class MmluProReleased(Reader):
         detail: dict[str, Any] = {"cascade": cfg.cascade, "gold_letter": gold}
         if found is None:
             # Upstream scores a seeded guess here; a guess is not a reading of the response.
-            return Reading("no_answer", detail={
-                **detail, "step": None, "released_fallback": "random_guess",
-                "released_guess": mmlu_pro_scorer_guess(len(choices)),
-                "released_guess_compute_accuracy": MMLU_PRO_COMPUTE_ACCURACY_GUESS,
-            })
+            return Reading(
+                "no_answer",
+                detail={
+                    **detail,
+                    "step": None,
+                    "released_fallback": "random_guess",
+                    "released_guess": mmlu_pro_scorer_guess(len(choices)),
+                    "released_guess_compute_accuracy": MMLU_PRO_COMPUTE_ACCURACY_GUESS,
+                },
+            )
         # Upstream never bounds the letter by the option count: "H" on a 4-option item is a wrong
         # answer, not a missing one.
         detail.update(step=found.step, letter_in_range=found.letter in letters_for(choices))
-        return Reading("correct" if found.letter == gold else "incorrect", answer=found.letter,
-                       normalized=found.letter, span=found.span, detail=detail)
+        return Reading(
+            "correct" if found.letter == gold else "incorrect",
+            answer=found.letter,
+            normalized=found.letter,
+            span=found.span,
+            detail=detail,
+        )
 
 
 class MmluProReleasedFirstPattern(MmluProReleased):
     name = "mmlu-pro-released-first-pattern"
-    upstream = ("TIGER-AI-Lab/MMLU-Pro extract_answer's first pattern only, as the released Mixtral, "
-                "Phi-3 and Qwen1.5 runs were extracted; no extraction = the scorer's seeded random guess")
+    upstream = (
+        "TIGER-AI-Lab/MMLU-Pro extract_answer's first pattern only, as the released Mixtral, "
+        "Phi-3 and Qwen1.5 runs were extracted; no extraction = the scorer's seeded random guess"
+    )
     default_config = MmluProReleasedConfig(cascade="first-pattern")

@@ -61,6 +61,7 @@ Both score the capture the way lm-eval scores GSM8K (`exact_match` with the gsm8
 gold alike: `$1,234.` and `1234` are the same answer, `18.00` and `18` are not (as upstream).
 A gold that is not a number after that normalisation gives verdict `error`: a data problem.
 """
+
 from __future__ import annotations
 
 import re
@@ -69,43 +70,58 @@ from typing import Any, ClassVar, Literal
 
 from ..base import Item, Reader, Reading
 from ..options import as_text, choices_of, letter_span, letters_for
-from .lm_eval import (FALLBACK, GSM8K_METRIC, MMLU_METRIC, ExactMatchOptions, exact_match_normalize, gold_error, gold_letter,
-                      metric_kwargs, multi_choice_regex_filter, regex_filter)
+from .lm_eval import (
+    FALLBACK,
+    GSM8K_METRIC,
+    MMLU_METRIC,
+    ExactMatchOptions,
+    exact_match_normalize,
+    gold_error,
+    gold_letter,
+    metric_kwargs,
+    multi_choice_regex_filter,
+    regex_filter,
+)
 
 # ---------------------------------------------------------------------------------------------
 # Seed 002's five MC extractors
 # ---------------------------------------------------------------------------------------------
 
-SEED002_STRICT = (r"((?<=The answer is )(.*)(?=.)|(?<=answer is )(.*)(?=.)"
-                  r"|(?<=The answer: )(.*)(?=.)|(?<=The final answer: )(.*)(?=.))")
+SEED002_STRICT = (
+    r"((?<=The answer is )(.*)(?=.)|(?<=answer is )(.*)(?=.)"
+    r"|(?<=The answer: )(.*)(?=.)|(?<=The final answer: )(.*)(?=.))"
+)
 SEED002_FLEXIBLE = r"(\([A-D]\))"
 SEED002_INSTRUCTED = r'[Aa]nswer"?:\s*"?\**\(?([A-D])\)?\**"'
 _AIC_LETTER = r"(\(?[A-D]\)?)"
-SEED002_ANSWER_IS_CORRECT = "|".join([
-    rf"[Aa]nswer:\**\s*{_AIC_LETTER}",
-    rf"[Aa]nswer\**:\s*{_AIC_LETTER}",
-    rf"[Aa]nswer is \**{_AIC_LETTER}\**",
-    rf"[Aa]nswer should be \**{_AIC_LETTER}\**",
-    rf"[Aa]nswer:\s+\**{_AIC_LETTER}\**",
-    rf"correct answer is \**{_AIC_LETTER}\**",
-    rf"correct answer:\s+\**{_AIC_LETTER}\**",
-    rf"{_AIC_LETTER}\** is correct",
-    rf"{_AIC_LETTER}\** is the correct",
-    rf"{_AIC_LETTER}\** is the answer",
-    rf"{_AIC_LETTER}\** should be the answer",
-])
+SEED002_ANSWER_IS_CORRECT = "|".join(
+    [
+        rf"[Aa]nswer:\**\s*{_AIC_LETTER}",
+        rf"[Aa]nswer\**:\s*{_AIC_LETTER}",
+        rf"[Aa]nswer is \**{_AIC_LETTER}\**",
+        rf"[Aa]nswer should be \**{_AIC_LETTER}\**",
+        rf"[Aa]nswer:\s+\**{_AIC_LETTER}\**",
+        rf"correct answer is \**{_AIC_LETTER}\**",
+        rf"correct answer:\s+\**{_AIC_LETTER}\**",
+        rf"{_AIC_LETTER}\** is correct",
+        rf"{_AIC_LETTER}\** is the correct",
+        rf"{_AIC_LETTER}\** is the answer",
+        rf"{_AIC_LETTER}\** should be the answer",
+    ]
+)
 SEED002_LAST_EXTRACT = r"[^a-zA-Z0-9]([A-D])[^a-zA-Z0-9]"
 
 # The appendix text as printed (PDF text layer), kept for provenance and the docs.
 SEED002_APPENDIX_AS_PRINTED = {
     "strict-match": SEED002_STRICT,
     "flexible-extract": r"(\$[A-D]\$)",
-    "instructed-format": r'[Aa]nswer\"?:\\s* \"?\\(?([A-D])\"|\"?\\**(?([A-D])\"',
+    "instructed-format": r"[Aa]nswer\"?:\\s* \"?\\(?([A-D])\"|\"?\\**(?([A-D])\"",
     "answer-is-correct": (
         r"\\**[Aa]nswer:\\**\\s*(\$?[A-D]\$?)|\\**[Aa]nswer\\**:\\s*(\$?[A-D]\$?)|[Aa]nswer is "
         r"\\**(\$?[A-D]\$?)\\**|[Aa]nswer should be \\**(\$?[A-D]\$?)\\**|[Aa]nswer:\\s+\\**"
         r"(\$?[A-D]\$?)\\**|correct answer is \\**(\$?[A-D]\$?)\\**|correct answer:\\s+\\**"
-        r"(\$?[A-D]\$?)\\**|\\**(\$?[A-D]\$?)\\** is correct|" "\n"
+        r"(\$?[A-D]\$?)\\**|\\**(\$?[A-D]\$?)\\** is correct|"
+        "\n"
         r"*(\$?[A-D]\$?)\\** is the correct|\\**(\$?[A-D]\$?)\\** is the answer|\\**(\$?[A-D]"
         r"\$?)\\** should be the answer"
     ),
@@ -154,13 +170,25 @@ class Seed002Reader(Reader):
         pattern = self._pattern(letters)
         if cfg.filter == "multi_choice_regex":
             ext = multi_choice_regex_filter(
-                text, choices, pattern, cfg.group_select, FALLBACK, cfg.ignore_case,
-                cfg.ignore_punctuation, None, colon_letters=None if choices else tuple(letters),
+                text,
+                choices,
+                pattern,
+                cfg.group_select,
+                FALLBACK,
+                cfg.ignore_case,
+                cfg.ignore_punctuation,
+                None,
+                colon_letters=None if choices else tuple(letters),
             )
         else:
             ext = regex_filter(text, pattern, cfg.group_select, FALLBACK)
-        detail: dict[str, Any] = {"filter_output": ext.value, "step": ext.step, "regex": pattern,
-                                  "letters": letters, "gold_letter": gold}
+        detail: dict[str, Any] = {
+            "filter_output": ext.value,
+            "step": ext.step,
+            "regex": pattern,
+            "letters": letters,
+            "gold_letter": gold,
+        }
         if not ext.matched:
             return Reading("no_answer", detail=detail)
         capture = ext.value
@@ -169,29 +197,35 @@ class Seed002Reader(Reader):
         if letter is None:
             if not normalized:
                 # e.g. strict-match on "...answer is B" at the very end: `(.*)(?=.)` captures "".
-                return Reading("no_answer", answer=None, span=ext.span,
-                               detail={**detail, "capture": capture})
-            return Reading("incorrect", answer=capture, normalized=normalized, span=ext.span,
-                           detail={**detail, "capture": capture, "letter": None})
+                return Reading("no_answer", answer=None, span=ext.span, detail={**detail, "capture": capture})
+            return Reading(
+                "incorrect",
+                answer=capture,
+                normalized=normalized,
+                span=ext.span,
+                detail={**detail, "capture": capture, "letter": None},
+            )
         detail.update(capture=capture, letter=letter, letter_in_range=letter in letters)
         # A choice-text match spans the option text, which holds no letter to point at.
         span = ext.span if ext.step == "choice_text" else letter_span(text, ext.span, letter)
-        return Reading("correct" if letter == gold else "incorrect", answer=letter,
-                       normalized=letter, span=span, detail=detail)
+        return Reading(
+            "correct" if letter == gold else "incorrect", answer=letter, normalized=letter, span=span, detail=detail
+        )
 
 
 class StrictMatch(Seed002Reader):
     name = "strict-match"
-    upstream = ("seed 002 §4.1/A.2 strict-match = lm-eval 0.4.13 mmlu flan_cot_zeroshot "
-                "strict-match pattern, last match")
+    upstream = "seed 002 §4.1/A.2 strict-match = lm-eval 0.4.13 mmlu flan_cot_zeroshot strict-match pattern, last match"
     default_config = Seed002Config(SEED002_STRICT)
 
 
 class FlexibleExtract(Seed002Reader):
     name = "flexible-extract"
     contract = frozenset({"option_letter", "option_text"})
-    upstream = ("seed 002 §4.1/A.2 flexible-extract = lm-eval 0.4.13 mmlu flan_cot_zeroshot "
-                "flexible-extract (multi_choice_regex) with [A-D]")
+    upstream = (
+        "seed 002 §4.1/A.2 flexible-extract = lm-eval 0.4.13 mmlu flan_cot_zeroshot "
+        "flexible-extract (multi_choice_regex) with [A-D]"
+    )
     default_config = Seed002Config(SEED002_FLEXIBLE, -1, "multi_choice_regex", True, True)
 
 
@@ -224,28 +258,32 @@ _NUMBER_START = r"(?<![0-9.,$\\])"
 NUMBER = r"\\?(-?\$?-?[0-9][0-9,]*+(?:\.[0-9]+)?\$?\.?)"
 
 # The eleven alternatives as the MC reader runs them, the letter capture replaced by NUMBER.
-SEED002_GSM8K_ANSWER_IS_CORRECT_ALTERNATIVES = "|".join([
-    rf"[Aa]nswer:\**\s*{NUMBER}",
-    rf"[Aa]nswer\**:\s*{NUMBER}",
-    rf"[Aa]nswer is \**{NUMBER}\**",
-    rf"[Aa]nswer should be \**{NUMBER}\**",
-    rf"[Aa]nswer:\s+\**{NUMBER}\**",
-    rf"correct answer is \**{NUMBER}\**",
-    rf"correct answer:\s+\**{NUMBER}\**",
-    rf"{_NUMBER_START}{NUMBER}\** is correct",
-    rf"{_NUMBER_START}{NUMBER}\** is the correct",
-    rf"{_NUMBER_START}{NUMBER}\** is the answer",
-    rf"{_NUMBER_START}{NUMBER}\** should be the answer",
-])
+SEED002_GSM8K_ANSWER_IS_CORRECT_ALTERNATIVES = "|".join(
+    [
+        rf"[Aa]nswer:\**\s*{NUMBER}",
+        rf"[Aa]nswer\**:\s*{NUMBER}",
+        rf"[Aa]nswer is \**{NUMBER}\**",
+        rf"[Aa]nswer should be \**{NUMBER}\**",
+        rf"[Aa]nswer:\s+\**{NUMBER}\**",
+        rf"correct answer is \**{NUMBER}\**",
+        rf"correct answer:\s+\**{NUMBER}\**",
+        rf"{_NUMBER_START}{NUMBER}\** is correct",
+        rf"{_NUMBER_START}{NUMBER}\** is the correct",
+        rf"{_NUMBER_START}{NUMBER}\** is the answer",
+        rf"{_NUMBER_START}{NUMBER}\** should be the answer",
+    ]
+)
 # The same, as run: alternatives sharing a start are factored (same order, so the same branch wins
 # at a given position and captures the same text), which halves the per-character cost on long
 # responses. A property test pins the equivalence of the two.
-SEED002_GSM8K_ANSWER_IS_CORRECT = "|".join([
-    rf"[Aa]nswer(?::\**\s*{NUMBER}|\**:\s*{NUMBER}| is \**{NUMBER}\**| should be \**{NUMBER}\**"
-    rf"|:\s+\**{NUMBER}\**)",
-    rf"correct answer(?: is \**{NUMBER}\**|:\s+\**{NUMBER}\**)",
-    rf"{_NUMBER_START}{NUMBER}\**(?: is correct| is the correct| is the answer| should be the answer)",
-])
+SEED002_GSM8K_ANSWER_IS_CORRECT = "|".join(
+    [
+        rf"[Aa]nswer(?::\**\s*{NUMBER}|\**:\s*{NUMBER}| is \**{NUMBER}\**| should be \**{NUMBER}\**"
+        rf"|:\s+\**{NUMBER}\**)",
+        rf"correct answer(?: is \**{NUMBER}\**|:\s+\**{NUMBER}\**)",
+        rf"{_NUMBER_START}{NUMBER}\**(?: is correct| is the correct| is the answer| should be the answer)",
+    ]
+)
 SEED002_GSM8K_INSTRUCTED = rf"\\boxed\{{\s*{NUMBER}\s*\}}"
 
 # What the gold must look like once normalised: the number after GSM8K's "#### ".
@@ -277,27 +315,37 @@ class Seed002Gsm8kReader(Reader):
         gold_raw = as_text(item.gold)
         gold = exact_match_normalize(gold_raw, **kw).strip()
         if not _GOLD_NUMBER.fullmatch(gold):
-            return Reading("error", detail={"reason": "gold is not a number (GSM8K normalisation)",
-                                            "gold": gold_raw[:200]})
+            return Reading(
+                "error", detail={"reason": "gold is not a number (GSM8K normalisation)", "gold": gold_raw[:200]}
+            )
         ext = regex_filter(as_text(item.response), cfg.regex_pattern, cfg.group_select, FALLBACK)
         detail: dict[str, Any] = {"filter_output": ext.value, "step": ext.step, "gold_normalized": gold}
         if not ext.matched:
             return Reading("no_answer", detail=detail)
         normalized = exact_match_normalize(ext.value, **kw).strip()
-        return Reading("correct" if normalized == gold else "incorrect", answer=ext.value,
-                       normalized=normalized, span=ext.span, detail=detail)
+        return Reading(
+            "correct" if normalized == gold else "incorrect",
+            answer=ext.value,
+            normalized=normalized,
+            span=ext.span,
+            detail=detail,
+        )
 
 
 class AnswerIsCorrectGsm8k(Seed002Gsm8kReader):
     name = "answer-is-correct-gsm8k"
-    upstream = ("seed 002 §6.2 answer-is-correct modified for GSM8K numbers ($ , .), reconstructed from "
-                "the appendix A.2 MC regex; last match; lm-eval gsm8k exact_match normalisation")
+    upstream = (
+        "seed 002 §6.2 answer-is-correct modified for GSM8K numbers ($ , .), reconstructed from "
+        "the appendix A.2 MC regex; last match; lm-eval gsm8k exact_match normalisation"
+    )
     default_config = Seed002Gsm8kConfig(SEED002_GSM8K_ANSWER_IS_CORRECT)
 
 
 class InstructedFormatGsm8k(Seed002Gsm8kReader):
     name = "instructed-format-gsm8k"
     contract = frozenset({"plain_number", "boxed"})
-    upstream = ("seed 002 §6.2 instructed-format for GSM8K: the last \\boxed{N} (Qwen's maths instruction), "
-                "strict; lm-eval gsm8k exact_match normalisation")
+    upstream = (
+        "seed 002 §6.2 instructed-format for GSM8K: the last \\boxed{N} (Qwen's maths instruction), "
+        "strict; lm-eval gsm8k exact_match normalisation"
+    )
     default_config = Seed002Gsm8kConfig(SEED002_GSM8K_INSTRUCTED)

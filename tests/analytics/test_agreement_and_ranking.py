@@ -1,5 +1,6 @@
 """`agreement --input` (judge bias per producer), the reader-vs-human functions, the selection
 note and population estimate, rankings with flips, and the SVG plots."""
+
 from __future__ import annotations
 
 import json
@@ -33,9 +34,21 @@ def agreement_lines(seed=11):
     for producer, (keep_c, keep_i) in {"lenient": (0.95, 0.4), "strict": (0.7, 0.97)}.items():
         for i in range(300):
             h = "correct" if rnd.random() < 0.6 else "incorrect"
-            j = h if rnd.random() < (keep_c if h == "correct" else keep_i) else ("incorrect" if h == "correct" else "correct")
-            lines.append({"id": f"q{i}", "producer": producer, "verdict": j, "human_verdict": h,
-                          "model": "m1" if i % 3 else "m2", "checkpoint": "base" if i % 2 else "rl"})
+            j = (
+                h
+                if rnd.random() < (keep_c if h == "correct" else keep_i)
+                else ("incorrect" if h == "correct" else "correct")
+            )
+            lines.append(
+                {
+                    "id": f"q{i}",
+                    "producer": producer,
+                    "verdict": j,
+                    "human_verdict": h,
+                    "model": "m1" if i % 3 else "m2",
+                    "checkpoint": "base" if i % 2 else "rl",
+                }
+            )
     return lines
 
 
@@ -57,10 +70,17 @@ def test_agreement_input_prints_every_statistic_per_producer(write_jsonl):
         assert got["judge_correct_rate"] == pj and got["human_correct_rate"] == ph
         assert math.isclose(got["bias"], pj - ph, abs_tol=1e-15)
         assert got["false_accept_rate"] == fp / (fp + tn) and got["false_reject_rate"] == fn / (fn + tp)
-        for name, k, m in (("accuracy", tp + tn, n), ("judge_correct_rate", tp + fp, n), ("human_correct_rate", tp + fn, n),
-                           ("false_accept_rate", fp, fp + tn), ("false_reject_rate", fn, fn + tp)):
+        for name, k, m in (
+            ("accuracy", tp + tn, n),
+            ("judge_correct_rate", tp + fp, n),
+            ("human_correct_rate", tp + fn, n),
+            ("false_accept_rate", fp, fp + tn),
+            ("false_reject_rate", fn, fn + tp),
+        ):
             lo, hi = wilson(k, m)
-            assert math.isclose(got[f"{name}_ci"][0], lo, abs_tol=1e-12) and math.isclose(got[f"{name}_ci"][1], hi, abs_tol=1e-12)
+            assert math.isclose(got[f"{name}_ci"][0], lo, abs_tol=1e-12) and math.isclose(
+                got[f"{name}_ci"][1], hi, abs_tol=1e-12
+            )
     assert out["producers"]["lenient"]["lean"] == "toward correct"
     assert out["producers"]["strict"]["lean"] == "toward incorrect"
 
@@ -74,23 +94,51 @@ def test_agreement_breaks_down_by_model_and_checkpoint(write_jsonl):
 
 
 def test_agreement_input_answer_agreement_when_answers_are_given(write_jsonl):
-    lines = [{"id": "1", "producer": "r", "verdict": "correct", "human_verdict": "correct", "answer": "B", "human_answer": "(B)"},
-             {"id": "2", "producer": "r", "verdict": "incorrect", "human_verdict": "incorrect", "answer": "0.5",
-              "human_answer": "\\frac{1}{2}"},
-             {"id": "3", "producer": "r", "verdict": "no_answer", "human_verdict": "incorrect", "human_answer": ""},
-             {"id": "4", "producer": "r", "verdict": "correct", "human_verdict": "correct", "answer": "C", "human_answer": "D"}]
+    lines = [
+        {
+            "id": "1",
+            "producer": "r",
+            "verdict": "correct",
+            "human_verdict": "correct",
+            "answer": "B",
+            "human_answer": "(B)",
+        },
+        {
+            "id": "2",
+            "producer": "r",
+            "verdict": "incorrect",
+            "human_verdict": "incorrect",
+            "answer": "0.5",
+            "human_answer": "\\frac{1}{2}",
+        },
+        {"id": "3", "producer": "r", "verdict": "no_answer", "human_verdict": "incorrect", "human_answer": ""},
+        {
+            "id": "4",
+            "producer": "r",
+            "verdict": "correct",
+            "human_verdict": "correct",
+            "answer": "C",
+            "human_answer": "D",
+        },
+    ]
     out = json.loads(run_command("agreement", input=write_jsonl(lines), json=True))
     assert out["producers"]["r"]["answer_agreement"]["k"] == 3 and out["producers"]["r"]["answer_agreement"]["n"] == 4
 
 
-@pytest.mark.parametrize("line, message", [
-    ({"id": "1", "producer": "p", "verdict": "yes", "human_verdict": "correct"}, "line 1, field 'verdict'"),
-    ({"id": "1", "producer": "p", "verdict": "correct", "human_verdict": "ambiguous"}, "line 1, field 'human_verdict'"),
-    ({"id": "1", "producer": "p", "verdict": "correct"}, "line 1, field 'human_verdict': missing"),
-    ({"id": "1", "verdict": "correct", "human_verdict": "correct"}, "line 1, field 'producer': missing"),
-    ({"id": True, "producer": "p", "verdict": "correct", "human_verdict": "correct"}, "line 1, field 'id'"),
-    ("[1, 2]", "line 1: expected a JSON object"),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ({"id": "1", "producer": "p", "verdict": "yes", "human_verdict": "correct"}, "line 1, field 'verdict'"),
+        (
+            {"id": "1", "producer": "p", "verdict": "correct", "human_verdict": "ambiguous"},
+            "line 1, field 'human_verdict'",
+        ),
+        ({"id": "1", "producer": "p", "verdict": "correct"}, "line 1, field 'human_verdict': missing"),
+        ({"id": "1", "verdict": "correct", "human_verdict": "correct"}, "line 1, field 'producer': missing"),
+        ({"id": True, "producer": "p", "verdict": "correct", "human_verdict": "correct"}, "line 1, field 'id'"),
+        ("[1, 2]", "line 1: expected a JSON object"),
+    ],
+)
 def test_bad_agreement_input_names_file_line_and_field(write_jsonl, line, message):
     with pytest.raises(CommandError, match=r"in\.jsonl, " + message.replace("(", r"\(")):
         run_command("agreement", input=write_jsonl([line if isinstance(line, str) else json.dumps(line)]))
@@ -108,8 +156,10 @@ def test_the_agreement_text_output_is_a_table(write_jsonl):
 
 
 def test_no_usable_human_verdict_is_excluded_and_counted(write_jsonl):
-    lines = [{"id": str(i), "producer": "p", "verdict": "correct", "human_verdict": None if i < 3 else "correct"}
-             for i in range(10)] + [{"id": "x", "producer": "p", "verdict": "timeout", "human_verdict": "correct"}]
+    lines = [
+        {"id": str(i), "producer": "p", "verdict": "correct", "human_verdict": None if i < 3 else "correct"}
+        for i in range(10)
+    ] + [{"id": "x", "producer": "p", "verdict": "timeout", "human_verdict": "correct"}]
     got = json.loads(run_command("agreement", input=write_jsonl(lines), json=True))["producers"]["p"]
     assert got["n"] == 7 and got["excluded"] == {"human_missing": 3, "producer_timeout": 1}
     assert got["cohen_kappa"] is None and "single category" in got["cohen_kappa_reason"]
@@ -120,17 +170,21 @@ def test_no_usable_human_verdict_is_excluded_and_counted(write_jsonl):
 # human verdicts and answers from final labels
 # ------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("kind, answer, correctness, gold, choices, want", [
-    ("option", "B", "", "B", ["a", "b"], ("correct", "B")),
-    ("option", "(a)", "", "B", ["a", "b"], ("incorrect", "(a)")),
-    ("text", " Weber ", "", "B", ["Durkheim", "weber"], ("correct", "B")),
-    ("text", "Marx", "", "B", ["Durkheim", "Weber"], ("incorrect", "Marx")),
-    ("text", "1/2", "", "\\frac{1}{2}", [], ("correct", "1/2")),
-    ("text", "10001", "", "10000", [], ("incorrect", "10001")),
-    ("text", "x", "correct", "y", [], ("correct", "x")),
-    ("no_answer", "", "", "B", ["a", "b"], ("incorrect", NO_ANSWER)),
-    ("ambiguous", "", "", "B", ["a", "b"], (None, None)),
-])
+
+@pytest.mark.parametrize(
+    "kind, answer, correctness, gold, choices, want",
+    [
+        ("option", "B", "", "B", ["a", "b"], ("correct", "B")),
+        ("option", "(a)", "", "B", ["a", "b"], ("incorrect", "(a)")),
+        ("text", " Weber ", "", "B", ["Durkheim", "weber"], ("correct", "B")),
+        ("text", "Marx", "", "B", ["Durkheim", "Weber"], ("incorrect", "Marx")),
+        ("text", "1/2", "", "\\frac{1}{2}", [], ("correct", "1/2")),
+        ("text", "10001", "", "10000", [], ("incorrect", "10001")),
+        ("text", "x", "correct", "y", [], ("correct", "x")),
+        ("no_answer", "", "", "B", ["a", "b"], ("incorrect", NO_ANSWER)),
+        ("ambiguous", "", "", "B", ["a", "b"], (None, None)),
+    ],
+)
 def test_human_verdict_of_a_final_label(kind, answer, correctness, gold, choices, want):
     assert ag.human_verdict(kind, answer, correctness, gold, choices) == want
 
@@ -147,9 +201,20 @@ def world():
     for i in range(6):
         control = i >= 4
         human[str(i)] = HumanObs(str(i), "correct", "B", is_control=control, policy="p")
-        obs.append(ReaderObs(str(i), "r1", "correct" if control else "incorrect", "B" if control else "C",
-                             model="m", checkpoint="base", benchmark="mmlu"))
-        obs.append(ReaderObs(str(i), "judge", "correct", None, kind="judge", model="m", checkpoint="base", benchmark="mmlu"))
+        obs.append(
+            ReaderObs(
+                str(i),
+                "r1",
+                "correct" if control else "incorrect",
+                "B" if control else "C",
+                model="m",
+                checkpoint="base",
+                benchmark="mmlu",
+            )
+        )
+        obs.append(
+            ReaderObs(str(i), "judge", "correct", None, kind="judge", model="m", checkpoint="base", benchmark="mmlu")
+        )
     return obs, human
 
 
@@ -189,9 +254,12 @@ def test_human_human_agreement():
 # rankings
 # ------------------------------------------------------------------------------------------------
 
+
 def test_ranks_share_ties_and_flips_are_strict_reversals():
-    tables = {"x": {"a": (60, 100), "b": (50, 100), "c": (50, 100), "d": (10, 100)},
-              "y": {"a": (40, 100), "b": (55, 100), "c": (50, 100), "d": (12, 100)}}
+    tables = {
+        "x": {"a": (60, 100), "b": (50, 100), "c": (50, 100), "d": (10, 100)},
+        "y": {"a": (40, 100), "b": (55, 100), "c": (50, 100), "d": (12, 100)},
+    }
     res = ranking.compare(tables)
     assert [(r["model"], r["rank"]) for r in res["rankings"]["x"]] == [("a", 1), ("b", 2), ("c", 2), ("d", 4)]
     flips = {tuple(f["models"]) for f in res["flips"]}
@@ -219,14 +287,41 @@ HOSTILE = '<script>alert(1)</script>&"'
 
 def test_plots_are_well_formed_svg_and_escape_names():
     plots = [
-        svg.interval_chart([{"label": HOSTILE, "value": 0.5, "ci": [0.4, 0.6]}, {"label": "none", "value": None}], title=HOSTILE),
-        svg.gain_bars([{"model": HOSTILE, "benchmark": "b", "prompt": "", "rl_checkpoint": "rl", "reported_gain": 50.0,
-                        "fixed_gain": -5.0, "format_share": 1.1, "eligible": True},
-                       {"model": "m", "benchmark": "b", "prompt": "p", "rl_checkpoint": "rl", "reported_gain": -2.0,
-                        "fixed_gain": 1.0, "format_share": None, "eligible": False}]),
+        svg.interval_chart(
+            [{"label": HOSTILE, "value": 0.5, "ci": [0.4, 0.6]}, {"label": "none", "value": None}], title=HOSTILE
+        ),
+        svg.gain_bars(
+            [
+                {
+                    "model": HOSTILE,
+                    "benchmark": "b",
+                    "prompt": "",
+                    "rl_checkpoint": "rl",
+                    "reported_gain": 50.0,
+                    "fixed_gain": -5.0,
+                    "format_share": 1.1,
+                    "eligible": True,
+                },
+                {
+                    "model": "m",
+                    "benchmark": "b",
+                    "prompt": "p",
+                    "rl_checkpoint": "rl",
+                    "reported_gain": -2.0,
+                    "fixed_gain": 1.0,
+                    "format_share": None,
+                    "eligible": False,
+                },
+            ]
+        ),
         svg.heatmap([[5, 1], [2, 9]], title=HOSTILE),
-        svg.slope_chart({"x": [{"model": HOSTILE, "rank": 1}, {"model": "b", "rank": 2}],
-                         "y": [{"model": HOSTILE, "rank": 2}, {"model": "b", "rank": 1}]}, flipped={HOSTILE, "b"}),
+        svg.slope_chart(
+            {
+                "x": [{"model": HOSTILE, "rank": 1}, {"model": "b", "rank": 2}],
+                "y": [{"model": HOSTILE, "rank": 2}, {"model": "b", "rank": 1}],
+            },
+            flipped={HOSTILE, "b"},
+        ),
         svg.slope_chart({}, flipped=set()),
     ]
     for plot in plots:

@@ -1,6 +1,7 @@
 """Database mode: a dataset with base and RL runs, rule readers and an LLM judge, a queue routed by
 disagreement with controls, two annotators and an adjudicator; then `agreement --dataset`,
 `format_share --dataset` (including the human labels as the fixed reader) and the manager page."""
+
 from __future__ import annotations
 
 import csv
@@ -16,8 +17,7 @@ from django.test import Client
 from adjudication.models import Dataset, FinalLabel, QueueItem, ReaderSpec, Reading, Response
 from adjudication.pipeline.readings import reader_spec_by_name, readings_create
 from adjudication.review.selectors import adjudication_queue
-from adjudication.review.services import (final_label_adjudicate, label_submit, lease_claim_next,
-                                          queue_create)
+from adjudication.review.services import final_label_adjudicate, label_submit, lease_claim_next, queue_create
 
 from ..conftest import run_command
 from ..review.conftest import make_user
@@ -54,24 +54,40 @@ def labelled(write_jsonl):
     rows = []
     for i in range(N):
         for ckpt in ("base", "rl"):
-            rows.append({"id": f"{ckpt}-{i}", "question": f"Who fits description {i}?", "choices": CHOICES,
-                         "gold": truth(i)[0], "response": response_text(ckpt, i), "model": "orca-7b",
-                         "checkpoint": ckpt, "benchmark": "mmlu", "prompt": "cot-v1"})
+            rows.append(
+                {
+                    "id": f"{ckpt}-{i}",
+                    "question": f"Who fits description {i}?",
+                    "choices": CHOICES,
+                    "gold": truth(i)[0],
+                    "response": response_text(ckpt, i),
+                    "model": "orca-7b",
+                    "checkpoint": ckpt,
+                    "benchmark": "mmlu",
+                    "prompt": "cot-v1",
+                }
+            )
     run_command("import_responses", str(write_jsonl(rows, name="an.jsonl")), dataset="an", no_progress=True)
     ds = Dataset.objects.get(name="an")
     ids = list(Response.objects.filter(dataset=ds).values_list("id", flat=True))
     specs = [reader_spec_by_name(name=n) for n in ("boxed", "strict-match", "fixed")]
     readings_create(reader_specs=specs, response_ids=ids)
     # An LLM judge's verdicts, stored as readings of a judge spec: it accepts everything from RL.
-    judge = ReaderSpec.objects.create(name="judge-x", version="1", kind="judge", config_hash="j" * 16,
-                                      config={"template": "simpleqa-upstream", "template_hash": JUDGE_TEMPLATE})
+    judge = ReaderSpec.objects.create(
+        name="judge-x",
+        version="1",
+        kind="judge",
+        config_hash="j" * 16,
+        config={"template": "simpleqa-upstream", "template_hash": JUDGE_TEMPLATE},
+    )
     for r in Response.objects.filter(dataset=ds).select_related("question", "run"):
         gold, base, rl = truth(int(r.external_id.split("-")[1]))
         said = base if r.run.checkpoint == "base" else rl
         verdict = "correct" if r.run.checkpoint == "rl" or said == gold else "incorrect"
         Reading.objects.create(response=r, reader_spec=judge, verdict=verdict)
-    queue = queue_create(dataset=ds, name="aq", panel=["boxed", "strict-match"], overlap=2, control_fraction=0.5,
-                         seed=1)
+    queue = queue_create(
+        dataset=ds, name="aq", panel=["boxed", "strict-match"], overlap=2, control_fraction=0.5, seed=1
+    )
     a, b = make_user("ann", "annotator"), make_user("bob", "annotator")
     first = None
     for annotator in (a, b):
@@ -88,8 +104,9 @@ def labelled(write_jsonl):
     for item, _ in adjudication_queue(queue=queue, adjudicator=adj):
         response = item.review_item.response
         gold, base, rl = truth(int(response.external_id.split("-")[1]))
-        final_label_adjudicate(item=item, adjudicator=adj, kind="option",
-                               answer=base if response.run.checkpoint == "base" else rl)
+        final_label_adjudicate(
+            item=item, adjudicator=adj, kind="option", answer=base if response.run.checkpoint == "base" else rl
+        )
     return ds, queue
 
 
@@ -100,8 +117,10 @@ def expected_vs_human(ds, reader, *, controls):
         ri = f.item.review_item
         if ri.is_control == controls:
             finals[ri.response_id] = "correct" if f.answer == ri.response.question.gold else "incorrect"
-    pairs = [(("incorrect" if r.verdict == "no_answer" else r.verdict), finals[r.response_id])
-             for r in Reading.objects.filter(response_id__in=finals, reader_spec__name=reader)]
+    pairs = [
+        (("incorrect" if r.verdict == "no_answer" else r.verdict), finals[r.response_id])
+        for r in Reading.objects.filter(response_id__in=finals, reader_spec__name=reader)
+    ]
     n = len(pairs)
     tp = sum(p == h == "correct" for p, h in pairs)
     tn = sum(p == h == "incorrect" for p, h in pairs)
@@ -167,10 +186,16 @@ def test_format_share_on_the_database(labelled):
         return sum(verdict_of(pair[ckpt]) == "correct" for pair in paired.values()) / len(paired)
 
     boxed = dict(Reading.objects.filter(reader_spec__name="boxed").values_list("response_id", "verdict"))
-    human_v = {rid: "correct" if f.answer == Response.objects.get(id=rid).question.gold else "incorrect"
-               for rid, f in finals.items()}
-    assert ch["reported_gain"] == pytest.approx(100 * (acc("rl", lambda r: boxed[r.id]) - acc("base", lambda r: boxed[r.id])))
-    assert ch["fixed_gain"] == pytest.approx(100 * (acc("rl", lambda r: human_v[r.id]) - acc("base", lambda r: human_v[r.id])))
+    human_v = {
+        rid: "correct" if f.answer == Response.objects.get(id=rid).question.gold else "incorrect"
+        for rid, f in finals.items()
+    }
+    assert ch["reported_gain"] == pytest.approx(
+        100 * (acc("rl", lambda r: boxed[r.id]) - acc("base", lambda r: boxed[r.id]))
+    )
+    assert ch["fixed_gain"] == pytest.approx(
+        100 * (acc("rl", lambda r: human_v[r.id]) - acc("base", lambda r: human_v[r.id]))
+    )
     assert human["sources"]["human"].startswith("final human labels")
     with pytest.raises(CommandError, match="no readings by 'nobody'"):
         run_command("format_share", dataset="an", fixed_reader="nobody")
@@ -187,8 +212,14 @@ def test_the_manager_page_has_plots_tables_and_downloads(labelled):
     assert len(svgs) >= 5  # accuracy, agreement, heat maps, format share, ranking
     for s in svgs:
         ET.fromstring(s)
-    for title in ("Accuracy by reader", "Judge confusion", "Format share", "Model ranking per reader",
-                  "Human–human agreement", "routed by reader disagreement"):
+    for title in (
+        "Accuracy by reader",
+        "Judge confusion",
+        "Format share",
+        "Model ranking per reader",
+        "Human–human agreement",
+        "routed by reader disagreement",
+    ):
         assert title in html
     rows = list(csv.DictReader(io.StringIO(client.get(f"/analytics/{ds.pk}/agreement.csv").content.decode())))
     assert {r["reader"] for r in rows} >= {"boxed", "fixed", "judge-x"} and {r["scope"] for r in rows} >= {"controls"}
@@ -211,9 +242,16 @@ def test_the_page_is_for_managers_only(labelled):
 
 
 def test_the_page_works_before_any_label_or_reading(write_jsonl):
-    run_command("import_responses", str(write_jsonl([{"id": "1", "question": "q?", "gold": "4", "response": "4",
-                                                       "model": "m", "checkpoint": "base"}])), dataset="empty",
-                no_progress=True)
+    run_command(
+        "import_responses",
+        str(
+            write_jsonl(
+                [{"id": "1", "question": "q?", "gold": "4", "response": "4", "model": "m", "checkpoint": "base"}]
+            )
+        ),
+        dataset="empty",
+        no_progress=True,
+    )
     client = Client()
     client.force_login(make_user("boss", "manager"))
     page = client.get(f"/analytics/{Dataset.objects.get(name='empty').pk}/")

@@ -1,5 +1,6 @@
 """The two real-data results (docs/analytics.md), checked against the counts the data sets'
 READMEs give. Skipped cleanly when ../shared/data is not there."""
+
 from __future__ import annotations
 
 import pytest
@@ -45,8 +46,12 @@ def test_deepseek_v3_bias_against_each_human_rater(answer_matching):
     assert got[("mmlu_pro", "consensus")][0] == 709
     mmlu = answer_matching["datasets"]["mmlu_pro"]["judges"][realdata.DEEPSEEK]
     assert mmlu["annotator_2907"]["all"]["lean"] == "toward correct"  # +4.5 points, McNemar p = 0.001
-    assert set(mmlu["consensus"]["by_model"]) == {"deepseek/deepseek-chat-v3-0324", "google/gemma-3-27b-it",
-                                                  "meta-llama/llama-4-maverick", "openai/gpt-4o"}
+    assert set(mmlu["consensus"]["by_model"]) == {
+        "deepseek/deepseek-chat-v3-0324",
+        "google/gemma-3-27b-it",
+        "meta-llama/llama-4-maverick",
+        "openai/gpt-4o",
+    }
 
 
 def test_the_answer_matching_markdown_renders(answer_matching):
@@ -61,15 +66,26 @@ def ranking():
 
 
 README_RELEASED = {  # released pred == gold, pred missing: the README's table for the stratified slice
-    "Meta-Llama-3_1-70B-Instruct": (170, 0), "Meta-Llama-3_1-8B-Instruct": (108, 0),
-    "Mixtral-8x7B-Instruct-v0.1": (120, 17), "Phi-3-mini-4k-instruct": (121, 28), "Qwen1.5-72B-Chat": (130, 32),
-    "mathstral-7B": (114, 0), "gemini-1.5-pro-002": (202, 0),
+    "Meta-Llama-3_1-70B-Instruct": (170, 0),
+    "Meta-Llama-3_1-8B-Instruct": (108, 0),
+    "Mixtral-8x7B-Instruct-v0.1": (120, 17),
+    "Phi-3-mini-4k-instruct": (121, 28),
+    "Qwen1.5-72B-Chat": (130, 32),
+    "mathstral-7B": (114, 0),
+    "gemini-1.5-pro-002": (202, 0),
 }
 
 
 def test_seven_models_ranked_under_each_reader(ranking):
     assert ranking["rows"] == 1960 and ranking["questions"] == 280
-    assert ranking["readers"] == ["fixed", "strict-match", "mmlu-pro-custom-extract", "last-extract", "boxed", "released"]
+    assert ranking["readers"] == [
+        "fixed",
+        "strict-match",
+        "mmlu-pro-custom-extract",
+        "last-extract",
+        "boxed",
+        "released",
+    ]
     for reader, rows in ranking["rankings"].items():
         assert len(rows) == 7 and all(r["n"] == 280 for r in rows)
     released = {r["model"]: r for r in ranking["rankings"]["released"]}

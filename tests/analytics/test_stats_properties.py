@@ -1,5 +1,6 @@
 """Every statistic equals the reference library (statsmodels, scikit-learn, scipy, krippendorff)
 and, where a closed form exists, our own transcription of the textbook formula, on random inputs."""
+
 from __future__ import annotations
 
 import math
@@ -104,7 +105,7 @@ def alpha_nominal_formula(data: np.ndarray) -> float:
     n_c = o.sum(axis=0)
     n = n_c.sum()
     d_o = o.sum() - np.trace(o)
-    d_e = (n * n - (n_c ** 2).sum()) / (n - 1)
+    d_e = (n * n - (n_c**2).sum()) / (n - 1)
     return 1 - d_o / d_e
 
 
@@ -112,10 +113,15 @@ def alpha_nominal_formula(data: np.ndarray) -> float:
 def reliability(draw):
     raters = draw(st.integers(2, 4))
     items = draw(st.integers(2, 25))
-    cells = draw(st.lists(st.one_of(st.none(), st.sampled_from(["x", "y", "z"])), min_size=raters * items,
-                          max_size=raters * items))
-    return {f"r{r}": {f"i{i}": cells[r * items + i] for i in range(items) if cells[r * items + i] is not None}
-            for r in range(raters)}
+    cells = draw(
+        st.lists(
+            st.one_of(st.none(), st.sampled_from(["x", "y", "z"])), min_size=raters * items, max_size=raters * items
+        )
+    )
+    return {
+        f"r{r}": {f"i{i}": cells[r * items + i] for i in range(items) if cells[r * items + i] is not None}
+        for r in range(raters)
+    }
 
 
 @settings(max_examples=300, deadline=None)
@@ -170,11 +176,21 @@ def test_kendall_tau_equals_scipy(pairs):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(["correct", "incorrect", "no_answer", "error", "timeout"]),
-                          st.sampled_from(["correct", "incorrect", None])), min_size=0, max_size=300))
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["correct", "incorrect", "no_answer", "error", "timeout"]),
+            st.sampled_from(["correct", "incorrect", None]),
+        ),
+        min_size=0,
+        max_size=300,
+    )
+)
 def test_judge_bias_matches_the_definitions(pairs):
     s = judge_bias(pairs, n_boot=50)
-    used = [("incorrect" if p == "no_answer" else p, h) for p, h in pairs if h is not None and p not in ("error", "timeout")]
+    used = [
+        ("incorrect" if p == "no_answer" else p, h) for p, h in pairs if h is not None and p not in ("error", "timeout")
+    ]
     n = len(used)
     tp = sum(p == "correct" and h == "correct" for p, h in used)
     fp = sum(p == "correct" and h == "incorrect" for p, h in used)
@@ -191,7 +207,9 @@ def test_judge_bias_matches_the_definitions(pairs):
     assert np.allclose(s["accuracy_ci"], proportion_confint(tp + tn, n, method="wilson"), rtol=0, atol=1e-15)
     if fp + tn:
         assert s["false_accept_rate"] == fp / (fp + tn)
-        assert np.allclose(s["false_accept_rate_ci"], proportion_confint(fp, fp + tn, method="wilson"), rtol=0, atol=1e-15)
+        assert np.allclose(
+            s["false_accept_rate_ci"], proportion_confint(fp, fp + tn, method="wilson"), rtol=0, atol=1e-15
+        )
     else:
         assert isinstance(s["false_accept_rate"], Undefined)
     if fn + tp:

@@ -1,10 +1,10 @@
 """An audit never stays "running" forever: a claim whose worker stopped beating is reclaimed (a
 bounded number of times), a live claim is never run twice, and any failure, the final summary
 write included, ends the run `failed` with its error; the report page says which it is."""
+
 from __future__ import annotations
 
 import json
-
 from datetime import timedelta
 
 import pytest
@@ -12,8 +12,8 @@ from django.db import connection
 from django.test import Client
 from django.utils import timezone
 
-from adjudication.models import AuditRun, Dataset
 from adjudication.audit.services import audit_run_execute
+from adjudication.models import AuditRun, Dataset
 
 from ..conftest import math_row, run_command
 from ..review.conftest import make_user
@@ -35,8 +35,13 @@ def dataset(write_jsonl, settings, tmp_path):
 
 def running_run(dataset: Dataset, *, last_seen_ago: timedelta, **fields) -> AuditRun:
     """A run some worker claimed `last_seen_ago` (started then, not a beat since)."""
-    return AuditRun.objects.create(dataset=dataset, readers=["strip-string"], status=AuditRun.Status.RUNNING,
-                                   started_at=timezone.now() - last_seen_ago, **fields)
+    return AuditRun.objects.create(
+        dataset=dataset,
+        readers=["strip-string"],
+        status=AuditRun.Status.RUNNING,
+        started_at=timezone.now() - last_seen_ago,
+        **fields,
+    )
 
 
 def manager_client() -> Client:
@@ -46,6 +51,7 @@ def manager_client() -> Client:
 
 
 # -- the claim --------------------------------------------------------------------------------------
+
 
 def test_a_run_left_running_by_a_dead_worker_is_reclaimed_and_finishes(dataset):
     run = running_run(dataset, last_seen_ago=timedelta(hours=1))
@@ -66,8 +72,9 @@ def test_a_live_claim_is_not_run_a_second_time_and_is_checked_again_when_it_coul
 
 
 def test_a_run_whose_heartbeat_is_recent_is_live_even_if_it_started_long_ago(dataset):
-    run = running_run(dataset, last_seen_ago=timedelta(hours=2), attempts=1,
-                      heartbeat_at=timezone.now() - timedelta(seconds=3))
+    run = running_run(
+        dataset, last_seen_ago=timedelta(hours=2), attempts=1, heartbeat_at=timezone.now() - timedelta(seconds=3)
+    )
     assert audit_run_execute(audit_run_id=run.pk).status == AuditRun.Status.RUNNING
     run.refresh_from_db()
     assert run.status == AuditRun.Status.RUNNING and run.attempts == 1
@@ -116,13 +123,18 @@ def test_a_failing_final_summary_write_ends_the_run_failed_with_the_database_err
 
 
 @pytest.mark.parametrize("gold", ["1\x002", "\ud800 7"], ids=["nul", "lone-surrogate"])
-def test_a_gold_jsonb_and_utf8_cannot_hold_is_audited_with_the_files_verbatim(dataset, write_jsonl, gold, tmp_path,
-                                                                             settings):
+def test_a_gold_jsonb_and_utf8_cannot_hold_is_audited_with_the_files_verbatim(
+    dataset, write_jsonl, gold, tmp_path, settings
+):
     # Golds are stored verbatim (VerbatimTextField); the summary is jsonb, which refuses NUL and
     # lone surrogates, and the output files are UTF-8, which cannot carry a lone surrogate raw.
     settings.AUDIT_OUTPUT_DIR = tmp_path
-    run_command("import_responses", str(write_jsonl([math_row(0, gold=gold)], name="odd.jsonl")),
-                dataset="odd", no_progress=True)
+    run_command(
+        "import_responses",
+        str(write_jsonl([math_row(0, gold=gold)], name="odd.jsonl")),
+        dataset="odd",
+        no_progress=True,
+    )
     run = AuditRun.objects.create(dataset=Dataset.objects.get(name="odd"), readers=["strip-string"])
     status = audit_run_execute(audit_run_id=run.pk).status
     run.refresh_from_db()
@@ -132,6 +144,7 @@ def test_a_gold_jsonb_and_utf8_cannot_hold_is_audited_with_the_files_verbatim(da
 
 
 # -- the report page ---------------------------------------------------------------------------------
+
 
 def test_the_report_of_a_stale_run_says_so_and_stops_refreshing(dataset):
     run = running_run(dataset, last_seen_ago=timedelta(minutes=30), attempts=1)
@@ -149,9 +162,14 @@ def test_the_report_of_a_live_run_refreshes(dataset):
 
 @pytest.mark.parametrize("status", [AuditRun.Status.FAILED, AuditRun.Status.DONE])
 def test_finished_reports_do_not_refresh(dataset, status):
-    run = AuditRun.objects.create(dataset=dataset, readers=["strip-string"], status=status,
-                                  error="ValueError: boom" if status == "failed" else "",
-                                  started_at=timezone.now() - timedelta(hours=1), finished_at=timezone.now())
+    run = AuditRun.objects.create(
+        dataset=dataset,
+        readers=["strip-string"],
+        status=status,
+        error="ValueError: boom" if status == "failed" else "",
+        started_at=timezone.now() - timedelta(hours=1),
+        finished_at=timezone.now(),
+    )
     html = manager_client().get(f"/audit/{run.pk}/").content.decode()
     assert 'http-equiv="refresh"' not in html and "refreshes every" not in html
     if status == "failed":

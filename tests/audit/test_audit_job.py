@@ -1,13 +1,14 @@
 """The audit as a Celery job from the UI (eager mode), end to end, and its report page."""
+
 from __future__ import annotations
 
 import pytest
 from django.test import Client
 from django.utils import timezone
 
-from adjudication.models import AuditRun, Dataset
 from adjudication.audit.selectors import dataset_golds
 from adjudication.audit.services import audit_run_execute
+from adjudication.models import AuditRun, Dataset
 from adjudication.tasks import run_audit
 
 from ..conftest import math_row, mc_row, run_command
@@ -40,8 +41,9 @@ def test_audit_job_end_to_end(eager, dataset, django_capture_on_commit_callbacks
     assert page.status_code == 200 and b"sympy-cascade" in page.content
 
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
-        response = client.post("/audit/", {"dataset": dataset.pk,
-                                           "reader": ["sympy-cascade", "math-verify-latex", "strip-string"]})
+        response = client.post(
+            "/audit/", {"dataset": dataset.pk, "reader": ["sympy-cascade", "math-verify-latex", "strip-string"]}
+        )
     assert len(callbacks) == 1  # enqueued on commit, exactly once
     run = AuditRun.objects.get()
     assert response.status_code == 302 and response["Location"] == f"/audit/{run.pk}/"
@@ -59,10 +61,21 @@ def test_audit_job_end_to_end(eager, dataset, django_capture_on_commit_callbacks
     report = client.get(f"/audit/{run.pk}/")
     assert report.status_code == 200
     html = report.content.decode()
-    for section in ('id="self-validation"', 'id="error-budget"', 'id="magnitude"', 'id="disagreement"',
-                    'id="out-of-contract"', 'id="contract-dependent"', "100 %", 'id="reader-identity"',
-                    'id="contract-overrides"', 'id="by-source"', 'id="figure-self-validation"',
-                    'id="figure-error-budget"', 'id="figure-magnitude"'):
+    for section in (
+        'id="self-validation"',
+        'id="error-budget"',
+        'id="magnitude"',
+        'id="disagreement"',
+        'id="out-of-contract"',
+        'id="contract-dependent"',
+        "100 %",
+        'id="reader-identity"',
+        'id="contract-overrides"',
+        'id="by-source"',
+        'id="figure-self-validation"',
+        'id="figure-error-budget"',
+        'id="figure-magnitude"',
+    ):
         assert section in html, section
     # seed 001's three figures, drawn as inline SVG, and every reader's config hash
     assert html.count("<svg xmlns") >= 3 and "prior work (~94%)" in html and "10^4" in html
@@ -77,8 +90,9 @@ def test_audit_job_end_to_end(eager, dataset, django_capture_on_commit_callbacks
 
 
 def test_a_live_running_run_is_not_executed_again(dataset):
-    run = AuditRun.objects.create(dataset=dataset, readers=["strip-string"], status=AuditRun.Status.RUNNING,
-                                  started_at=timezone.now(), attempts=1)
+    run = AuditRun.objects.create(
+        dataset=dataset, readers=["strip-string"], status=AuditRun.Status.RUNNING, started_at=timezone.now(), attempts=1
+    )
     assert audit_run_execute(audit_run_id=run.pk).status == AuditRun.Status.RUNNING
     assert audit_run_execute(audit_run_id=10**9).status == "missing"
 

@@ -1,6 +1,7 @@
 """A worker SIGKILLed in the middle of an audit: the redelivered task finds the claim stale (no
 heartbeat for a lease) and a new worker runs the audit again exactly once, to `done`. A duplicate
 task delivered while the first worker is alive and beating does not run it a second time."""
+
 from __future__ import annotations
 
 import signal
@@ -8,8 +9,8 @@ import time
 
 import pytest
 
-from adjudication.models import AuditRun, Dataset
 from adjudication.audit.services import audit_run_start
+from adjudication.models import AuditRun, Dataset
 from adjudication.tasks import run_audit
 from readers import registry
 from tests.plugins import slow_reader
@@ -23,13 +24,18 @@ LEASE_SECONDS = 3
 
 @registry.scoped(slow_reader.READERS)  # `test-slow` here too (audit_run_start checks names)
 def test_sigkill_mid_audit_then_a_new_worker_reruns_the_stale_audit_once_to_done(
-        write_jsonl, service_env, broker, tmp_path, settings):
+    write_jsonl, service_env, broker, tmp_path, settings
+):
     out_dir = tmp_path / "audit-out"
-    env = {**service_env, "READER_PLUGINS": "tests.plugins.slow_reader",
-           # Redelivery of the dead worker's unacknowledged task after 2 s instead of 10 minutes,
-           # and a claim stale after 3 s without a heartbeat instead of 2 minutes.
-           "CELERY_VISIBILITY_TIMEOUT": "2", "AUDIT_LEASE_SECONDS": str(LEASE_SECONDS),
-           "AUDIT_OUTPUT_DIR": str(out_dir)}
+    env = {
+        **service_env,
+        "READER_PLUGINS": "tests.plugins.slow_reader",
+        # Redelivery of the dead worker's unacknowledged task after 2 s instead of 10 minutes,
+        # and a claim stale after 3 s without a heartbeat instead of 2 minutes.
+        "CELERY_VISIBILITY_TIMEOUT": "2",
+        "AUDIT_LEASE_SECONDS": str(LEASE_SECONDS),
+        "AUDIT_OUTPUT_DIR": str(out_dir),
+    }
     # ~36 variants per gold, 30 ms per reading on 2 reader processes: ~15 s per attempt.
     rows = [math_row(i, gold=str(7 * i + 3)) for i in range(25)]
     run_command("import_responses", str(write_jsonl(rows)), dataset="slow-audit", no_progress=True)
@@ -39,13 +45,15 @@ def test_sigkill_mid_audit_then_a_new_worker_reruns_the_stale_audit_once_to_done
     try:
         run = audit_run_start(dataset=dataset, reader_names=["test-slow"])  # enqueued on commit (autocommit here)
         assert wait_until(lambda: AuditRun.objects.get(pk=run.pk).status == AuditRun.Status.RUNNING, timeout=60), (
-            "the audit never started")
+            "the audit never started"
+        )
         claimed = AuditRun.objects.get(pk=run.pk)
         # A duplicate of the task while the first worker is alive (the pool's second process takes it).
         run_audit.delay(run.pk)
         # Beating: the heartbeat moves past the claim time while the audit runs.
-        assert wait_until(lambda: AuditRun.objects.get(pk=run.pk).heartbeat_at > claimed.heartbeat_at,
-                          timeout=30), "no heartbeat while the audit runs"
+        assert wait_until(lambda: AuditRun.objects.get(pk=run.pk).heartbeat_at > claimed.heartbeat_at, timeout=30), (
+            "no heartbeat while the audit runs"
+        )
         # Longer than a lease, so that the duplicate has had its look, and more than one.
         time.sleep(LEASE_SECONDS + 1)
         at_kill = AuditRun.objects.get(pk=run.pk)
@@ -61,7 +69,8 @@ def test_sigkill_mid_audit_then_a_new_worker_reruns_the_stale_audit_once_to_done
     try:
         # No re-run by hand: the broker hands the killed worker's unacknowledged task to the new worker.
         assert wait_until(lambda: AuditRun.objects.get(pk=run.pk).status in ("done", "failed"), timeout=240), (
-            f"still {AuditRun.objects.get(pk=run.pk).status} after the restart")
+            f"still {AuditRun.objects.get(pk=run.pk).status} after the restart"
+        )
     finally:
         stop_worker(second)
     run.refresh_from_db()

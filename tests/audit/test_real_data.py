@@ -4,6 +4,7 @@ The off-by-one step runs on every gold (only the off-by-one and identity transfo
 fast); the full suite runs on a fixed 1-in-6 sample of the golds. The full-suite numbers over
 all golds are in docs/audit.md (one run, reproduced by the command there).
 """
+
 from __future__ import annotations
 
 import json
@@ -16,8 +17,14 @@ from readers.isolation.pool import IsolatedPool
 
 from ..conftest import shared_data
 
-OTHERS = ("math-verify-latex", "math-verify-expr", "strip-string", "strip-string-lm-eval",
-          "sympy-cascade-magnitude-safe", "fixed")
+OTHERS = (
+    "math-verify-latex",
+    "math-verify-expr",
+    "strip-string",
+    "strip-string-lm-eval",
+    "sympy-cascade-magnitude-safe",
+    "fixed",
+)
 
 
 @pytest.fixture(scope="module")
@@ -25,8 +32,11 @@ def real_golds() -> list[str]:
     math500 = shared_data("math500", "math500.jsonl")
     gsm8k = shared_data("gsm8k", "test.jsonl")
     golds = [json.loads(line)["answer"][0] for line in math500.read_text(encoding="utf-8").splitlines() if line]
-    golds += [json.loads(line)["answer"].split("####")[-1].strip()
-              for line in gsm8k.read_text(encoding="utf-8").splitlines() if line]
+    golds += [
+        json.loads(line)["answer"].split("####")[-1].strip()
+        for line in gsm8k.read_text(encoding="utf-8").splitlines()
+        if line
+    ]
     return list(dict.fromkeys(g.strip() for g in golds))
 
 
@@ -44,10 +54,16 @@ def test_the_step_on_every_real_gold(real_golds, pool, tmp_path):
     # every bucket holds integer golds of both benchmarks
     per_bucket = {row["bucket"]: row["judged"] for row in result.magnitude_rows if row["reader"] == "sympy-cascade"}
     assert all(per_bucket[b] > 0 for b in BUCKETS), per_bucket
-    assert s["off_by_one"]["sympy-cascade"] == {"<10": 0.0, "1e1": 0.0, "1e2": 0.0, "1e3": 0.0, "1e4": 1.0,
-                                                ">=1e5": 1.0}
+    assert s["off_by_one"]["sympy-cascade"] == {
+        "<10": 0.0,
+        "1e1": 0.0,
+        "1e2": 0.0,
+        "1e3": 0.0,
+        "1e4": 1.0,
+        ">=1e5": 1.0,
+    }
     for name in OTHERS:
-        assert s["off_by_one"][name] == {b: 0.0 for b in BUCKETS}, (name, s["off_by_one"][name])
+        assert s["off_by_one"][name] == dict.fromkeys(BUCKETS, 0.0), (name, s["off_by_one"][name])
     n_int = sum(int_value(g) is not None for g in real_golds)
     assert s["off_by_one_total"]["sympy-cascade"]["n"] == 2 * n_int
 

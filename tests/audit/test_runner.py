@@ -1,4 +1,5 @@
 """The audit runner: the seed-001 step, the tables and the output files (no database)."""
+
 from __future__ import annotations
 
 import csv
@@ -8,17 +9,47 @@ import time
 import pytest
 
 from readers import registry
-from readers.base import Item, Reader, Reading
 from readers.audit.runner import BUCKETS, magnitude_bucket, run_audit
-from readers.stats import wilson
 from readers.audit.transforms import BY_NAME
+from readers.base import Item, Reader, Reading
 from readers.isolation.pool import IsolatedPool
+from readers.stats import wilson
 
-OTHERS = ("math-verify-latex", "math-verify-expr", "strip-string", "strip-string-lm-eval",
-          "sympy-cascade-magnitude-safe", "fixed")
+OTHERS = (
+    "math-verify-latex",
+    "math-verify-expr",
+    "strip-string",
+    "strip-string-lm-eval",
+    "sympy-cascade-magnitude-safe",
+    "fixed",
+)
 # Integer golds on both sides of every bucket edge, the 10^4 step included.
-STEP_GOLDS = ["0", "3", "9", "-7", "10", "57", "99", "100", "512", "999", "1000", "7777", "9998", "9999",
-              "10000", "10001", "12345", "-54321", "99999", "100000", "123456", "1000000", "987654321", "65,960"]
+STEP_GOLDS = [
+    "0",
+    "3",
+    "9",
+    "-7",
+    "10",
+    "57",
+    "99",
+    "100",
+    "512",
+    "999",
+    "1000",
+    "7777",
+    "9998",
+    "9999",
+    "10000",
+    "10001",
+    "12345",
+    "-54321",
+    "99999",
+    "100000",
+    "123456",
+    "1000000",
+    "987654321",
+    "65,960",
+]
 
 
 @pytest.fixture(scope="module")
@@ -28,8 +59,21 @@ def pool():
 
 
 def test_magnitude_buckets():
-    assert [magnitude_bucket(v) for v in (0, 9, -9, 10, 99, 100, 999, 1000, 9999, 10000, 99999, 100000, 10**9)] == \
-        ["<10", "<10", "<10", "1e1", "1e1", "1e2", "1e2", "1e3", "1e3", "1e4", "1e4", ">=1e5", ">=1e5"]
+    assert [magnitude_bucket(v) for v in (0, 9, -9, 10, 99, 100, 999, 1000, 9999, 10000, 99999, 100000, 10**9)] == [
+        "<10",
+        "<10",
+        "<10",
+        "1e1",
+        "1e1",
+        "1e2",
+        "1e2",
+        "1e3",
+        "1e3",
+        "1e4",
+        "1e4",
+        ">=1e5",
+        ">=1e5",
+    ]
 
 
 def test_wilson_is_statsmodels_wilson():
@@ -46,7 +90,7 @@ def test_the_step_at_ten_thousand(pool, tmp_path):
     ob = result.summary["off_by_one"]
     assert ob["sympy-cascade"] == {"<10": 0.0, "1e1": 0.0, "1e2": 0.0, "1e3": 0.0, "1e4": 1.0, ">=1e5": 1.0}
     for name in OTHERS:
-        assert ob[name] == {b: 0.0 for b in BUCKETS}, name
+        assert ob[name] == dict.fromkeys(BUCKETS, 0.0), name
     # 9999 -> 10000 is rejected and 10000 -> 9999 accepted: the tolerance is relative to the gold
     rec = {(r["reader"], r["gold"], r["variant"]): r["verdict"] for r in result.records()}
     assert rec[("sympy-cascade", "9999", "10000")] == "incorrect"

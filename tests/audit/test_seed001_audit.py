@@ -1,6 +1,7 @@
 """The seed-convention audit (readers.math.seed001 + seed 001's contract assignments) reproduces seed
 001's findings in the seed's direction, on the bundled synthetic golds and, when present, on the
 MATH-500 + GSM8K golds (../shared/data)."""
+
 from __future__ import annotations
 
 import csv
@@ -19,10 +20,39 @@ from ..conftest import shared_data
 
 MVL, MVE, SS, SC = SEED001_READERS
 # Corpus-like golds (written here, MATH / GSM8K answer forms) beside the synthetic ones.
-CORPUS = ["42", "\\frac{1}{2}", "3\\sqrt{2}", "\\frac{3}{4}", "0.15", "10000", "(a+5)(b+2)", "3\\pm\\sqrt{2}",
-          "\\frac{\\pi}{6}", "65,960", "18", "2x+3", "\\sqrt{5}", "-7"]
-STEP_GOLDS = ["3", "9", "10", "57", "100", "512", "1000", "9998", "9999", "10000", "12345", "99999", "100000",
-              "123456", "987654321"]
+CORPUS = [
+    "42",
+    "\\frac{1}{2}",
+    "3\\sqrt{2}",
+    "\\frac{3}{4}",
+    "0.15",
+    "10000",
+    "(a+5)(b+2)",
+    "3\\pm\\sqrt{2}",
+    "\\frac{\\pi}{6}",
+    "65,960",
+    "18",
+    "2x+3",
+    "\\sqrt{5}",
+    "-7",
+]
+STEP_GOLDS = [
+    "3",
+    "9",
+    "10",
+    "57",
+    "100",
+    "512",
+    "1000",
+    "9998",
+    "9999",
+    "10000",
+    "12345",
+    "99999",
+    "100000",
+    "123456",
+    "987654321",
+]
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +65,7 @@ def pool():
 def bundled(pool, tmp_path_factory):
     synthetic = synthetic_golds(26)
     out = tmp_path_factory.mktemp("seed001")
-    sources = {g: "synthetic" for g in synthetic}
+    sources = dict.fromkeys(synthetic, "synthetic")
     result = run_audit(CORPUS + synthetic, list(SEED_READERS), out, pool=pool, gold_sources=sources)
     return result, out
 
@@ -88,7 +118,7 @@ def test_seed_contract_assignments_apply(bundled):
     scopes = {(r["reader"], r["stratum"], r["scope"]) for r in result.strata_rows}
     assert (SS, "unreduced", "out-of-contract") in scopes and (SS, "unreduced", "in-contract") not in scopes
     assert (MVE, "fraction_display", "out-of-contract") in scopes
-    assert (MVE, "math_mode", "in-contract") in scopes          # a LaTeX form, in by the seed's assignment
+    assert (MVE, "math_mode", "in-contract") in scopes  # a LaTeX form, in by the seed's assignment
     shown = {(o["reader"], o["stratum"]): o["in_contract"] for o in result.summary["contract_overrides"]}
     assert shown[(SS, "unreduced")] is False and shown[(SS, "sets")] is False and shown[(MVL, "sets")] is True
 
@@ -101,8 +131,11 @@ def test_identity_and_sources_in_every_output(bundled):
     line = json.loads((out / "verdicts.jsonl").open(encoding="utf-8").readline())
     assert line["reader_config_hash"] == ident[line["reader"]]["config_hash"] and line["reader_version"]
     assert line["gold_source"] in ("corpus", "synthetic") and "seed_stratum" in line
-    for name, col in (("strata.csv", "reader_config_hash"), ("magnitude.csv", "reader_config_hash"),
-                      ("disagreement.csv", "reader_a_config_hash")):
+    for name, col in (
+        ("strata.csv", "reader_config_hash"),
+        ("magnitude.csv", "reader_config_hash"),
+        ("disagreement.csv", "reader_a_config_hash"),
+    ):
         rows = list(csv.DictReader((out / name).open(encoding="utf-8")))
         assert rows and all(len(row[col]) == 16 for row in rows), name
     saved = json.loads((out / "summary.json").read_text(encoding="utf-8"))
@@ -119,7 +152,7 @@ def test_the_cascade_step_at_ten_thousand(pool, tmp_path):
     ob = result.summary["off_by_one"]
     assert ob[SC] == {"<10": 0.0, "1e1": 0.0, "1e2": 0.0, "1e3": 0.0, "1e4": 1.0, ">=1e5": 1.0}
     for name in (MVL, MVE, SS):
-        assert ob[name] == {b: 0.0 for b in BUCKETS}, name
+        assert ob[name] == dict.fromkeys(BUCKETS, 0.0), name
 
 
 def test_golds_file_source_tags(tmp_path):
@@ -141,8 +174,11 @@ def test_seed_conventions_on_real_golds(pool, tmp_path):
     math500 = shared_data("math500", "math500.jsonl")
     gsm8k = shared_data("gsm8k", "test.jsonl")
     golds = [json.loads(line)["answer"][0] for line in math500.read_text(encoding="utf-8").splitlines() if line]
-    golds += [json.loads(line)["answer"].split("####")[-1].strip()
-              for line in gsm8k.read_text(encoding="utf-8").splitlines() if line]
+    golds += [
+        json.loads(line)["answer"].split("####")[-1].strip()
+        for line in gsm8k.read_text(encoding="utf-8").splitlines()
+        if line
+    ]
     sample = list(dict.fromkeys(g.strip() for g in golds))[::8]
     result = run_audit(sample, list(SEED_READERS), tmp_path, pool=pool)
     eb = result.summary["error_budget"][MVL]

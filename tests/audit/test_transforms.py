@@ -1,4 +1,5 @@
 """The transform suite: size, strata, classes, discarding, and certified value preservation."""
+
 from __future__ import annotations
 
 import re
@@ -8,18 +9,74 @@ import sympy
 from math_verify import LatexExtractionConfig, parse
 
 from readers.audit.golds import GoldsError, load_golds
-from readers.audit.transforms import (ADVERSARIAL, BY_NAME, CERTIFIED, CLASSES, CONTRACT_DEP, STRATA, TRANSFORMS,
-                                      Transform, build_variants, gold_forms, number_value)
+from readers.audit.transforms import (
+    ADVERSARIAL,
+    BY_NAME,
+    CERTIFIED,
+    CLASSES,
+    CONTRACT_DEP,
+    STRATA,
+    TRANSFORMS,
+    Transform,
+    build_variants,
+    gold_forms,
+    number_value,
+)
 from readers.base import ANSWER_FORMS
 
-SEED_STRATA = {"fraction_display", "fraction_decimal", "delimiters", "math_mode", "whitespace_punct",
-               "sqrt_exponent", "grouping", "sets", "unreduced", "boxing", "units", "text_prefix", "percent",
-               "scientific", "off_by_one", "sign_flip", "wrong_fraction", "dropped_term"}
+SEED_STRATA = {
+    "fraction_display",
+    "fraction_decimal",
+    "delimiters",
+    "math_mode",
+    "whitespace_punct",
+    "sqrt_exponent",
+    "grouping",
+    "sets",
+    "unreduced",
+    "boxing",
+    "units",
+    "text_prefix",
+    "percent",
+    "scientific",
+    "off_by_one",
+    "sign_flip",
+    "wrong_fraction",
+    "dropped_term",
+}
 
-NUMERIC_GOLDS = ["0", "7", "-3", "42", "9999", "10000", "123456", "65,960", "10,\\!080", "0.15", ".35625", "-2.5",
-                 "\\frac{3}{8}", "-\\frac{24}{25}", "\\frac 34", "\\frac14", "\\dfrac{17}{50}", "3/4", "3\\sqrt{2}",
-                 "\\sqrt{51}", "\\frac{\\sqrt{3}}{3}", "1+2\\sqrt{3}", "2\\pi", "11 \\sqrt{5} + 11", "-\\sqrt{3}",
-                 "18+2\\pi", "2^{10}", "\\frac{448}{15625}", "1\\frac{4}{5}", "288 \\pi"]
+NUMERIC_GOLDS = [
+    "0",
+    "7",
+    "-3",
+    "42",
+    "9999",
+    "10000",
+    "123456",
+    "65,960",
+    "10,\\!080",
+    "0.15",
+    ".35625",
+    "-2.5",
+    "\\frac{3}{8}",
+    "-\\frac{24}{25}",
+    "\\frac 34",
+    "\\frac14",
+    "\\dfrac{17}{50}",
+    "3/4",
+    "3\\sqrt{2}",
+    "\\sqrt{51}",
+    "\\frac{\\sqrt{3}}{3}",
+    "1+2\\sqrt{3}",
+    "2\\pi",
+    "11 \\sqrt{5} + 11",
+    "-\\sqrt{3}",
+    "18+2\\pi",
+    "2^{10}",
+    "\\frac{448}{15625}",
+    "1\\frac{4}{5}",
+    "288 \\pi",
+]
 
 _LATEX = [LatexExtractionConfig()]
 
@@ -33,7 +90,7 @@ def value(text: str):
         s = s[:-1].strip()
     for left, right in (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]")):
         if s.startswith(left) and s.endswith(right) and len(s) > len(left) + len(right):
-            s = s[len(left):-len(right)].strip()
+            s = s[len(left) : -len(right)].strip()
             break
     if s.endswith("."):
         s = s[:-1].strip()
@@ -64,7 +121,7 @@ def test_suite_size_strata_and_classes():
     for t in TRANSFORMS:
         assert t.forms <= set(ANSWER_FORMS), t.name
         assert t.description, t.name
-    assert SEED_STRATA <= set(STRATA), SEED_STRATA - set(STRATA)
+    assert set(STRATA) >= SEED_STRATA, SEED_STRATA - set(STRATA)
     # each class has real weight, and every stratum holds one class only
     counts = {c: sum(t.klass == c for t in TRANSFORMS) for c in CLASSES}
     assert counts[CERTIFIED] >= 30 and counts[CONTRACT_DEP] >= 10 and counts[ADVERSARIAL] >= 8
@@ -103,9 +160,19 @@ def test_empty_and_unchanged_outputs_are_discarded():
     ident = build_variants(["42"], [BY_NAME["identity"]])
     assert [v.text for v in ident] == ["42"]
     # no suite transform produces an empty or unchanged (non-identity) variant on real-looking golds
-    golds = NUMERIC_GOLDS + ["(2,4)", "\\{1,2\\}", "\\text{Evelyn}", "p - q", "x^3+3x-6", "(3,4]", "3, 5, 7",
-                             "\\left( 3, \\frac{\\pi}{2} \\right)", "(0,9) \\cup (9,36)", "y = 2x + 3",
-                             "15\\mbox{ cm}^2"]
+    golds = NUMERIC_GOLDS + [
+        "(2,4)",
+        "\\{1,2\\}",
+        "\\text{Evelyn}",
+        "p - q",
+        "x^3+3x-6",
+        "(3,4]",
+        "3, 5, 7",
+        "\\left( 3, \\frac{\\pi}{2} \\right)",
+        "(0,9) \\cup (9,36)",
+        "y = 2x + 3",
+        "15\\mbox{ cm}^2",
+    ]
     for v in build_variants(golds):
         assert v.text.strip(), v
         assert v.text != v.gold or v.transform.name == "identity", v
@@ -153,21 +220,26 @@ def test_load_golds_text_and_jsonl(tmp_path):
     text.write_text("42\n\n \\frac{1}{2} \n42\n{1,2}\n", encoding="utf-8")
     assert load_golds(text) == ["42", "\\frac{1}{2}", "{1,2}"]
     jl = tmp_path / "rows.jsonl"
-    jl.write_text('{"id": 1, "gold": "7"}\n{"id": 2, "gold": 12}\n\n{"id": 3, "gold": "A", "choices": ["x", "y"]}\n',
-                  encoding="utf-8")
+    jl.write_text(
+        '{"id": 1, "gold": "7"}\n{"id": 2, "gold": 12}\n\n{"id": 3, "gold": "A", "choices": ["x", "y"]}\n',
+        encoding="utf-8",
+    )
     assert load_golds(jl) == ["7", "12"]
     auto = tmp_path / "rows.txt"  # JSON objects are recognised without the extension
     auto.write_text('{"gold": "\\\\frac{1}{2}"}\n', encoding="utf-8")
     assert load_golds(auto) == ["\\frac{1}{2}"]
 
 
-@pytest.mark.parametrize("content, where, what", [
-    ('{"gold": "1"}\n{"gold": "2"\n', "line 2", "not valid JSON"),
-    ('{"gold": "1"}\n{"id": 3}\n', "line 2", "'gold': missing"),
-    ('{"gold": "1"}\n{"gold": ["x"]}\n', "line 2", "must be a string or a number"),
-    ('{"gold": "1"}\n{"gold": "  "}\n', "line 2", "must not be empty"),
-    ('\n\n', "", "empty"),
-])
+@pytest.mark.parametrize(
+    "content, where, what",
+    [
+        ('{"gold": "1"}\n{"gold": "2"\n', "line 2", "not valid JSON"),
+        ('{"gold": "1"}\n{"id": 3}\n', "line 2", "'gold': missing"),
+        ('{"gold": "1"}\n{"gold": ["x"]}\n', "line 2", "must be a string or a number"),
+        ('{"gold": "1"}\n{"gold": "  "}\n', "line 2", "must not be empty"),
+        ("\n\n", "", "empty"),
+    ],
+)
 def test_load_golds_errors_name_file_and_line(tmp_path, content, where, what):
     path = tmp_path / "bad.jsonl"
     path.write_text(content, encoding="utf-8")

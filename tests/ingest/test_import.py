@@ -1,4 +1,5 @@
 """Import: all-or-nothing, line-numbered errors, idempotent re-import, verbatim storage."""
+
 from __future__ import annotations
 
 import hashlib
@@ -8,7 +9,7 @@ import re
 import pytest
 from django.core.management.base import CommandError
 
-from adjudication.models import Dataset, Question, Reading, ReaderSpec, Response, Run
+from adjudication.models import Dataset, Question, ReaderSpec, Reading, Response, Run
 
 from ..conftest import manage, math_row, mc_row, project_table_counts, run_command
 
@@ -76,7 +77,9 @@ def test_a_bad_field_is_named_with_its_line(write_jsonl, bad, field, needle):
 
 def test_a_duplicate_id_in_one_file_is_an_error_naming_both_lines(write_jsonl):
     with pytest.raises(CommandError) as err:
-        run_command("import_responses", str(write_jsonl([mc_row(0), mc_row(1), mc_row(0)])), dataset="d", no_progress=True)
+        run_command(
+            "import_responses", str(write_jsonl([mc_row(0), mc_row(1), mc_row(0)])), dataset="d", no_progress=True
+        )
     assert "line 3" in str(err.value) and "duplicate id 'mc-0'" in str(err.value) and "line 1" in str(err.value)
     assert Response.objects.count() == 0
 
@@ -107,6 +110,7 @@ def test_hostile_text_is_stored_verbatim(write_jsonl):
     assert stored.content_hash == hashlib.sha256(nasty.encode("utf-8", "surrogatepass")).hexdigest()
     # PostgreSQL text cannot hold NUL or lone surrogates: the column holds the lossless escape.
     from django.db import connection
+
     with connection.cursor() as cursor:
         cursor.execute("SELECT text FROM adjudication_response WHERE id = %s", [stored.pk])
         (raw,) = cursor.fetchone()
@@ -114,8 +118,14 @@ def test_hostile_text_is_stored_verbatim(write_jsonl):
 
 
 def test_optional_fields_may_be_omitted_and_numbers_are_accepted_for_id_and_gold(write_jsonl):
-    run_command("import_responses", str(write_jsonl([{"id": 7, "question": "2+2?", "gold": 4, "response": "4"}])),
-                dataset="d", model="m", checkpoint="base", no_progress=True)
+    run_command(
+        "import_responses",
+        str(write_jsonl([{"id": 7, "question": "2+2?", "gold": 4, "response": "4"}])),
+        dataset="d",
+        model="m",
+        checkpoint="base",
+        no_progress=True,
+    )
     r = Response.objects.get()
     assert r.external_id == "7" and r.question.gold == "4" and r.question.choices == []
     assert (r.run.model, r.run.checkpoint) == ("m", "base")
@@ -123,16 +133,30 @@ def test_optional_fields_may_be_omitted_and_numbers_are_accepted_for_id_and_gold
 
 def test_lm_eval_samples_import_with_model_and_checkpoint_from_the_command_line(write_jsonl):
     samples = [
-        {"doc_id": 0, "doc": {"question": "Janet has 3 apples...", "answer": "She has 3+4=7.\n#### 7"},
-         "target": "She has 3+4=7.\n#### 7", "arguments": [["Q: ...\nA:", {"until": ["Q:"]}]],
-         "resps": [["She buys 4 more. The answer is 7."]], "filtered_resps": ["7"], "doc_hash": "d0",
-         "prompt_hash": "p0", "target_hash": "t0"},
-        {"doc_id": 1, "doc": {"question": "Which is a mammal?", "choices": ["shark", "whale", "trout"], "answer": 1},
-         "target": 1, "resps": [["The answer is (B)."]], "filtered_resps": ["(B)"], "prompt_hash": "p1"},
+        {
+            "doc_id": 0,
+            "doc": {"question": "Janet has 3 apples...", "answer": "She has 3+4=7.\n#### 7"},
+            "target": "She has 3+4=7.\n#### 7",
+            "arguments": [["Q: ...\nA:", {"until": ["Q:"]}]],
+            "resps": [["She buys 4 more. The answer is 7."]],
+            "filtered_resps": ["7"],
+            "doc_hash": "d0",
+            "prompt_hash": "p0",
+            "target_hash": "t0",
+        },
+        {
+            "doc_id": 1,
+            "doc": {"question": "Which is a mammal?", "choices": ["shark", "whale", "trout"], "answer": 1},
+            "target": 1,
+            "resps": [["The answer is (B)."]],
+            "filtered_resps": ["(B)"],
+            "prompt_hash": "p1",
+        },
     ]
     path = write_jsonl(samples, name="samples_gsm8k_2026-01-02T10-11-12.123456.jsonl")
-    run_command("import_responses", str(path), dataset="lm", fmt="lm-eval", model="qwen-7b", checkpoint="rl",
-                no_progress=True)
+    run_command(
+        "import_responses", str(path), dataset="lm", fmt="lm-eval", model="qwen-7b", checkpoint="rl", no_progress=True
+    )
     first = Response.objects.get(external_id="gsm8k:0")
     assert first.question.gold == "7" and first.text == "She buys 4 more. The answer is 7."
     assert (first.run.model, first.run.checkpoint, first.run.benchmark) == ("qwen-7b", "rl", "gsm8k")
@@ -141,7 +165,9 @@ def test_lm_eval_samples_import_with_model_and_checkpoint_from_the_command_line(
 
 
 def test_lm_eval_line_without_resps_is_named(write_jsonl):
-    path = write_jsonl([{"doc_id": 0, "doc": {"question": "q"}, "target": "1"}], name="samples_t_2026-01-02T10-11-12.jsonl")
+    path = write_jsonl(
+        [{"doc_id": 0, "doc": {"question": "q"}, "target": "1"}], name="samples_t_2026-01-02T10-11-12.jsonl"
+    )
     with pytest.raises(CommandError) as err:
         run_command("import_responses", str(path), dataset="lm", fmt="lm-eval", no_progress=True)
     assert "line 1" in str(err.value) and "field 'resps'" in str(err.value)
@@ -171,13 +197,18 @@ def test_an_identity_field_with_nul_or_a_lone_surrogate_is_named(write_jsonl, fi
     assert "line 2" in message and f"field '{field}'" in message and reason in message
 
 
-@pytest.mark.parametrize(("field", "limit"), [("id", 500), ("model", 200), ("checkpoint", 100), ("benchmark", 100),
-                                              ("prompt", 200)])
+@pytest.mark.parametrize(
+    ("field", "limit"), [("id", 500), ("model", 200), ("checkpoint", 100), ("benchmark", 100), ("prompt", 200)]
+)
 def test_an_identity_field_longer_than_its_column_is_named_and_one_that_fits_is_stored(write_jsonl, field, limit):
     message = import_error(write_jsonl([mc_row(0), mc_row(1, **{field: "x" * (limit + 1)})]))
     assert "line 2" in message and f"field '{field}'" in message and f"at most {limit} characters" in message
-    run_command("import_responses", str(write_jsonl([mc_row(0, **{field: "x" * limit})], name="fits.jsonl")),
-                dataset="d", no_progress=True)
+    run_command(
+        "import_responses",
+        str(write_jsonl([mc_row(0, **{field: "x" * limit})], name="fits.jsonl")),
+        dataset="d",
+        no_progress=True,
+    )
     assert Response.objects.count() == 1
 
 
@@ -216,11 +247,18 @@ def test_a_non_finite_number_is_not_accepted_as_an_id_or_gold(write_jsonl, field
         '{"id": ' + "7" * 5000 + ', "question": "q", "gold": "1", "response": "r"}',
         '{"id": "m-9", "question": "q", "gold": "1", "response": "r", "meta": {"p": 1e400}}',
         "[" * 100_000 + "]" * 100_000,
-        '{"id": "deep", "question": "q", "gold": "1", "response": "r", "meta": ' + '{"a": ' * 100_000 + "1"
+        '{"id": "deep", "question": "q", "gold": "1", "response": "r", "meta": '
+        + '{"a": ' * 100_000
+        + "1"
         + "}" * 100_001,
     ],
-    ids=["5000-digit-in-meta", "5000-digit-id", "float-overflowing-to-infinity", "nested-100k-list",
-         "nested-100k-in-meta"],
+    ids=[
+        "5000-digit-in-meta",
+        "5000-digit-id",
+        "float-overflowing-to-infinity",
+        "nested-100k-list",
+        "nested-100k-in-meta",
+    ],
 )
 def test_json_the_parser_cannot_hold_is_a_line_error(write_jsonl, line):
     message = import_error(write_jsonl([json.dumps(math_row(0)), line]))
@@ -240,16 +278,22 @@ def test_a_dataset_name_longer_than_its_column_is_an_error(write_jsonl):
     assert Dataset.objects.get().name == "d" * 200
 
 
-@pytest.mark.parametrize(("name", "needle"), [("", "blank"), ("   ", "blank"), ("a\x00b", "NUL"),
-                                              ("a\udc80b", "lone surrogate")])
+@pytest.mark.parametrize(
+    ("name", "needle"), [("", "blank"), ("   ", "blank"), ("a\x00b", "NUL"), ("a\udc80b", "lone surrogate")]
+)
 def test_a_blank_or_unstorable_dataset_name_is_an_error(write_jsonl, name, needle):
     message = import_error(write_jsonl([mc_row(0)]), dataset=name)
     assert "--dataset" in message and needle in message
 
 
-@pytest.mark.parametrize(("option", "value", "needle"), [("model", "m" * 201, "at most 200"),
-                                                          ("checkpoint", "rl\udcff", "lone surrogate"),
-                                                          ("task", "t" * 101, "at most 100")])
+@pytest.mark.parametrize(
+    ("option", "value", "needle"),
+    [
+        ("model", "m" * 201, "at most 200"),
+        ("checkpoint", "rl\udcff", "lone surrogate"),
+        ("task", "t" * 101, "at most 100"),
+    ],
+)
 def test_an_unstorable_command_line_identity_is_an_error(write_jsonl, option, value, needle):
     samples = [{"doc_id": 0, "doc": {"question": "q"}, "target": "1", "resps": [["1"]]}]
     path = write_jsonl(samples, name="samples_t_2026-01-02T10-11-12.jsonl")
@@ -258,8 +302,14 @@ def test_an_unstorable_command_line_identity_is_an_error(write_jsonl, option, va
 
 
 def lm_eval_sample(doc_id: int = 0, **overrides) -> dict:
-    sample = {"doc_id": doc_id, "doc": {"question": f"Question {doc_id}?", "choices": ["a", "b", "c"], "answer": 1},
-              "target": 1, "resps": [["The answer is (B)."]], "filtered_resps": ["B"], "prompt_hash": "p"}
+    sample = {
+        "doc_id": doc_id,
+        "doc": {"question": f"Question {doc_id}?", "choices": ["a", "b", "c"], "answer": 1},
+        "target": 1,
+        "resps": [["The answer is (B)."]],
+        "filtered_resps": ["B"],
+        "prompt_hash": "p",
+    }
     sample.update(overrides)
     return sample
 
@@ -267,8 +317,11 @@ def lm_eval_sample(doc_id: int = 0, **overrides) -> dict:
 @pytest.mark.parametrize(
     ("overrides", "field", "needle"),
     [
-        ({"doc": {"question": "q", "choices": [f"o{i}" for i in range(30)]}, "target": 28}, "doc.choices",
-         "at most 26"),
+        (
+            {"doc": {"question": "q", "choices": [f"o{i}" for i in range(30)]}, "target": 28},
+            "doc.choices",
+            "at most 26",
+        ),
         ({"doc": {"question": "q", "choices": [f"o{i}" for i in range(27)]}, "target": 0}, "doc.choices", "at most 26"),
         ({"doc": {"question": "q", "choices": ["a", "b\x00"]}, "target": 0}, "doc.choices", "NUL"),
         ({"filtered_resps": ["B\x00"]}, "filtered_resps", "NUL"),
@@ -280,8 +333,9 @@ def lm_eval_sample(doc_id: int = 0, **overrides) -> dict:
     ],
 )
 def test_an_lm_eval_field_the_database_cannot_hold_is_named(write_jsonl, overrides, field, needle):
-    path = write_jsonl([lm_eval_sample(0), lm_eval_sample(**{"doc_id": 1, **overrides})],
-                       name="samples_arc_2026-01-02T10-11-12.jsonl")
+    path = write_jsonl(
+        [lm_eval_sample(0), lm_eval_sample(**{"doc_id": 1, **overrides})], name="samples_arc_2026-01-02T10-11-12.jsonl"
+    )
     message = import_error(path, fmt="lm-eval")
     assert "line 2" in message and f"field '{field}'" in message and needle in message
 
@@ -289,8 +343,7 @@ def test_an_lm_eval_field_the_database_cannot_hold_is_named(write_jsonl, overrid
 def test_lm_eval_text_fields_keep_nul_and_lone_surrogates_verbatim(write_jsonl):
     nasty = "NUL\x00 and \ud800"
     doc = {"question": nasty, "choices": ["a", "b"], "answer": 0}
-    path = write_jsonl([lm_eval_sample(0, resps=[[nasty]], doc=doc)],
-                       name="samples_arc_2026-01-02T10-11-12.jsonl")
+    path = write_jsonl([lm_eval_sample(0, resps=[[nasty]], doc=doc)], name="samples_arc_2026-01-02T10-11-12.jsonl")
     run_command("import_responses", str(path), dataset="d", fmt="lm-eval", no_progress=True)
     stored = Response.objects.get()
     assert stored.text == nasty and stored.question.text == nasty
@@ -339,11 +392,13 @@ HOSTILE_FILES = {
 @pytest.mark.parametrize("name", sorted(HOSTILE_FILES))
 def test_the_real_command_in_a_subprocess_exits_non_zero_without_a_traceback(tmp_path, service_env, name):
     path = tmp_path / "in.jsonl"
-    path.write_bytes(json.dumps(math_row(1)).encode() + b"\n"
-                     + HOSTILE_FILES[name].encode("utf-8", "surrogateescape") + b"\n")
+    path.write_bytes(
+        json.dumps(math_row(1)).encode() + b"\n" + HOSTILE_FILES[name].encode("utf-8", "surrogateescape") + b"\n"
+    )
     before = project_table_counts()
     proc = manage("import_responses", str(path), "--dataset", "d", "--no-progress", env=service_env)
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
-    assert re.search(r"CommandError: import aborted, nothing was written: in\.jsonl, line 2(, field '[^']+')?: \S",
-                     proc.stderr), proc.stderr
+    assert re.search(
+        r"CommandError: import aborted, nothing was written: in\.jsonl, line 2(, field '[^']+')?: \S", proc.stderr
+    ), proc.stderr
     assert project_table_counts() == before

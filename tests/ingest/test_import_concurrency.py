@@ -3,14 +3,15 @@
 Two imports that share questions and runs race on the same unique rows (question fingerprints, run
 identities). Both must succeed, every row of both files must be there, and shared rows exist once.
 """
+
 from __future__ import annotations
 
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from io import StringIO
 from pathlib import Path
-from typing import Callable
 
 import pytest
 from django.core.management import call_command
@@ -32,8 +33,9 @@ def _postgresql_only() -> None:
 
 
 def rows_for(prefix: str, questions: range, checkpoint: str) -> list[dict]:
-    return [mc_row(q, id=f"{prefix}-{q}", checkpoint=checkpoint, response=f"{prefix} says (B) to {q}")
-            for q in questions]
+    return [
+        mc_row(q, id=f"{prefix}-{q}", checkpoint=checkpoint, response=f"{prefix} says (B) to {q}") for q in questions
+    ]
 
 
 def import_in_threads(paths: list[Path], dataset: str) -> list[BaseException | None]:
@@ -60,8 +62,13 @@ def import_in_threads(paths: list[Path], dataset: str) -> list[BaseException | N
 
 
 def seed_existing_dataset(write_jsonl: Callable[..., Path]) -> None:
-    call_command("import_responses", str(write_jsonl(rows_for("seed", range(0, 10), "base"), name="seed.jsonl")),
-                 dataset="shared", no_progress=True, stdout=StringIO())
+    call_command(
+        "import_responses",
+        str(write_jsonl(rows_for("seed", range(10), "base"), name="seed.jsonl")),
+        dataset="shared",
+        no_progress=True,
+        stdout=StringIO(),
+    )
 
 
 def test_two_concurrent_imports_sharing_questions_and_runs_both_succeed(write_jsonl):
@@ -95,9 +102,25 @@ def test_two_concurrent_import_processes_both_succeed_without_a_traceback(write_
     """The same race through the real command line: two manage.py processes."""
     seed_existing_dataset(write_jsonl)
     paths = [write_jsonl(rows_for(prefix, range(QUESTIONS), "rl"), name=f"{prefix}.jsonl") for prefix in ("a", "b")]
-    procs = [subprocess.Popen([sys.executable, str(ROOT / "manage.py"), "import_responses", str(path),
-                               "--dataset", "shared", "--no-progress"], env=service_env, cwd=ROOT,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for path in paths]
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                str(ROOT / "manage.py"),
+                "import_responses",
+                str(path),
+                "--dataset",
+                "shared",
+                "--no-progress",
+            ],
+            env=service_env,
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for path in paths
+    ]
     outcomes = [proc.communicate(timeout=300) for proc in procs]
 
     for proc, (_, stderr) in zip(procs, outcomes):

@@ -1,5 +1,6 @@
 """Importing the rendered prompt a response was generated from: canonical `prompt_text` and
 lm-eval's `arguments`, stored verbatim, with bad values named by file, line and field."""
+
 from __future__ import annotations
 
 import pytest
@@ -11,14 +12,22 @@ from ..conftest import math_row, mc_row, project_table_counts, run_command
 
 pytestmark = pytest.mark.django_db
 
-QWEN_PROMPT = ("<|im_start|>user\nWhich sociologist wrote question 0?\nA. Durkheim\nB. Weber\nC. Merton\n"
-               "D. Parsons<|im_end|>\n<|im_start|>assistant\n")
+QWEN_PROMPT = (
+    "<|im_start|>user\nWhich sociologist wrote question 0?\nA. Durkheim\nB. Weber\nC. Merton\n"
+    "D. Parsons<|im_end|>\n<|im_start|>assistant\n"
+)
 SAMPLES = "samples_arc_2026-01-02T10-11-12.jsonl"
 
 
 def lm_eval_sample(doc_id: int = 0, **overrides) -> dict:
-    sample = {"doc_id": doc_id, "doc": {"question": f"Question {doc_id}?", "choices": ["a", "b", "c"], "answer": 1},
-              "target": 1, "resps": [["The answer is (B)."]], "filtered_resps": ["B"], "prompt_hash": "p"}
+    sample = {
+        "doc_id": doc_id,
+        "doc": {"question": f"Question {doc_id}?", "choices": ["a", "b", "c"], "answer": 1},
+        "target": 1,
+        "resps": [["The answer is (B)."]],
+        "filtered_resps": ["B"],
+        "prompt_hash": "p",
+    }
     sample.update(overrides)
     return sample
 
@@ -55,21 +64,28 @@ def test_reimporting_rows_without_a_prompt_is_unchanged_and_adding_one_needs_rep
     assert "0 new, 1 unchanged" in out
 
 
-@pytest.mark.parametrize(("value", "needle"), [
-    (42, "must be a string (the rendered prompt), got int"),
-    (["<|im_start|>user"], "must be a string (the rendered prompt), got list"),
-    ("", "must not be empty"),
-    ("  \n ", "must not be empty"),
-])
+@pytest.mark.parametrize(
+    ("value", "needle"),
+    [
+        (42, "must be a string (the rendered prompt), got int"),
+        (["<|im_start|>user"], "must be a string (the rendered prompt), got list"),
+        ("", "must not be empty"),
+        ("  \n ", "must not be empty"),
+    ],
+)
 def test_a_bad_canonical_prompt_text_names_file_line_and_field(write_jsonl, value, needle):
     message = import_error(write_jsonl([mc_row(0), mc_row(1), mc_row(2, prompt_text=value)]))
     assert "in.jsonl, line 3, field 'prompt_text'" in message and needle in message
 
 
-@pytest.mark.parametrize("arguments", [
-    {"gen_args_0": {"arg_0": QWEN_PROMPT, "arg_1": {"until": ["<|im_end|>"], "max_gen_toks": 4096}}},
-    [[QWEN_PROMPT, {"until": ["<|im_end|>"]}]],
-], ids=["samples-file-dict", "raw-list"])
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"gen_args_0": {"arg_0": QWEN_PROMPT, "arg_1": {"until": ["<|im_end|>"], "max_gen_toks": 4096}}},
+        [[QWEN_PROMPT, {"until": ["<|im_end|>"]}]],
+    ],
+    ids=["samples-file-dict", "raw-list"],
+)
 def test_lm_eval_arguments_give_the_rendered_prompt(write_jsonl, arguments):
     path = write_jsonl([lm_eval_sample(0, arguments=arguments)], name=SAMPLES)
     run_command("import_responses", str(path), dataset="lm", fmt="lm-eval", no_progress=True)
@@ -84,11 +100,15 @@ def test_lm_eval_loglikelihood_requests_share_their_context_and_the_first_is_kep
     assert Response.objects.get().prompt_text == context
 
 
-@pytest.mark.parametrize("arguments", [
-    None,
-    {"gen_args_0": {"arg_0": ['[{"role": "user", "content": "Question 0?"}]'], "arg_1": {}}},  # chat-API run
-    {"gen_args_0": {"arg_0": "", "arg_1": {}}},
-], ids=["absent", "chat-messages", "empty-context"])
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        None,
+        {"gen_args_0": {"arg_0": ['[{"role": "user", "content": "Question 0?"}]'], "arg_1": {}}},  # chat-API run
+        {"gen_args_0": {"arg_0": "", "arg_1": {}}},
+    ],
+    ids=["absent", "chat-messages", "empty-context"],
+)
 def test_lm_eval_samples_without_a_rendered_prompt_import_with_none(write_jsonl, arguments):
     sample = lm_eval_sample(0) if arguments is None else lm_eval_sample(0, arguments=arguments)
     path = write_jsonl([sample], name=SAMPLES)
@@ -96,16 +116,19 @@ def test_lm_eval_samples_without_a_rendered_prompt_import_with_none(write_jsonl,
     assert Response.objects.get().prompt_text is None
 
 
-@pytest.mark.parametrize(("arguments", "field", "needle"), [
-    ("Q: ...", "arguments", "must be an object or a list, got str"),
-    ({"gen_args_1": {"arg_0": "x"}}, "arguments.gen_args_0", "missing or not an object"),
-    ({"gen_args_0": ["x"]}, "arguments.gen_args_0", "missing or not an object"),
-    ({"gen_args_0": {"arg_1": {}}}, "arguments.gen_args_0.arg_0", "missing"),
-    ({"gen_args_0": {"arg_0": 7}}, "arguments.gen_args_0.arg_0", "must be a string (the rendered prompt), got int"),
-    ([], "arguments[0]", "missing or not a list"),
-    ([{"arg_0": "x"}], "arguments[0]", "missing or not a list"),
-    ([[{"role": "user"}]], "arguments[0][0]", "must be a string (the rendered prompt), got dict"),
-])
+@pytest.mark.parametrize(
+    ("arguments", "field", "needle"),
+    [
+        ("Q: ...", "arguments", "must be an object or a list, got str"),
+        ({"gen_args_1": {"arg_0": "x"}}, "arguments.gen_args_0", "missing or not an object"),
+        ({"gen_args_0": ["x"]}, "arguments.gen_args_0", "missing or not an object"),
+        ({"gen_args_0": {"arg_1": {}}}, "arguments.gen_args_0.arg_0", "missing"),
+        ({"gen_args_0": {"arg_0": 7}}, "arguments.gen_args_0.arg_0", "must be a string (the rendered prompt), got int"),
+        ([], "arguments[0]", "missing or not a list"),
+        ([{"arg_0": "x"}], "arguments[0]", "missing or not a list"),
+        ([[{"role": "user"}]], "arguments[0][0]", "must be a string (the rendered prompt), got dict"),
+    ],
+)
 def test_malformed_lm_eval_arguments_are_named(write_jsonl, arguments, field, needle):
     path = write_jsonl([lm_eval_sample(0), lm_eval_sample(1, arguments=arguments)], name=SAMPLES)
     message = import_error(path, fmt="lm-eval")

@@ -4,13 +4,14 @@ Whatever JSON lines (or bytes) a file holds, and whatever names the command is g
 either imports every row or refuses with `file, line N[, field 'x']: reason` (a CommandError, so a
 non-zero exit from manage.py) and leaves the database exactly as it was. Never a traceback.
 """
+
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from io import StringIO
 from pathlib import Path
-from typing import Callable
 
 import pytest
 from django.core.management import call_command
@@ -19,35 +20,51 @@ from django.db import transaction
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
-from adjudication.models import Dataset, Response
 from adjudication.ingest import formats as rows
+from adjudication.models import Dataset, Response
 
 from ..conftest import project_table_counts
 
 pytestmark = pytest.mark.django_db
 
 # A line and a field where there is one; the file alone when it is the whole file (empty, unreadable).
-ROW_ERROR = re.compile(r"^import aborted, nothing was written: (in\.jsonl|samples_[^,]+\.jsonl)(, line \d+)?"
-                       r"(, field '.*')?: \S")
+ROW_ERROR = re.compile(
+    r"^import aborted, nothing was written: (in\.jsonl|samples_[^,]+\.jsonl)(, line \d+)?"
+    r"(, field '.*')?: \S"
+)
 # A name given on the command line: ours, or argparse's own usage error (a name starting with "-").
-ARGUMENT_ERROR = re.compile(r"^(import aborted, nothing was written: |Error: argument )"
-                            r"--(dataset|model|checkpoint|task): \S")
+ARGUMENT_ERROR = re.compile(
+    r"^(import aborted, nothing was written: |Error: argument )"
+    r"--(dataset|model|checkpoint|task): \S"
+)
 
-PROPERTY_SETTINGS = settings(max_examples=150, deadline=None, database=None,
-                             suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+PROPERTY_SETTINGS = settings(
+    max_examples=150,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 
 # Every code point, NUL and lone surrogates included: untrusted files hold them.
 any_text = st.text(st.characters(exclude_categories=[]), max_size=12)
 # Text a name column can hold (no NUL, no lone surrogate), short enough for every column.
 name_text = st.text(st.characters(exclude_categories=["Cs"], exclude_characters="\x00"), max_size=12)
-scalars = (st.none() | st.booleans() | st.integers() | st.integers(min_value=-(10 ** 40), max_value=10 ** 40)
-           | st.floats(allow_nan=True, allow_infinity=True) | any_text)
-any_json = st.recursive(scalars,
-                        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(any_text, inner, max_size=4),
-                        max_leaves=12)
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.integers(min_value=-(10**40), max_value=10**40)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | any_text
+)
+any_json = st.recursive(
+    scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(any_text, inner, max_size=4), max_leaves=12
+)
 storable_json = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | name_text,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(name_text, inner, max_size=3), max_leaves=8)
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(name_text, inner, max_size=3),
+    max_leaves=8,
+)
 identity = st.sampled_from(["", " ", "a", "x" * 100, "x" * 101, "x" * 200, "x" * 201, "x" * 501]) | any_text
 nonblank_text = st.tuples(st.sampled_from("QqЖ🙂"), any_text).map("".join)
 # How many fields of a line to spoil: most lines are good, so that files import and the bad values are
@@ -67,10 +84,18 @@ def canonical_row(draw: st.DrawFn, index: int) -> dict:
             row[key] = draw(name_text)
     if draw(st.booleans()):
         row["meta"] = draw(st.dictionaries(name_text, storable_json, max_size=3))
-    hostile = {"id": any_json | identity, "question": any_json, "gold": any_json, "response": any_json,
-               "model": identity | any_json, "checkpoint": identity | any_json, "benchmark": identity | any_json,
-               "prompt": identity | any_json, "choices": st.lists(any_text, max_size=28) | any_json,
-               "meta": st.dictionaries(any_text, any_json, max_size=3) | any_json}
+    hostile = {
+        "id": any_json | identity,
+        "question": any_json,
+        "gold": any_json,
+        "response": any_json,
+        "model": identity | any_json,
+        "checkpoint": identity | any_json,
+        "benchmark": identity | any_json,
+        "prompt": identity | any_json,
+        "choices": st.lists(any_text, max_size=28) | any_json,
+        "meta": st.dictionaries(any_text, any_json, max_size=3) | any_json,
+    }
     for key in draw(st.lists(st.sampled_from([*hostile, "drop", "extra"]), max_size=draw(spoil_count), unique=True)):
         if key == "drop":
             row.pop(draw(st.sampled_from(sorted(row))))
@@ -88,12 +113,25 @@ def lm_eval_row(draw: st.DrawFn, index: int) -> dict:
     if choices:
         doc[draw(st.sampled_from(["choices", "options"]))] = choices
         doc["answer"] = draw(st.integers(0, len(choices) - 1))
-    sample: dict = {"doc_id": index, "doc": doc,
-                    "target": draw(st.integers(0, max(len(choices) - 1, 0)) | any_text) if choices else draw(any_text),
-                    "resps": [[draw(any_text)]], "filtered_resps": [draw(name_text)], "prompt_hash": draw(name_text)}
-    hostile = {"doc_id": any_json, "doc": any_json, "target": any_json | st.integers(-1, 30), "resps": any_json,
-               "filtered_resps": any_json, "doc_hash": any_json, "prompt_hash": any_json | identity,
-               "doc.choices": st.lists(any_text | scalars, max_size=30) | any_json, "doc.answer": any_json}
+    sample: dict = {
+        "doc_id": index,
+        "doc": doc,
+        "target": draw(st.integers(0, max(len(choices) - 1, 0)) | any_text) if choices else draw(any_text),
+        "resps": [[draw(any_text)]],
+        "filtered_resps": [draw(name_text)],
+        "prompt_hash": draw(name_text),
+    }
+    hostile = {
+        "doc_id": any_json,
+        "doc": any_json,
+        "target": any_json | st.integers(-1, 30),
+        "resps": any_json,
+        "filtered_resps": any_json,
+        "doc_hash": any_json,
+        "prompt_hash": any_json | identity,
+        "doc.choices": st.lists(any_text | scalars, max_size=30) | any_json,
+        "doc.answer": any_json,
+    }
     for key in draw(st.lists(st.sampled_from([*hostile, "drop"]), max_size=draw(spoil_count), unique=True)):
         if key == "drop":
             sample.pop(draw(st.sampled_from(sorted(sample))))
@@ -106,18 +144,32 @@ def lm_eval_row(draw: st.DrawFn, index: int) -> dict:
 
 def json_lines(row: Callable[[int], st.SearchStrategy[dict]]) -> st.SearchStrategy[list[str]]:
     """A file's lines: rows numbered by position (so ids are unique), now and then a non-row line."""
-    return st.integers(0, 5).flatmap(lambda n: st.tuples(*[
-        row(i).map(json_line) | any_json.map(json_line) | raw_lines if i % 3 == 2 else row(i).map(json_line)
-        for i in range(n)
-    ]).map(list))
+    return st.integers(0, 5).flatmap(
+        lambda n: st.tuples(
+            *[
+                row(i).map(json_line) | any_json.map(json_line) | raw_lines if i % 3 == 2 else row(i).map(json_line)
+                for i in range(n)
+            ]
+        ).map(list)
+    )
 
 
 # Lines the JSON encoder would never write but files in the wild hold.
-raw_lines = st.sampled_from([
-    "", "   ", "{", "nul\x00", "[" * 100_000 + "]" * 100_000, '{"a": ' * 50_000 + "1" + "}" * 50_000,
-    '{"id": "x", "question": "q", "gold": "1", "response": "r", "meta": {"n": ' + "9" * 5000 + "}}",
-    '{"id": 1e400, "question": "q", "gold": -1e400, "response": "r"}', "\ufeff{}", "NaN", '"\\ud800"',
-])
+raw_lines = st.sampled_from(
+    [
+        "",
+        "   ",
+        "{",
+        "nul\x00",
+        "[" * 100_000 + "]" * 100_000,
+        '{"a": ' * 50_000 + "1" + "}" * 50_000,
+        '{"id": "x", "question": "q", "gold": "1", "response": "r", "meta": {"n": ' + "9" * 5000 + "}}",
+        '{"id": 1e400, "question": "q", "gold": -1e400, "response": "r"}',
+        "\ufeff{}",
+        "NaN",
+        '"\\ud800"',
+    ]
+)
 
 
 def json_line(value: object) -> str:
@@ -132,8 +184,9 @@ def run_import(path: Path, **options: object) -> tuple[bool, str]:
     before = project_table_counts()
     with transaction.atomic():
         try:
-            call_command("import_responses", str(path), no_progress=True, stdout=StringIO(), stderr=StringIO(),
-                         **options)
+            call_command(
+                "import_responses", str(path), no_progress=True, stdout=StringIO(), stderr=StringIO(), **options
+            )
         except CommandError as exc:
             assert project_table_counts() == before, "a refused import changed the database"
             return False, str(exc)
@@ -178,8 +231,9 @@ def test_any_bytes_import_or_fail_with_a_line_error(tmp_path: Path, data: list[b
 
 @PROPERTY_SETTINGS
 @given(dataset=identity, model=identity, checkpoint=identity)
-def test_any_names_on_the_command_line_import_or_fail_with_a_clear_error(tmp_path: Path, dataset: str, model: str,
-                                                                        checkpoint: str) -> None:
+def test_any_names_on_the_command_line_import_or_fail_with_a_clear_error(
+    tmp_path: Path, dataset: str, model: str, checkpoint: str
+) -> None:
     path = tmp_path / "in.jsonl"
     path.write_text(json_line({"id": "r-1", "question": "Q?", "gold": "7", "response": "7"}) + "\n")
     imported, message = run_import(path, dataset=dataset, model=model, checkpoint=checkpoint)

@@ -1,9 +1,11 @@
 """Fixtures for the LLM tests: a loopback OpenAI-compatible server on a real socket, endpoints
 pointing at it, small datasets, and fast retry timing."""
+
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -12,8 +14,12 @@ from judges.testing.loopback import LoopbackServer
 from ..conftest import math_row, mc_row, run_command
 
 # The platform's own retry timing, shrunk so that retries take milliseconds in tests.
-FAST_RETRY = {"LLM_RETRY_MAX_ATTEMPTS": "4", "LLM_BACKOFF_BASE_S": "0.01", "LLM_BACKOFF_MAX_S": "0.05",
-              "LLM_RETRY_BUDGET_S": "5"}
+FAST_RETRY = {
+    "LLM_RETRY_MAX_ATTEMPTS": "4",
+    "LLM_BACKOFF_BASE_S": "0.01",
+    "LLM_BACKOFF_MAX_S": "0.05",
+    "LLM_RETRY_BUDGET_S": "5",
+}
 
 
 @pytest.fixture(autouse=True)

@@ -1,4 +1,5 @@
 """Answer Regeneration's answer side: log-probability scoring, variant merging, post-processing."""
+
 from __future__ import annotations
 
 import math
@@ -11,8 +12,11 @@ from judges.testing.loopback import tokenize
 
 def echo_logprobs(prompt: str, values: dict[int, float]) -> dict:
     toks = tokenize(prompt)
-    return {"tokens": [t for t, _ in toks], "text_offset": [o for _, o in toks],
-            "token_logprobs": [None] + [values.get(i, -1.0) for i in range(1, len(toks))]}
+    return {
+        "tokens": [t for t, _ in toks],
+        "text_offset": [o for _, o in toks],
+        "token_logprobs": [None] + [values.get(i, -1.0) for i in range(1, len(toks))],
+    }
 
 
 def test_continuation_logprob_sums_the_tokens_after_the_context():
@@ -35,22 +39,30 @@ def test_continuation_logprob_without_usable_logprobs():
 
 
 def test_letter_variants_are_merged_and_the_vllm_floor_is_minus_infinity():
-    top = [{"token": " B", "logprob": -1.0}, {"token": "B", "logprob": -1.0}, {"token": "(A", "logprob": -0.9},
-           {"token": "**C", "logprob": -9999.0}, {"token": "Weber", "logprob": -0.1}]
+    top = [
+        {"token": " B", "logprob": -1.0},
+        {"token": "B", "logprob": -1.0},
+        {"token": "(A", "logprob": -0.9},
+        {"token": "**C", "logprob": -9999.0},
+        {"token": "Weber", "logprob": -0.1},
+    ]
     scores = answers.letter_scores_from_top(top, ["A", "B", "C", "D"])
     assert scores.keys() == {"A", "B"}
     assert scores["B"] == pytest.approx(-1.0 + math.log(2))
     assert answers.best(scores) == "B"
 
 
-@pytest.mark.parametrize("generated, expected", [
-    (" \\boxed{72}\n\nMore text", "72"),
-    ("$\\frac{1}{2}$.", "\\frac{1}{2}"),
-    ("\\text{Paris}", "Paris"),
-    ("\n\nAnswer: **42**", "42"),
-    ("<think>hmm</think> 7", "7"),
-    ("", ""),
-])
+@pytest.mark.parametrize(
+    "generated, expected",
+    [
+        (" \\boxed{72}\n\nMore text", "72"),
+        ("$\\frac{1}{2}$.", "\\frac{1}{2}"),
+        ("\\text{Paris}", "Paris"),
+        ("\n\nAnswer: **42**", "42"),
+        ("<think>hmm</think> 7", "7"),
+        ("", ""),
+    ],
+)
 def test_postprocess(generated, expected):
     assert answers.postprocess(generated) == expected
 
@@ -60,9 +72,17 @@ def test_gold_letter(gold, expected):
     assert answers.gold_letter(gold, ["Durkheim", "Weber", "Merton", "Parsons"]) == expected
 
 
-@pytest.mark.parametrize("text, expected", [
-    (" B", "B"), ("(C) Merton", "C"), ("**D**", "D"), ("Weber", "B"), ("The answer is A.", "A"), ("none", None),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        (" B", "B"),
+        ("(C) Merton", "C"),
+        ("**D**", "D"),
+        ("Weber", "B"),
+        ("The answer is A.", "A"),
+        ("none", None),
+    ],
+)
 def test_letter_from_text(text, expected):
     assert answers.letter_from_text(text, ["Durkheim", "Weber", "Merton", "Parsons"]) == expected
 

@@ -1,4 +1,5 @@
 """LLM judges against the loopback server: verdicts, raw replies, attempts, retries, limits."""
+
 from __future__ import annotations
 
 import json
@@ -23,8 +24,11 @@ def judge_all(dataset, *judges, retry_errors=False) -> int:
 
 
 def readings_of(judge: Judge) -> list[Reading]:
-    return list(Reading.objects.filter(reader_spec__name=judge.name).select_related("judgement", "response")
-                .order_by("response_id"))
+    return list(
+        Reading.objects.filter(reader_spec__name=judge.name)
+        .select_related("judgement", "response")
+        .order_by("response_id")
+    )
 
 
 def test_simpleqa_judge_stores_verdicts_raw_replies_and_attempts(loopback, make_judge, make_dataset):
@@ -39,8 +43,11 @@ def test_simpleqa_judge_stores_verdicts_raw_replies_and_attempts(loopback, make_
     j = got["mc-1"].judgement
     assert (j.raw_reply, j.label, j.parse_status, j.parser) == ("B", "incorrect", "parsed", "simpleqa")
     assert len(j.prompt_hash) == 64 and j.judge == judge and j.served_model == "loop-model"
-    assert j.reparses == {"simpleqa_first_capital": "incorrect", "inspect_last_grade": None,
-                          "xverify_exact_label": None}
+    assert j.reparses == {
+        "simpleqa_first_capital": "incorrect",
+        "inspect_last_grade": None,
+        "xverify_exact_label": None,
+    }
     # what the judge saw: the question with its options, the gold as letter and text, the whole response
     body = next(b for b in loopback.stats.bodies if "[1]" in json.dumps(b))
     prompt = body["messages"][0]["content"]
@@ -50,8 +57,16 @@ def test_simpleqa_judge_stores_verdicts_raw_replies_and_attempts(loopback, make_
     # one attempt per call, with latency and token counts
     attempts = LLMAttempt.objects.filter(reader_spec__name="sq")
     assert attempts.count() == 3
-    assert all(a.status == "ok" and a.http_status == 200 and a.attempt == 1 and a.latency_ms > 0
-               and a.prompt_tokens and a.completion_tokens == 1 and a.purpose == "judge" for a in attempts)
+    assert all(
+        a.status == "ok"
+        and a.http_status == 200
+        and a.attempt == 1
+        and a.latency_ms > 0
+        and a.prompt_tokens
+        and a.completion_tokens == 1
+        and a.purpose == "judge"
+        for a in attempts
+    )
     spec = ReaderSpec.objects.get(name="sq")
     assert spec.kind == "judge" and spec.config["endpoint_model"] == "loop-model"
 
@@ -124,8 +139,11 @@ def test_faults_are_retried_and_every_attempt_is_recorded(loopback, make_judge, 
     assert r.judgement.parse_status == "call_failed" and r.judgement.raw_reply is None
     attempts = list(LLMAttempt.objects.filter(response=r.response).order_by("attempt"))
     assert [(a.attempt, a.status, a.http_status) for a in attempts] == [
-        (1, "retryable_error", 429), (2, "retryable_error", 500), (3, "retryable_error", 503),
-        (4, "retryable_error", 200)]
+        (1, "retryable_error", 429),
+        (2, "retryable_error", 500),
+        (3, "retryable_error", 503),
+        (4, "retryable_error", 200),
+    ]
     assert "malformed reply" in attempts[3].error
 
     # nothing is lost: a later run with --retry-errors redoes it in place; still one reading
@@ -179,8 +197,9 @@ def test_400_is_not_retried(loopback, make_judge, make_dataset):
     assert readings_of(judge)[0].verdict == "correct"
 
 
-def test_a_missing_api_key_variable_is_a_recorded_fatal_error(loopback, make_endpoint, make_judge, make_dataset,
-                                                               monkeypatch):
+def test_a_missing_api_key_variable_is_a_recorded_fatal_error(
+    loopback, make_endpoint, make_judge, make_dataset, monkeypatch
+):
     monkeypatch.delenv("LOOP_KEY_FOR_TEST", raising=False)
     ds = make_dataset(n_mc=1, n_math=0)
     judge = make_judge("sq", endpoint=make_endpoint(api_key_env="LOOP_KEY_FOR_TEST"))
@@ -195,8 +214,9 @@ def test_a_missing_api_key_variable_is_a_recorded_fatal_error(loopback, make_end
     assert "sk-test-secret" not in json.dumps(list(Endpoint.objects.values()), default=str)
 
 
-def test_nothing_is_lost_under_random_faults_with_two_judges(loopback, make_endpoint, make_judge, make_dataset,
-                                                             settings):
+def test_nothing_is_lost_under_random_faults_with_two_judges(
+    loopback, make_endpoint, make_judge, make_dataset, settings
+):
     settings.LLM_RETRY_MAX_ATTEMPTS = "2"
     ds = make_dataset([mc_row(i) for i in range(40)], n_mc=0)
     kinds = [{"status": 500}, {"status": 429}, {"malformed": True}, {"status": 400}]
@@ -206,8 +226,9 @@ def test_nothing_is_lost_under_random_faults_with_two_judges(loopback, make_endp
     xv = make_judge("xv", endpoint=ep, template="xverify")
     judge_all(ds, sq, xv)
     for judge in (sq, xv):
-        per_response = Counter(Reading.objects.filter(reader_spec__name=judge.name).values_list("response_id",
-                                                                                                   flat=True))
+        per_response = Counter(
+            Reading.objects.filter(reader_spec__name=judge.name).values_list("response_id", flat=True)
+        )
         assert sorted(per_response) == response_ids(ds) and set(per_response.values()) == {1}
     # every request the server saw is an attempt, and attempts match the readings' accounts
     assert LLMAttempt.objects.count() == loopback.stats.requests
@@ -274,8 +295,9 @@ def test_editing_a_judge_makes_a_new_spec_and_keeps_old_readings(loopback, make_
 
 
 @pytest.mark.django_db(transaction=True)  # autocommit, as in `manage.py`: on_commit fires at once
-def test_run_judges_command_and_export_show_the_judge_as_a_reader(loopback, make_endpoint, make_dataset, eager,
-                                                                   tmp_path):
+def test_run_judges_command_and_export_show_the_judge_as_a_reader(
+    loopback, make_endpoint, make_dataset, eager, tmp_path
+):
     ds = make_dataset(n_mc=3, n_math=2)
     loopback.inject({"status": 500})
     run_command("add_endpoint", "loop", base_url=loopback.base_url, model="loop-model", concurrency=3)
@@ -293,12 +315,26 @@ def test_run_judges_command_and_export_show_the_judge_as_a_reader(loopback, make
 
 
 def test_add_endpoint_is_idempotent_and_updates_only_what_is_given(loopback):
-    run_command("add_endpoint", "e", base_url="http://127.0.0.1:9/v1/", model="m1", api_key_env="E_KEY",
-                concurrency=3, rpm=120, timeout=7)
+    run_command(
+        "add_endpoint",
+        "e",
+        base_url="http://127.0.0.1:9/v1/",
+        model="m1",
+        api_key_env="E_KEY",
+        concurrency=3,
+        rpm=120,
+        timeout=7,
+    )
     run_command("add_endpoint", "e", base_url="http://127.0.0.1:9/v1", model="m2")
     e = Endpoint.objects.get(name="e")
     assert (e.base_url, e.model, e.api_key_env, e.max_concurrency, e.requests_per_minute, e.timeout_s) == (
-        "http://127.0.0.1:9/v1", "m2", "E_KEY", 3, 120, 7.0)
+        "http://127.0.0.1:9/v1",
+        "m2",
+        "E_KEY",
+        3,
+        120,
+        7.0,
+    )
     assert Endpoint.objects.count() == 1
     from django.core.management.base import CommandError
 
@@ -359,14 +395,32 @@ def test_admin_edits_endpoints_and_judges_and_shows_the_evidence(admin_client, l
     ds = make_dataset(n_mc=1, n_math=0)
     judge = make_judge("sq")
     judge_all(ds, judge)
-    for url in ("/admin/judges/endpoint/", "/admin/judges/endpoint/add/",
-                f"/admin/judges/endpoint/{judge.endpoint_id}/change/", "/admin/judges/judge/",
-                f"/admin/judges/judge/{judge.pk}/change/", "/admin/judges/judgement/", "/admin/judges/llmattempt/"):
+    for url in (
+        "/admin/judges/endpoint/",
+        "/admin/judges/endpoint/add/",
+        f"/admin/judges/endpoint/{judge.endpoint_id}/change/",
+        "/admin/judges/judge/",
+        f"/admin/judges/judge/{judge.pk}/change/",
+        "/admin/judges/judgement/",
+        "/admin/judges/llmattempt/",
+    ):
         assert admin_client.get(url).status_code == 200, url
     assert admin_client.get("/admin/judges/llmattempt/add/").status_code == 403  # evidence is read-only
-    resp = admin_client.post(f"/admin/judges/endpoint/{judge.endpoint_id}/change/", {
-        "name": "loop", "base_url": "http://127.0.0.1:9/v1", "model": "other", "api_key_env": "",
-        "max_concurrency": 2, "requests_per_minute": 0, "timeout_s": 5, "flavour": "vllm",
-        "logprob_method": "completions_echo", "top_logprobs": 20, "extra_body": "{}"})
+    resp = admin_client.post(
+        f"/admin/judges/endpoint/{judge.endpoint_id}/change/",
+        {
+            "name": "loop",
+            "base_url": "http://127.0.0.1:9/v1",
+            "model": "other",
+            "api_key_env": "",
+            "max_concurrency": 2,
+            "requests_per_minute": 0,
+            "timeout_s": 5,
+            "flavour": "vllm",
+            "logprob_method": "completions_echo",
+            "top_logprobs": 20,
+            "extra_body": "{}",
+        },
+    )
     assert resp.status_code == 302
     assert Endpoint.objects.get(pk=judge.endpoint_id).model == "other"

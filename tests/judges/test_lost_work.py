@@ -1,5 +1,6 @@
 """Lost or stuck LLM work: hostile values in a server's reply, one bad row in a flush, tasks that
 fail while a command waits, trickling and oversized replies, and an API key echoed back."""
+
 from __future__ import annotations
 
 import json
@@ -32,15 +33,17 @@ def judge_all(dataset, *judges, retry_errors=False) -> int:
 
 
 def readings_of(name: str) -> list[Reading]:
-    return list(Reading.objects.filter(reader_spec__name=name).select_related("judgement", "response")
-                .order_by("response_id"))
+    return list(
+        Reading.objects.filter(reader_spec__name=name).select_related("judgement", "response").order_by("response_id")
+    )
 
 
 # -- item 6: every text from a server is stored verbatim-safely; one bad row loses nothing else ----------------
 
 
-def test_nul_and_lone_surrogates_in_served_model_and_finish_reason_are_stored_verbatim(loopback, make_judge,
-                                                                                      make_dataset):
+def test_nul_and_lone_surrogates_in_served_model_and_finish_reason_are_stored_verbatim(
+    loopback, make_judge, make_dataset
+):
     ds = make_dataset(n_mc=3, n_math=0)
     loopback.reply = "A"
     model, finish = "loop\x00model \ud800", "st\x00p \udfff"
@@ -54,10 +57,12 @@ def test_nul_and_lone_surrogates_in_served_model_and_finish_reason_are_stored_ve
     assert served == {(model, finish): 1, ("loop-model", "stop"): 2}
 
 
-@pytest.mark.parametrize("fault", [{"status": 400, "message": "upstream \x00 exploded \ud800"},
-                                   {"status": 400, "text": "upstream \x00 exploded"}], ids=["json", "text"])
-def test_an_error_message_holding_a_nul_or_lone_surrogate_is_stored_verbatim(loopback, make_judge, make_dataset,
-                                                                            fault):
+@pytest.mark.parametrize(
+    "fault",
+    [{"status": 400, "message": "upstream \x00 exploded \ud800"}, {"status": 400, "text": "upstream \x00 exploded"}],
+    ids=["json", "text"],
+)
+def test_an_error_message_holding_a_nul_or_lone_surrogate_is_stored_verbatim(loopback, make_judge, make_dataset, fault):
     ds = make_dataset(n_mc=2, n_math=0)
     loopback.inject(fault)
     judge = make_judge("sq")
@@ -76,12 +81,30 @@ def test_every_server_text_field_round_trips_nul_and_lone_surrogates(loopback, m
     response = ds.responses.get()
     hostile = "a\x00b\ud800c\udfff" * 30  # longer than the old 200- and 40-character columns once escaped
     reading = Reading.objects.create(response=response, reader_spec=spec, verdict="correct")
-    Judgement.objects.create(reading=reading, judge=judge, prompt_hash="p", template_hash="t", raw_reply=hostile,
-                             label="correct", parse_status="parsed", parser="simpleqa", served_model=hostile[:200],
-                             finish_reason=hostile[:40])
-    LLMAttempt.objects.create(endpoint=judge.endpoint, reader_spec=spec, response=response, purpose="judge",
-                              attempt=1, status="fatal_error", latency_ms=1.0, error=hostile, request_hash="h",
-                              started_at="2026-01-01T00:00:00Z")
+    Judgement.objects.create(
+        reading=reading,
+        judge=judge,
+        prompt_hash="p",
+        template_hash="t",
+        raw_reply=hostile,
+        label="correct",
+        parse_status="parsed",
+        parser="simpleqa",
+        served_model=hostile[:200],
+        finish_reason=hostile[:40],
+    )
+    LLMAttempt.objects.create(
+        endpoint=judge.endpoint,
+        reader_spec=spec,
+        response=response,
+        purpose="judge",
+        attempt=1,
+        status="fatal_error",
+        latency_ms=1.0,
+        error=hostile,
+        request_hash="h",
+        started_at="2026-01-01T00:00:00Z",
+    )
     j = Judgement.objects.get()
     assert (j.raw_reply, j.served_model, j.finish_reason) == (hostile, hostile[:200], hostile[:40])
     assert LLMAttempt.objects.get().error == hostile
@@ -90,12 +113,12 @@ def test_every_server_text_field_round_trips_nul_and_lone_surrogates(loopback, m
 def test_absurd_token_counts_from_the_server_do_not_lose_the_batch(loopback, make_judge, make_dataset):
     ds = make_dataset(n_mc=3, n_math=0)
     loopback.reply = "A"
-    loopback.inject({"usage": {"prompt_tokens": 2 ** 40, "completion_tokens": 2 ** 35}})
+    loopback.inject({"usage": {"prompt_tokens": 2**40, "completion_tokens": 2**35}})
     judge = make_judge("sq")
     judge_all(ds, judge)
     assert [r.verdict for r in readings_of("sq")] == ["correct"] * 3
     tokens = sorted(LLMAttempt.objects.values_list("prompt_tokens", flat=True), key=lambda t: (t is not None, t))
-    assert LLMAttempt.objects.count() == 3 and tokens[0] is None and all(t and t < 2 ** 31 for t in tokens[1:])
+    assert LLMAttempt.objects.count() == 3 and tokens[0] is None and all(t and t < 2**31 for t in tokens[1:])
 
 
 def test_a_row_the_database_refuses_does_not_lose_the_other_rows_of_the_flush(loopback, make_judge, make_dataset):
@@ -111,17 +134,32 @@ def test_a_row_the_database_refuses_does_not_lose_the_other_rows_of_the_flush(lo
         return AttemptEvent((rid, spec.id), sq.endpoint_id, "judge", 1, "h" * 64, res)
 
     def finished(rid: int, spec: ReaderSpec, judge, label: str = "correct") -> Finished:
-        judgement = {"judge_id": judge.pk, "prompt_hash": "p", "template_hash": "t", "parser": "simpleqa",
-                     "raw_reply": "A", "label": label, "parse_status": "parsed", "reparses": {}}
-        return Finished((rid, spec.id), ReadingResult(rid, spec.id, "correct", detail={"label": label},
-                                                      judgement=judgement), 5.0)
+        judgement = {
+            "judge_id": judge.pk,
+            "prompt_hash": "p",
+            "template_hash": "t",
+            "parser": "simpleqa",
+            "raw_reply": "A",
+            "label": label,
+            "parse_status": "parsed",
+            "reparses": {},
+        }
+        return Finished(
+            (rid, spec.id), ReadingResult(rid, spec.id, "correct", detail={"label": label}, judgement=judgement), 5.0
+        )
 
     # one attempt with a token count PostgreSQL's integer cannot hold, one judgement whose label does not
     # fit its column: each fails alone; every other attempt, reading and judgement of the flush is kept
-    attempts = [attempt(rid, specs[name], prompt_tokens=2 ** 40 if (rid, name) == (rids[1], "sq") else 10)
-                for rid in rids for name in specs]
-    done = [finished(rid, specs[j.name], j, label="x" * 50 if (rid, j.name) == (rids[2], "xv") else "correct")
-            for rid in rids for j in (sq, xv)]
+    attempts = [
+        attempt(rid, specs[name], prompt_tokens=2**40 if (rid, name) == (rids[1], "sq") else 10)
+        for rid in rids
+        for name in specs
+    ]
+    done = [
+        finished(rid, specs[j.name], j, label="x" * 50 if (rid, j.name) == (rids[2], "xv") else "correct")
+        for rid in rids
+        for j in (sq, xv)
+    ]
     write(attempts, done)
 
     assert LLMAttempt.objects.count() == 8
@@ -137,8 +175,8 @@ def test_a_row_the_database_refuses_does_not_lose_the_other_rows_of_the_flush(lo
 
 
 def test_waiting_stops_with_a_clear_error_when_a_batch_task_failed(loopback, make_judge, make_dataset, settings):
-    from adjudication.pipeline.progress import wait_for_run
     from adjudication.models import TaskBatch
+    from adjudication.pipeline.progress import wait_for_run
     from judges.services.runs import dataset_judge
 
     settings.CELERY_TASK_ALWAYS_EAGER = False
@@ -158,10 +196,9 @@ def test_waiting_stops_with_a_clear_error_when_a_batch_task_failed(loopback, mak
     assert time.monotonic() - started < 30
 
 
-def test_waiting_stops_when_every_task_finished_but_readings_are_missing(loopback, make_judge, make_dataset,
-                                                                         settings):
-    from adjudication.pipeline.progress import wait_for_run
+def test_waiting_stops_when_every_task_finished_but_readings_are_missing(loopback, make_judge, make_dataset, settings):
     from adjudication.models import TaskBatch
+    from adjudication.pipeline.progress import wait_for_run
     from judges.services.runs import dataset_judge
 
     settings.CELERY_TASK_ALWAYS_EAGER = False
@@ -190,18 +227,19 @@ def test_a_failing_batch_task_records_its_failure(loopback, make_judge, make_dat
     assert batch.status == "failed" and "judges_judgement" in batch.error and batch.deliveries == 1
 
 
-def test_a_task_failure_is_stored_and_logged_without_the_api_key(loopback, make_endpoint, make_dataset, monkeypatch,
-                                                                 caplog):
+def test_a_task_failure_is_stored_and_logged_without_the_api_key(
+    loopback, make_endpoint, make_dataset, monkeypatch, caplog
+):
     from adjudication.models import TaskBatch
     from judges.services.batches import llm_batch_tracked
 
     monkeypatch.setenv("LOOP_KEY", SECRET)
     make_endpoint(api_key_env="LOOP_KEY")
-    batch = TaskBatch.objects.create(run="7f0e8c1e-0000-4000-8000-000000000000", kind="judge", responses=1,
-                                    dataset=make_dataset(n_mc=1, n_math=0))
-    with caplog.at_level(logging.DEBUG), pytest.raises(Exception) as raised:
-        with llm_batch_tracked(batch.pk):
-            raise RuntimeError(f"the proxy said: bad key {SECRET}")
+    batch = TaskBatch.objects.create(
+        run="7f0e8c1e-0000-4000-8000-000000000000", kind="judge", responses=1, dataset=make_dataset(n_mc=1, n_math=0)
+    )
+    with caplog.at_level(logging.DEBUG), pytest.raises(Exception) as raised, llm_batch_tracked(batch.pk):
+        raise RuntimeError(f"the proxy said: bad key {SECRET}")
     batch.refresh_from_db()
     assert batch.status == "failed" and "bad key [redacted API key]" in batch.error
     assert SECRET not in batch.error and SECRET not in str(raised.value) and SECRET not in caplog.text
@@ -224,8 +262,9 @@ def test_run_judges_in_eager_mode_fails_with_the_tasks_error(loopback, make_judg
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.worker
-def test_run_judges_exits_with_a_clear_error_when_a_worker_task_failed(loopback, make_endpoint, make_dataset,
-                                                                       celery_worker):
+def test_run_judges_exits_with_a_clear_error_when_a_worker_task_failed(
+    loopback, make_endpoint, make_dataset, celery_worker
+):
     from judges.models import Judge
 
     ds = make_dataset([mc_row(i) for i in range(4)], n_mc=0)
@@ -244,8 +283,9 @@ def test_run_judges_exits_with_a_clear_error_when_a_worker_task_failed(loopback,
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.worker
-def test_regeneration_wait_exits_with_a_clear_error_when_a_worker_task_failed(loopback, make_endpoint, make_dataset,
-                                                                              celery_worker):
+def test_regeneration_wait_exits_with_a_clear_error_when_a_worker_task_failed(
+    loopback, make_endpoint, make_dataset, celery_worker
+):
     ds = make_dataset([math_row(0), math_row(1)], n_mc=0)
     loopback.reply = " \\boxed{72}"
     make_endpoint("loop")
@@ -265,8 +305,9 @@ def test_regeneration_wait_exits_with_a_clear_error_when_a_worker_task_failed(lo
 
 
 @pytest.mark.parametrize("headers_too", [False, True], ids=["body", "headers-and-body"])
-def test_a_trickling_server_is_cut_off_at_the_attempt_deadline(loopback, make_judge, make_dataset, settings,
-                                                               headers_too):
+def test_a_trickling_server_is_cut_off_at_the_attempt_deadline(
+    loopback, make_judge, make_dataset, settings, headers_too
+):
     settings.LLM_RETRY_MAX_ATTEMPTS = "1"
     ds = make_dataset(n_mc=1, n_math=0)
     # one byte every 0.25 s: every read returns well inside the timeout, the reply takes over a minute
@@ -288,12 +329,13 @@ def test_a_trickling_server_is_cut_off_at_the_attempt_deadline(loopback, make_ju
 
 
 @pytest.mark.parametrize("chunked", [False, True], ids=["content-length", "chunked"])
-def test_an_oversized_reply_is_an_error_reading_and_is_never_read_whole(loopback, make_judge, make_dataset,
-                                                                        settings, chunked):
+def test_an_oversized_reply_is_an_error_reading_and_is_never_read_whole(
+    loopback, make_judge, make_dataset, settings, chunked
+):
     settings.LLM_MAX_REPLY_BYTES = "100000"
     ds = make_dataset(n_mc=2, n_math=0)
     loopback.reply = "A"
-    loopback.inject({"oversize": 64 * 2 ** 20, "chunked": chunked})
+    loopback.inject({"oversize": 64 * 2**20, "chunked": chunked})
     judge = make_judge("sq")
     judge_all(ds, judge)
     verdicts = {r.verdict: r for r in readings_of("sq")}
@@ -310,7 +352,7 @@ def test_an_oversized_reply_is_an_error_reading_and_is_never_read_whole(loopback
 def test_an_oversized_error_body_is_capped_too(loopback, make_judge, make_dataset, settings):
     settings.LLM_MAX_REPLY_BYTES = "100000"
     ds = make_dataset(n_mc=1, n_math=0)
-    loopback.inject({"status": 500, "oversize": 64 * 2 ** 20, "chunked": True})
+    loopback.inject({"status": 500, "oversize": 64 * 2**20, "chunked": True})
     judge = make_judge("sq")
     judge_all(ds, judge)
     (r,) = readings_of("sq")
@@ -334,15 +376,18 @@ def test_a_reply_under_the_cap_is_stored_whole(loopback, make_judge, make_datase
 # -- item 9: the API key's value is never stored or logged ---------------------------------------------------
 
 
-def test_an_echoed_api_key_is_redacted_from_everything_stored_and_logged(loopback, make_endpoint, make_judge,
-                                                                         make_dataset, monkeypatch, caplog, settings):
+def test_an_echoed_api_key_is_redacted_from_everything_stored_and_logged(
+    loopback, make_endpoint, make_judge, make_dataset, monkeypatch, caplog, settings
+):
     settings.LLM_RETRY_MAX_ATTEMPTS = "2"
     monkeypatch.setenv("LOOP_KEY", SECRET)
     ds = make_dataset(n_mc=3, n_math=0)
     faults = {
         0: [{"status": 401, "message": f"Incorrect API key provided: {SECRET}"}],  # final at once
-        1: [{"status": 502, "text": f"proxy: upstream refused Bearer {SECRET}"},  # retried, then not JSON
-            {"status": 200, "text": f"<html>gateway page for {SECRET}</html>"}],
+        1: [
+            {"status": 502, "text": f"proxy: upstream refused Bearer {SECRET}"},  # retried, then not JSON
+            {"status": 200, "text": f"<html>gateway page for {SECRET}</html>"},
+        ],
         2: [{"content": f"A (your key is {SECRET})", "model": f"model-{SECRET}", "finish_reason": SECRET}],
     }
 
@@ -359,9 +404,14 @@ def test_an_echoed_api_key_is_redacted_from_everything_stored_and_logged(loopbac
     errors = list(LLMAttempt.objects.order_by("response_id", "attempt").values_list("error", flat=True))
     details = json.dumps(list(Reading.objects.values_list("detail", flat=True)))
     (replied,) = Judgement.objects.exclude(raw_reply=None)
-    assert all(SECRET not in text for text in [*errors, details, replied.raw_reply, replied.served_model,
-                                               replied.finish_reason, caplog.text])
+    assert all(
+        SECRET not in text
+        for text in [*errors, details, replied.raw_reply, replied.served_model, replied.finish_reason, caplog.text]
+    )
     assert "Incorrect API key provided: [redacted API key]" in errors[0]
     assert "Bearer [redacted API key]" in errors[1] and "gateway page for [redacted API key]" in errors[2]
     assert (replied.raw_reply, replied.served_model, replied.finish_reason) == (
-        "A (your key is [redacted API key])", "model-[redacted API key]", "[redacted API key]")
+        "A (your key is [redacted API key])",
+        "model-[redacted API key]",
+        "[redacted API key]",
+    )

@@ -1,4 +1,5 @@
 """Judge reply parsers: ours (unambiguous or nothing) and the upstream ones with their quirks."""
+
 from __future__ import annotations
 
 import pytest
@@ -7,56 +8,65 @@ from judges import parsers
 from judges.parsers import CORRECT, INCORRECT, NOT_ATTEMPTED
 
 
-@pytest.mark.parametrize("reply, upstream, ours", [
-    ("A", CORRECT, CORRECT),
-    ("B", INCORRECT, INCORRECT),
-    ("C", NOT_ATTEMPTED, NOT_ATTEMPTED),
-    # simple-evals reads the first capital A/B/C anywhere: the words themselves mislead it.
-    ("CORRECT", NOT_ATTEMPTED, CORRECT),
-    ("INCORRECT", NOT_ATTEMPTED, INCORRECT),
-    ("NOT_ATTEMPTED", CORRECT, NOT_ATTEMPTED),
-    ("A: CORRECT", CORRECT, CORRECT),
-    ("**B**", INCORRECT, INCORRECT),
-    ("(C).", NOT_ATTEMPTED, NOT_ATTEMPTED),
-    ("The grade is B: INCORRECT", INCORRECT, INCORRECT),
-    # no capital A/B/C at all: upstream defaults to C; ours does not guess.
-    ("yes", NOT_ATTEMPTED, None),
-    ("", NOT_ATTEMPTED, None),
-    # a letter that contradicts its own label: ours refuses
-    ("A: INCORRECT", CORRECT, None),
-    # any capital counts upstream, even the B of a word in the judge's reasoning
-    ("<think>Both agree with the gold.</think>A", INCORRECT, CORRECT),
-])
+@pytest.mark.parametrize(
+    "reply, upstream, ours",
+    [
+        ("A", CORRECT, CORRECT),
+        ("B", INCORRECT, INCORRECT),
+        ("C", NOT_ATTEMPTED, NOT_ATTEMPTED),
+        # simple-evals reads the first capital A/B/C anywhere: the words themselves mislead it.
+        ("CORRECT", NOT_ATTEMPTED, CORRECT),
+        ("INCORRECT", NOT_ATTEMPTED, INCORRECT),
+        ("NOT_ATTEMPTED", CORRECT, NOT_ATTEMPTED),
+        ("A: CORRECT", CORRECT, CORRECT),
+        ("**B**", INCORRECT, INCORRECT),
+        ("(C).", NOT_ATTEMPTED, NOT_ATTEMPTED),
+        ("The grade is B: INCORRECT", INCORRECT, INCORRECT),
+        # no capital A/B/C at all: upstream defaults to C; ours does not guess.
+        ("yes", NOT_ATTEMPTED, None),
+        ("", NOT_ATTEMPTED, None),
+        # a letter that contradicts its own label: ours refuses
+        ("A: INCORRECT", CORRECT, None),
+        # any capital counts upstream, even the B of a word in the judge's reasoning
+        ("<think>Both agree with the gold.</think>A", INCORRECT, CORRECT),
+    ],
+)
 def test_simpleqa_first_capital_vs_ours(reply, upstream, ours):
     assert parsers.simpleqa_first_capital(reply) == upstream
     assert parsers.simpleqa(reply) == ours
 
 
-@pytest.mark.parametrize("reply, expected", [
-    ("The submission matches.\nGRADE: C", CORRECT),
-    ("GRADE: I at first, but on reflection\nGRADE: C", CORRECT),  # the last GRADE wins
-    ("GRADE: C ... no wait. GRADE: I", INCORRECT),
-    ("grade: incorrect", INCORRECT),
-    ("GRADE\u200b: C", CORRECT),  # invisible spaces around the colon are tolerated
-    ("GRADE: P", None),  # partial credit not offered: unscored
-    ("The answer is right.", None),  # no grade: unscored
-    ("UPGRADE: C", None),  # GRADE must be a word of its own
-])
+@pytest.mark.parametrize(
+    "reply, expected",
+    [
+        ("The submission matches.\nGRADE: C", CORRECT),
+        ("GRADE: I at first, but on reflection\nGRADE: C", CORRECT),  # the last GRADE wins
+        ("GRADE: C ... no wait. GRADE: I", INCORRECT),
+        ("grade: incorrect", INCORRECT),
+        ("GRADE\u200b: C", CORRECT),  # invisible spaces around the colon are tolerated
+        ("GRADE: P", None),  # partial credit not offered: unscored
+        ("The answer is right.", None),  # no grade: unscored
+        ("UPGRADE: C", None),  # GRADE must be a word of its own
+    ],
+)
 def test_inspect_last_grade(reply, expected):
     assert parsers.inspect_last_grade(reply) == expected
 
 
-@pytest.mark.parametrize("reply, exact, substring, ours", [
-    ("Correct", CORRECT, CORRECT, CORRECT),
-    ("  incorrect\n", INCORRECT, INCORRECT, INCORRECT),
-    ("[Correct]", None, CORRECT, CORRECT),
-    ("[Incorrect]", None, INCORRECT, INCORRECT),
-    ("Judgement: Incorrect.", None, INCORRECT, INCORRECT),
-    ("The final answer is correct.", None, CORRECT, CORRECT),
-    ("It is not correct.", None, CORRECT, None),  # negation: a word test cannot tell, ours leaves it unparsed
-    ("Correct? No: Incorrect", None, INCORRECT, None),  # both labels named
-    ("maybe", None, None, None),
-])
+@pytest.mark.parametrize(
+    "reply, exact, substring, ours",
+    [
+        ("Correct", CORRECT, CORRECT, CORRECT),
+        ("  incorrect\n", INCORRECT, INCORRECT, INCORRECT),
+        ("[Correct]", None, CORRECT, CORRECT),
+        ("[Incorrect]", None, INCORRECT, INCORRECT),
+        ("Judgement: Incorrect.", None, INCORRECT, INCORRECT),
+        ("The final answer is correct.", None, CORRECT, CORRECT),
+        ("It is not correct.", None, CORRECT, None),  # negation: a word test cannot tell, ours leaves it unparsed
+        ("Correct? No: Incorrect", None, INCORRECT, None),  # both labels named
+        ("maybe", None, None, None),
+    ],
+)
 def test_xverify_exact_label_vs_substring_order(reply, exact, substring, ours):
     assert parsers.xverify_exact_label(reply) == exact
     assert parsers.xverify_substring(reply) == substring
@@ -74,7 +84,10 @@ def test_substring_order_matters_every_incorrect_contains_correct():
 
 def test_reparse_reports_every_upstream_parser():
     assert parsers.reparse("CORRECT") == {
-        "simpleqa_first_capital": NOT_ATTEMPTED, "inspect_last_grade": None, "xverify_exact_label": CORRECT}
+        "simpleqa_first_capital": NOT_ATTEMPTED,
+        "inspect_last_grade": None,
+        "xverify_exact_label": CORRECT,
+    }
 
 
 def test_labels_parser_for_custom_templates_reads_grade_lines_then_labels():

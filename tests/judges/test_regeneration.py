@@ -1,5 +1,6 @@
 """Answer Regeneration against the loopback server: options by log-probability (completions echo and
 chat top_logprobs), fallback to a short generation, short math answers, and the run_readers route."""
+
 from __future__ import annotations
 
 import json
@@ -21,8 +22,10 @@ UNFINISHED = "<think>Durkheim? No. Merton wrote on anomie too, but the Protestan
 
 def regen(dataset, endpoint, **kw) -> dict[str, Reading]:
     regenerations_create(endpoint=endpoint, response_ids=response_ids(dataset), **kw)
-    return {r.response.external_id: r for r in Reading.objects.filter(reader_spec__name="regeneration")
-            .select_related("response", "reader_spec")}
+    return {
+        r.response.external_id: r
+        for r in Reading.objects.filter(reader_spec__name="regeneration").select_related("response", "reader_spec")
+    }
 
 
 def test_completions_echo_picks_the_option_with_the_highest_logprob(loopback, make_endpoint, make_dataset):
@@ -84,7 +87,9 @@ def test_missing_logprobs_fall_back_to_parsing_a_short_generation(loopback, make
     assert (r.answer, r.verdict) == ("B", "correct")
     assert r.detail["fallback"] is True and r.detail["generated"] == " (B) Weber" and r.detail["logprobs_missing"]
     assert list(LLMAttempt.objects.order_by("started_at").values_list("purpose", flat=True)) == [
-        "regen_logprobs", "regen_generate"]
+        "regen_logprobs",
+        "regen_generate",
+    ]
 
 
 def test_a_server_refusing_logprobs_with_400_falls_back_too(loopback, make_endpoint, make_dataset):
@@ -103,7 +108,10 @@ def test_logprob_faults_are_retried_before_the_answer(loopback, make_endpoint, m
     r = regen(ds, make_endpoint(max_concurrency=1))["mc-0"]
     assert (r.answer, r.verdict, r.detail["attempts"]) == ("B", "correct", 3)
     assert list(LLMAttempt.objects.order_by("attempt").values_list("status", flat=True)) == [
-        "retryable_error", "retryable_error", "ok"]
+        "retryable_error",
+        "retryable_error",
+        "ok",
+    ]
 
 
 def test_a_method_none_endpoint_generates(loopback, make_endpoint, make_dataset):
@@ -114,15 +122,19 @@ def test_a_method_none_endpoint_generates(loopback, make_endpoint, make_dataset)
     assert loopback.stats.paths == ["/v1/chat/completions"]
 
 
-@pytest.mark.parametrize("reply, gold, answer, verdict", [
-    (" \\boxed{72}\n\nBecause the terms cancel.", "72", "72", "correct"),
-    (" $\\frac{1}{2}$", "\\frac{1}{2}", "\\frac{1}{2}", "correct"),
-    (" 0.5", "\\frac{1}{2}", "0.5", "correct"),
-    (" \\text{73}", "72", "73", "incorrect"),
-    ("   \n", "72", None, "no_answer"),
-])
-def test_a_short_math_answer_is_generated_and_compared(loopback, make_endpoint, make_dataset, reply, gold, answer,
-                                                        verdict):
+@pytest.mark.parametrize(
+    "reply, gold, answer, verdict",
+    [
+        (" \\boxed{72}\n\nBecause the terms cancel.", "72", "72", "correct"),
+        (" $\\frac{1}{2}$", "\\frac{1}{2}", "\\frac{1}{2}", "correct"),
+        (" 0.5", "\\frac{1}{2}", "0.5", "correct"),
+        (" \\text{73}", "72", "73", "incorrect"),
+        ("   \n", "72", None, "no_answer"),
+    ],
+)
+def test_a_short_math_answer_is_generated_and_compared(
+    loopback, make_endpoint, make_dataset, reply, gold, answer, verdict
+):
     ds = make_dataset([math_row(0, gold=gold, response="<think>Let me add: 0 + 72 = 72, minus 0")], n_mc=0)
     loopback.reply = reply
     r = regen(ds, make_endpoint())["math-0"]
@@ -138,7 +150,9 @@ def test_failed_calls_give_an_error_reading_that_retry_errors_redoes(loopback, m
     ep = make_endpoint(max_concurrency=1)
     got = regen(ds, ep)
     assert {k: (r.verdict, r.detail["failed"], r.detail["attempts"]) for k, r in got.items()} == {
-        "mc-0": ("error", "call", 2), "math-0": ("error", "call", 2)}
+        "mc-0": ("error", "call", 2),
+        "math-0": ("error", "call", 2),
+    }
     loopback.fault_for = None
     loopback.letter_logprobs = {"B": -0.1}
     loopback.reply = "72"
@@ -175,8 +189,9 @@ def test_run_readers_routes_regeneration_to_the_endpoint(loopback, make_endpoint
     lines = out.strip().splitlines()
     assert lines[0].split()[:2] == ["regeneration", "3"] and "loop-model via loop" in lines[0]
     assert lines[1].split()[:2] == ["boxed", "3"]
-    verdicts = dict(Reading.objects.filter(reader_spec__name="regeneration")
-                    .values_list("response__external_id", "verdict"))
+    verdicts = dict(
+        Reading.objects.filter(reader_spec__name="regeneration").values_list("response__external_id", "verdict")
+    )
     assert verdicts == {"mc-0": "correct", "mc-1": "correct", "math-0": "correct"}
     # again: nothing missing
     out = run_command("run_readers", dataset=ds.name, readers=["regeneration"], endpoint="loop")
@@ -197,8 +212,9 @@ def test_run_readers_routes_regeneration_to_the_endpoint(loopback, make_endpoint
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_regenerate_command_reads_what_is_missing_and_names_bad_arguments(loopback, make_endpoint, make_dataset,
-                                                                             eager):
+def test_the_regenerate_command_reads_what_is_missing_and_names_bad_arguments(
+    loopback, make_endpoint, make_dataset, eager
+):
     from django.core.management.base import CommandError
 
     ds = make_dataset([mc_row(0), math_row(0)], n_mc=0)

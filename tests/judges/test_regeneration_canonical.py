@@ -1,5 +1,6 @@
 """LLM readings store a canonical answer too (loopback server): regeneration's option letter or
 generated answer is canonicalised, a redone failed reading gets one, and a judge's verdict has none."""
+
 from __future__ import annotations
 
 import pytest
@@ -15,15 +16,24 @@ pytestmark = pytest.mark.django_db
 
 def regen(dataset, endpoint, **kw) -> dict[str, Reading]:
     regenerations_create(endpoint=endpoint, response_ids=response_ids(dataset), **kw)
-    return {r.response.external_id: r for r in Reading.objects.filter(reader_spec__name="regeneration")
-            .select_related("response")}
+    return {
+        r.response.external_id: r
+        for r in Reading.objects.filter(reader_spec__name="regeneration").select_related("response")
+    }
 
 
-@pytest.mark.parametrize("reply, canonical", [
-    (" \\dfrac{144}{2}", "72"), (" x = \\frac{1}{2}", "0.5"), (" 12\\,000", "12000"), (" \\frac{2}{6}", "1/3"),
-])
-def test_a_generated_math_answer_is_stored_raw_with_its_canonical_form(loopback, make_endpoint, make_dataset, reply,
-                                                                      canonical):
+@pytest.mark.parametrize(
+    "reply, canonical",
+    [
+        (" \\dfrac{144}{2}", "72"),
+        (" x = \\frac{1}{2}", "0.5"),
+        (" 12\\,000", "12000"),
+        (" \\frac{2}{6}", "1/3"),
+    ],
+)
+def test_a_generated_math_answer_is_stored_raw_with_its_canonical_form(
+    loopback, make_endpoint, make_dataset, reply, canonical
+):
     ds = make_dataset([math_row(0)], n_mc=0)
     loopback.reply = reply
     r = regen(ds, make_endpoint())["math-0"]

@@ -7,6 +7,7 @@
 Optional: LLM_SMOKE_FLAVOUR (vllm|openai|other; default openai for api.openai.com, else vllm) and
 LLM_SMOKE_LOGPROB_METHOD (default chat_top_logprobs for OpenAI, completions_echo otherwise).
 """
+
 from __future__ import annotations
 
 import os
@@ -36,17 +37,30 @@ def real_endpoint() -> Endpoint:
         pytest.skip("LLM_SMOKE_MODEL is not set")
     openai_hosted = "api.openai.com" in BASE_URL
     flavour = os.environ.get("LLM_SMOKE_FLAVOUR") or ("openai" if openai_hosted else "vllm")
-    method = os.environ.get("LLM_SMOKE_LOGPROB_METHOD") or ("chat_top_logprobs" if openai_hosted
-                                                            else "completions_echo")
-    return Endpoint.objects.create(name="smoke", base_url=BASE_URL, model=model, flavour=flavour,
-                                   logprob_method=method, api_key_env=os.environ.get("LLM_SMOKE_API_KEY_ENV", ""),
-                                   max_concurrency=2, timeout_s=120)
+    method = os.environ.get("LLM_SMOKE_LOGPROB_METHOD") or (
+        "chat_top_logprobs" if openai_hosted else "completions_echo"
+    )
+    return Endpoint.objects.create(
+        name="smoke",
+        base_url=BASE_URL,
+        model=model,
+        flavour=flavour,
+        logprob_method=method,
+        api_key_env=os.environ.get("LLM_SMOKE_API_KEY_ENV", ""),
+        max_concurrency=2,
+        timeout_s=120,
+    )
 
 
 def test_a_real_endpoint_judges_and_regenerates(real_endpoint, make_dataset):
-    rows = [mc_row(0, question="Who wrote The Protestant Ethic and the Spirit of Capitalism?",
-                   response="Max Weber wrote it, so the answer is (B)."),
-            math_row(0, question="What is 6 times 12?", response="6 times 12 is 72. \\boxed{72}")]
+    rows = [
+        mc_row(
+            0,
+            question="Who wrote The Protestant Ethic and the Spirit of Capitalism?",
+            response="Max Weber wrote it, so the answer is (B).",
+        ),
+        math_row(0, question="What is 6 times 12?", response="6 times 12 is 72. \\boxed{72}"),
+    ]
     ds = make_dataset(rows, n_mc=0)
     judge = Judge.objects.create(name="smoke-sq", endpoint=real_endpoint, template="simpleqa", max_tokens=512)
     judgements_create(judges=[judge], response_ids=response_ids(ds))

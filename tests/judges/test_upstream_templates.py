@@ -3,6 +3,7 @@ is what is sent, filled the way upstream fills it, and its hash is part of the j
 
 No upstream text is in this repository, so these tests write stand-ins of their own with upstream's
 field names and quirks (a doubled brace, lines ending in a space, surrounding newlines)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -26,10 +27,12 @@ pytestmark = pytest.mark.django_db
 
 # Our own words, shaped like simple-evals' grader: its three field names, a literal brace pair,
 # two lines ending in a space, and the newlines around it that upstream's .strip() removes.
-STAND_IN = ("\nGrade the predicted answer against the gold target. \n"
-            "A set such as {{1, 2}} stays as written. \n\n"
-            "Question: {question}\nGold target: {target}\nPredicted answer: {predicted_answer}\n\n"
-            "Reply with one letter: A (CORRECT), B (INCORRECT) or C (NOT_ATTEMPTED).\n")
+STAND_IN = (
+    "\nGrade the predicted answer against the gold target. \n"
+    "A set such as {{1, 2}} stays as written. \n\n"
+    "Question: {question}\nGold target: {target}\nPredicted answer: {predicted_answer}\n\n"
+    "Reply with one letter: A (CORRECT), B (INCORRECT) or C (NOT_ATTEMPTED).\n"
+)
 STRIPPED = STAND_IN.strip()
 
 # A stand-in for upstream's simpleqa_eval.py: the template is a module-level string literal with
@@ -77,7 +80,8 @@ def pin(monkeypatch):
 
 
 def test_simpleqa_upstream_sends_the_supplied_grader_filled_as_simple_evals_fills_it(
-        loopback, make_endpoint, make_dataset, tmp_path):
+    loopback, make_endpoint, make_dataset, tmp_path
+):
     make_endpoint()
     path = write(tmp_path, "grader.txt", STAND_IN)
     run_command("add_judge", "gpt-grader", endpoint="loop", template="simpleqa-upstream", template_file=str(path))
@@ -90,7 +94,8 @@ def test_simpleqa_upstream_sends_the_supplied_grader_filled_as_simple_evals_fill
     (prompt,) = sent_prompts(loopback)
     # simple-evals: GRADER_TEMPLATE.strip() then .format(question=..., target=..., predicted_answer=...)
     assert prompt == STRIPPED.format(
-        question="Compute 0 + 72 - 0.", target="72", predicted_answer="It is {target}, i.e. {{72}}: \\boxed{72}.")
+        question="Compute 0 + 72 - 0.", target="72", predicted_answer="It is {target}, i.e. {{72}}: \\boxed{72}."
+    )
     assert "A set such as {1, 2} stays as written. \n" in prompt
     reading = Reading.objects.get(reader_spec__name="gpt-grader")
     assert reading.verdict == "correct"
@@ -114,8 +119,13 @@ def test_simpleqa_upstream_needs_the_users_file_and_says_where_to_get_it(loopbac
     with pytest.raises(CommandError) as err:
         run_command("add_judge", "sq-up", endpoint="loop", template="simpleqa-upstream")
     message = str(err.value)
-    for needed in ("--template-file", "openai/simple-evals", "simpleqa_eval.py", "GRADER_TEMPLATE",
-                   prompts.SIMPLEQA_COMMIT):
+    for needed in (
+        "--template-file",
+        "openai/simple-evals",
+        "simpleqa_eval.py",
+        "GRADER_TEMPLATE",
+        prompts.SIMPLEQA_COMMIT,
+    ):
         assert needed in message
     assert not Judge.objects.filter(name="sq-up").exists()
 
@@ -131,22 +141,37 @@ def test_the_grader_is_read_from_simpleqa_eval_py_without_running_it(loopback, m
     assert (tmp_path / "RAN").read_text() == "the file was executed"
 
 
-@pytest.mark.parametrize("source, message", [
-    ('"""No template here."""\nimport os\nos.system("true")\n', r"no module-level assignment GRADER_TEMPLATE"),
-    ('def f():\n    GRADER_TEMPLATE = "Q {question} T {target} P {predicted_answer}"\n',
-     r"no module-level assignment GRADER_TEMPLATE"),
-    ('GRADER_TEMPLATE = open("grader.txt").read()\n', r"line 1: GRADER_TEMPLATE is not a string literal \(found Call\)"),
-    ('X = "Q"\n\nGRADER_TEMPLATE = X + " {question} {target} {predicted_answer}"\n',
-     r"line 3: GRADER_TEMPLATE is not a string literal \(found BinOp\)"),
-    ('Q = "{question}"\nGRADER_TEMPLATE = f"{Q} {{target}} {{predicted_answer}}"\n',
-     r"line 2: GRADER_TEMPLATE is not a string literal \(found JoinedStr\)"),
-    ('GRADER_TEMPLATE = b"Q {question} T {target} P {predicted_answer}"\n',
-     r"line 1: GRADER_TEMPLATE is not a string literal \(found bytes\)"),
-    ('GRADER_TEMPLATE = "a"\nGRADER_TEMPLATE = "b"\n', r"lines 1, 2: GRADER_TEMPLATE is assigned 2 times"),
-    ('GRADER_TEMPLATE = """unclosed\n', r"line 1: not valid Python"),
-])
+@pytest.mark.parametrize(
+    "source, message",
+    [
+        ('"""No template here."""\nimport os\nos.system("true")\n', r"no module-level assignment GRADER_TEMPLATE"),
+        (
+            'def f():\n    GRADER_TEMPLATE = "Q {question} T {target} P {predicted_answer}"\n',
+            r"no module-level assignment GRADER_TEMPLATE",
+        ),
+        (
+            'GRADER_TEMPLATE = open("grader.txt").read()\n',
+            r"line 1: GRADER_TEMPLATE is not a string literal \(found Call\)",
+        ),
+        (
+            'X = "Q"\n\nGRADER_TEMPLATE = X + " {question} {target} {predicted_answer}"\n',
+            r"line 3: GRADER_TEMPLATE is not a string literal \(found BinOp\)",
+        ),
+        (
+            'Q = "{question}"\nGRADER_TEMPLATE = f"{Q} {{target}} {{predicted_answer}}"\n',
+            r"line 2: GRADER_TEMPLATE is not a string literal \(found JoinedStr\)",
+        ),
+        (
+            'GRADER_TEMPLATE = b"Q {question} T {target} P {predicted_answer}"\n',
+            r"line 1: GRADER_TEMPLATE is not a string literal \(found bytes\)",
+        ),
+        ('GRADER_TEMPLATE = "a"\nGRADER_TEMPLATE = "b"\n', r"lines 1, 2: GRADER_TEMPLATE is assigned 2 times"),
+        ('GRADER_TEMPLATE = """unclosed\n', r"line 1: not valid Python"),
+    ],
+)
 def test_a_simpleqa_eval_py_without_a_string_grader_template_is_refused_naming_the_file(
-        loopback, make_endpoint, tmp_path, source, message):
+    loopback, make_endpoint, tmp_path, source, message
+):
     make_endpoint()
     path = write(tmp_path, "simpleqa_eval.py", source)
     with pytest.raises(CommandError, match=message) as err:
@@ -158,7 +183,8 @@ def test_a_simpleqa_eval_py_without_a_string_grader_template_is_refused_naming_t
 @pytest.mark.parametrize("form", ["grader.txt", "simpleqa_eval.py"])
 @pytest.mark.parametrize("pinned, verified", [(sha256(STRIPPED), True), (sha256(STAND_IN), False)])
 def test_add_judge_says_whether_the_supplied_grader_is_the_pinned_upstream_text(
-        loopback, make_endpoint, tmp_path, pin, form, pinned, verified):
+    loopback, make_endpoint, tmp_path, pin, form, pinned, verified
+):
     # The pin is of the stripped text, so the unstripped stand-in's hash is a pin it cannot match.
     pin(pinned)
     make_endpoint()
@@ -191,12 +217,15 @@ def test_xverify_upstream_needs_the_users_file_and_says_where_to_get_it(loopback
     assert not Judge.objects.filter(name="xv-up").exists()
 
 
-@pytest.mark.parametrize("text, message", [
-    ('Question: """{question}"""\nOutput sentence: """{output}"""\nJudgement:', r"needs the field\(s\) \{answer\}"),
-    ("Q {question}\nO {output}\nA {answer}\nbraces {x}", r"line 4: unknown field \{x\}"),
-    ("Q {question}\nO {output}\nA {answer}\n\\text{GHz}", r"line 4: unknown field \{GHz\}"),
-    ("Q {question}\nO {output} }\nA {answer}", r"line 2: single '\}'"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ('Question: """{question}"""\nOutput sentence: """{output}"""\nJudgement:', r"needs the field\(s\) \{answer\}"),
+        ("Q {question}\nO {output}\nA {answer}\nbraces {x}", r"line 4: unknown field \{x\}"),
+        ("Q {question}\nO {output}\nA {answer}\n\\text{GHz}", r"line 4: unknown field \{GHz\}"),
+        ("Q {question}\nO {output} }\nA {answer}", r"line 2: single '\}'"),
+    ],
+)
 def test_a_supplied_upstream_file_is_checked_as_str_format_would(loopback, make_endpoint, tmp_path, text, message):
     make_endpoint()
     path = tmp_path / "judge_prompt.txt"
@@ -209,8 +238,10 @@ def test_a_supplied_upstream_file_is_checked_as_str_format_would(loopback, make_
 def test_xverify_upstream_sends_the_supplied_file_verbatim(loopback, make_endpoint, make_dataset, tmp_path):
     # A stand-in written for this test with xVerify's field names (the real prompt is not ours to
     # ship): what matters is that the file is sent as it is, filled by str.format rules.
-    supplied = ('Grade it. Physics: 3 = 3 \\, \\text{{GHz}} counts.\n\nQuestion: """{question}"""\n\n'
-                'Output sentence: """{output}"""\n\nCorrect answer: {answer}\n\nJudgement:\n')
+    supplied = (
+        'Grade it. Physics: 3 = 3 \\, \\text{{GHz}} counts.\n\nQuestion: """{question}"""\n\n'
+        'Output sentence: """{output}"""\n\nCorrect answer: {answer}\n\nJudgement:\n'
+    )
     path = tmp_path / "judge_prompt.txt"
     path.write_text(supplied, encoding="utf-8")
     make_endpoint()
@@ -224,7 +255,9 @@ def test_xverify_upstream_sends_the_supplied_file_verbatim(loopback, make_endpoi
     (prompt,) = sent_prompts(loopback)
     assert prompt == supplied.format(
         question="Which sociologist wrote question 0?\nA. Durkheim\nB. Weber\nC. Merton\nD. Parsons",
-        output="<think>Weber fits best.</think>\nThe answer is (B). [0]", answer="B. Weber")
+        output="<think>Weber fits best.</think>\nThe answer is (B). [0]",
+        answer="B. Weber",
+    )
     judgement = Judgement.objects.get(reading__reader_spec__name="xv-up")
     assert judgement.label == "correct" and judgement.parser == "xverify"
     assert judgement.template_hash == hashlib.sha256(supplied.encode("utf-8")).hexdigest()
@@ -241,7 +274,11 @@ def test_template_file_is_refused_for_our_templates(loopback, make_endpoint, tmp
 def test_the_model_refuses_a_stored_xverify_text_str_format_would_reject(loopback, make_endpoint):
     from django.core.exceptions import ValidationError
 
-    judge = Judge(name="xv-up", endpoint=make_endpoint(), template="xverify-upstream",
-                  custom_template="Q {question}\nO {output}\nno answer field")
+    judge = Judge(
+        name="xv-up",
+        endpoint=make_endpoint(),
+        template="xverify-upstream",
+        custom_template="Q {question}\nO {output}\nno answer field",
+    )
     with pytest.raises(ValidationError, match="needs the field"):
         judge.full_clean()

@@ -1,4 +1,5 @@
 """Judges and regeneration through a real Celery worker (prefork, 2 children) on the `llm` queue."""
+
 from __future__ import annotations
 
 from collections import Counter
@@ -46,7 +47,6 @@ def test_regeneration_through_a_real_worker(loopback, make_endpoint, make_datase
     make_endpoint("loop")
     out = run_command("run_readers", dataset=ds.name, readers=["regeneration"], endpoint="loop", timeout=120)
     assert out.split()[:2] == ["regeneration", "4"]
-    got = dict(Reading.objects.filter(reader_spec__name="regeneration").values_list("response__external_id",
-                                                                                    "verdict"))
+    got = dict(Reading.objects.filter(reader_spec__name="regeneration").values_list("response__external_id", "verdict"))
     assert got == {"mc-0": "correct", "mc-1": "correct", "mc-2": "correct", "math-0": "correct"}
     assert Reading.objects.count() == Response.objects.count()

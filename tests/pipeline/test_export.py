@@ -1,4 +1,5 @@
 """export_readings: one row per reading with the reader's identity."""
+
 from __future__ import annotations
 
 import csv
@@ -15,12 +16,14 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def two_readings(write_jsonl):
-    run_command("import_responses", str(write_jsonl([mc_row(0), mc_row(1, checkpoint="rl")])), dataset="e",
-                no_progress=True)
+    run_command(
+        "import_responses", str(write_jsonl([mc_row(0), mc_row(1, checkpoint="rl")])), dataset="e", no_progress=True
+    )
     spec = ReaderSpec.objects.create(name="boxed", version="1.0", config_hash="abc123", config={"k": 1})
     for r in Response.objects.all():
-        Reading.objects.create(response=r, reader_spec=spec, answer="B", normalized="B", verdict="correct",
-                               span_start=3, span_end=4)
+        Reading.objects.create(
+            response=r, reader_spec=spec, answer="B", normalized="B", verdict="correct", span_start=3, span_end=4
+        )
     return spec
 
 
@@ -31,7 +34,14 @@ def test_jsonl_export_names_response_run_and_reader_identity(two_readings, tmp_p
     assert {(r["response_id"], r["checkpoint"]) for r in rows} == {("mc-0", "base"), ("mc-1", "rl")}
     for r in rows:
         assert (r["model"], r["benchmark"], r["reader"], r["version"], r["config_hash"], r["answer"], r["verdict"]) == (
-            "orca-7b", "mmlu", "boxed", "1.0", "abc123", "B", "correct")
+            "orca-7b",
+            "mmlu",
+            "boxed",
+            "1.0",
+            "abc123",
+            "B",
+            "correct",
+        )
     assert not (tmp_path / "readings.jsonl.partial").exists()
 
 

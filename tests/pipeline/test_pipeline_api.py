@@ -1,4 +1,5 @@
 """run_readers from the UI and the API, and the progress endpoint the UI polls."""
+
 from __future__ import annotations
 
 import pytest
@@ -13,8 +14,9 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def dataset(write_jsonl):
-    run_command("import_responses", str(write_jsonl([mc_row(0), mc_row(1), math_row(0)])), dataset="api",
-                no_progress=True)
+    run_command(
+        "import_responses", str(write_jsonl([mc_row(0), mc_row(1), math_row(0)])), dataset="api", no_progress=True
+    )
     return Dataset.objects.get(name="api")
 
 
@@ -26,12 +28,13 @@ def manager_client(client):
     return client
 
 
-
-def test_api_run_readers_then_progress_reports_every_reader_done(dataset, manager_client, eager,
-                                                                  django_capture_on_commit_callbacks):
+def test_api_run_readers_then_progress_reports_every_reader_done(
+    dataset, manager_client, eager, django_capture_on_commit_callbacks
+):
     with django_capture_on_commit_callbacks(execute=True):
-        resp = manager_client.post(f"/api/datasets/{dataset.id}/run-readers/", {"readers": ["boxed", "fixed"]},
-                                   content_type="application/json")
+        resp = manager_client.post(
+            f"/api/datasets/{dataset.id}/run-readers/", {"readers": ["boxed", "fixed"]}, content_type="application/json"
+        )
     assert resp.status_code == 202
     assert {r["reader"] for r in resp.json()["readers"]} == {"boxed", "fixed"}
     progress = manager_client.get(f"/api/datasets/{dataset.id}/progress/").json()
@@ -41,13 +44,13 @@ def test_api_run_readers_then_progress_reports_every_reader_done(dataset, manage
 
 
 def test_api_rejects_unknown_readers(dataset, manager_client):
-    resp = manager_client.post(f"/api/datasets/{dataset.id}/run-readers/", {"readers": ["nope"]},
-                               content_type="application/json")
+    resp = manager_client.post(
+        f"/api/datasets/{dataset.id}/run-readers/", {"readers": ["nope"]}, content_type="application/json"
+    )
     assert resp.status_code == 400 and "unknown reader" in resp.content.decode()
 
 
-def test_the_ui_form_enqueues_the_checked_readers(dataset, manager_client, eager,
-                                                  django_capture_on_commit_callbacks):
+def test_the_ui_form_enqueues_the_checked_readers(dataset, manager_client, eager, django_capture_on_commit_callbacks):
     page = manager_client.get(f"/datasets/{dataset.id}/")
     assert b'name="reader" value="fixed"' in page.content
     with django_capture_on_commit_callbacks(execute=True):
@@ -56,8 +59,14 @@ def test_the_ui_form_enqueues_the_checked_readers(dataset, manager_client, eager
     assert set(Reading.objects.values_list("reader_spec__name", flat=True)) == {"strict-match"}
 
 
-@pytest.mark.parametrize("url,method", [("/api/datasets/{id}/progress/", "get"), ("/api/datasets/{id}/run-readers/", "post"),
-                                        ("/datasets/{id}/run/", "post")])
+@pytest.mark.parametrize(
+    "url,method",
+    [
+        ("/api/datasets/{id}/progress/", "get"),
+        ("/api/datasets/{id}/run-readers/", "post"),
+        ("/datasets/{id}/run/", "post"),
+    ],
+)
 def test_only_managers_may_run_readers_or_see_progress(dataset, client, url, method):
     target = url.format(id=dataset.id)
     anonymous = getattr(client, method)(target)

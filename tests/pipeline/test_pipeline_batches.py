@@ -1,5 +1,6 @@
 """A reader task that fails is noticed: its TaskBatch row says why, and run_readers stops with that
 error instead of waiting forever for readings nobody is writing."""
+
 from __future__ import annotations
 
 import time
@@ -9,9 +10,9 @@ from django.core.management.base import CommandError
 from django.db import connection
 from tqdm import tqdm
 
-from adjudication.pipeline.progress import wait_for_readings
 from adjudication.models import Dataset, Reading, TaskBatch
 from adjudication.pipeline.batches import BatchFailed
+from adjudication.pipeline.progress import wait_for_readings
 from adjudication.pipeline.services import dataset_read
 from adjudication.tasks import read_batch
 
@@ -67,8 +68,9 @@ def test_a_failing_reader_task_records_why_and_raises(write_jsonl, settings, bro
     run = dataset_read(dataset=ds, reader_names=READERS)
     (batch,) = TaskBatch.objects.filter(run=run.id)
     with pytest.raises(BatchFailed, match="the disk is full"):
-        read_batch.run([e.reader_spec.id for e in run.enqueued], list(ds.responses.values_list("id", flat=True)),
-                       batch.pk)
+        read_batch.run(
+            [e.reader_spec.id for e in run.enqueued], list(ds.responses.values_list("id", flat=True)), batch.pk
+        )
     batch.refresh_from_db()
     assert batch.status == "failed" and "the disk is full" in batch.error
 
@@ -83,8 +85,16 @@ def test_waiting_stops_with_the_error_once_the_runs_tasks_ended_and_one_failed(w
     TaskBatch.objects.filter(pk=second.pk).update(status="failed", error="OperationalError: the disk is full")
     started = time.monotonic()
     with pytest.raises(CommandError, match=r"1 of 3 reader tasks failed \(first error: OperationalError: the disk"):
-        wait_for_readings(run_id=run.id, dataset_id=ds.pk, kind=run.kind, done=Reading.objects.count, total=12,
-                          bar=tqdm(disable=True), timeout=600, noun="reader task")
+        wait_for_readings(
+            run_id=run.id,
+            dataset_id=ds.pk,
+            kind=run.kind,
+            done=Reading.objects.count,
+            total=12,
+            bar=tqdm(disable=True),
+            timeout=600,
+            noun="reader task",
+        )
     assert time.monotonic() - started < 60  # stopped on the failure, not on the timeout
 
 
@@ -95,8 +105,16 @@ def test_waiting_stops_when_every_task_ended_without_the_readings(write_jsonl, s
     run = dataset_read(dataset=ds, reader_names=READERS)
     TaskBatch.objects.filter(run=run.id).update(status="done")  # e.g. the reader spec was deleted meanwhile
     with pytest.raises(CommandError, match=r"every reader task finished but 4 of 4 readings are missing"):
-        wait_for_readings(run_id=run.id, dataset_id=ds.pk, kind=run.kind, done=Reading.objects.count, total=4,
-                          bar=tqdm(disable=True), timeout=600, noun="reader task")
+        wait_for_readings(
+            run_id=run.id,
+            dataset_id=ds.pk,
+            kind=run.kind,
+            done=Reading.objects.count,
+            total=4,
+            bar=tqdm(disable=True),
+            timeout=600,
+            noun="reader task",
+        )
 
 
 @pytest.mark.django_db(transaction=True)  # autocommit, as in `manage.py`: on_commit fires at once
@@ -108,11 +126,25 @@ def test_run_readers_in_eager_mode_fails_with_the_tasks_error(write_jsonl, eager
 
 @pytest.mark.worker
 @pytest.mark.django_db(transaction=True)
-def test_run_readers_with_a_real_worker_exits_with_the_error_of_a_failed_task(write_jsonl, celery_worker,
-                                                                              service_env, broken_readings):
+def test_run_readers_with_a_real_worker_exits_with_the_error_of_a_failed_task(
+    write_jsonl, celery_worker, service_env, broken_readings
+):
     imported(write_jsonl, 4)
-    proc = manage("run_readers", "--dataset", "b", "--reader", "boxed", "--reader", "strict-match",
-                  "--batch-size", "2", "--timeout", "240", env=service_env, timeout=300)
+    proc = manage(
+        "run_readers",
+        "--dataset",
+        "b",
+        "--reader",
+        "boxed",
+        "--reader",
+        "strict-match",
+        "--batch-size",
+        "2",
+        "--timeout",
+        "240",
+        env=service_env,
+        timeout=300,
+    )
     assert proc.returncode != 0
     assert "2 of 2 reader tasks failed" in proc.stderr and "the disk is full" in proc.stderr
     assert "timed out" not in proc.stderr and "Traceback" not in proc.stderr

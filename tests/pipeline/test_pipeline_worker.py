@@ -1,4 +1,5 @@
 """Readings land in PostgreSQL through a real Celery worker on Redis: one per (response, reader)."""
+
 from __future__ import annotations
 
 from collections import Counter
@@ -25,7 +26,8 @@ def test_a_real_worker_writes_exactly_one_reading_per_response_and_reader(write_
     run_command("run_readers", dataset="w", readers=READERS, batch_size=5, no_wait=True)
     expected = Response.objects.count() * len(READERS)
     assert wait_until(lambda: Reading.objects.count() >= expected, timeout=180), (
-        f"{Reading.objects.count()} of {expected} readings arrived")
+        f"{Reading.objects.count()} of {expected} readings arrived"
+    )
     keys = reading_keys()
     assert len(keys) == expected and max(keys.values()) == 1
     boxed = Reading.objects.filter(reader_spec__name="boxed", response__external_id="mc-1").get()

@@ -1,4 +1,5 @@
 """`manage.py read` runs readers on a file with no database server at all."""
+
 from __future__ import annotations
 
 import json
@@ -11,8 +12,12 @@ def test_read_works_with_no_database_server(write_jsonl, tmp_path):
     src = write_jsonl(rows)
     out = tmp_path / "out.jsonl"
     # Port 1 on loopback: nothing listens; any ORM access would fail loudly.
-    env = {"DATABASE_URL": "postgres://nobody@127.0.0.1:1/none", "SECRET_KEY": "x", "PATH": "/usr/bin:/bin",
-           "PYTHONPATH": str(ROOT)}
+    env = {
+        "DATABASE_URL": "postgres://nobody@127.0.0.1:1/none",
+        "SECRET_KEY": "x",
+        "PATH": "/usr/bin:/bin",
+        "PYTHONPATH": str(ROOT),
+    }
     proc = manage("read", str(src), "--reader", "boxed", "--reader", "fixed", "--out", str(out), env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr
     lines = [json.loads(line) for line in out.read_text().splitlines()]
@@ -26,7 +31,11 @@ def test_read_works_with_no_database_server(write_jsonl, tmp_path):
 
 def test_read_names_the_bad_line(write_jsonl):
     src = write_jsonl([mc_row(0), {"id": "x", "question": "q"}])
-    env = {"DATABASE_URL": "postgres://nobody@127.0.0.1:1/none", "SECRET_KEY": "x", "PATH": "/usr/bin:/bin",
-           "PYTHONPATH": str(ROOT)}
+    env = {
+        "DATABASE_URL": "postgres://nobody@127.0.0.1:1/none",
+        "SECRET_KEY": "x",
+        "PATH": "/usr/bin:/bin",
+        "PYTHONPATH": str(ROOT),
+    }
     proc = manage("read", str(src), "--reader", "boxed", env=env)
     assert proc.returncode != 0 and "line 2, field 'gold'" in proc.stderr

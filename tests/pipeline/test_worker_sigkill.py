@@ -1,4 +1,5 @@
 """A worker SIGKILLed in the middle of a run loses nothing and duplicates nothing."""
+
 from __future__ import annotations
 
 import signal
@@ -17,10 +18,14 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 
 @registry.scoped(slow_reader.READERS)  # `test-slow` in this process too (run_readers checks names)
 def test_sigkill_mid_run_then_a_new_worker_finishes_with_every_reading_exactly_once(
-        write_jsonl, service_env, broker, tmp_path):
-    env = {**service_env, "READER_PLUGINS": "tests.plugins.slow_reader",
-           # Redelivery of the dead worker's unacknowledged tasks after 2 s instead of 10 minutes.
-           "CELERY_VISIBILITY_TIMEOUT": "2"}
+    write_jsonl, service_env, broker, tmp_path
+):
+    env = {
+        **service_env,
+        "READER_PLUGINS": "tests.plugins.slow_reader",
+        # Redelivery of the dead worker's unacknowledged tasks after 2 s instead of 10 minutes.
+        "CELERY_VISIBILITY_TIMEOUT": "2",
+    }
     rows = [mc_row(i, response=f"Reasoning {i}... final letter {'ABCD'[i % 4]}") for i in range(400)]
     run_command("import_responses", str(write_jsonl(rows)), dataset="k", no_progress=True)
     readers = ["test-slow", "boxed"]
@@ -41,7 +46,8 @@ def test_sigkill_mid_run_then_a_new_worker_finishes_with_every_reading_exactly_o
     try:
         # No re-run: the broker hands the killed worker's unacknowledged batches to the new worker.
         assert wait_until(lambda: Reading.objects.count() >= expected, timeout=240), (
-            f"{Reading.objects.count()} of {expected} readings after the restart")
+            f"{Reading.objects.count()} of {expected} readings after the restart"
+        )
     finally:
         stop_worker(second)
     keys = Counter(Reading.objects.values_list("response_id", "reader_spec__name"))

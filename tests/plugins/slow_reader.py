@@ -3,6 +3,7 @@ can kill a worker while it is in the middle of a run.
 
 A declarative plugin: READER_PLUGINS registers `READERS` in the worker processes; the test process
 holds the same entries in a `registry.scoped(READERS)` block, so nothing outlives the test there."""
+
 from __future__ import annotations
 
 import time

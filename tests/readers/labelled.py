@@ -4,14 +4,14 @@ MMLU-Pro (odd rows): a reader agrees when its letter equals the label, or it fin
 where the label is null. Qwen2.5-Math (problems 25–99): a reader agrees when it calls the
 response correct exactly when the label does.
 """
+
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from readers import Item
-from readers import registry
+from readers import Item, registry
 
 LABELS = Path(__file__).resolve().parents[1] / "data" / "labels"
 ANSWERED = {"correct", "incorrect"}
@@ -40,8 +40,14 @@ def mmlu_items(shared: Path) -> tuple[list[Item], list[str | None]]:
             row = json.loads(line)
             label = labels[line_no]
             assert (label["model"], label["question_id"]) == (row["model"], row["question_id"])
-            items.append(Item(response=row["model_output"], gold=row["answer"], choices=tuple(row["options"]),
-                              question=row["question"]))
+            items.append(
+                Item(
+                    response=row["model_output"],
+                    gold=row["answer"],
+                    choices=tuple(row["options"]),
+                    question=row["question"],
+                )
+            )
             gold_labels.append(label["label"])
     return items, gold_labels
 
@@ -87,11 +93,15 @@ def in_process(name: str, items: list[Item]):
 
 
 def markdown(rows: list[Scored]) -> str:
-    lines = ["| reader | MMLU-Pro odd rows: letter agrees | Qwen2.5-Math 25–99: verdict agrees | overall |",
-             "|---|---|---|---|"]
+    lines = [
+        "| reader | MMLU-Pro odd rows: letter agrees | Qwen2.5-Math 25–99: verdict agrees | overall |",
+        "|---|---|---|---|",
+    ]
     for r in sorted(rows, key=lambda r: -r.overall):
-        lines.append(f"| `{r.reader}` | {r.mmlu_agree}/{r.mmlu_n} ({r.mmlu_agree / r.mmlu_n:.1%}) | "
-                     f"{r.math_agree}/{r.math_n} ({r.math_agree / r.math_n:.1%}) | {r.overall:.1%} |")
+        lines.append(
+            f"| `{r.reader}` | {r.mmlu_agree}/{r.mmlu_n} ({r.mmlu_agree / r.mmlu_n:.1%}) | "
+            f"{r.math_agree}/{r.math_n} ({r.math_agree / r.math_n:.1%}) | {r.overall:.1%} |"
+        )
     return "\n".join(lines)
 
 

@@ -8,13 +8,14 @@ for an option-extraction case, the reader's letter (or no answer, when the case 
 
     python -m tests.readers.peer            # the README tables (every reader; fixed vs math-verify-latex)
 """
+
 from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
 
 from readers import Item, registry
 
@@ -59,8 +60,12 @@ def _rows(path: Path) -> Iterable[dict]:
 def peer_dev_cases(shared: Path = SHARED) -> list[Case]:
     cases = []
     for row in _rows(shared / "peer-equivalence-dev" / "cases.jsonl"):
-        item = Item(response=row["response"], gold=row["gold"], choices=tuple(row.get("choices") or ()),
-                    question=row.get("question", ""))
+        item = Item(
+            response=row["response"],
+            gold=row["gold"],
+            choices=tuple(row.get("choices") or ()),
+            question=row.get("question", ""),
+        )
         expected = row["expected"]
         if "verdict" in expected:
             cases.append(Case(row["benchmark"], item, expect_equal=expected["verdict"] == "correct"))
@@ -75,19 +80,31 @@ def vector_cases(shared: Path = SHARED) -> list[Case]:
     cases = []
     for row in _rows(shared / "math-verify-tests" / "math_verify_test_vectors.jsonl"):
         if row["kind"] == "verdict":
-            cases.append(Case("math-verify-tests", Item(response=row["pred"], gold=row["gold"]),
-                              expect_equal=row["expected"] == 1))
+            cases.append(
+                Case(
+                    "math-verify-tests", Item(response=row["pred"], gold=row["gold"]), expect_equal=row["expected"] == 1
+                )
+            )
     for row in _rows(shared / "lighteval-extractive-match-tests" / "lighteval_extractive_match_vectors.jsonl"):
         if row.get("also_in_math_verify_tests"):
             continue
         # Letter tests: the gold is an option letter or a response-like text naming one.
         choices = ("w", "x", "y", "z") if "NativeLetters" in row["settings"]["match_types"] else ()
-        cases.append(Case("lighteval-extractive-match-tests",
-                          Item(response=row["pred"], gold=row["gold"], choices=choices),
-                          expect_equal=row["expected"] == 1))
+        cases.append(
+            Case(
+                "lighteval-extractive-match-tests",
+                Item(response=row["pred"], gold=row["gold"], choices=choices),
+                expect_equal=row["expected"] == 1,
+            )
+        )
     for row in _rows(shared / "hendrycks-math-equivalence-tests" / "hendrycks_math_equivalence_vectors.jsonl"):
-        cases.append(Case("hendrycks-math-equivalence-tests", Item(response=row["str1"], gold=row["str2"]),
-                          expect_equal=row["expected"] == 1))
+        cases.append(
+            Case(
+                "hendrycks-math-equivalence-tests",
+                Item(response=row["str1"], gold=row["str2"]),
+                expect_equal=row["expected"] == 1,
+            )
+        )
     return cases
 
 
@@ -124,12 +141,16 @@ def _pct(pair: tuple[int, int]) -> str:
 
 
 def markdown_dev(scores: dict[str, Score]) -> str:
-    lines = ["| reader | all | expected equal | expected different | inspect-ai | NeMo-Skills |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        "| reader | all | expected equal | expected different | inspect-ai | NeMo-Skills |",
+        "|---|---|---|---|---|---|",
+    ]
     for name, s in sorted(scores.items(), key=lambda kv: -kv[1].rate()[0]):
-        lines.append(f"| `{name}` | {_pct(s.rate())} | {_pct(s.rate(kind='equal'))} | "
-                     f"{_pct(s.rate(kind='different'))} | {_pct(s.rate('dev-inspect-ai'))} | "
-                     f"{_pct(s.rate('dev-nemo-skills'))} |")
+        lines.append(
+            f"| `{name}` | {_pct(s.rate())} | {_pct(s.rate(kind='equal'))} | "
+            f"{_pct(s.rate(kind='different'))} | {_pct(s.rate('dev-inspect-ai'))} | "
+            f"{_pct(s.rate('dev-nemo-skills'))} |"
+        )
     return "\n".join(lines)
 
 

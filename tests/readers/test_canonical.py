@@ -2,13 +2,15 @@
 
 Runs without Django (`-p no:django`), like the other reader tests.
 """
+
 from __future__ import annotations
 
 import time
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
-from hypothesis import HealthCheck, given, settings as hsettings
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
 from readers import registry
@@ -30,23 +32,64 @@ GENEROUS_S = 2.0
 
 # -- multiple choice ------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("answer", [
-    "C", "(C)", "c)", "(c)", "C.", "[C]", "option C)", "Option (c)", "the answer is (C)", "Answer: c",
-    "\\text{(C)}", "$\\boxed{\\text{C}}$", "\\boxed{C}", "**C**", "`C`", "（Ｃ）",
-    "(C) Merton", "C. Merton", "C: Merton", "C) Merton", "C - Merton", "C Merton", "(C) merton.",
-    "Merton", "merton", "  Merton. ", "**Merton**", "$\\text{Merton}$",
-])
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "C",
+        "(C)",
+        "c)",
+        "(c)",
+        "C.",
+        "[C]",
+        "option C)",
+        "Option (c)",
+        "the answer is (C)",
+        "Answer: c",
+        "\\text{(C)}",
+        "$\\boxed{\\text{C}}$",
+        "\\boxed{C}",
+        "**C**",
+        "`C`",
+        "（Ｃ）",
+        "(C) Merton",
+        "C. Merton",
+        "C: Merton",
+        "C) Merton",
+        "C - Merton",
+        "C Merton",
+        "(C) merton.",
+        "Merton",
+        "merton",
+        "  Merton. ",
+        "**Merton**",
+        "$\\text{Merton}$",
+    ],
+)
 def test_every_way_of_writing_an_option_is_its_letter(answer):
     assert canonical_answer(answer, SOCIOLOGY) == "C"
 
 
-@pytest.mark.parametrize("answer", [
-    "A or B", "A and C", "(A), (C)", "A, C", "A/B", "(A) and (C)", "A. C", "AC",
-    "(C) Weber",  # the letter and the text name different options
-    "C Weber",  # a letter set off by a space alone counts only with its own text
-    "E", "(Z)",  # no such option
-    "Max Weber founded it", "", "   ",
-])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "A or B",
+        "A and C",
+        "(A), (C)",
+        "A, C",
+        "A/B",
+        "(A) and (C)",
+        "A. C",
+        "AC",
+        "(C) Weber",  # the letter and the text name different options
+        "C Weber",  # a letter set off by a space alone counts only with its own text
+        "E",
+        "(Z)",  # no such option
+        "Max Weber founded it",
+        "",
+        "   ",
+    ],
+)
 def test_several_letters_contradictions_and_non_options_have_no_canonical_letter(answer):
     assert canonical_answer(answer, SOCIOLOGY) is None
 
@@ -82,29 +125,61 @@ def test_a_letter_gold_without_options_makes_letter_answers_letters():
 
 # -- open-ended -----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("answer", "expected"), [
-    ("72", "72"), ("72.0", "72"), ("\\boxed{72}", "72"), ("$72$", "72"), ("1,234", "1234"), ("1\\,234", "1234"),
-    ("12\\,345\\,678", "12345678"), ("-3", "-3"), ("-\\frac{1}{4}", "-0.25"),
-    # One spelling per value: terminating decimals written out, other fractions in lowest terms.
-    ("\\frac{5}{2}", "2.5"), ("\\dfrac{5}{2}", "2.5"), ("5/2", "2.5"), ("2.50", "2.5"), ("\\frac{10}{4}", "2.5"),
-    ("\\frac{1}{3}", "1/3"), ("\\frac{2}{6}", "1/3"), ("0.333", "0.333"), ("\\$1,023.40", "1023.4"),
-    ("50%", "50%"), ("50\\%", "50%"), ("12.5%", "12.5%"),
-    ("x = 5", "5"), ("y_1 = 3", "3"), ("\\boxed{x = 5}", "5"), ("5 \\text{ cm}", "5"), ("\\$15", "15"),
-    ("1.5e3", "1500"), ("720^\\circ", "720"),
-])
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        ("72", "72"),
+        ("72.0", "72"),
+        ("\\boxed{72}", "72"),
+        ("$72$", "72"),
+        ("1,234", "1234"),
+        ("1\\,234", "1234"),
+        ("12\\,345\\,678", "12345678"),
+        ("-3", "-3"),
+        ("-\\frac{1}{4}", "-0.25"),
+        # One spelling per value: terminating decimals written out, other fractions in lowest terms.
+        ("\\frac{5}{2}", "2.5"),
+        ("\\dfrac{5}{2}", "2.5"),
+        ("5/2", "2.5"),
+        ("2.50", "2.5"),
+        ("\\frac{10}{4}", "2.5"),
+        ("\\frac{1}{3}", "1/3"),
+        ("\\frac{2}{6}", "1/3"),
+        ("0.333", "0.333"),
+        ("\\$1,023.40", "1023.4"),
+        ("50%", "50%"),
+        ("50\\%", "50%"),
+        ("12.5%", "12.5%"),
+        ("x = 5", "5"),
+        ("y_1 = 3", "3"),
+        ("\\boxed{x = 5}", "5"),
+        ("5 \\text{ cm}", "5"),
+        ("\\$15", "15"),
+        ("1.5e3", "1500"),
+        ("720^\\circ", "720"),
+    ],
+)
 def test_numbers_take_one_exact_form(answer, expected):
     assert canonical_answer(answer, OPEN) == expected
 
 
-@pytest.mark.parametrize(("answer", "expected"), [
-    ("x + 1", "x+1"), ("x+1", "x+1"), ("\\left( 1, 2 \\right)", "(1,2)"), ("(1, 2)", "(1,2)"),
-    ("2\\sqrt{3}", "2\\sqrt{3}"), ("2 \\sqrt 3", "2\\sqrt{3}"),
-    ("\\pi r", "\\pi r"),  # a space between two letters separates two symbols
-    ("New York", "New York"),
-    ("\\cos(x) = \\frac{42}{59}", "\\cos(x)=42/59"),  # the function name is part of the answer
-    ("f(x) = x^2", "f(x)=x^2"),
-    ("x \\le 5", "x\\le5"),
-])
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        ("x + 1", "x+1"),
+        ("x+1", "x+1"),
+        ("\\left( 1, 2 \\right)", "(1,2)"),
+        ("(1, 2)", "(1,2)"),
+        ("2\\sqrt{3}", "2\\sqrt{3}"),
+        ("2 \\sqrt 3", "2\\sqrt{3}"),
+        ("\\pi r", "\\pi r"),  # a space between two letters separates two symbols
+        ("New York", "New York"),
+        ("\\cos(x) = \\frac{42}{59}", "\\cos(x)=42/59"),  # the function name is part of the answer
+        ("f(x) = x^2", "f(x)=x^2"),
+        ("x \\le 5", "x\\le5"),
+    ],
+)
 def test_expressions_keep_their_meaning_and_lose_their_spacing(answer, expected):
     assert canonical_answer(answer, OPEN) == expected
 
@@ -165,10 +240,16 @@ def test_hostile_answers_get_a_string_or_none_quickly_and_never_raise(family, it
 
 
 @hsettings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(answer=st.lists(st.sampled_from(list("(){}[]$\\ ABCabc=.,:-/%^_01239 \n\t\x00\ud800") +
-                                       ["\\boxed{", "\\frac", "\\text{", "option ", " and ", "Merton"]),
-                       max_size=200).map("".join),
-       mc=st.booleans())
+@given(
+    answer=st.lists(
+        st.sampled_from(
+            list("(){}[]$\\ ABCabc=.,:-/%^_01239 \n\t\x00\ud800")
+            + ["\\boxed{", "\\frac", "\\text{", "option ", " and ", "Merton"]
+        ),
+        max_size=200,
+    ).map("".join),
+    mc=st.booleans(),
+)
 def test_canonical_answer_is_total_on_any_text(answer, mc):
     result = canonical_answer(answer, SOCIOLOGY if mc else OPEN)
     assert result is None or isinstance(result, str)
@@ -186,11 +267,16 @@ def test_items_of_the_wrong_shape_give_none_not_an_exception():
 
 # -- with_canonical -------------------------------------------------------------------------------
 
+
 def test_with_canonical_fills_the_canonical_answer_and_keeps_the_raw_one():
     raw = Reading("incorrect", answer="(C) Merton", normalized="(C) Merton", span=(3, 13))
     reading = with_canonical(raw, SOCIOLOGY)
-    assert (reading.canonical, reading.answer, reading.normalized, reading.span) == ("C", "(C) Merton", "(C) Merton",
-                                                                                     (3, 13))
+    assert (reading.canonical, reading.answer, reading.normalized, reading.span) == (
+        "C",
+        "(C) Merton",
+        "(C) Merton",
+        (3, 13),
+    )
     assert reading.to_dict()["canonical"] == "C"
 
 
@@ -221,6 +307,7 @@ def test_with_canonical_never_raises_and_keeps_the_subclass():
 
 # -- the isolation worker fills it ----------------------------------------------------------------
 
+
 class Echo(Reader):
     """Answers with the response text itself; 'own:' sets a canonical of its own."""
 
@@ -242,8 +329,10 @@ def _echo_reader() -> Iterator[None]:
 
 
 def test_every_reading_from_the_isolation_pool_carries_its_canonical_answer():
-    items = [Item(response=r, gold="B", choices=SOCIOLOGY.choices) for r in ("(C) Merton", "option C)", "own:X",
-                                                                             "nothing", "A or B")]
+    items = [
+        Item(response=r, gold="B", choices=SOCIOLOGY.choices)
+        for r in ("(C) Merton", "option C)", "own:X", "nothing", "A or B")
+    ]
     items.append(Item(response="\\dfrac{1}{2}", gold="0.5"))
     results = read_isolated(Echo.name, items, processes=1, budget_s=30)
     assert [r.canonical for r, _ms in results] == ["C", "C", "X", None, None, "0.5"]

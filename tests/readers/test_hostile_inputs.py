@@ -1,5 +1,6 @@
 """Every registered reader, through the isolation pool, on a sample of hostile inputs: each gets a
 verdict class within its budget, and no worker is left hanging."""
+
 from __future__ import annotations
 
 import os
@@ -7,8 +8,7 @@ import time
 
 import pytest
 
-from readers import VERDICTS
-from readers import registry
+from readers import VERDICTS, registry
 from readers.hostile import FAMILIES, hostile_items
 from readers.isolation.pool import IsolatedPool
 

@@ -3,6 +3,7 @@
 Misbehaving readers exist only inside registry scopes (`registry.scoped`), entered before the pools
 that read them fork (workers inherit the registry through fork()).
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -12,13 +13,15 @@ import resource
 import signal
 import threading
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from readers import registry
 from readers.base import VERDICTS, Item, Reader, Reading
 from readers.isolation.pool import IsolatedPool, read_isolated
+
 
 @pytest.fixture(autouse=True)
 def _plain_http() -> None:
@@ -131,6 +134,7 @@ def pool(no_leftovers: None) -> Iterator[IsolatedPool]:
 # ordinary operation
 # ---------------------------------------------------------------------------------------------
 
+
 def test_results_come_back_in_input_order(pool: IsolatedPool) -> None:
     responses = [f"r{i}" for i in range(300)]
     results = pool.read_many("test-misbehave", items_of(*responses))
@@ -157,9 +161,11 @@ def test_empty_input_and_unknown_reader(pool: IsolatedPool) -> None:
 
 
 def test_real_reader_through_the_pool(pool: IsolatedPool) -> None:
-    items = [Item(response="The final answer is $\\boxed{\\dfrac{1}{2}}$.", gold="\\frac{1}{2}"),
-             Item(response="The final answer is $\\boxed{3}$.", gold="4"),
-             Item(response="no idea", gold="4")]
+    items = [
+        Item(response="The final answer is $\\boxed{\\dfrac{1}{2}}$.", gold="\\frac{1}{2}"),
+        Item(response="The final answer is $\\boxed{3}$.", gold="4"),
+        Item(response="no idea", gold="4"),
+    ]
     verdicts = [r.verdict for r, _ in pool.read_many("math-verify-latex", items)]
     assert verdicts == ["correct", "incorrect", "no_answer"]
 
@@ -167,6 +173,7 @@ def test_real_reader_through_the_pool(pool: IsolatedPool) -> None:
 # ---------------------------------------------------------------------------------------------
 # budgets
 # ---------------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("cmd", ["sleep", "loop"])
 def test_overrun_is_a_timeout_and_the_pool_keeps_working(pool: IsolatedPool, cmd: str) -> None:
@@ -196,14 +203,18 @@ def test_several_overruns_in_one_batch(pool: IsolatedPool) -> None:
 # crashes
 # ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("cmd,needle", [
-    ("exit", "exited with code 7"),
-    ("segv", "SIGSEGV"),
-    ("raise", "ValueError: boom"),
-    ("sysexit", "SystemExit"),
-    ("not-a-reading", "not Reading"),
-    ("unpicklable", "could not be sent"),
-])
+
+@pytest.mark.parametrize(
+    "cmd,needle",
+    [
+        ("exit", "exited with code 7"),
+        ("segv", "SIGSEGV"),
+        ("raise", "ValueError: boom"),
+        ("sysexit", "SystemExit"),
+        ("not-a-reading", "not Reading"),
+        ("unpicklable", "could not be sent"),
+    ],
+)
 def test_crash_is_an_error_and_the_batch_continues(pool: IsolatedPool, cmd: str, needle: str) -> None:
     responses = ["a", "b", cmd, "c", "d", "e"]
     results = pool.read_many("test-misbehave", items_of(*responses))
@@ -275,6 +286,7 @@ def test_hostile_inputs_each_get_a_verdict_within_budget(no_leftovers: None) -> 
 # start time it publishes in shared memory
 # ---------------------------------------------------------------------------------------------
 
+
 @pytest.fixture
 def never_flush_early(monkeypatch: pytest.MonkeyPatch) -> None:
     """Children forked while this is active send results only at the end of a batch, so every
@@ -342,8 +354,13 @@ def test_several_hangs_and_crashes_among_many_fast_items(pool: IsolatedPool) -> 
     for i, cmd in bad.items():
         responses[i] = cmd
     results = pool.read_many("test-misbehave", items_of(*responses))
-    assert {i: results[i][0].verdict for i in bad} == {37: "timeout", 38: "error", 200: "timeout",
-                                                      201: "error", 399: "timeout"}
+    assert {i: results[i][0].verdict for i in bad} == {
+        37: "timeout",
+        38: "error",
+        200: "timeout",
+        201: "error",
+        399: "timeout",
+    }
     echo_ok(results, responses, skip=set(bad))
     assert pool.stats["timeouts"] == 3 and pool.stats["deaths"] == 2
 
@@ -398,11 +415,16 @@ def test_reading_subclass_and_plain_readings_in_one_chunk(pool: IsolatedPool) ->
 # lifecycle and environments
 # ---------------------------------------------------------------------------------------------
 
+
 def test_sequential_pools_leave_no_processes(no_leftovers: None) -> None:
     for _ in range(3):
         with IsolatedPool(processes=2, budget_s=1.0) as p:
             assert [r.verdict for r, _ in p.read_many("test-misbehave", items_of("a", "sleep", "exit", "b"))] == [
-                "correct", "timeout", "error", "correct"]
+                "correct",
+                "timeout",
+                "error",
+                "correct",
+            ]
             pids = p.worker_pids()
         assert pids and not any(os.path.exists(f"/proc/{pid}") for pid in pids)
 

@@ -1,5 +1,6 @@
 """`fixed` against our independent labelled set (odd MMLU-Pro rows, Qwen2.5-Math problems 25–99):
 ≥ 99 % agreement on each slice, and better than each seed-002 rule and the box-only reader."""
+
 from __future__ import annotations
 
 from pathlib import Path

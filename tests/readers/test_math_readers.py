@@ -7,12 +7,14 @@ Sources of truth (none copied into the repo; shared data is read at test time):
 * ../shared/data/hendrycks-math-equivalence-tests: hendrycks/math's is_equiv tests (16 rows).
 Deliberate departures are listed in docs/readers-math.md and pinned here by id.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -21,6 +23,7 @@ from readers.base import ANSWER_FORMS, VERDICTS, Item, Reading
 from readers.math.cascade import CascadeConfig, SympyCascadeReader
 from readers.math.math_verify import MathVerifyConfig, MathVerifyReader
 from readers.math.strip_string import StripStringConfig, extract_boxed, is_equiv, last_boxed_only_string, strip_string
+
 
 @pytest.fixture(autouse=True)
 def _plain_http() -> None:
@@ -31,8 +34,12 @@ def _plain_http() -> None:
 SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 
 MATH_READERS = (
-    "math-verify-latex", "math-verify-expr", "strip-string", "strip-string-lm-eval",
-    "sympy-cascade", "sympy-cascade-magnitude-safe",
+    "math-verify-latex",
+    "math-verify-expr",
+    "strip-string",
+    "strip-string-lm-eval",
+    "sympy-cascade",
+    "sympy-cascade-magnitude-safe",
 )
 
 
@@ -55,6 +62,7 @@ def read(reader: Any, gold: str, response: str, **kw: Any) -> Reading:
 # ---------------------------------------------------------------------------------------------
 # registry and declared identity
 # ---------------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", MATH_READERS)
 def test_registered_with_identity_and_contract(name: str) -> None:
@@ -182,7 +190,11 @@ def test_registered_math_verify_configs_are_probe_columns() -> None:
     latex = registry.get("math-verify-latex").config
     expr = registry.get("math-verify-expr").config
     assert (latex.extraction, latex.gold_wrap, latex.pred_wrap, latex.boxed_match_priority) == (
-        "latex+expr", "auto", False, 50)
+        "latex+expr",
+        "auto",
+        False,
+        50,
+    )
     assert (expr.extraction, expr.gold_wrap, expr.pred_wrap) == ("expr", "never", False)
     # On the probe's bare golds, "auto" is "always" (column A).
     for gold, pred, a, *_ in PROBE_TABLE:
@@ -292,6 +304,7 @@ def test_seed001_table8_under_our_conventions() -> None:
 # math-verify: the peer's own regression vectors
 # ---------------------------------------------------------------------------------------------
 
+
 def _mv_vectors() -> list[dict[str, Any]]:
     rows = load_jsonl(shared("math-verify-tests", "math_verify_test_vectors.jsonl"))
     return [r for r in rows if r["kind"] == "verdict"]
@@ -304,8 +317,11 @@ def _peer_config(settings: dict[str, Any]) -> MathVerifyConfig:
     extraction = extractions[tuple(settings["match_types"])]
     # compare_strings() in math-verify's tests: LatexExtractionConfig(boxed_match_priority=0), gold raw.
     return MathVerifyConfig(
-        extraction=extraction, boxed_match_priority=0, gold_wrap="never",  # type: ignore[arg-type]
-        float_rounding=settings["float_rounding"], strict=settings["strict"],
+        extraction=extraction,
+        boxed_match_priority=0,
+        gold_wrap="never",  # type: ignore[arg-type]
+        float_rounding=settings["float_rounding"],
+        strict=settings["strict"],
         allow_set_relation_comp=settings["allow_set_relation_comp"],
     )
 
@@ -325,22 +341,23 @@ def test_math_verify_peer_vectors_replayed_with_their_settings() -> None:
 # float_rounding=6, strict, no set-relation comparison) departs from the peer's expected verdict,
 # each because the peer test used other settings (docs/readers-math.md lists the reasons).
 MV_LATEX_DEPARTURES = {
-    "test_all::test_complex_math_expressions::7",   # peer float_rounding=2
+    "test_all::test_complex_math_expressions::7",  # peer float_rounding=2
     "test_all::test_complex_math_expressions::13",  # peer float_rounding=2
-    "test_all::test_precision::latex",               # peer float_rounding=4
+    "test_all::test_precision::latex",  # peer float_rounding=4
     "test_strict::test_strict_variable_comparison::1",  # peer strict=False
-    "test_all::test_set_rel_assymetry::2",           # peer allow_set_relation_comp=True
-    "test_all::test_latex_notation::5",              # peer LaTeX-only; our Expr config reads the bare 9
-    "test_all::test_latex_notation::6",              # same
-    "test_all::test_number_extraction::6",           # peer expr-only raw gold "1,22"; "$1,22$" is a pair
-    "test_open_thoughts::test_open_thoughts::28",    # gold text with two boxes, wrapped in $..$ by us
+    "test_all::test_set_rel_assymetry::2",  # peer allow_set_relation_comp=True
+    "test_all::test_latex_notation::5",  # peer LaTeX-only; our Expr config reads the bare 9
+    "test_all::test_latex_notation::6",  # same
+    "test_all::test_number_extraction::6",  # peer expr-only raw gold "1,22"; "$1,22$" is a pair
+    "test_open_thoughts::test_open_thoughts::28",  # gold text with two boxes, wrapped in $..$ by us
 }
 
 
 def test_registered_math_verify_latex_on_peer_vectors() -> None:
     reader = registry.get("math-verify-latex")
     departures = {
-        row["id"] for row in _mv_vectors()
+        row["id"]
+        for row in _mv_vectors()
         if (read(reader, row["gold"], row["pred"]).verdict == "correct") != bool(row["expected"])
     }
     assert departures == MV_LATEX_DEPARTURES
@@ -358,6 +375,7 @@ def test_registered_math_verify_expr_on_peer_expr_vectors() -> None:
 # ---------------------------------------------------------------------------------------------
 # math-verify: our additions around upstream
 # ---------------------------------------------------------------------------------------------
+
 
 def test_math_verify_verdict_classes() -> None:
     latex = registry.get("math-verify-latex")
@@ -433,6 +451,7 @@ def test_math_verify_memory_exhaustion_is_an_error_not_a_rejection(monkeypatch: 
 # strip-string
 # ---------------------------------------------------------------------------------------------
 
+
 def _hendrycks_vectors() -> list[dict[str, Any]]:
     return load_jsonl(shared("hendrycks-math-equivalence-tests", "hendrycks_math_equivalence_vectors.jsonl"))
 
@@ -491,7 +510,7 @@ def test_boxed_extraction_matches_lm_eval_helpers() -> None:
     text = r"First \boxed{1}, then \boxed{\frac{a}{b}} and more."
     assert last_boxed_only_string(text) == (r"\boxed{\frac{a}{b}}", text.index(r"\boxed{\frac"))
     content, span = extract_boxed(text)  # type: ignore[misc]
-    assert content == r"\frac{a}{b}" and text[span[0]:span[1]] == content
+    assert content == r"\frac{a}{b}" and text[span[0] : span[1]] == content
     # "\boxed " with a space wins wherever it is, and runs to the next "$" (upstream quirk).
     assert extract_boxed(r"so $\boxed 5$ hence \boxed{6}")[0] == "5"  # type: ignore[index]
     assert extract_boxed(r"\fbox{7}")[0] == "7"  # type: ignore[index]
@@ -507,7 +526,7 @@ def test_strip_string_reader_extraction() -> None:
     response = "  \n 10 \n"
     whole = read(reader, "10", response)
     assert whole.verdict == "correct" and whole.detail["extraction"] == "whole_response"
-    assert response[whole.span[0]:whole.span[1]] == "10"  # type: ignore[index]
+    assert response[whole.span[0] : whole.span[1]] == "10"  # type: ignore[index]
     assert read(reader, "10", "   ").verdict == "no_answer"
     assert read(reader, "10", r"The answer is \boxed{}").verdict == "no_answer"
     # A gold given as a boxed solution is unboxed the same way.
@@ -518,19 +537,23 @@ def test_strip_string_reader_extraction() -> None:
 # sympy-cascade
 # ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("gold,pred,expected", [
-    # math-verify-probe.md §2, `gold_le` column: |a-b| <= 1e-4*|gold|
-    ("9999", "10000", "incorrect"),
-    ("10000", "10001", "correct"),
-    ("123456", "123457", "correct"),
-    ("10000", "9999", "correct"),
-    ("1000", "1001", "incorrect"),
-    ("99999", "100000", "correct"),
-    ("1/2", "0.5", "correct"),
-    ("(a+5)*(b+2)", "a*b+2*a+5*b+10", "correct"),
-    ("0.5", "0.50004", "correct"),
-    ("0.5", "0.50006", "incorrect"),
-])
+
+@pytest.mark.parametrize(
+    "gold,pred,expected",
+    [
+        # math-verify-probe.md §2, `gold_le` column: |a-b| <= 1e-4*|gold|
+        ("9999", "10000", "incorrect"),
+        ("10000", "10001", "correct"),
+        ("123456", "123457", "correct"),
+        ("10000", "9999", "correct"),
+        ("1000", "1001", "incorrect"),
+        ("99999", "100000", "correct"),
+        ("1/2", "0.5", "correct"),
+        ("(a+5)*(b+2)", "a*b+2*a+5*b+10", "correct"),
+        ("0.5", "0.50004", "correct"),
+        ("0.5", "0.50006", "incorrect"),
+    ],
+)
 def test_sympy_cascade_reproduces_the_probe(gold: str, pred: str, expected: str) -> None:
     assert read(registry.get("sympy-cascade"), gold, pred).verdict == expected
 
@@ -569,18 +592,21 @@ def test_sympy_cascade_stages_and_rel_tol_config() -> None:
     assert cascade.config.rel_tol == 1e-4
 
 
-@pytest.mark.parametrize("gold,pred", [
-    (r"\frac{12}{36}", "1/3"),          # unreduced LaTeX fraction (seed 001 S14: zero coverage)
-    (r"\frac{1}{2}", r"\dfrac{1}{2}"),  # any LaTeX that is not character-identical
-    (r"\{1,2\}", r"\{2,1\}"),           # LaTeX sets (S10)
-    ("[1,2)", "[1,2]"),                 # intervals
-    ("{1,2}", "{2,1}"),                 # braces are rejected before eval
-    ("(1, 2)", "(2, 1)"),               # tuples cannot be subtracted
-    ("5", "The answer is 5."),          # a sentence is not an expression
-    ("6", "2x"),                        # no implicit multiplication in parse_expr's defaults
-    ("5", "5 cm"),
-    (r"50\%", "50"),
-])
+@pytest.mark.parametrize(
+    "gold,pred",
+    [
+        (r"\frac{12}{36}", "1/3"),  # unreduced LaTeX fraction (seed 001 S14: zero coverage)
+        (r"\frac{1}{2}", r"\dfrac{1}{2}"),  # any LaTeX that is not character-identical
+        (r"\{1,2\}", r"\{2,1\}"),  # LaTeX sets (S10)
+        ("[1,2)", "[1,2]"),  # intervals
+        ("{1,2}", "{2,1}"),  # braces are rejected before eval
+        ("(1, 2)", "(2, 1)"),  # tuples cannot be subtracted
+        ("5", "The answer is 5."),  # a sentence is not an expression
+        ("6", "2x"),  # no implicit multiplication in parse_expr's defaults
+        ("5", "5 cm"),
+        (r"50\%", "50"),
+    ],
+)
 def test_sympy_cascade_parse_failures_are_errors(gold: str, pred: str) -> None:
     reading = read(registry.get("sympy-cascade"), gold, pred)
     assert reading.verdict == "error", reading
@@ -636,9 +662,31 @@ def test_sympy_cascade_never_evaluates_code(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------------------------
 
 BAD_INPUTS = [
-    "", " ", "\x00", "\ud800", "$", "$$", "\\", "\\boxed{", "\\boxed{}", "}}}{{{", "\\frac", "\\sqrt",
-    "<script>alert(1)</script>", "1" * 5000, "é ü ∞ √2", "None", "nan", "inf", "-inf", "1e309",
-    "\\text{ a}\\text{ b}", "x=y=z", "1/0", "0/0", "zoo",
+    "",
+    " ",
+    "\x00",
+    "\ud800",
+    "$",
+    "$$",
+    "\\",
+    "\\boxed{",
+    "\\boxed{}",
+    "}}}{{{",
+    "\\frac",
+    "\\sqrt",
+    "<script>alert(1)</script>",
+    "1" * 5000,
+    "é ü ∞ √2",
+    "None",
+    "nan",
+    "inf",
+    "-inf",
+    "1e309",
+    "\\text{ a}\\text{ b}",
+    "x=y=z",
+    "1/0",
+    "0/0",
+    "zoo",
 ]
 
 
@@ -654,6 +702,7 @@ def test_readers_return_a_reading_on_bad_input(name: str) -> None:
 # ---------------------------------------------------------------------------------------------
 # MATH-500 golds: self-validation and the trailing period / newline (docs/readers-math.md §5)
 # ---------------------------------------------------------------------------------------------
+
 
 def _math500_golds() -> list[str]:
     rows = load_jsonl(shared("math500", "math500.jsonl"))

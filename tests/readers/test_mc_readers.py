@@ -1,5 +1,6 @@
 """Pins readers/mc/ to upstream behaviour: lm-eval 0.4.13 filters and metric, seed 002's five
 MC extractors, and seed 000's box-only reader. Pure Python: runs with `-p no:django`."""
+
 from __future__ import annotations
 
 import json
@@ -16,7 +17,13 @@ from readers import registry
 from readers.base import ANSWER_FORMS, VERDICTS, Item, Reading
 from readers.mc.boxed import last_box
 from readers.mc.lm_eval import (
-    FALLBACK, GSM8K_METRIC, _sub_ignore, exact_match, exact_match_normalize, multi_choice_regex_filter, regex_filter,
+    FALLBACK,
+    GSM8K_METRIC,
+    _sub_ignore,
+    exact_match,
+    exact_match_normalize,
+    multi_choice_regex_filter,
+    regex_filter,
 )
 from readers.mc.seed002 import SEED002_ANSWER_IS_CORRECT, SEED002_STRICT
 
@@ -24,8 +31,13 @@ SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 LM_EVAL_DATA = SHARED_DATA / "lm-eval-harness-filters"
 
 SEED002 = ("strict-match", "flexible-extract", "instructed-format", "answer-is-correct", "last-extract")
-LM_EVAL = ("gsm8k-strict-match", "gsm8k-flexible-extract", "gsm8k-cot-strict-match",
-           "mmlu-pro-custom-extract", "multi-choice-regex")
+LM_EVAL = (
+    "gsm8k-strict-match",
+    "gsm8k-flexible-extract",
+    "gsm8k-cot-strict-match",
+    "mmlu-pro-custom-extract",
+    "multi-choice-regex",
+)
 ALL = SEED002 + LM_EVAL + ("boxed",)
 
 SOCIOLOGISTS = ("Durkheim", "Weber", "Merton", "Parsons")
@@ -41,7 +53,7 @@ def read(name: str, response: str, gold: str = "B", choices: tuple[str, ...] = S
 
 
 def spanned(reading: Reading, response: str) -> str | None:
-    return response[reading.span[0]:reading.span[1]] if reading.span else None
+    return response[reading.span[0] : reading.span[1]] if reading.span else None
 
 
 def lm_eval_file(name: str) -> Path:
@@ -109,11 +121,14 @@ def test_empty_group_returns_empty_string_not_fallback() -> None:
     assert ext.matched and ext.value == ""
 
 
-@pytest.mark.parametrize(("response", "captured", "scores"), [
-    ("answer is (B).", "(B)", True),
-    ("answer is (B)", "(B", True),  # punctuation is deleted on both sides: b == b
-    ("answer is (B) because X.", "(B) because X", False),
-])
+@pytest.mark.parametrize(
+    ("response", "captured", "scores"),
+    [
+        ("answer is (B).", "(B)", True),
+        ("answer is (B)", "(B", True),  # punctuation is deleted on both sides: b == b
+        ("answer is (B) because X.", "(B) because X", False),
+    ],
+)
 def test_mmlu_flan_cot_fewshot_get_answer(response: str, captured: str, scores: bool) -> None:
     ext = regex_filter(response, MMLU_FEWSHOT_GET_ANSWER)
     assert ext.value == captured
@@ -121,8 +136,7 @@ def test_mmlu_flan_cot_fewshot_get_answer(response: str, captured: str, scores: 
 
 
 def test_exact_match_options_in_order() -> None:
-    gsm: dict[str, Any] = dict(regexes_to_ignore=list(GSM8K_METRIC.regexes_to_ignore or ()),
-                               ignore_case=True)
+    gsm: dict[str, Any] = dict(regexes_to_ignore=list(GSM8K_METRIC.regexes_to_ignore or ()), ignore_case=True)
     assert exact_match("$1,234.", "Janet ... #### 1234", **gsm)
     assert exact_match("18.", "18", **gsm)
     assert not exact_match("18.00", "18", **gsm)
@@ -171,12 +185,16 @@ _EM_TEXT = st.lists(st.sampled_from(list("aB1.,$# \x00\nİ-") + ["#### "]), max_
 
 
 @settings(max_examples=300, deadline=None)
-@given(pred=_EM_TEXT, ref=_EM_TEXT, case=st.booleans(), punct=st.booleans(), nums=st.booleans(),
-       gsm=st.booleans())
-def test_exact_match_port_equals_numpy_reference(pred: str, ref: str, case: bool, punct: bool,
-                                                 nums: bool, gsm: bool) -> None:
-    kw: dict[str, Any] = dict(ignore_case=case, ignore_punctuation=punct, ignore_numbers=nums,
-                              regexes_to_ignore=list(GSM8K_METRIC.regexes_to_ignore or ()) if gsm else None)
+@given(pred=_EM_TEXT, ref=_EM_TEXT, case=st.booleans(), punct=st.booleans(), nums=st.booleans(), gsm=st.booleans())
+def test_exact_match_port_equals_numpy_reference(
+    pred: str, ref: str, case: bool, punct: bool, nums: bool, gsm: bool
+) -> None:
+    kw: dict[str, Any] = dict(
+        ignore_case=case,
+        ignore_punctuation=punct,
+        ignore_numbers=nums,
+        regexes_to_ignore=list(GSM8K_METRIC.regexes_to_ignore or ()) if gsm else None,
+    )
     assert exact_match(pred, ref, **kw) == _numpy_exact_match_one(pred, ref, **kw)
 
 
@@ -187,8 +205,7 @@ def test_fast_hash_ignore_regex_is_exact(s: str) -> None:
 
 
 def test_multi_choice_regex_filter_steps() -> None:
-    kw: dict[str, Any] = dict(regex_pattern=r"(\([A-Z]\))", group_select=-1, ignore_case=True,
-                              ignore_punctuation=True)
+    kw: dict[str, Any] = dict(regex_pattern=r"(\([A-Z]\))", group_select=-1, ignore_case=True, ignore_punctuation=True)
     # Primary regex, last match, case-sensitive, any letter A-Z (not limited to the choices).
     assert multi_choice_regex_filter("(A) then (C)", SOCIOLOGISTS, **kw).value == "(C)"
     assert multi_choice_regex_filter("maybe (E)", SOCIOLOGISTS, **kw).value == "(E)"
@@ -220,11 +237,14 @@ def test_filter_test_vectors() -> None:
 CLAIMS: dict[str, list[tuple[str, str]]] = {
     "gsm8k-strict-match": [("lm_eval/tasks/gsm8k/gsm8k.yaml", "strict-match")],
     "gsm8k-flexible-extract": [("lm_eval/tasks/gsm8k/gsm8k.yaml", "flexible-extract")],
-    "gsm8k-cot-strict-match": [("lm_eval/tasks/gsm8k/gsm8k-cot.yaml", "strict-match"),
-                               ("lm_eval/tasks/gsm8k/gsm8k-cot-zeroshot.yaml", "strict-match")],
+    "gsm8k-cot-strict-match": [
+        ("lm_eval/tasks/gsm8k/gsm8k-cot.yaml", "strict-match"),
+        ("lm_eval/tasks/gsm8k/gsm8k-cot-zeroshot.yaml", "strict-match"),
+    ],
     "mmlu-pro-custom-extract": [("lm_eval/tasks/mmlu_pro/_default_template_yaml", "custom-extract")],
-    "multi-choice-regex": [("lm_eval/tasks/mmlu/flan_cot_zeroshot/_mmlu_flan_cot_zeroshot_template_yaml",
-                            "flexible-extract")],
+    "multi-choice-regex": [
+        ("lm_eval/tasks/mmlu/flan_cot_zeroshot/_mmlu_flan_cot_zeroshot_template_yaml", "flexible-extract")
+    ],
 }
 
 
@@ -242,8 +262,9 @@ def test_named_configs_equal_task_rows() -> None:
                 assert cfg.ignore_case == row.get("ignore_case", False)
                 assert cfg.ignore_punctuation == row.get("ignore_punctuation", False)
                 assert cfg.regexes_to_ignore == row.get("regexes_to_ignore")
-    metric = next(r for r in rows if r["yaml_path"] == "lm_eval/tasks/gsm8k/gsm8k.yaml"
-                  and r["function"] == "metric:exact_match")
+    metric = next(
+        r for r in rows if r["yaml_path"] == "lm_eval/tasks/gsm8k/gsm8k.yaml" and r["function"] == "metric:exact_match"
+    )
     for name in ("gsm8k-strict-match", "gsm8k-flexible-extract", "gsm8k-cot-strict-match"):
         m = registry.get(name).config.metric
         assert list(m.regexes_to_ignore or ()) == metric["regexes_to_ignore"]
@@ -337,8 +358,13 @@ def test_mmlu_pro_released_predictions_reproduced() -> None:
             continue
         r = reader.read(Item(row["model_output"], row["answer"], tuple(row["options"])))
         assert (r.answer if r.verdict != "no_answer" else None) == (row["pred_as_released"] or None)
-        assert r.verdict == ("no_answer" if not row["pred_as_released"]
-                             else "correct" if row["pred_as_released"] == row["answer"] else "incorrect")
+        assert r.verdict == (
+            "no_answer"
+            if not row["pred_as_released"]
+            else "correct"
+            if row["pred_as_released"] == row["answer"]
+            else "incorrect"
+        )
         checked += 1
     assert checked > 900
 
@@ -348,13 +374,16 @@ def test_mmlu_pro_released_predictions_reproduced() -> None:
 # --------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("name", "text", "letter"), [
-    ("strict-match", "The answer is (A).\nWait, re-checking. The answer is (B).", "B"),
-    ("flexible-extract", "First (A) looked right... after all (B) is it.", "B"),
-    ("instructed-format", '{"answer": "A"}\nOn reflection: {"answer": "B"}', "B"),
-    ("answer-is-correct", "Answer: A. Hmm, no, B is the answer.", "B"),
-    ("last-extract", "I lean to A here, but B is better.", "B"),
-])
+@pytest.mark.parametrize(
+    ("name", "text", "letter"),
+    [
+        ("strict-match", "The answer is (A).\nWait, re-checking. The answer is (B).", "B"),
+        ("flexible-extract", "First (A) looked right... after all (B) is it.", "B"),
+        ("instructed-format", '{"answer": "A"}\nOn reflection: {"answer": "B"}', "B"),
+        ("answer-is-correct", "Answer: A. Hmm, no, B is the answer.", "B"),
+        ("last-extract", "I lean to A here, but B is better.", "B"),
+    ],
+)
 def test_self_correction_last_match_wins(name: str, text: str, letter: str) -> None:
     r = read(name, text, gold=letter)
     assert (r.verdict, r.answer) == ("correct", letter)
@@ -395,11 +424,22 @@ def test_instructed_format_is_strict() -> None:
         assert read("instructed-format", text, gold="C").verdict == "no_answer", text
 
 
-@pytest.mark.parametrize("text", [
-    "**Answer:** C", "Answer: **C**", "**Answer**: (C)", "The answer is **C**.",
-    "the answer should be (C)", "The correct answer is C", "correct answer:  C",
-    "So C is correct.", "**C** is the correct option", "(C) is the answer", "C should be the answer",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "**Answer:** C",
+        "Answer: **C**",
+        "**Answer**: (C)",
+        "The answer is **C**.",
+        "the answer should be (C)",
+        "The correct answer is C",
+        "correct answer:  C",
+        "So C is correct.",
+        "**C** is the correct option",
+        "(C) is the answer",
+        "C should be the answer",
+    ],
+)
 def test_answer_is_correct_variants(text: str) -> None:
     r = read("answer-is-correct", text, gold="C")
     assert (r.verdict, spanned(r, text)) == ("correct", "C"), text
@@ -412,20 +452,50 @@ def test_answer_is_correct_quirks() -> None:
     assert read("answer-is-correct", "C could be the correct answer").verdict == "no_answer"
 
 
-_AIC_PAPER = "|".join([
-    r"\**[Aa]nswer:\**\s*(\(?[A-D]\)?)", r"\**[Aa]nswer\**:\s*(\(?[A-D]\)?)",
-    r"[Aa]nswer is \**(\(?[A-D]\)?)\**", r"[Aa]nswer should be \**(\(?[A-D]\)?)\**",
-    r"[Aa]nswer:\s+\**(\(?[A-D]\)?)\**", r"correct answer is \**(\(?[A-D]\)?)\**",
-    r"correct answer:\s+\**(\(?[A-D]\)?)\**", r"\**(\(?[A-D]\)?)\** is correct",
-    r"\**(\(?[A-D]\)?)\** is the correct", r"\**(\(?[A-D]\)?)\** is the answer",
-    r"\**(\(?[A-D]\)?)\** should be the answer",
-])
+_AIC_PAPER = "|".join(
+    [
+        r"\**[Aa]nswer:\**\s*(\(?[A-D]\)?)",
+        r"\**[Aa]nswer\**:\s*(\(?[A-D]\)?)",
+        r"[Aa]nswer is \**(\(?[A-D]\)?)\**",
+        r"[Aa]nswer should be \**(\(?[A-D]\)?)\**",
+        r"[Aa]nswer:\s+\**(\(?[A-D]\)?)\**",
+        r"correct answer is \**(\(?[A-D]\)?)\**",
+        r"correct answer:\s+\**(\(?[A-D]\)?)\**",
+        r"\**(\(?[A-D]\)?)\** is correct",
+        r"\**(\(?[A-D]\)?)\** is the correct",
+        r"\**(\(?[A-D]\)?)\** is the answer",
+        r"\**(\(?[A-D]\)?)\** should be the answer",
+    ]
+)
 
 
 @settings(max_examples=500, deadline=None)
-@given(st.lists(st.sampled_from(["*", "**", "A", "B", "(", ")", " ", "x", "\n", " is correct",
-                                 " is the answer", "Answer", ":", "answer is ", "correct answer: ",
-                                 " should be the answer", "D"]), max_size=14))
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "*",
+                "**",
+                "A",
+                "B",
+                "(",
+                ")",
+                " ",
+                "x",
+                "\n",
+                " is correct",
+                " is the answer",
+                "Answer",
+                ":",
+                "answer is ",
+                "correct answer: ",
+                " should be the answer",
+                "D",
+            ]
+        ),
+        max_size=14,
+    )
+)
 def test_answer_is_correct_without_leading_stars_is_equivalent(parts: list[str]) -> None:
     text = "".join(parts)
     assert re.findall(SEED002_ANSWER_IS_CORRECT, text) == re.findall(_AIC_PAPER, text)
@@ -446,12 +516,14 @@ def test_seed002_figure3_like_output() -> None:
     """Figure 3: answer-is-correct reads the thought, the final boxed option text defeats it,
     last-extract reads the unit "C" of the option text."""
     choices = ("10 °F", "0 K", "25 °C", "300 K")
-    text = ("<think>Room temperature... I think B is correct? No: the kelvin value is too low."
-            "</think>\nThe correct answer is: $$\\boxed{\\text{25 °C}}$$")
+    text = (
+        "<think>Room temperature... I think B is correct? No: the kelvin value is too low."
+        "</think>\nThe correct answer is: $$\\boxed{\\text{25 °C}}$$"
+    )
     assert read("answer-is-correct", text, gold="C", choices=choices).answer == "B"
     last = read("last-extract", text, gold="C", choices=choices)
     assert last.answer == "C" and last.span is not None
-    assert text[last.span[0] - 1:last.span[1]] == "°C"
+    assert text[last.span[0] - 1 : last.span[1]] == "°C"
     # "answer is:" is not "answer is ": strict-match fails, as in the paper.
     assert read("strict-match", text, gold="C", choices=choices).verdict == "no_answer"
     assert read("instructed-format", text, gold="C", choices=choices).verdict == "no_answer"
@@ -471,11 +543,21 @@ def test_gold_forms() -> None:
 # --------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("text", [
-    r"Thus \boxed{C}.", r"$\boxed{\text{C}}$", r"\boxed{(C)}", r"\boxed{\textbf{C}}",
-    r"so $\boxed C$", r"\fbox{C}", r"\boxed{ C. }", r"\boxed{B} wait, \boxed{C}",
-    r"\boxed{B} then \fbox{C}", r"\boxed {\text{(C)}}",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        r"Thus \boxed{C}.",
+        r"$\boxed{\text{C}}$",
+        r"\boxed{(C)}",
+        r"\boxed{\textbf{C}}",
+        r"so $\boxed C$",
+        r"\fbox{C}",
+        r"\boxed{ C. }",
+        r"\boxed{B} wait, \boxed{C}",
+        r"\boxed{B} then \fbox{C}",
+        r"\boxed {\text{(C)}}",
+    ],
+)
 def test_boxed_letter_forms(text: str) -> None:
     r = read("boxed", text, gold="C")
     assert (r.verdict, r.answer, spanned(r, text)) == ("correct", "C", "C"), text
@@ -555,8 +637,7 @@ def test_hostile_inputs_return_quickly(name: str) -> None:
     for label, text in HOSTILE.items():
         for choices in (SOCIOLOGISTS, ()):
             t = time.perf_counter()
-            r = reader.read(Item(response=text, gold="B" if choices or name not in LM_EVAL else "1",
-                                 choices=choices))
+            r = reader.read(Item(response=text, gold="B" if choices or name not in LM_EVAL else "1", choices=choices))
             elapsed = time.perf_counter() - t
             assert isinstance(r, Reading) and r.verdict in VERDICTS, (label, r)
             assert elapsed < 5, (label, elapsed)

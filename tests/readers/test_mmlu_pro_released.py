@@ -1,6 +1,7 @@
 """Pins `mmlu-pro-released` (and its first-pattern config) to the MMLU-Pro authors' own extractor:
 TIGER-AI-Lab/MMLU-Pro `extract_answer` → `extract_again` → `extract_final`, and the released
 predictions of seven runs. Pure Python: runs with `-p no:django`."""
+
 from __future__ import annotations
 
 import json
@@ -30,7 +31,7 @@ def read(name: str, response: str, gold: str = "B", choices: tuple[str, ...] = T
 
 
 def spanned(reading: Reading, response: str) -> str | None:
-    return response[reading.span[0]:reading.span[1]] if reading.span else None
+    return response[reading.span[0] : reading.span[1]] if reading.span else None
 
 
 # The upstream functions, literally (evaluate_from_local.py @7478e26, evaluate_from_api.py @2a7ec7e),
@@ -41,7 +42,7 @@ def upstream_extract_answer(text: str) -> str | None:
 
 
 def upstream_extract_again(text: str) -> str | None:
-    match = re.search(r'.*[aA]nswer:\s*([A-J])', text)
+    match = re.search(r".*[aA]nswer:\s*([A-J])", text)
     return match.group(1) if match else upstream_extract_final(text)
 
 
@@ -201,8 +202,7 @@ _ANSWER_TOKENS = ["Answer: ", "answer:", "Answer:", "answer is ", "answer is (",
 _OTHER_TOKENS = ["(", ")", " ", "\n", "\t", "\r", "\u2028", "A", "B", "J", "K", "I", "x", "é", "_", "1", "AB", "a"]
 # Answer-ish tokens are drawn as often as all the others together, so that a line often holds several
 # overlapping or competing candidates.
-_TEXTS = st.lists(st.one_of(st.sampled_from(_ANSWER_TOKENS), st.sampled_from(_OTHER_TOKENS)),
-                  max_size=24).map("".join)
+_TEXTS = st.lists(st.one_of(st.sampled_from(_ANSWER_TOKENS), st.sampled_from(_OTHER_TOKENS)), max_size=24).map("".join)
 
 
 @settings(max_examples=600, deadline=None)
@@ -211,7 +211,7 @@ def test_extraction_equals_the_literal_upstream_functions(text: str) -> None:
     found = mmlu_pro_released_extract(text)
     assert (found.letter if found else None) == upstream_extract_answer(text)
     if found:
-        assert text[found.span[0]:found.span[1]] == found.letter
+        assert text[found.span[0] : found.span[1]] == found.letter
 
 
 def test_quadratic_upstream_shapes_are_read_in_linear_time() -> None:
@@ -227,8 +227,7 @@ def test_quadratic_upstream_shapes_are_read_in_linear_time() -> None:
 
 # Runs extracted with the full cascade, and the older runs extracted with the first pattern only
 # (../shared/data/mmlu-pro-model-outputs/README.md).
-CASCADE_RUNS = ("Meta-Llama-3_1-70B-Instruct", "Meta-Llama-3_1-8B-Instruct", "mathstral-7B",
-                "gemini-1.5-pro-002")
+CASCADE_RUNS = ("Meta-Llama-3_1-70B-Instruct", "Meta-Llama-3_1-8B-Instruct", "mathstral-7B", "gemini-1.5-pro-002")
 FIRST_PATTERN_RUNS = ("Mixtral-8x7B-Instruct-v0.1", "Phi-3-mini-4k-instruct", "Qwen1.5-72B-Chat")
 # Measured: every one of the 2,148 rows agrees (docs/readers-mc.md has the table).
 MIN_AGREEMENT = 1.0
@@ -263,8 +262,15 @@ def test_released_predictions_are_reproduced_per_model() -> None:
             agreed[row["model"]] += ok
             how[(row["model"], kind)] += 1
             if not ok:
-                misses.append({"model": row["model"], "question_id": row["question_id"], "released": released,
-                               "ours": reading.answer, "step": reading.detail.get("step")})
+                misses.append(
+                    {
+                        "model": row["model"],
+                        "question_id": row["question_id"],
+                        "released": released,
+                        "ours": reading.answer,
+                        "step": reading.detail.get("step"),
+                    }
+                )
             if ok and reading.answer is not None:
                 assert reading.verdict == ("correct" if released == row["answer"] else "incorrect")
     assert set(rows) == set(CASCADE_RUNS) | set(FIRST_PATTERN_RUNS)
@@ -275,4 +281,7 @@ def test_released_predictions_are_reproduced_per_model() -> None:
     assert sum(agreed.values()) / sum(rows.values()) >= MIN_AGREEMENT
     # The archived-guess rule is needed only where the archives hold the guess.
     assert {m for (m, kind) in how if kind == "archived_guess"} <= {
-        "Meta-Llama-3_1-70B-Instruct", "Meta-Llama-3_1-8B-Instruct", "mathstral-7B"}
+        "Meta-Llama-3_1-70B-Instruct",
+        "Meta-Llama-3_1-8B-Instruct",
+        "mathstral-7B",
+    }

@@ -1,5 +1,6 @@
 """The registry: unique identities, declared contracts, the published contract matrix, scopes,
 `require`, and plugins."""
+
 from __future__ import annotations
 
 import os
@@ -9,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from readers import ANSWER_FORMS, Item, Reader, Reading
-from readers import registry
+from readers import ANSWER_FORMS, Item, Reader, Reading, registry
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "contract-matrix.md"
 
@@ -68,7 +68,7 @@ def test_require_keeps_order_drops_duplicates_and_names_every_unknown_reader():
     assert str(err).startswith("unknown readers 'nope-1', 'nope-2'; known readers: ")
 
 
-PLUGIN = '''
+PLUGIN = """
 from readers.base import Reader, Reading
 from readers.registry import Entry, register
 
@@ -83,14 +83,19 @@ class Calls(Table):
 
 READERS = (Entry("table-plugin", Table, "declared"),)
 register("calling-plugin", Calls, "registered at import")
-'''
+"""
 
 
 def test_reader_plugins_declare_a_table_or_register_themselves(tmp_path):
     (tmp_path / "my_plugin.py").write_text(PLUGIN, encoding="utf-8")
-    code = ("import sys, readers; from readers import registry; assert 'sympy' not in sys.modules; "
-            "names = registry.names(); print(sorted(names[-2:])); assert 'sympy' in sys.modules")
-    env = {**os.environ, "READER_PLUGINS": "my_plugin",
-           "PYTHONPATH": os.pathsep.join([str(tmp_path), str(Path(__file__).resolve().parents[2])])}
+    code = (
+        "import sys, readers; from readers import registry; assert 'sympy' not in sys.modules; "
+        "names = registry.names(); print(sorted(names[-2:])); assert 'sympy' in sys.modules"
+    )
+    env = {
+        **os.environ,
+        "READER_PLUGINS": "my_plugin",
+        "PYTHONPATH": os.pathsep.join([str(tmp_path), str(Path(__file__).resolve().parents[2])]),
+    }
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
     assert out.strip() == "['calling-plugin', 'table-plugin']"

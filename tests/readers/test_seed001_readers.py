@@ -1,4 +1,5 @@
 """Seed 001's four verifiers under seed 001's conventions (readers.math.seed001), read in-process."""
+
 from __future__ import annotations
 
 import pytest
@@ -7,7 +8,12 @@ from readers import registry
 from readers.base import Item
 from readers.math.seed001 import deepseek_strip_string, seed_cascade_clean
 
-V1, V2, V3, V4 = "math-verify-expr-seed001", "math-verify-latex-seed001", "strip-string-deepseek", "sympy-cascade-seed001"
+V1, V2, V3, V4 = (
+    "math-verify-expr-seed001",
+    "math-verify-latex-seed001",
+    "strip-string-deepseek",
+    "sympy-cascade-seed001",
+)
 
 
 def verdict(reader: str, gold: str, response: str) -> str:
@@ -18,13 +24,16 @@ def accepted(reader: str, gold: str, response: str) -> bool:
     return verdict(reader, gold, response) == "correct"
 
 
-@pytest.mark.parametrize("gold, variant, rejected_by, accepted_by", [
-    # seed 001 Table 8, rows 1, 3, 4, 5: the verifiers it names reject, the others accept
-    ("\\frac{1}{2}", "\\frac{1}{2}.", (V2, V1), (V3, V4)),
-    ("\\frac{1}{2}", "\\dfrac{1}{2}", (V1,), (V2, V3)),
-    ("(a+5)(b+2)", "\\left(a+5\\right)\\left(b+2\\right)", (V1,), (V2, V3)),
-    ("3\\pm\\sqrt{2}", "3\\,\\pm\\,\\sqrt{2}", (V3,), (V1, V2)),
-])
+@pytest.mark.parametrize(
+    "gold, variant, rejected_by, accepted_by",
+    [
+        # seed 001 Table 8, rows 1, 3, 4, 5: the verifiers it names reject, the others accept
+        ("\\frac{1}{2}", "\\frac{1}{2}.", (V2, V1), (V3, V4)),
+        ("\\frac{1}{2}", "\\dfrac{1}{2}", (V1,), (V2, V3)),
+        ("(a+5)(b+2)", "\\left(a+5\\right)\\left(b+2\\right)", (V1,), (V2, V3)),
+        ("3\\pm\\sqrt{2}", "3\\,\\pm\\,\\sqrt{2}", (V3,), (V1, V2)),
+    ],
+)
 def test_table_8_pairs_go_the_seeds_way(gold, variant, rejected_by, accepted_by):
     for reader in rejected_by:
         assert not accepted(reader, gold, variant), reader
@@ -62,28 +71,38 @@ def test_math_verify_seed_convention_does_not_rewrap_delimited_strings():
     assert not accepted(V2, "\\frac{3}{4}", "$\\frac{3}{4}.$")
 
 
-@pytest.mark.parametrize("raw, normalised", [
-    ("50\\%", "50%"),                 # \% -> %, a bare % kept
-    ("5\\text{ cm}", "5"),            # trailing \text{} unit dropped
-    ("\\text{(A)}", "(A)"),           # whole-string \text{} unwrapped
-    ("x\\in[1,2)", "[1,2)"),
-    ("2.000", "2"), ("1.50", "1.50"),
-    ("\\sqrt2", "\\sqrt{2}"), ("\\frac12", "\\frac{1}{2}"),
-    ("3/4", "\\frac{3}{4}"), ("\\sqrt{2}/2", "\\frac{\\sqrt{2}}{2}"),
-    ("42.", "42"), ("1,2,", "1,2"), ("3t", "3"), ("3j", "3i"), ("inf", "\\infty"),
-    ("10 p.m.", "10p.m"),             # the trailing period goes first, so the p.m. rule misses
-    ("'a'", "'a'"),                   # upstream's quote removal discards its result
-    ("\\mathbf{42}", "{42}"),
-    ("3\\,\\pm\\,\\sqrt{2}", "3\\,\\pm\\,\\sqrt{2}"),  # \, is kept
-])
+@pytest.mark.parametrize(
+    "raw, normalised",
+    [
+        ("50\\%", "50%"),  # \% -> %, a bare % kept
+        ("5\\text{ cm}", "5"),  # trailing \text{} unit dropped
+        ("\\text{(A)}", "(A)"),  # whole-string \text{} unwrapped
+        ("x\\in[1,2)", "[1,2)"),
+        ("2.000", "2"),
+        ("1.50", "1.50"),
+        ("\\sqrt2", "\\sqrt{2}"),
+        ("\\frac12", "\\frac{1}{2}"),
+        ("3/4", "\\frac{3}{4}"),
+        ("\\sqrt{2}/2", "\\frac{\\sqrt{2}}{2}"),
+        ("42.", "42"),
+        ("1,2,", "1,2"),
+        ("3t", "3"),
+        ("3j", "3i"),
+        ("inf", "\\infty"),
+        ("10 p.m.", "10p.m"),  # the trailing period goes first, so the p.m. rule misses
+        ("'a'", "'a'"),  # upstream's quote removal discards its result
+        ("\\mathbf{42}", "{42}"),
+        ("3\\,\\pm\\,\\sqrt{2}", "3\\,\\pm\\,\\sqrt{2}"),  # \, is kept
+    ],
+)
 def test_deepseek_strip_string_steps(raw, normalised):
     assert deepseek_strip_string(raw) == normalised
 
 
 def test_strip_string_deepseek_extracts_nothing():
-    assert not accepted(V3, "42", "\\boxed{42}")     # seed Table 6: 0 % on boxed answers
-    assert not accepted(V3, "50", "50\\%")            # and on percent
-    assert not accepted(V3, "5", "x = 5")             # the k = prefix rule is commented out upstream
+    assert not accepted(V3, "42", "\\boxed{42}")  # seed Table 6: 0 % on boxed answers
+    assert not accepted(V3, "50", "50\\%")  # and on percent
+    assert not accepted(V3, "5", "x = 5")  # the k = prefix rule is commented out upstream
     assert accepted(V3, "\\frac{1}{2}", "\\dfrac{1}{2}\n")
     assert verdict(V3, "42", "   ") == "no_answer"
 
@@ -91,11 +110,11 @@ def test_strip_string_deepseek_extracts_nothing():
 def test_seed_cascade_peels_delimiters_and_gives_no_verdict_on_boxes():
     assert seed_cascade_clean("  $$\\frac{1}{2}$$. \n") == "\\frac{1}{2}"
     assert seed_cascade_clean("\\(3\\)") == "3"
-    assert seed_cascade_clean("\\$5") == "\\$5"          # a currency sign is not a delimiter
+    assert seed_cascade_clean("\\$5") == "\\$5"  # a currency sign is not a delimiter
     assert accepted(V4, "42", "$42$")
     assert accepted(V4, "42", "42.")
     assert verdict(V4, "42", "\\boxed{42}") == "error"
-    assert verdict(V4, "\\frac{1}{2}", "\\frac{1}{2}.") == "correct"   # exact string once cleaned
+    assert verdict(V4, "\\frac{1}{2}", "\\frac{1}{2}.") == "correct"  # exact string once cleaned
 
 
 def test_seed_cascade_keeps_the_step_at_ten_thousand():
@@ -107,8 +126,12 @@ def test_seed_cascade_keeps_the_step_at_ten_thousand():
 
 
 def test_seed_readers_declare_identity_apart_from_ours():
-    for seed, ours in ((V2, "math-verify-latex"), (V1, "math-verify-expr"), (V3, "strip-string"),
-                       (V4, "sympy-cascade")):
+    for seed, ours in (
+        (V2, "math-verify-latex"),
+        (V1, "math-verify-expr"),
+        (V3, "strip-string"),
+        (V4, "sympy-cascade"),
+    ):
         a, b = registry.get(seed), registry.get(ours)
         assert a.config_hash != b.config_hash and a.upstream != b.upstream
         assert "seed 001" in a.upstream or "DeepSeek" in a.upstream

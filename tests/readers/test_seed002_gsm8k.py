@@ -1,12 +1,13 @@
 """Seed 002's GSM8K variants of instructed-format and answer-is-correct (readers/mc/seed002.py).
 Pure Python: runs with `-p no:django`. The GSM8K measurement skips when ../shared/data is absent."""
+
 from __future__ import annotations
 
 import json
 import re
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 from hypothesis import given, settings
@@ -16,7 +17,8 @@ from readers import registry
 from readers.base import Item, Reading
 from readers.mc.lm_eval import regex_filter
 from readers.mc.seed002 import (
-    SEED002_GSM8K_ANSWER_IS_CORRECT, SEED002_GSM8K_ANSWER_IS_CORRECT_ALTERNATIVES,
+    SEED002_GSM8K_ANSWER_IS_CORRECT,
+    SEED002_GSM8K_ANSWER_IS_CORRECT_ALTERNATIVES,
 )
 
 GSM8K = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "gsm8k"
@@ -42,17 +44,20 @@ def test_the_mc_readers_still_refuse_numeric_golds_and_the_variants_read_them() 
     assert read(AIC, text).verdict == "correct"
 
 
-@pytest.mark.parametrize("text, gold", [
-    ("The answer is $1,234.", "1234"),        # dollar, thousands comma, trailing period
-    ("The answer is \\$1,234", "1,234"),      # LaTeX-escaped dollar; gold with a comma
-    ("**Answer:** 42", "42"),
-    ("Answer: **42**", "42"),
-    ("The correct answer is -3.", "-3"),
-    ("So 7.5 is the answer", "7.5"),
-    ("I think 250 should be the answer.", "250"),
-    ("The answer should be 60", "60"),
-    ("answer is $18$.", "18"),
-])
+@pytest.mark.parametrize(
+    "text, gold",
+    [
+        ("The answer is $1,234.", "1234"),  # dollar, thousands comma, trailing period
+        ("The answer is \\$1,234", "1,234"),  # LaTeX-escaped dollar; gold with a comma
+        ("**Answer:** 42", "42"),
+        ("Answer: **42**", "42"),
+        ("The correct answer is -3.", "-3"),
+        ("So 7.5 is the answer", "7.5"),
+        ("I think 250 should be the answer.", "250"),
+        ("The answer should be 60", "60"),
+        ("answer is $18$.", "18"),
+    ],
+)
 def test_answer_is_correct_gsm8k_reads_the_number_in_each_phrasing(text: str, gold: str) -> None:
     assert read(AIC, text, gold).verdict == "correct"
 
@@ -65,7 +70,7 @@ def test_answer_is_correct_gsm8k_takes_the_last_statement_after_self_correction(
 def test_answer_is_correct_gsm8k_span_points_at_the_number() -> None:
     text = "Therefore the answer is $2,500 in total."
     reading = read(AIC, text, gold="2500")
-    assert text[reading.span[0]:reading.span[1]] == "$2,500"
+    assert text[reading.span[0] : reading.span[1]] == "$2,500"
 
 
 def test_gsm8k_normalisation_strips_only_dollar_comma_and_trailing_period() -> None:
@@ -96,22 +101,52 @@ def test_instructed_format_gsm8k_reads_the_last_box_holding_only_a_number() -> N
     assert (reading.verdict, reading.normalized) == ("correct", "1800")
 
 
-@pytest.mark.parametrize("text", [
-    "The answer is 18.",                       # not the instructed format
-    "\\boxed{18 \\text{ dollars}}",            # a deviation: the method is strict
-    "\\boxed{\\frac{36}{2}}",
-    "\"answer\": \"18\"",                      # the MC JSON field is not the maths instruction
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The answer is 18.",  # not the instructed format
+        "\\boxed{18 \\text{ dollars}}",  # a deviation: the method is strict
+        "\\boxed{\\frac{36}{2}}",
+        '"answer": "18"',  # the MC JSON field is not the maths instruction
+    ],
+)
 def test_instructed_format_gsm8k_is_strict(text: str) -> None:
     assert read(INSTRUCTED, text).verdict == "no_answer"
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from([
-    "answer", "Answer", "correct answer", " is ", " is correct", " is the correct", " is the answer",
-    " should be the answer", " should be ", ":", "**", " ", "\n", "$", "\\$", ",", ".", "-", "1", "23", "4,5",
-    "6.7", "x",
-]), max_size=14))
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "answer",
+                "Answer",
+                "correct answer",
+                " is ",
+                " is correct",
+                " is the correct",
+                " is the answer",
+                " should be the answer",
+                " should be ",
+                ":",
+                "**",
+                " ",
+                "\n",
+                "$",
+                "\\$",
+                ",",
+                ".",
+                "-",
+                "1",
+                "23",
+                "4,5",
+                "6.7",
+                "x",
+            ]
+        ),
+        max_size=14,
+    )
+)
 def test_factored_pattern_reads_exactly_what_the_eleven_alternatives_read(parts: list[str]) -> None:
     text = "".join(parts)
     factored = regex_filter(text, SEED002_GSM8K_ANSWER_IS_CORRECT, -1)
@@ -135,8 +170,11 @@ def gsm8k_rows() -> list[tuple[str, str, bool]]:
         golds = [json.loads(line)["answer"] for line in f if line.strip()]
     with open(GSM8K / "example_model_solutions.jsonl", encoding="utf-8") as f:
         sols = [json.loads(line) for line in f if line.strip()]
-    return [(row[k]["solution"], gold, bool(row[k]["is_correct"])) for gold, row in zip(golds, sols, strict=True)
-            for k in KEYS]
+    return [
+        (row[k]["solution"], gold, bool(row[k]["is_correct"]))
+        for gold, row in zip(golds, sols, strict=True)
+        for k in KEYS
+    ]
 
 
 def agreement(name: str, restyle: Callable[[str], str] | None = None) -> tuple[int, int, Counter]:
@@ -148,7 +186,7 @@ def agreement(name: str, restyle: Callable[[str], str] | None = None) -> tuple[i
             lines = list(_ANSWER_LINE.finditer(solution))
             if lines:
                 m = lines[-1]
-                solution = solution[:m.start()] + restyle(m.group(1)) + solution[m.end():]
+                solution = solution[: m.start()] + restyle(m.group(1)) + solution[m.end() :]
         verdict = reader.read(Item(response=solution, gold=gold)).verdict
         verdicts[verdict] += 1
         # Seed 002 scores an answer it cannot find as wrong.
@@ -165,10 +203,13 @@ def test_released_solutions_as_written_are_in_neither_format(name: str) -> None:
     assert (agree, n) == (3275, 5276)
 
 
-@pytest.mark.parametrize("name, restyle", [
-    (AIC, lambda number: f"The answer is {number}."),
-    (INSTRUCTED, lambda number: "\\boxed{%s}" % number),
-])
+@pytest.mark.parametrize(
+    "name, restyle",
+    [
+        (AIC, lambda number: f"The answer is {number}."),
+        (INSTRUCTED, lambda number: "\\boxed{%s}" % number),
+    ],
+)
 def test_released_answers_in_each_readers_format_agree_with_is_correct(name: str, restyle) -> None:
     # The final "A: N" line rewritten into the reader's format, N kept as written (28 carry
     # thousands commas): the number handling then agrees with the released labels on every solution.

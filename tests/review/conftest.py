@@ -1,13 +1,13 @@
 """Fixture base for the review tests: a dataset whose readers disagree, a queue, and users."""
+
 from __future__ import annotations
 
 import pytest
 from django.contrib.auth.models import Group, User
 
-from adjudication.models import Dataset, Response
+from adjudication.models import Dataset, Reading, Response
 from adjudication.pipeline.readings import reader_spec_by_name
 from adjudication.review.services import queue_create
-from adjudication.models import Reading
 
 from ..conftest import mc_row, run_command
 
@@ -27,11 +27,29 @@ def disputed_dataset(write_jsonl, n: int, name: str = "rv") -> Dataset:
     readings = []
     for response in Response.objects.filter(dataset__name=name):
         start = response.text.index("B.")
-        readings.append(Reading(response=response, reader_spec=a, answer="B", normalized="B", verdict="correct",
-                                span_start=start, span_end=start + 1))
+        readings.append(
+            Reading(
+                response=response,
+                reader_spec=a,
+                answer="B",
+                normalized="B",
+                verdict="correct",
+                span_start=start,
+                span_end=start + 1,
+            )
+        )
         box = response.text.index("{C}") + 1
-        readings.append(Reading(response=response, reader_spec=b, answer="C", normalized="C", verdict="incorrect",
-                                span_start=box, span_end=box + 1))
+        readings.append(
+            Reading(
+                response=response,
+                reader_spec=b,
+                answer="C",
+                normalized="C",
+                verdict="incorrect",
+                span_start=box,
+                span_end=box + 1,
+            )
+        )
     Reading.objects.bulk_create(readings)
     return Dataset.objects.get(name=name)
 

@@ -1,4 +1,5 @@
 """Authorization matrix: anonymous, annotator, adjudicator and manager against every URL."""
+
 from __future__ import annotations
 
 import pytest
@@ -19,7 +20,11 @@ OK, DENIED, LOGIN = "ok", "denied", "login"
 MATRIX: dict[str, tuple[str, str, dict[str, str]]] = {
     "": ("get", "/", {"annotator": "redirect", "adjudicator": "redirect", "manager": OK}),
     "healthz": ("get", "/healthz", {"anonymous": OK, "annotator": OK, "adjudicator": OK, "manager": OK}),
-    "accounts/login/": ("get", "/accounts/login/", {"anonymous": OK, "annotator": OK, "adjudicator": OK, "manager": OK}),
+    "accounts/login/": (
+        "get",
+        "/accounts/login/",
+        {"anonymous": OK, "annotator": OK, "adjudicator": OK, "manager": OK},
+    ),
     "accounts/logout/": ("post", "/accounts/logout/", {"annotator": LOGIN, "adjudicator": LOGIN, "manager": LOGIN}),
     "datasets/<int:dataset_id>/": ("get", "/datasets/{dataset}/", {"manager": OK}),
     "datasets/<int:dataset_id>/run/": ("post", "/datasets/{dataset}/run/", {"manager": "redirect"}),
@@ -34,8 +39,7 @@ MATRIX: dict[str, tuple[str, str, dict[str, str]]] = {
     "api/schema/": ("get", "/api/schema/", {"annotator": OK, "adjudicator": OK, "manager": OK}),
     "api/datasets/": ("get", "/api/datasets/", {"manager": OK}),
     "api/datasets/<int:dataset_id>/progress/": ("get", "/api/datasets/{dataset}/progress/", {"manager": OK}),
-    "api/datasets/<int:dataset_id>/run-readers/": ("post", "/api/datasets/{dataset}/run-readers/",
-                                                   {"manager": OK}),
+    "api/datasets/<int:dataset_id>/run-readers/": ("post", "/api/datasets/{dataset}/run-readers/", {"manager": OK}),
     "api/queues/": ("get", "/api/queues/", {"annotator": OK, "manager": OK}),
     "api/queues/<int:queue_id>/claim/": ("post", "/api/queues/{queue}/claim/", {"annotator": OK}),
     "api/queues/<int:queue_id>/status/": ("get", "/api/queues/{queue}/status/", {"manager": OK}),
@@ -43,7 +47,11 @@ MATRIX: dict[str, tuple[str, str, dict[str, str]]] = {
     "api/leases/<int:lease_id>/": ("get", "/api/leases/{lease}/", {"annotator": OK}),
     "api/leases/<int:lease_id>/label/": ("post", "/api/leases/{lease}/label/", {"annotator": "client_error"}),
     "analytics/<int:dataset_id>/": ("get", "/analytics/{dataset}/", {"manager": OK}),
-    "analytics/<int:dataset_id>/<slug:table>.<slug:fmt>": ("get", "/analytics/{dataset}/agreement.csv", {"manager": OK}),
+    "analytics/<int:dataset_id>/<slug:table>.<slug:fmt>": (
+        "get",
+        "/analytics/{dataset}/agreement.csv",
+        {"manager": OK},
+    ),
     "audit/": ("get", "/audit/", {"manager": OK}),
     "audit/<int:audit_id>/": ("get", "/audit/{audit}/", {"manager": OK}),
     "audit/<int:audit_id>/resume/": ("post", "/audit/{audit}/resume/", {"manager": "redirect"}),
@@ -69,8 +77,11 @@ def test_the_matrix_covers_every_url():
 
 @pytest.fixture
 def world(queue):
-    users = {"annotator": make_user("ann", "annotator"), "adjudicator": make_user("adj", "adjudicator"),
-             "manager": make_user("man", "manager")}
+    users = {
+        "annotator": make_user("ann", "annotator"),
+        "adjudicator": make_user("adj", "adjudicator"),
+        "manager": make_user("man", "manager"),
+    }
     # An item in conflict (adjudicators see only those), labelled by two other annotators.
     for name, answer in (("x", "B"), ("y", "C")):
         other = make_user(name, "annotator")

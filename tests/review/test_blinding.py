@@ -1,4 +1,5 @@
 """No annotator-facing page or API response carries model, checkpoint, prompt, run or reader identity."""
+
 from __future__ import annotations
 
 import pytest
@@ -7,16 +8,28 @@ from django.test import Client
 from adjudication.models import Reading, Response
 from adjudication.pipeline.readings import reader_spec_for
 from adjudication.review.services import label_submit, lease_claim_next, queue_create
-from readers.base import Item, Reader, Reading as ReaderReading
 from readers import registry
+from readers.base import Item, Reader
+from readers.base import Reading as ReaderReading
 
 from ..conftest import mc_row, run_command
 from .conftest import make_user
 
 pytestmark = pytest.mark.django_db
 
-CANARIES = ("CANARYMODELQZX", "CANARYCKPTQZX", "CANARYPROMPTQZX", "CANARYBENCHQZX", "test-canaryreaderqzx",
-            "CANARYVERSIONQZX", "strict-match", "math-verify", "sympy-cascade", "reader_spec", "verdict")
+CANARIES = (
+    "CANARYMODELQZX",
+    "CANARYCKPTQZX",
+    "CANARYPROMPTQZX",
+    "CANARYBENCHQZX",
+    "test-canaryreaderqzx",
+    "CANARYVERSIONQZX",
+    "strict-match",
+    "math-verify",
+    "sympy-cascade",
+    "reader_spec",
+    "verdict",
+)
 
 
 class CanaryReader(Reader):
@@ -32,20 +45,46 @@ class CanaryReader(Reader):
 def canary_queue(write_jsonl):
     # The canary exists for the test only, the review views included.
     with registry.scoped({"test-canaryreaderqzx": CanaryReader}):
-        rows = [mc_row(i, model="CANARYMODELQZX", checkpoint="CANARYCKPTQZX", prompt="CANARYPROMPTQZX",
-                       benchmark="CANARYBENCHQZX", response=f"Thinking {i}. The answer is B. Then again \\boxed{{C}}")
-                for i in range(4)]
+        rows = [
+            mc_row(
+                i,
+                model="CANARYMODELQZX",
+                checkpoint="CANARYCKPTQZX",
+                prompt="CANARYPROMPTQZX",
+                benchmark="CANARYBENCHQZX",
+                response=f"Thinking {i}. The answer is B. Then again \\boxed{{C}}",
+            )
+            for i in range(4)
+        ]
         run_command("import_responses", str(write_jsonl(rows)), dataset="canary", no_progress=True)
         canary_spec = reader_spec_for(reader=registry.get("test-canaryreaderqzx"))
         boxed_spec = reader_spec_for(reader=registry.get("boxed"))
         for response in Response.objects.all():
-            Reading.objects.create(response=response, reader_spec=canary_spec, answer="D", normalized="D",
-                                   verdict="incorrect", span_start=0, span_end=1)
+            Reading.objects.create(
+                response=response,
+                reader_spec=canary_spec,
+                answer="D",
+                normalized="D",
+                verdict="incorrect",
+                span_start=0,
+                span_end=1,
+            )
             box = response.text.index("{C}") + 1
-            Reading.objects.create(response=response, reader_spec=boxed_spec, answer="C", normalized="C",
-                                   verdict="incorrect", span_start=box, span_end=box + 1)
-        yield queue_create(dataset=Response.objects.first().dataset, name="canary-q", overlap=2,
-                           panel=["test-canaryreaderqzx", "boxed"])
+            Reading.objects.create(
+                response=response,
+                reader_spec=boxed_spec,
+                answer="C",
+                normalized="C",
+                verdict="incorrect",
+                span_start=box,
+                span_end=box + 1,
+            )
+        yield queue_create(
+            dataset=Response.objects.first().dataset,
+            name="canary-q",
+            overlap=2,
+            panel=["test-canaryreaderqzx", "boxed"],
+        )
 
 
 def assert_blind(body: str, where: str) -> None:

@@ -8,22 +8,29 @@ unanimous x4 and adjudicated x1.
 The data goes through the real pipeline: import_responses, run_readers (fixed, boxed, strict-match;
 eager, in a child process), create_queue --overlap 2, add_user.
 """
+
 from __future__ import annotations
 
 import re
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
 from ..conftest import manage, mc_row, run_command
 
 CHROMIUM = Path("/usr/bin/chromium")
-LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-               "--disable-sync", "--no-first-run"]
+LAUNCH_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 PASSWORD = "browser-flow-pw-7731"
 READERS = ["fixed", "boxed", "strict-match"]
 SCREENSHOT = Path("/tmp/review-item.png")
@@ -46,6 +53,7 @@ KEY_OF = {"A": "1", "B": "2", "C": "3", "D": "4"}
 
 
 # -- shared with test_xss_in_browser (imported there) ----------------------------------------------
+
 
 def require_chromium() -> None:
     if not CHROMIUM.exists():
@@ -117,7 +125,8 @@ def plain_live_server(transactional_db, settings) -> Iterator[str]:
         # when their socket closes; wait for them so the test database can be dropped afterwards.
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and any(
-                "process_request_thread" in t.name and t.is_alive() for t in threading.enumerate()):
+            "process_request_thread" in t.name and t.is_alive() for t in threading.enumerate()
+        ):
             time.sleep(0.05)
 
 
@@ -139,11 +148,14 @@ def log_in(page, base_url: str, username: str, path: str) -> None:
 
 # --------------------------------------------------------------------------------------------------
 
+
 @pytest.fixture
 def flow_queue(write_jsonl, service_env, monkeypatch):
     require_chromium()  # skip before doing any work
-    rows = [mc_row(q, id=f"flow-{q}", question=f"Q{q}: which sociologist fits description {q}?", response=text)
-            for q, text in RESPONSES.items()]
+    rows = [
+        mc_row(q, id=f"flow-{q}", question=f"Q{q}: which sociologist fits description {q}?", response=text)
+        for q, text in RESPONSES.items()
+    ]
     run_command("import_responses", str(write_jsonl(rows)), dataset="flow", no_progress=True)
     run_readers(service_env, "flow")
     out = run_command("create_queue", dataset="flow", name="flow-q", overlap=2, panel=READERS)
@@ -200,7 +212,8 @@ def label_with_keyboard(page, answers: dict[int, str], *, screenshot: bool = Fal
 
 
 def test_two_annotators_label_with_the_keyboard_and_the_adjudicator_resolves_the_conflict(
-        flow_queue, plain_live_server):
+    flow_queue, plain_live_server
+):
     with chromium_browser() as browser:
         run_flow(browser, plain_live_server)
     check_database(flow_queue)

@@ -1,4 +1,5 @@
 """20 annotators racing over 100 items with overlap 2: exactly 2 labels per item (PostgreSQL)."""
+
 from __future__ import annotations
 
 import threading

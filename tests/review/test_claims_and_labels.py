@@ -1,4 +1,5 @@
 """Leases, the overlap cap, labels, agreement and adjudication, at the service level."""
+
 from __future__ import annotations
 
 import re
@@ -9,8 +10,13 @@ from django.utils import timezone
 
 from adjudication.models import FinalLabel, Label, Lease, QueueItem
 from adjudication.review.selectors import adjudication_queue
-from adjudication.review.services import (ReviewError, final_label_adjudicate, label_revise,
-                                          label_submit, lease_claim_next)
+from adjudication.review.services import (
+    ReviewError,
+    final_label_adjudicate,
+    label_revise,
+    label_submit,
+    lease_claim_next,
+)
 
 from .conftest import make_user
 
@@ -85,8 +91,14 @@ def test_conflicts_go_to_adjudication_lowest_agreement_first_and_keep_provenance
     label_next(queue, b, "C")
     conflicts = adjudication_queue(queue=queue, adjudicator=adj)
     assert [item.pk for item, _ in conflicts] == [first] and conflicts[0][1] == 0.5
-    final = final_label_adjudicate(item=conflicts[0][0], adjudicator=adj, kind="option", answer="C",
-                                   error_type="reader_bug", notes="box is the final commitment")
+    final = final_label_adjudicate(
+        item=conflicts[0][0],
+        adjudicator=adj,
+        kind="option",
+        answer="C",
+        error_type="reader_bug",
+        notes="box is the final commitment",
+    )
     assert final.provenance == "adjudicated" and final.decided_by == adj
     assert QueueItem.objects.get(pk=first).status == QueueItem.Status.ADJUDICATED
     assert adjudication_queue(queue=queue, adjudicator=adj) == []
@@ -116,8 +128,10 @@ def test_labels_are_append_only_and_a_revision_keeps_author_and_time(queue):
         label_revise(label=original, annotator=make_user("z", "annotator"), kind="option", answer="A")
 
 
-@pytest.mark.parametrize("kind,answer,message", [("option", "Z", "one of A, B, C, D"), ("text", " ", "answer text"),
-                                                  ("bogus", "", "unknown label kind")])
+@pytest.mark.parametrize(
+    "kind,answer,message",
+    [("option", "Z", "one of A, B, C, D"), ("text", " ", "answer text"), ("bogus", "", "unknown label kind")],
+)
 def test_bad_labels_are_refused(queue, kind, answer, message):
     a = make_user("a", "annotator")
     lease = lease_claim_next(queue=queue, annotator=a).lease
@@ -131,8 +145,9 @@ def test_unresolved_adjudication(queue):
     label_next(queue, a, kind="no_answer", answer="")
     label_next(queue, b, "B")
     item = adjudication_queue(queue=queue, adjudicator=adj)[0][0]
-    final = final_label_adjudicate(item=item, adjudicator=adj, kind="", unresolved=True,
-                                   error_type="ambiguous_response")
+    final = final_label_adjudicate(
+        item=item, adjudicator=adj, kind="", unresolved=True, error_type="ambiguous_response"
+    )
     assert final.provenance == FinalLabel.Provenance.UNRESOLVED
 
 

@@ -7,6 +7,7 @@ and the page's `securitypolicyviolation` event. A control step inserts an inline
 into each page, which the policy must refuse: so the watch is known to work, and the policy to be
 enforced, on every page checked.
 """
+
 from __future__ import annotations
 
 import re
@@ -42,8 +43,8 @@ def pages(write_jsonl, service_env, monkeypatch, tmp_path):
     require_chromium()
     from django.contrib.auth.models import User
 
-    from adjudication.models import AuditRun, Dataset, Reading, Response
     from adjudication.audit.services import audit_run_start
+    from adjudication.models import AuditRun, Dataset, Reading, Response
     from adjudication.pipeline.readings import reader_spec_by_name
     from adjudication.review.services import label_submit, lease_claim_next, queue_create
 
@@ -54,17 +55,37 @@ def pages(write_jsonl, service_env, monkeypatch, tmp_path):
     readings = []
     for response in Response.objects.filter(dataset__name="csp", run__checkpoint="base"):
         b, c = response.text.index("B."), response.text.index("{C}") + 1
-        readings += [Reading(response=response, reader_spec=prose, answer="B", normalized="B", verdict="correct",
-                             span_start=b, span_end=b + 1),
-                     Reading(response=response, reader_spec=boxed, answer="C", normalized="C", verdict="incorrect",
-                             span_start=c, span_end=c + 1)]
+        readings += [
+            Reading(
+                response=response,
+                reader_spec=prose,
+                answer="B",
+                normalized="B",
+                verdict="correct",
+                span_start=b,
+                span_end=b + 1,
+            ),
+            Reading(
+                response=response,
+                reader_spec=boxed,
+                answer="C",
+                normalized="C",
+                verdict="incorrect",
+                span_start=c,
+                span_end=c + 1,
+            ),
+        ]
     Reading.objects.bulk_create(readings)
     dataset = Dataset.objects.get(name="csp")
-    queue = queue_create(dataset=dataset, name="csp-q", overlap=2, lease_seconds=600,
-                         panel=["strict-match", "boxed"])
+    queue = queue_create(dataset=dataset, name="csp-q", overlap=2, lease_seconds=600, panel=["strict-match", "boxed"])
 
-    for name, role in (("ann", "annotator"), ("one", "annotator"), ("two", "annotator"), ("adj", "adjudicator"),
-                       ("boss", "manager")):
+    for name, role in (
+        ("ann", "annotator"),
+        ("one", "annotator"),
+        ("two", "annotator"),
+        ("adj", "adjudicator"),
+        ("boss", "manager"),
+    ):
         add_user(monkeypatch, name, role)
     conflict = None
     for name, answer in (("one", "B"), ("two", "C")):

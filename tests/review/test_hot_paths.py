@@ -1,6 +1,7 @@
 """The review loop's hand-written SQL (user load, claim, item page, label) behaves as the ORM code
 it replaced: roles current on every request, progress counted right, labels tied to their queue,
 and the same flow on the embedded SQLite default."""
+
 from __future__ import annotations
 
 import os
@@ -12,8 +13,8 @@ import pytest
 from django.contrib.auth.models import Group
 from django.test import Client
 
-from adjudication.review import selectors as review_selectors
 from adjudication.models import Label
+from adjudication.review import selectors as review_selectors
 from adjudication.review.selectors import annotator_progress, leased_item
 from adjudication.review.services import label_revise, label_submit, lease_claim_next
 
@@ -130,12 +131,19 @@ SQLITE_FLOW = textwrap.dedent("""
 @pytest.mark.worker
 def test_the_review_loop_runs_on_the_embedded_sqlite_default(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL", "REDIS_URL")}
-    env.update(DATABASE_URL=f"sqlite:///{tmp_path / 'review.sqlite3'}", PYTHONPATH=str(ROOT),
-               ALLOWED_HOSTS="testserver")
+    env.update(
+        DATABASE_URL=f"sqlite:///{tmp_path / 'review.sqlite3'}", PYTHONPATH=str(ROOT), ALLOWED_HOSTS="testserver"
+    )
     manage = [sys.executable, "manage.py"]
     subprocess.run([*manage, "migrate", "-v0"], cwd=ROOT, env=env, check=True, timeout=300)
-    proc = subprocess.run([*manage, "shell", "--no-imports", "-c", SQLITE_FLOW], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [*manage, "shell", "--no-imports", "-c", SQLITE_FLOW],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "labels 6 agreed 3" in proc.stdout
 
@@ -151,8 +159,10 @@ def test_hot_statements_are_prepared_on_postgresql_and_still_seen_when_queries_a
 
     def prepared() -> int:
         with connection.cursor() as cursor:
-            cursor.execute("SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE %s",
-                           ["%JOIN adjudication_question qu ON qu.id = r.question_id%WHERE l.id =%"])
+            cursor.execute(
+                "SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE %s",
+                ["%JOIN adjudication_question qu ON qu.id = r.question_id%WHERE l.id =%"],
+            )
             return cursor.fetchone()[0]
 
     assert prepared() == 0

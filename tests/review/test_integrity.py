@@ -1,5 +1,6 @@
 """Issue 12: what a review stores is what it was given, queues follow their policy, nothing is shown
 to an adjudicator that blinding hides, and ordinary input never gives a 500."""
+
 from __future__ import annotations
 
 import csv
@@ -13,12 +14,27 @@ from django.core.management.base import CommandError
 from django.db import DatabaseError, connection, transaction
 from django.test import Client
 
-from adjudication.models import (Dataset, FinalLabel, Label, QueueItem, Reading, Response, ReviewItem, ReviewQueue,
-                                 RoutingPolicy)
-from adjudication.review.selectors import adjudication_queue
+from adjudication.models import (
+    Dataset,
+    FinalLabel,
+    Label,
+    QueueItem,
+    Reading,
+    Response,
+    ReviewItem,
+    ReviewQueue,
+    RoutingPolicy,
+)
 from adjudication.pipeline.readings import reader_spec_by_name
-from adjudication.review.services import (ReviewError, final_label_adjudicate, label_revise, label_submit,
-                                          lease_claim_next, queue_create)
+from adjudication.review.selectors import adjudication_queue
+from adjudication.review.services import (
+    ReviewError,
+    final_label_adjudicate,
+    label_revise,
+    label_submit,
+    lease_claim_next,
+    queue_create,
+)
 
 from ..conftest import mc_row, run_command
 from .conftest import disputed_dataset, make_user
@@ -40,8 +56,13 @@ def read_disputed(dataset: str, first: str = "B", second: str = "C") -> None:
     """Readings by strict-match (`first`) and boxed (`second`) for every response not read yet."""
     a, b = reader_spec_by_name(name="strict-match"), reader_spec_by_name(name="boxed")
     new = Response.objects.filter(dataset__name=dataset).exclude(readings__isnull=False)
-    Reading.objects.bulk_create([Reading(response=r, reader_spec=spec, answer=ans, normalized=ans, verdict=v)
-                                 for r in new for spec, ans, v in ((a, first, "correct"), (b, second, "incorrect"))])
+    Reading.objects.bulk_create(
+        [
+            Reading(response=r, reader_spec=spec, answer=ans, normalized=ans, verdict=v)
+            for r in new
+            for spec, ans, v in ((a, first, "correct"), (b, second, "incorrect"))
+        ]
+    )
 
 
 def label_next(queue, user, answer="B", kind="option", **extra):
@@ -52,13 +73,14 @@ def label_next(queue, user, answer="B", kind="option", **extra):
 
 # -- 1. integers are refused, never stored as another value ---------------------------------------
 
-@pytest.mark.parametrize("field,value", [("overlap", 65538), ("overlap", 40000), ("lease_seconds", 4294967356),
-                                         ("seed", 4294967296)])
+
+@pytest.mark.parametrize(
+    "field,value", [("overlap", 65538), ("overlap", 40000), ("lease_seconds", 4294967356), ("seed", 4294967296)]
+)
 def test_the_queue_api_refuses_numbers_that_do_not_fit_their_column(write_jsonl, field, value):
     disputed_dataset(write_jsonl, 2)
     manager = logged_in(make_user("man", "manager"))
-    reply = manager.post("/api/queues/", {"dataset": "rv", "name": "q", field: value},
-                         content_type="application/json")
+    reply = manager.post("/api/queues/", {"dataset": "rv", "name": "q", field: value}, content_type="application/json")
     assert reply.status_code == 400 and field in reply.json()
     assert not ReviewQueue.objects.exists()
 
@@ -73,8 +95,9 @@ def test_create_queue_refuses_a_seed_that_does_not_fit_instead_of_storing_zero(w
 def test_the_queue_form_refuses_an_overlap_that_does_not_fit(write_jsonl):
     ds = disputed_dataset(write_jsonl, 2)
     manager = logged_in(make_user("man", "manager"))
-    page = manager.post("/queues/new/", {"dataset": ds.pk, "name": "q", "overlap": 40000, "lease_seconds": 900},
-                        follow=True)
+    page = manager.post(
+        "/queues/new/", {"dataset": ds.pk, "name": "q", "overlap": 40000, "lease_seconds": 900}, follow=True
+    )
     assert page.status_code == 200 and b"overlap" in page.content
     assert not ReviewQueue.objects.exists()
 
@@ -90,15 +113,18 @@ def test_an_out_of_range_integer_written_through_the_orm_fails_rather_than_wraps
 
 # -- 2. only what the queue asked for is stored ---------------------------------------------------
 
+
 def test_a_correctness_the_queue_did_not_ask_for_is_not_stored_or_copied_into_the_final_label(queue):
     assert not queue.judge_correctness
     a, b = make_user("a", "annotator"), make_user("b", "annotator")
     for user in (a, b):
         client = logged_in(user)
         item = client.post(f"/api/queues/{queue.pk}/claim/").json()
-        reply = client.post(f"/api/leases/{item['lease']}/label/", {"kind": "option", "answer": "B",
-                                                                      "correctness": "incorrect"},
-                            content_type="application/json")
+        reply = client.post(
+            f"/api/leases/{item['lease']}/label/",
+            {"kind": "option", "answer": "B", "correctness": "incorrect"},
+            content_type="application/json",
+        )
         assert reply.status_code == 201
     assert set(Label.objects.values_list("correctness", flat=True)) == {""}
     assert set(FinalLabel.objects.values_list("correctness", flat=True)) == {""}
@@ -109,8 +135,13 @@ def test_revisions_and_adjudications_store_no_unasked_correctness(queue):
     first = label_next(queue, a, "B")
     revised = label_revise(label=first, annotator=a, kind="option", answer="B", correctness="correct")
     label_next(queue, b, "C")
-    final = final_label_adjudicate(item=QueueItem.objects.get(pk=first.item_id), adjudicator=judge, kind="option",
-                                   answer="C", correctness="incorrect")
+    final = final_label_adjudicate(
+        item=QueueItem.objects.get(pk=first.item_id),
+        adjudicator=judge,
+        kind="option",
+        answer="C",
+        correctness="incorrect",
+    )
     revised.refresh_from_db()
     assert revised.correctness == "" and final.correctness == ""
 
@@ -128,6 +159,7 @@ def test_the_migration_blanks_correctness_where_the_queue_did_not_ask(queue):
 
 
 # -- 3. --replace invalidates labels made on the old text -----------------------------------------
+
 
 def test_replacing_a_response_invalidates_its_labels_and_reopens_the_item(write_jsonl):
     rows = [mc_row(0, response="The answer is B. Then again \\boxed{C}")]
@@ -168,8 +200,11 @@ def test_a_lease_taken_before_the_text_was_replaced_cannot_label_the_new_text(wr
 
 # -- 4. a queue follows its policy ----------------------------------------------------------------
 
+
 def add_disputed(name: str, start: int, n: int, write_jsonl) -> None:
-    rows = [mc_row(i, response=f"Reasoning {i}. The answer is B. Then again \\boxed{{C}}") for i in range(start, start + n)]
+    rows = [
+        mc_row(i, response=f"Reasoning {i}. The answer is B. Then again \\boxed{{C}}") for i in range(start, start + n)
+    ]
     import_rows(rows, name, write_jsonl, file=f"more-{start}.jsonl")
     read_disputed(name)
 
@@ -204,6 +239,7 @@ def test_sync_queue_command_brings_every_queue_in_step(queue, write_jsonl):
 
 # -- 10. adjudicators see only conflicts, never their own ------------------------------------------
 
+
 def test_an_adjudicator_who_also_annotates_cannot_open_an_item_still_open(queue):
     both = make_user("both", "annotator", "adjudicator")
     lease = lease_claim_next(queue=queue, annotator=both).lease
@@ -214,8 +250,11 @@ def test_an_adjudicator_who_also_annotates_cannot_open_an_item_still_open(queue)
 
 
 def test_an_adjudicator_never_decides_an_item_they_labelled(queue):
-    both, other, judge = (make_user("both", "annotator", "adjudicator"), make_user("o", "annotator"),
-                          make_user("j", "adjudicator"))
+    both, other, judge = (
+        make_user("both", "annotator", "adjudicator"),
+        make_user("o", "annotator"),
+        make_user("j", "adjudicator"),
+    )
     item_id = label_next(queue, both, "B").item_id
     label_next(queue, other, "C")
     assert QueueItem.objects.get(pk=item_id).status == QueueItem.Status.CONFLICT
@@ -230,9 +269,13 @@ def test_an_adjudicator_never_decides_an_item_they_labelled(queue):
 
 # -- 11. equal priorities do not come out in import order ------------------------------------------
 
+
 def test_equal_priorities_are_shuffled_per_queue_not_served_base_first(write_jsonl):
-    rows = [mc_row(i, checkpoint=cp, id=f"{cp}-{i}", response=f"Reasoning {i}. The answer is B. Then \\boxed{{C}}")
-            for cp in ("base", "rl") for i in range(20)]
+    rows = [
+        mc_row(i, checkpoint=cp, id=f"{cp}-{i}", response=f"Reasoning {i}. The answer is B. Then \\boxed{{C}}")
+        for cp in ("base", "rl")
+        for i in range(20)
+    ]
     import_rows(rows, "tie", write_jsonl)
     read_disputed("tie")
     queue = queue_create(dataset=Dataset.objects.get(name="tie"), name="q", overlap=1, seed=7)
@@ -252,9 +295,11 @@ def test_equal_priorities_are_shuffled_per_queue_not_served_base_first(write_jso
 
 # -- 12. one CSV writer: no formulas reach a spreadsheet ------------------------------------------
 
+
 def test_final_label_csv_exports_escape_formulas_but_keep_plain_numbers(write_jsonl):
-    rows = [mc_row(i, choices=[], gold="3", response=f"Reasoning {i}. The answer is 3. Then \\boxed{{4}}")
-            for i in range(2)]
+    rows = [
+        mc_row(i, choices=[], gold="3", response=f"Reasoning {i}. The answer is 3. Then \\boxed{{4}}") for i in range(2)
+    ]
     import_rows(rows, "f", write_jsonl)
     read_disputed("f", "3", "4")
     queue = queue_create(dataset=Dataset.objects.get(name="f"), name="q", overlap=1)
@@ -264,18 +309,21 @@ def test_final_label_csv_exports_escape_formulas_but_keep_plain_numbers(write_js
     manager = logged_in(make_user("man", "manager"))
     for url in (f"/queues/{queue.pk}/final-labels.csv", f"/api/queues/{queue.pk}/final-labels/?fmt=csv"):
         cells = {r["final_answer"] for r in csv.DictReader(io.StringIO(manager.get(url).content.decode()))}
-        assert cells == {"'=HYPERLINK(\"http://evil.example\",\"x\")", "-3"}, url
+        assert cells == {'\'=HYPERLINK("http://evil.example","x")', "-3"}, url
 
 
 def test_download_names_are_safe_whatever_the_queue_is_called(queue):
     ReviewQueue.objects.filter(pk=queue.pk).update(name='we"ird\r\nSet-Cookie: x=1')  # as older versions allowed
     reply = logged_in(make_user("man", "manager")).get(f"/queues/{queue.pk}/final-labels.csv")
     assert reply.status_code == 200
-    assert "\n" not in reply["Content-Disposition"] and 'filename="we_ird_Set-Cookie_x_1-final-labels.csv"' in reply[
-        "Content-Disposition"]
+    assert (
+        "\n" not in reply["Content-Disposition"]
+        and 'filename="we_ird_Set-Cookie_x_1-final-labels.csv"' in reply["Content-Disposition"]
+    )
 
 
 # -- 19. model text that cannot be encoded never breaks a page ------------------------------------
+
 
 def test_a_reader_answer_holding_nul_does_not_break_queue_creation(write_jsonl):
     ds = disputed_dataset(write_jsonl, 2)
@@ -307,23 +355,26 @@ def test_lone_surrogates_in_model_text_render_replaced_on_every_annotator_and_ad
     claimed = logged_in(other).post(f"/api/queues/{queue.pk}/claim/")
     assert claimed.status_code == 200 and json.loads(claimed.content)["question"] == "Which \udfff?"
     label_submit(lease=lease_claim_next(queue=queue, annotator=ann).lease, annotator=ann, kind="option", answer="B")
-    label_submit(lease=lease_claim_next(queue=queue, annotator=other).lease, annotator=other, kind="option",
-                 answer="C")
+    label_submit(lease=lease_claim_next(queue=queue, annotator=other).lease, annotator=other, kind="option", answer="C")
     adjudication = logged_in(judge).get(f"/adjudicate/{queue.items.get().pk}/")
     assert adjudication.status_code == 200 and "Which \ufffd?" in adjudication.content.decode()
 
 
 # -- 20. ordinary bad input is a message, never a 500 ----------------------------------------------
 
-@pytest.mark.parametrize("form", [
-    {"dataset": "abc", "name": "q"},
-    {"name": "q", "overlap": "40000"},
-    {"name": "q\x00"},
-    {"name": "n" * 201},
-    {"name": "two\nlines"},
-    {"name": "   "},
-    {"name": "q", "overlap": "two"},
-])
+
+@pytest.mark.parametrize(
+    "form",
+    [
+        {"dataset": "abc", "name": "q"},
+        {"name": "q", "overlap": "40000"},
+        {"name": "q\x00"},
+        {"name": "n" * 201},
+        {"name": "two\nlines"},
+        {"name": "   "},
+        {"name": "q", "overlap": "two"},
+    ],
+)
 def test_bad_queue_forms_get_a_message_and_no_queue(write_jsonl, form):
     ds = disputed_dataset(write_jsonl, 2)
     manager = logged_in(make_user("man", "manager"))
@@ -333,8 +384,17 @@ def test_bad_queue_forms_get_a_message_and_no_queue(write_jsonl, form):
     assert not ReviewQueue.objects.exists()
 
 
-@pytest.mark.parametrize("payload", [{"name": "q\x00"}, {"name": "n" * 201}, {"name": "two\nlines"},
-                                     {"name": "\ud800"}, {"name": " "}, {"name": "q", "control_fraction": "NaN"}])
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"name": "q\x00"},
+        {"name": "n" * 201},
+        {"name": "two\nlines"},
+        {"name": "\ud800"},
+        {"name": " "},
+        {"name": "q", "control_fraction": "NaN"},
+    ],
+)
 def test_bad_queue_api_payloads_are_a_400(write_jsonl, payload):
     disputed_dataset(write_jsonl, 2)
     manager = logged_in(make_user("man", "manager"))
@@ -344,8 +404,9 @@ def test_bad_queue_api_payloads_are_a_400(write_jsonl, payload):
     assert not ReviewQueue.objects.exists()
 
 
-@pytest.mark.parametrize("field,value", [("note", "a\x00b"), ("note", "\ud800"), ("answer", "\udfff"),
-                                         ("skip_reason", "x\x00")])
+@pytest.mark.parametrize(
+    "field,value", [("note", "a\x00b"), ("note", "\ud800"), ("answer", "\udfff"), ("skip_reason", "x\x00")]
+)
 def test_labels_with_text_that_cannot_be_stored_are_a_400_not_a_500(queue, field, value):
     client = logged_in(make_user("a", "annotator"))
     item = client.post(f"/api/queues/{queue.pk}/claim/").json()
@@ -355,10 +416,15 @@ def test_labels_with_text_that_cannot_be_stored_are_a_400_not_a_500(queue, field
     assert not Label.objects.exists()
 
 
-@pytest.mark.parametrize("form", [{"kind": "option", "answer": "B", "note": "a\x00b"},
-                                  {"action": "skip", "skip_reason": "x\x00"},
-                                  {"kind": "option", "answer": "B", "confidence": "9" * 50},
-                                  {"kind": "", "answer": ""}])
+@pytest.mark.parametrize(
+    "form",
+    [
+        {"kind": "option", "answer": "B", "note": "a\x00b"},
+        {"action": "skip", "skip_reason": "x\x00"},
+        {"kind": "option", "answer": "B", "confidence": "9" * 50},
+        {"kind": "", "answer": ""},
+    ],
+)
 def test_bad_label_forms_stay_on_the_item_with_a_message(queue, form):
     ann = make_user("a", "annotator")
     client = logged_in(ann)
@@ -372,13 +438,15 @@ def test_bad_adjudication_forms_stay_on_the_item_with_a_message(queue):
     a, b, judge = make_user("a", "annotator"), make_user("b", "annotator"), make_user("j", "adjudicator")
     item_id = label_next(queue, a, "B").item_id
     label_next(queue, b, "C")
-    page = logged_in(judge).post(f"/adjudicate/{item_id}/", {"kind": "option", "answer": "B", "notes": "x\x00"},
-                                 follow=True)
+    page = logged_in(judge).post(
+        f"/adjudicate/{item_id}/", {"kind": "option", "answer": "B", "notes": "x\x00"}, follow=True
+    )
     assert page.status_code == 200 and b'class="error"' in page.content
     assert not FinalLabel.objects.exists()
 
 
 # -- 23. small ones ---------------------------------------------------------------------------------
+
 
 def test_run_readers_with_nothing_ticked_runs_nothing(write_jsonl, eager):
     run_command("import_responses", str(write_jsonl([mc_row(0)])), dataset="r", no_progress=True)
@@ -413,9 +481,17 @@ def test_managers_see_and_use_the_admin_the_docs_send_them_to(write_jsonl):
     assert "/admin/adjudication/dataset/" not in logged_in(annotator).get("/admin/").content.decode()
 
 
-@pytest.mark.parametrize("options", [{"control_fraction": float("nan")}, {"control_fraction": 1.5},
-                                     {"seed": -(2**31) - 1}, {"overlap": 0}, {"lease_seconds": 9},
-                                     {"name": "x" * 201}])
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"control_fraction": float("nan")},
+        {"control_fraction": 1.5},
+        {"seed": -(2**31) - 1},
+        {"overlap": 0},
+        {"lease_seconds": 9},
+        {"name": "x" * 201},
+    ],
+)
 def test_create_queue_refuses_what_its_columns_cannot_hold(write_jsonl, options):
     disputed_dataset(write_jsonl, 2)
     with pytest.raises(CommandError):
@@ -426,16 +502,22 @@ def test_create_queue_refuses_what_its_columns_cannot_hold(write_jsonl, options)
 def test_route_disagreements_refuses_a_nan_control_fraction(write_jsonl):
     disputed_dataset(write_jsonl, 2)
     with pytest.raises(CommandError, match="control fraction"):
-        run_command("route_disagreements", dataset="rv", policy="p", panel=["strict-match", "boxed"],
-                    control_fraction=float("nan"))
+        run_command(
+            "route_disagreements",
+            dataset="rv",
+            policy="p",
+            panel=["strict-match", "boxed"],
+            control_fraction=float("nan"),
+        )
     assert not RoutingPolicy.objects.exists()
 
 
 def test_the_run_readers_api_refuses_an_empty_reader_list_instead_of_running_all(write_jsonl, eager):
     run_command("import_responses", str(write_jsonl([mc_row(0)])), dataset="r", no_progress=True)
     ds = Dataset.objects.get(name="r")
-    reply = logged_in(make_user("man", "manager")).post(f"/api/datasets/{ds.pk}/run-readers/", {"readers": []},
-                                                         content_type="application/json")
+    reply = logged_in(make_user("man", "manager")).post(
+        f"/api/datasets/{ds.pk}/run-readers/", {"readers": []}, content_type="application/json"
+    )
     assert reply.status_code == 400 and "readers" in reply.json()
     assert not Reading.objects.exists()
 

@@ -9,6 +9,7 @@ page stays usable: JavaScript runs, the label shortcuts work, the form submits.
 On the server: markdown-it silently drops whatever nests deeper than its maxNesting, and its time
 grows with the characters its inline rules stop at; such a part is shown as escaped source.
 """
+
 from __future__ import annotations
 
 import html
@@ -20,8 +21,16 @@ import pytest
 from adjudication.review.selectors import response_parts
 
 from ..conftest import ROOT, mc_row, run_command
-from .test_browser_flow import (ITEM_URL, READERS, add_user, chromium_browser, log_in,  # noqa: F401 (a fixture)
-                                plain_live_server, require_chromium, run_readers)
+from .test_browser_flow import (  # noqa: F401 (a fixture)
+    ITEM_URL,
+    READERS,
+    add_user,
+    chromium_browser,
+    log_in,
+    plain_live_server,
+    require_chromium,
+    run_readers,
+)
 
 DISPUTE = "\nThe answer is B. Then again \\boxed{C}"  # fixed/boxed read C, strict-match reads B: disputed
 DEEP_FRAC = "$" + "\\frac{1}{" * 500 + "x" + "}" * 500 + "$"
@@ -36,6 +45,7 @@ AFTER_PAINT = "() => new Promise(done => requestAnimationFrame(() => requestAnim
 
 
 # -- server side ------------------------------------------------------------------------------------
+
 
 def _html(text: str) -> str:
     return "".join(part.html for part in response_parts(text, []))
@@ -74,11 +84,14 @@ def test_ordinary_markdown_still_renders():
 
 # -- in Chromium ------------------------------------------------------------------------------------
 
+
 @pytest.fixture
 def guard_queue(write_jsonl, service_env, monkeypatch):
     require_chromium()
-    rows = [mc_row(i, id=f"k-{name}", question=f"Q{i}: which one?", response=text)
-            for i, (name, text) in enumerate(RESPONSES.items())]
+    rows = [
+        mc_row(i, id=f"k-{name}", question=f"Q{i}: which one?", response=text)
+        for i, (name, text) in enumerate(RESPONSES.items())
+    ]
     run_command("import_responses", str(write_jsonl(rows)), dataset="katex", no_progress=True)
     run_readers(service_env, "katex")
     out = run_command("create_queue", dataset="katex", name="katex-q", overlap=1, panel=READERS)
@@ -124,16 +137,20 @@ def test_pathological_math_shows_its_source_and_the_page_stays_usable(guard_queu
 
 # -- review.js alone, on a static page in Chromium (no server) ----------------------------------------
 
+
 def render_static(tmp_path: Path, response_html: str) -> dict:
     """Load KaTeX and review.js over `response_html` as the rendered response; once typesetting is
     done, return what the page shows."""
     static = ROOT / "static"
     page_path = tmp_path / "page.html"
-    page_path.write_text(f"""<!doctype html><html><head><meta charset="utf-8">
-<link rel="stylesheet" href="{(static / 'vendor/katex/katex.min.css').as_uri()}"></head><body>
+    page_path.write_text(
+        f"""<!doctype html><html><head><meta charset="utf-8">
+<link rel="stylesheet" href="{(static / "vendor/katex/katex.min.css").as_uri()}"></head><body>
 <div id="response-rendered">{response_html}</div>
-<script src="{(static / 'vendor/katex/katex.min.js').as_uri()}" defer></script>
-<script src="{(static / 'js/review.js').as_uri()}" defer></script></body></html>""", encoding="utf-8")
+<script src="{(static / "vendor/katex/katex.min.js").as_uri()}" defer></script>
+<script src="{(static / "js/review.js").as_uri()}" defer></script></body></html>""",
+        encoding="utf-8",
+    )
     with chromium_browser() as browser:
         page = browser.new_page()
         page.goto(page_path.as_uri())
@@ -166,19 +183,26 @@ def test_group_nesting_counts_left_and_begin_but_not_leftarrow(tmp_path):
     lefts = "$" + "\\left(" * 21 + "x" + "\\right)" * 21 + "$"
     matrices = "$" + "\\begin{matrix}" * 21 + "x" + "\\end{matrix}" * 21 + "$"
     ok = "$" + "\\left(" * 19 + "x" + "\\right)" * 19 + "$"
-    shown = render_static(tmp_path, "<p>" + " and ".join(html.escape(m) for m in (arrows, lefts, matrices, ok)) + "</p>")
+    shown = render_static(
+        tmp_path, "<p>" + " and ".join(html.escape(m) for m in (arrows, lefts, matrices, ok)) + "</p>"
+    )
     assert shown["typeset"] == 2
     assert [source for source, _ in shown["guarded"]] == [lefts, matrices]
     # \\begin{matrix} is a group holding a group: {matrix} is one level deeper.
     assert [note.split(",")[0] for _, note in shown["guarded"]] == [
-        " [formula shown as source: nested 21 deep", " [formula shown as source: nested 22 deep"]
+        " [formula shown as source: nested 21 deep",
+        " [formula shown as source: nested 22 deep",
+    ]
 
 
 @pytest.mark.browser
 def test_math_inside_code_is_left_alone_and_macros_do_not_leak_between_formulas(tmp_path):
     require_chromium()
-    shown = render_static(tmp_path, "<p>$\\gdef\\secret{42}\\secret$ then $\\secret$</p>"
-                                    "<pre>$x$ stays</pre><p><code>$y$</code> too; a lone $ is text</p>")
+    shown = render_static(
+        tmp_path,
+        "<p>$\\gdef\\secret{42}\\secret$ then $\\secret$</p>"
+        "<pre>$x$ stays</pre><p><code>$y$</code> too; a lone $ is text</p>",
+    )
     # \\secret is defined in the first formula only: the second shows it as an unknown command.
     assert shown["typeset"] == 2 and shown["typeset_text"] == ["42", "\\secret"], shown["typeset_text"]
     assert "$x$ stays" in shown["text"] and "$y$" in shown["text"] and "a lone $ is text" in shown["text"]

@@ -1,4 +1,5 @@
 """Managers' commands (add_user, create_queue), the review API end to end, and the final-label export."""
+
 from __future__ import annotations
 
 import json
@@ -46,8 +47,9 @@ def test_the_api_flow_claim_label_and_export(write_jsonl):
     ds = disputed_dataset(write_jsonl, 2)
     manager = Client()
     manager.force_login(make_user("man", "manager"))
-    created = manager.post("/api/queues/", {"dataset": ds.name, "name": "apiq", "overlap": 1},
-                           content_type="application/json")
+    created = manager.post(
+        "/api/queues/", {"dataset": ds.name, "name": "apiq", "overlap": 1}, content_type="application/json"
+    )
     assert created.status_code == 201
     queue_id = created.json()["id"]
     ann = Client()
@@ -56,12 +58,16 @@ def test_the_api_flow_claim_label_and_export(write_jsonl):
         item = ann.post(f"/api/queues/{queue_id}/claim/").json()
         assert set(item) == {"lease", "expires_at", "question", "options", "response", "candidates", "gold", "progress"}
         spans = [c["spans"] for c in item["candidates"]]
-        assert sorted(item["response"][s:e] for (s, e), in spans) == ["B", "C"]
-        bad = ann.post(f"/api/leases/{item['lease']}/label/", {"kind": "option", "answer": "Q"},
-                       content_type="application/json")
+        assert sorted(item["response"][s:e] for ((s, e),) in spans) == ["B", "C"]
+        bad = ann.post(
+            f"/api/leases/{item['lease']}/label/", {"kind": "option", "answer": "Q"}, content_type="application/json"
+        )
         assert bad.status_code == 400 and "one of A, B, C, D" in bad.content.decode()
-        ok = ann.post(f"/api/leases/{item['lease']}/label/", {"kind": "option", "answer": "C", "confidence": 4},
-                      content_type="application/json")
+        ok = ann.post(
+            f"/api/leases/{item['lease']}/label/",
+            {"kind": "option", "answer": "C", "confidence": 4},
+            content_type="application/json",
+        )
         assert ok.status_code == 201
     assert ann.post(f"/api/queues/{queue_id}/claim/").status_code == 204
     status = manager.get(f"/api/queues/{queue_id}/status/").json()

@@ -6,6 +6,7 @@ autolinks, reference links, data: URLs and KaTeX \\href / \\url with javascript:
 sets window.__xss (or calls alert); the test asserts window.__xss stays undefined, no dialog fires,
 and the DOM holds no script element, event-handler attribute or javascript: URL from the data.
 """
+
 from __future__ import annotations
 
 import re
@@ -13,8 +14,16 @@ import re
 import pytest
 
 from ..conftest import mc_row, run_command
-from .test_browser_flow import (ITEM_URL, READERS, add_user, chromium_browser, log_in,  # noqa: F401 (a fixture)
-                                plain_live_server, require_chromium, run_readers)
+from .test_browser_flow import (  # noqa: F401 (a fixture)
+    ITEM_URL,
+    READERS,
+    add_user,
+    chromium_browser,
+    log_in,
+    plain_live_server,
+    require_chromium,
+    run_readers,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -61,8 +70,10 @@ DANGEROUS_DOM = """() => {
 @pytest.fixture
 def hostile_queue(write_jsonl, service_env, monkeypatch):
     require_chromium()
-    rows = [mc_row(i, id=f"x-{i}", question=QUESTION.replace("#", str(i)), choices=CHOICES, response=text)
-            for i, text in enumerate(RESPONSES)]
+    rows = [
+        mc_row(i, id=f"x-{i}", question=QUESTION.replace("#", str(i)), choices=CHOICES, response=text)
+        for i, text in enumerate(RESPONSES)
+    ]
     run_command("import_responses", str(write_jsonl(rows)), dataset="hostile", no_progress=True)
     run_readers(service_env, "hostile")
     out = run_command("create_queue", dataset="hostile", name="hostile-q", overlap=2, panel=READERS)

@@ -1,6 +1,7 @@
 """Stored readings carry the canonical answer beside the raw span: written by the readers' pipeline,
 backfilled by the migration, exported, printed by `read`, and what routing and the review
 candidates compare, so that "(C) Merton" and "C" are one answer."""
+
 from __future__ import annotations
 
 import csv
@@ -11,8 +12,8 @@ import pytest
 from django.apps import apps as django_apps
 
 from adjudication.models import Dataset, Reading, Response
-from adjudication.review.selectors import panel_candidates
 from adjudication.pipeline.readings import reader_spec_by_name, readings_create
+from adjudication.review.selectors import panel_candidates
 from adjudication.routing.services import review_items_route, routing_policy_create
 
 from ..conftest import math_row, mc_row, run_command
@@ -35,21 +36,25 @@ def read_with(dataset: Dataset, *names: str) -> None:
 
 
 def readings_of(external_id: str) -> dict[str, Reading]:
-    return {r.reader_spec.name: r for r in Reading.objects.filter(response__external_id=external_id)
-            .select_related("reader_spec")}
+    return {
+        r.reader_spec.name: r
+        for r in Reading.objects.filter(response__external_id=external_id).select_related("reader_spec")
+    }
 
 
 # -- stored by the pipeline -----------------------------------------------------------------------
 
+
 def test_stored_readings_keep_the_raw_answer_and_span_and_add_the_canonical_answer(write_jsonl):
-    ds = import_rows([mc_row(0, response=MERTON), math_row(0, gold="0.5", response="So \\boxed{\\dfrac{1}{2}}")],
-                     "st", write_jsonl)
+    ds = import_rows(
+        [mc_row(0, response=MERTON), math_row(0, gold="0.5", response="So \\boxed{\\dfrac{1}{2}}")], "st", write_jsonl
+    )
     read_with(ds, "boxed", "fixed", "strip-string")
     mc = readings_of("mc-0")
     assert {name: r.canonical for name, r in mc.items()} == {"boxed": "C", "fixed": "C", "strip-string": "C"}
     boxed = mc["boxed"]
     assert boxed.answer == "\\text{(C) Merton}"  # raw, as the reader extracted it
-    assert MERTON[boxed.span_start:boxed.span_end] == "\\text{(C) Merton}"
+    assert MERTON[boxed.span_start : boxed.span_end] == "\\text{(C) Merton}"
     math = readings_of("math-0")
     assert {name: r.canonical for name, r in math.items()} == {"boxed": "0.5", "fixed": "0.5", "strip-string": "0.5"}
     assert math["boxed"].answer == "\\dfrac{1}{2}"
@@ -65,28 +70,40 @@ def test_a_canonical_answer_holding_nul_or_a_lone_surrogate_is_stored_verbatim(w
 
 # -- the migration backfills what was stored before -----------------------------------------------
 
+
 def test_the_migration_backfills_canonical_answers_of_existing_readings(write_jsonl):
-    ds = import_rows([mc_row(0, response=MERTON), math_row(0, gold="0.5"),
-                      mc_row(1, choices=[], gold="B")], "bf", write_jsonl)
+    ds = import_rows(
+        [mc_row(0, response=MERTON), math_row(0, gold="0.5"), mc_row(1, choices=[], gold="B")], "bf", write_jsonl
+    )
     spec = reader_spec_by_name(name="boxed")
     other = reader_spec_by_name(name="fixed")
     by_id = {r.external_id: r for r in Response.objects.filter(dataset=ds)}
-    Reading.objects.bulk_create([
-        Reading(response=by_id["mc-0"], reader_spec=spec, answer="(C) Merton", verdict="incorrect"),
-        Reading(response=by_id["mc-0"], reader_spec=other, verdict="no_answer"),
-        Reading(response=by_id["math-0"], reader_spec=spec, answer="\\dfrac{1}{2}", verdict="incorrect"),
-        Reading(response=by_id["math-0"], reader_spec=other, answer="0.5", canonical="kept", verdict="correct"),
-        Reading(response=by_id["mc-1"], reader_spec=spec, answer="option c)", verdict="incorrect"),
-    ])
+    Reading.objects.bulk_create(
+        [
+            Reading(response=by_id["mc-0"], reader_spec=spec, answer="(C) Merton", verdict="incorrect"),
+            Reading(response=by_id["mc-0"], reader_spec=other, verdict="no_answer"),
+            Reading(response=by_id["math-0"], reader_spec=spec, answer="\\dfrac{1}{2}", verdict="incorrect"),
+            Reading(response=by_id["math-0"], reader_spec=other, answer="0.5", canonical="kept", verdict="correct"),
+            Reading(response=by_id["mc-1"], reader_spec=spec, answer="option c)", verdict="incorrect"),
+        ]
+    )
     migration = importlib.import_module("adjudication.migrations.0010_reading_canonical")
     migration.backfill_canonical(django_apps, None)
-    got = {(r.response.external_id, r.reader_spec.name): r.canonical
-           for r in Reading.objects.select_related("response", "reader_spec")}
-    assert got == {("mc-0", "boxed"): "C", ("mc-0", "fixed"): None, ("math-0", "boxed"): "0.5",
-                   ("math-0", "fixed"): "kept", ("mc-1", "boxed"): "C"}
+    got = {
+        (r.response.external_id, r.reader_spec.name): r.canonical
+        for r in Reading.objects.select_related("response", "reader_spec")
+    }
+    assert got == {
+        ("mc-0", "boxed"): "C",
+        ("mc-0", "fixed"): None,
+        ("math-0", "boxed"): "0.5",
+        ("math-0", "fixed"): "kept",
+        ("mc-1", "boxed"): "C",
+    }
 
 
 # -- export and read ------------------------------------------------------------------------------
+
 
 def test_export_puts_the_canonical_answer_beside_the_raw_answer_and_its_span(write_jsonl, tmp_path):
     ds = import_rows([mc_row(0, response=MERTON)], "ex", write_jsonl)
@@ -96,7 +113,7 @@ def test_export_puts_the_canonical_answer_beside_the_raw_answer_and_its_span(wri
     run_command("export_readings", dataset="ex", fmt="csv", out=table)
     (row,) = [json.loads(line) for line in jsonl.read_text().splitlines()]
     assert (row["canonical"], row["answer"]) == ("C", "\\text{(C) Merton}")
-    assert MERTON[row["span_start"]:row["span_end"]] == row["answer"]
+    assert MERTON[row["span_start"] : row["span_end"]] == row["answer"]
     header = next(csv.reader(table.open()))
     assert header[header.index("canonical") + 1] == "answer"
     (csv_row,) = list(csv.DictReader(table.open()))
@@ -115,6 +132,7 @@ def test_read_prints_the_canonical_answer_with_the_raw_answer_and_span(write_jso
 
 
 # -- routing and the review candidates compare canonical answers ----------------------------------
+
 
 def test_routing_does_not_dispute_two_ways_of_writing_the_same_option(write_jsonl):
     ds = import_rows([mc_row(0, response=MERTON)], "rt", write_jsonl)
@@ -137,14 +155,40 @@ def test_candidates_merge_the_readers_ways_of_writing_one_answer_and_mark_every_
     response = Response.objects.get(dataset=ds)
     specs = [reader_spec_by_name(name=n) for n in ("boxed", "fixed", "strict-match")]
     merton, option, box = text.index("(C) Merton"), text.index("option C)"), text.index("{B}") + 1
-    Reading.objects.bulk_create([
-        Reading(response=response, reader_spec=specs[0], answer="(C) Merton", normalized="(C) Merton", canonical="C",
-                verdict="incorrect", span_start=merton, span_end=merton + 10),
-        Reading(response=response, reader_spec=specs[1], answer="option C)", normalized="C", canonical="C",
-                verdict="incorrect", span_start=option, span_end=option + 9),
-        Reading(response=response, reader_spec=specs[2], answer="B", normalized="B", canonical="B",
-                verdict="correct", span_start=box, span_end=box + 1),
-    ])
+    Reading.objects.bulk_create(
+        [
+            Reading(
+                response=response,
+                reader_spec=specs[0],
+                answer="(C) Merton",
+                normalized="(C) Merton",
+                canonical="C",
+                verdict="incorrect",
+                span_start=merton,
+                span_end=merton + 10,
+            ),
+            Reading(
+                response=response,
+                reader_spec=specs[1],
+                answer="option C)",
+                normalized="C",
+                canonical="C",
+                verdict="incorrect",
+                span_start=option,
+                span_end=option + 9,
+            ),
+            Reading(
+                response=response,
+                reader_spec=specs[2],
+                answer="B",
+                normalized="B",
+                canonical="B",
+                verdict="correct",
+                span_start=box,
+                span_end=box + 1,
+            ),
+        ]
+    )
     policy = routing_policy_create(dataset=ds, name="p", panel=["boxed", "fixed", "strict-match"])
     cands, spans = panel_candidates(response_id=response.pk, policy_id=policy.pk, item_id=1, annotator_id=1)
     assert sorted(c["answer"] for c in cands) == ["B", "C"]
@@ -159,10 +203,12 @@ def test_candidates_of_readings_stored_before_canonical_answers_fall_back_to_the
     ds = import_rows([mc_row(0, response="The answer is (B). Then again \\boxed{C}")], "old", write_jsonl)
     response = Response.objects.get(dataset=ds)
     a, b = reader_spec_by_name(name="strict-match"), reader_spec_by_name(name="boxed")
-    Reading.objects.bulk_create([
-        Reading(response=response, reader_spec=a, answer="(B)", normalized="B", verdict="correct"),
-        Reading(response=response, reader_spec=b, answer="C", normalized=None, verdict="incorrect"),
-    ])
+    Reading.objects.bulk_create(
+        [
+            Reading(response=response, reader_spec=a, answer="(B)", normalized="B", verdict="correct"),
+            Reading(response=response, reader_spec=b, answer="C", normalized=None, verdict="incorrect"),
+        ]
+    )
     policy = routing_policy_create(dataset=ds, name="p", panel=["strict-match", "boxed"])
     cands, _spans = panel_candidates(response_id=response.pk, policy_id=policy.pk, item_id=1, annotator_id=1)
     assert sorted(c["answer"] for c in cands) == ["(B)", "C"]

@@ -1,12 +1,13 @@
 """Disagreement routing: the rules on plain tuples, then the policy over stored readings."""
+
 from __future__ import annotations
 
 import pytest
 from django.core.management.base import CommandError
 
 from adjudication.models import Reading, Response, ReviewItem
-from adjudication.routing.rules import PanelReading, answer_key, decide, is_control
 from adjudication.pipeline.readings import reader_spec_by_name
+from adjudication.routing.rules import PanelReading, answer_key, decide, is_control
 
 from ..conftest import mc_row, run_command
 
@@ -82,8 +83,15 @@ def test_policy_routes_each_disputed_response_exactly_once(disputed_dataset):
 
 
 def test_missing_as_disagreement_and_controls_are_recorded(disputed_dataset):
-    run_command("route_disagreements", dataset="r", policy="m", panel=["strict-match", "fixed"],
-                missing_disagrees=True, control_fraction=0.5, seed=3)
+    run_command(
+        "route_disagreements",
+        dataset="r",
+        policy="m",
+        panel=["strict-match", "fixed"],
+        missing_disagrees=True,
+        control_fraction=0.5,
+        seed=3,
+    )
     items = ReviewItem.objects.filter(policy__name="m")
     disputed = items.filter(is_control=False)
     assert disputed.count() == 8
@@ -96,13 +104,21 @@ def test_missing_as_disagreement_and_controls_are_recorded(disputed_dataset):
 
 
 def test_priority_orders(disputed_dataset):
-    run_command("route_disagreements", dataset="r", policy="o", panel=["strict-match", "fixed"],
-                missing_disagrees=True, priority="order")
-    ordered = list(ReviewItem.objects.filter(policy__name="o").order_by("-priority")
-                   .values_list("response__external_id", flat=True))
+    run_command(
+        "route_disagreements",
+        dataset="r",
+        policy="o",
+        panel=["strict-match", "fixed"],
+        missing_disagrees=True,
+        priority="order",
+    )
+    ordered = list(
+        ReviewItem.objects.filter(policy__name="o")
+        .order_by("-priority")
+        .values_list("response__external_id", flat=True)
+    )
     assert ordered == [f"mc-{i}" for i in range(8)]
-    run_command("route_disagreements", dataset="r", policy="d", panel=["strict-match", "fixed"],
-                missing_disagrees=True)
+    run_command("route_disagreements", dataset="r", policy="d", panel=["strict-match", "fixed"], missing_disagrees=True)
     strongest = ReviewItem.objects.filter(policy__name="d").order_by("-priority").first()
     assert strongest.reason["distinct_answers"] == 2
 

@@ -16,8 +16,13 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("username")
-        parser.add_argument("--role", choices=ROLES, action="append", required=True,
-                            help="role (repeatable); managers may also use the admin")
+        parser.add_argument(
+            "--role",
+            choices=ROLES,
+            action="append",
+            required=True,
+            help="role (repeatable); managers may also use the admin",
+        )
         parser.add_argument("--email", default="")
 
     def handle(self, *args, username: str, role: list[str], email: str, **options) -> None:

@@ -8,8 +8,10 @@ from adjudication.review.services import ReviewError, queue_create
 
 
 class Command(BaseCommand):
-    help = ("Create a review queue over a dataset's disputed responses. Without --policy, a routing policy is "
-            "made from --panel (default: every rule reader that has read the dataset).")
+    help = (
+        "Create a review queue over a dataset's disputed responses. Without --policy, a routing policy is "
+        "made from --panel (default: every rule reader that has read the dataset)."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--dataset", required=True)
@@ -24,9 +26,22 @@ class Command(BaseCommand):
         parser.add_argument("--missing-disagrees", action="store_true")
         parser.add_argument("--seed", type=int, default=0)
 
-    def handle(self, *args, dataset: str, name: str, policy: str | None, panel: list[str] | None, overlap: int,
-               lease_seconds: int, hide_candidates: bool, judge_correctness: bool, control_fraction: float,
-               missing_disagrees: bool, seed: int, **options) -> None:
+    def handle(
+        self,
+        *args,
+        dataset: str,
+        name: str,
+        policy: str | None,
+        panel: list[str] | None,
+        overlap: int,
+        lease_seconds: int,
+        hide_candidates: bool,
+        judge_correctness: bool,
+        control_fraction: float,
+        missing_disagrees: bool,
+        seed: int,
+        **options,
+    ) -> None:
         try:
             ds = dataset_get(name=dataset)
         except Dataset.DoesNotExist:
@@ -37,10 +52,19 @@ class Command(BaseCommand):
             if routing is None:
                 raise CommandError(f"no routing policy {policy!r} on dataset {dataset!r}")
         try:
-            queue = queue_create(dataset=ds, name=name, policy=routing, panel=panel, overlap=overlap,
-                                 lease_seconds=lease_seconds, show_candidates=not hide_candidates,
-                                 judge_correctness=judge_correctness, control_fraction=control_fraction,
-                                 missing_is_disagreement=missing_disagrees, seed=seed)
+            queue = queue_create(
+                dataset=ds,
+                name=name,
+                policy=routing,
+                panel=panel,
+                overlap=overlap,
+                lease_seconds=lease_seconds,
+                show_candidates=not hide_candidates,
+                judge_correctness=judge_correctness,
+                control_fraction=control_fraction,
+                missing_is_disagreement=missing_disagrees,
+                seed=seed,
+            )
         except (ReviewError, KeyError) as exc:
             raise CommandError(str(exc)) from exc
         self.stdout.write(f"queue {queue.name}: {queue.items.count()} items, overlap {queue.overlap}")

@@ -11,9 +11,11 @@ from adjudication.pipeline.selectors import EXPORT_FIELDS, dataset_get, export_r
 
 
 class Command(BaseCommand):
-    help = ("Export one row per reading: response id, model, checkpoint, benchmark, reader, version, config hash, "
-            "canonical answer, raw answer and its span, verdict. Valid UTF-8 always (JSONL keeps lone surrogates as \\udXXX escapes); CSV cells that a "
-            "spreadsheet would run as formulas are prefixed with an apostrophe.")
+    help = (
+        "Export one row per reading: response id, model, checkpoint, benchmark, reader, version, config hash, "
+        "canonical answer, raw answer and its span, verdict. Valid UTF-8 always (JSONL keeps lone surrogates as \\udXXX escapes); CSV cells that a "
+        "spreadsheet would run as formulas are prefixed with an apostrophe."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--dataset", required=True)
@@ -30,8 +32,9 @@ class Command(BaseCommand):
         # The whole export is written to a file beside the target (or a temporary one for stdout)
         # before anything reaches its destination: a failure midway never leaves half an export.
         directory = out.resolve().parent if out else None
-        with tempfile.NamedTemporaryFile("w", encoding="utf-8", newline="", dir=directory, delete=False,
-                                         prefix=".export-", suffix=".partial") as handle:
+        with tempfile.NamedTemporaryFile(
+            "w", encoding="utf-8", newline="", dir=directory, delete=False, prefix=".export-", suffix=".partial"
+        ) as handle:
             staged = Path(handle.name)
             try:
                 n = -1 if fmt == "csv" else 0  # the CSV header is a line too

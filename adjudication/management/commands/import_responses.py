@@ -8,28 +8,54 @@ from adjudication.ingest.services import ImportFailed, progress_bar, responses_i
 
 
 class Command(BaseCommand):
-    help = ("Import model responses (canonical JSONL or lm-eval --log_samples output) into a dataset. "
-            "All-or-nothing: a bad line aborts the whole import and names the line and field.")
+    help = (
+        "Import model responses (canonical JSONL or lm-eval --log_samples output) into a dataset. "
+        "All-or-nothing: a bad line aborts the whole import and names the line and field."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("file", type=Path)
         parser.add_argument("--dataset", required=True, help="dataset name (created if absent)")
         parser.add_argument("--format", dest="fmt", choices=["canonical", "lm-eval"], default="canonical")
-        parser.add_argument("--replace", action="store_true",
-                            help="overwrite responses whose content changed under an existing id")
+        parser.add_argument(
+            "--replace", action="store_true", help="overwrite responses whose content changed under an existing id"
+        )
         parser.add_argument("--model", default="", help="model name when the file does not carry it")
-        parser.add_argument("--checkpoint", default="", help="checkpoint label (base, rl, …) when the file does not carry it")
-        parser.add_argument("--task", default=None, help="lm-eval task name (default: from samples_<task>_<date>.jsonl)")
+        parser.add_argument(
+            "--checkpoint", default="", help="checkpoint label (base, rl, …) when the file does not carry it"
+        )
+        parser.add_argument(
+            "--task", default=None, help="lm-eval task name (default: from samples_<task>_<date>.jsonl)"
+        )
         parser.add_argument("--no-progress", action="store_true")
 
-    def handle(self, *args, file: Path, dataset: str, fmt: str, replace: bool, model: str, checkpoint: str,
-               task: str | None, no_progress: bool, **options) -> None:
+    def handle(
+        self,
+        *args,
+        file: Path,
+        dataset: str,
+        fmt: str,
+        replace: bool,
+        model: str,
+        checkpoint: str,
+        task: str | None,
+        no_progress: bool,
+        **options,
+    ) -> None:
         if not file.is_file():
             raise CommandError(f"{file}: no such file")
         with progress_bar(file, enabled=not no_progress) as bar:
             try:
-                report = responses_import(path=file, dataset_name=dataset, fmt=fmt, replace=replace, model=model,
-                                          checkpoint=checkpoint, task=task, progress=bar.update)
+                report = responses_import(
+                    path=file,
+                    dataset_name=dataset,
+                    fmt=fmt,
+                    replace=replace,
+                    model=model,
+                    checkpoint=checkpoint,
+                    task=task,
+                    progress=bar.update,
+                )
             except ImportFailed as exc:
                 raise CommandError(f"import aborted, nothing was written: {exc}") from exc
         self.stdout.write(
@@ -40,7 +66,8 @@ class Command(BaseCommand):
         if review.labels or review.final_labels or review.items_reopened:
             self.stdout.write(
                 f"review of the replaced texts invalidated (kept as history): {_n(review.labels, 'label')}, "
-                f"{_n(review.final_labels, 'final label')}; {_n(review.items_reopened, 'review item')} re-opened")
+                f"{_n(review.final_labels, 'final label')}; {_n(review.items_reopened, 'review item')} re-opened"
+            )
 
 
 def _n(count: int, noun: str) -> str:

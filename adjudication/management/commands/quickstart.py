@@ -14,8 +14,10 @@ SAMPLE = Path(__file__).resolve().parents[2] / "sample_data" / "quickstart.jsonl
 
 
 class Command(BaseCommand):
-    help = ("The quickstart: migrate, import the bundled sample data, run the reader panel, print the "
-            "per-reader table, and serve the UI on localhost.")
+    help = (
+        "The quickstart: migrate, import the bundled sample data, run the reader panel, print the "
+        "per-reader table, and serve the UI on localhost."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--dataset", default="quickstart")
@@ -27,8 +29,10 @@ class Command(BaseCommand):
         call_command("import_responses", str(SAMPLE), dataset=dataset, no_progress=True, stdout=self.stdout)
         call_command("run_readers", dataset=dataset, stdout=self.stdout)
         ds = dataset_get(name=dataset)
-        self.stdout.write("\nPer-reader summary (coverage = returned a verdict; extracted = found an answer; "
-                          "accuracy = correct / all):\n")
+        self.stdout.write(
+            "\nPer-reader summary (coverage = returned a verdict; extracted = found an answer; "
+            "accuracy = correct / all):\n"
+        )
         self.stdout.write(render(reader_summary(dataset=ds), group_label="benchmark/ckpt"))
         user_model = get_user_model()
         # A known password is only acceptable on the embedded local default, never with a real database.

@@ -14,22 +14,34 @@ from readers.summary import render, summarise
 
 
 class Command(BaseCommand):
-    help = ("Run readers on a canonical JSONL file without any database: one output line per (id, reader) "
-            "and a per-reader table of coverage, extraction rate and accuracy.")
+    help = (
+        "Run readers on a canonical JSONL file without any database: one output line per (id, reader) "
+        "and a per-reader table of coverage, extraction rate and accuracy."
+    )
     # No system checks and no ORM: this must work with no database server at all.
     requires_system_checks: list = []
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("input", type=Path)
-        parser.add_argument("--reader", action="append", dest="readers", required=True,
-                            help="reader name (repeatable); 'all' = every registered rule reader")
+        parser.add_argument(
+            "--reader",
+            action="append",
+            dest="readers",
+            required=True,
+            help="reader name (repeatable); 'all' = every registered rule reader",
+        )
         parser.add_argument("--out", type=Path, default=None, help="JSONL output (default: stdout, table on stderr)")
-        parser.add_argument("--budget", type=float, default=settings.READER_BUDGET_SECONDS,
-                            help="hard wall-clock budget per reading, seconds")
+        parser.add_argument(
+            "--budget",
+            type=float,
+            default=settings.READER_BUDGET_SECONDS,
+            help="hard wall-clock budget per reading, seconds",
+        )
         parser.add_argument("--processes", type=int, default=settings.READER_PROCESSES)
 
-    def handle(self, *args, input: Path, readers: list[str], out: Path | None, budget: float, processes: int,
-               **options) -> None:  # noqa: A002
+    def handle(
+        self, *args, input: Path, readers: list[str], out: Path | None, budget: float, processes: int, **options
+    ) -> None:  # noqa: A002
         from adjudication.pipeline.selectors import default_panel
         from readers.isolation.pool import IsolatedPool
 
@@ -49,10 +61,20 @@ class Command(BaseCommand):
                 for name in names:
                     for row, (reading, _ms) in zip(rows, pool.read_many(name, items), strict=True):
                         # The canonical answer (made by the pool's worker), then the raw one and its span.
-                        sink.write(json.dumps({"id": row.id, "reader": name, "canonical": reading.canonical,
-                                               "answer": reading.answer,
-                                               "span": list(reading.span) if reading.span else None,
-                                               "verdict": reading.verdict}, ensure_ascii=False) + "\n")
+                        sink.write(
+                            json.dumps(
+                                {
+                                    "id": row.id,
+                                    "reader": name,
+                                    "canonical": reading.canonical,
+                                    "answer": reading.answer,
+                                    "span": list(reading.span) if reading.span else None,
+                                    "verdict": reading.verdict,
+                                },
+                                ensure_ascii=False,
+                            )
+                            + "\n"
+                        )
                         records.append((name, row.checkpoint or "-", reading.verdict))
         finally:
             if out:

@@ -25,7 +25,9 @@ class Command(BaseCommand):
             return
         self.stdout.write(f"{'reader':<30} {'version':<9} {'kind':<13} {'config':<17} contract")
         for r in rows:
-            self.stdout.write(f"{r['name']:<30} {r['version']:<9} {r['kind']:<13} {r['config_hash']:<17} {', '.join(r['contract'])}")
+            self.stdout.write(
+                f"{r['name']:<30} {r['version']:<9} {r['kind']:<13} {r['config_hash']:<17} {', '.join(r['contract'])}"
+            )
 
 
 def _dumps(rows: list) -> str:

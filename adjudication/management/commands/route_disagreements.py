@@ -8,22 +8,38 @@ from adjudication.routing.services import review_items_route, routing_policy_cre
 
 
 class Command(BaseCommand):
-    help = ("Route the responses a panel of readers disputes (plus optional random controls) into review items. "
-            "Creates the policy on first use; re-running adds only newly disputed responses.")
+    help = (
+        "Route the responses a panel of readers disputes (plus optional random controls) into review items. "
+        "Creates the policy on first use; re-running adds only newly disputed responses."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--dataset", required=True)
         parser.add_argument("--policy", required=True, help="policy name (created with the options below if new)")
         parser.add_argument("--panel", action="append", default=[], help="reader name (repeatable, at least two)")
         parser.add_argument("--compare", choices=RoutingPolicy.Compare.values, default="either")
-        parser.add_argument("--missing-disagrees", action="store_true",
-                            help="count no_answer / timeout / error as disagreeing with a found answer")
+        parser.add_argument(
+            "--missing-disagrees",
+            action="store_true",
+            help="count no_answer / timeout / error as disagreeing with a found answer",
+        )
         parser.add_argument("--control-fraction", type=float, default=0.0)
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--priority", choices=RoutingPolicy.Priority.values, default="disagreement")
 
-    def handle(self, *args, dataset: str, policy: str, panel: list[str], compare: str, missing_disagrees: bool,
-               control_fraction: float, seed: int, priority: str, **options) -> None:
+    def handle(
+        self,
+        *args,
+        dataset: str,
+        policy: str,
+        panel: list[str],
+        compare: str,
+        missing_disagrees: bool,
+        control_fraction: float,
+        seed: int,
+        priority: str,
+        **options,
+    ) -> None:
         try:
             ds = dataset_get(name=dataset)
         except Dataset.DoesNotExist:
@@ -32,8 +48,15 @@ class Command(BaseCommand):
         if existing is None:
             try:
                 existing = routing_policy_create(
-                    dataset=ds, name=policy, panel=panel, compare=compare, missing_is_disagreement=missing_disagrees,
-                    control_fraction=control_fraction, seed=seed, priority=priority)
+                    dataset=ds,
+                    name=policy,
+                    panel=panel,
+                    compare=compare,
+                    missing_is_disagreement=missing_disagrees,
+                    control_fraction=control_fraction,
+                    seed=seed,
+                    priority=priority,
+                )
             except (ValueError, KeyError) as exc:
                 raise CommandError(str(exc)) from exc
         elif panel and sorted(panel) != sorted(existing.panel.values_list("name", flat=True)):

@@ -7,8 +7,10 @@ from adjudication.review.services import queue_sync
 
 
 class Command(BaseCommand):
-    help = ("Bring review queues in step with their routing policies: route newly disputed responses (after new "
-            "readings) and add every policy item a queue does not hold yet.")
+    help = (
+        "Bring review queues in step with their routing policies: route newly disputed responses (after new "
+        "readings) and add every policy item a queue does not hold yet."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("queues", nargs="*", help="queue names (default: every queue)")

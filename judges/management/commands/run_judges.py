@@ -3,37 +3,59 @@ from __future__ import annotations
 import sys
 import time
 from collections import Counter
+from datetime import UTC
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
 from adjudication.models import Dataset, Reading
+from adjudication.pipeline.batches import BatchFailed
+from adjudication.pipeline.progress import wait_for_run
 from adjudication.pipeline.selectors import dataset_get
 from judges.models import Judge, LLMAttempt
-from adjudication.pipeline.progress import wait_for_run
-from adjudication.pipeline.batches import BatchFailed
 from judges.services.runs import dataset_judge
 
 
 class Command(BaseCommand):
-    help = ("Judge every response of a dataset with each named LLM judge: one reading per (response, judge); "
-            "re-runs add only what is missing. --retry-errors also redoes readings whose calls failed.")
+    help = (
+        "Judge every response of a dataset with each named LLM judge: one reading per (response, judge); "
+        "re-runs add only what is missing. --retry-errors also redoes readings whose calls failed."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--dataset", required=True)
-        parser.add_argument("--judge", action="extend", nargs="+", dest="judges", required=True,
-                            help="judge name(s); repeatable (--judge a --judge b) or listed (--judge a b)")
-        parser.add_argument("--retry-errors", action="store_true",
-                            help="also redo readings whose calls all failed (verdict error/timeout); "
-                                 "replies that were received, parsed or not, are never redone")
+        parser.add_argument(
+            "--judge",
+            action="extend",
+            nargs="+",
+            dest="judges",
+            required=True,
+            help="judge name(s); repeatable (--judge a --judge b) or listed (--judge a b)",
+        )
+        parser.add_argument(
+            "--retry-errors",
+            action="store_true",
+            help="also redo readings whose calls all failed (verdict error/timeout); "
+            "replies that were received, parsed or not, are never redone",
+        )
         parser.add_argument("--batch-size", type=int, default=None, help="responses per task (default 200)")
         parser.add_argument("--no-wait", action="store_true", help="enqueue and return without waiting for workers")
-        parser.add_argument("--timeout", type=float, default=0,
-                            help="give up waiting after this many seconds (0 = never)")
+        parser.add_argument(
+            "--timeout", type=float, default=0, help="give up waiting after this many seconds (0 = never)"
+        )
 
-    def handle(self, *args, dataset: str, judges: list[str], retry_errors: bool, batch_size: int | None,
-               no_wait: bool, timeout: float, **options) -> None:
+    def handle(
+        self,
+        *args,
+        dataset: str,
+        judges: list[str],
+        retry_errors: bool,
+        batch_size: int | None,
+        no_wait: bool,
+        timeout: float,
+        **options,
+    ) -> None:
         try:
             ds = dataset_get(name=dataset)
         except Dataset.DoesNotExist:
@@ -47,11 +69,17 @@ class Command(BaseCommand):
         selected = [found[n] for n in dict.fromkeys(judges)]
         eager = settings.CELERY_TASK_ALWAYS_EAGER
         started = time.time()
-        bar = tqdm(total=ds.responses.count() * len(selected), unit="judgements", file=sys.stderr, desc="judge",
-                   leave=False)
+        bar = tqdm(
+            total=ds.responses.count() * len(selected), unit="judgements", file=sys.stderr, desc="judge", leave=False
+        )
         try:
-            run = dataset_judge(dataset=ds, judges=selected, retry_errors=retry_errors, batch_size=batch_size,
-                                on_enqueued=bar.update if eager else None)
+            run = dataset_judge(
+                dataset=ds,
+                judges=selected,
+                retry_errors=retry_errors,
+                batch_size=batch_size,
+                on_enqueued=bar.update if eager else None,
+            )
         except BatchFailed as exc:  # eager mode: the task ran, and failed, right here
             raise CommandError(str(exc)) from None
         if eager:
@@ -65,18 +93,24 @@ class Command(BaseCommand):
             readings = Reading.objects.filter(response__dataset=ds, reader_spec=spec)
             verdicts = Counter(readings.values_list("verdict", flat=True))
             unparsed = readings.filter(judgement__parse_status="unparsed").count()
-            attempts = Counter(LLMAttempt.objects.filter(reader_spec=spec, response__dataset=ds,
-                                                         started_at__gte=_aware(started))
-                               .values_list("status", flat=True))
+            attempts = Counter(
+                LLMAttempt.objects.filter(
+                    reader_spec=spec, response__dataset=ds, started_at__gte=_aware(started)
+                ).values_list("status", flat=True)
+            )
             self.stdout.write(
                 f"{spec.name:<28} {e.missing:>7} judged now, {sum(verdicts.values()):>7} readings in all  "
                 + " ".join(f"{k}={v}" for k, v in sorted(verdicts.items()))
                 + (f"  (unparsed replies: {unparsed})" if unparsed else "")
-                + ("  attempts this run: " + " ".join(f"{k}={v}" for k, v in sorted(attempts.items()))
-                   if attempts else ""))
+                + (
+                    "  attempts this run: " + " ".join(f"{k}={v}" for k, v in sorted(attempts.items()))
+                    if attempts
+                    else ""
+                )
+            )
 
 
 def _aware(ts: float):
-    from datetime import datetime, timezone
+    from datetime import datetime
 
-    return datetime.fromtimestamp(ts - 1, tz=timezone.utc)
+    return datetime.fromtimestamp(ts - 1, tz=UTC)
