@@ -293,6 +293,9 @@ class Lease(models.Model):
     class Meta:
         indexes = [models.Index(fields=["item", "expires_at"]), models.Index(fields=["annotator", "completed_at"])]
 
+    def __str__(self) -> str:
+        return f"lease #{self.pk} of item #{self.item_id}"
+
 
 class ValidManager(models.Manager):
     """Rows that still stand: labels made on a response text that was later replaced are kept as
@@ -338,7 +341,9 @@ class Label(models.Model):
     )
 
     objects = ValidManager()
-    all_objects = models.Manager()
+    # DJ012 is silenced: the order is Django's migration state (the first manager is the default one); ruff
+    # takes a models.Manager() call for a field.
+    all_objects = models.Manager()  # noqa: DJ012
 
     class Meta:
         default_manager_name = "objects"
@@ -353,6 +358,9 @@ class Label(models.Model):
                 name="label_confidence_1_5",
             )
         ]
+
+    def __str__(self) -> str:
+        return f"label #{self.pk} of item #{self.item_id}: {self.kind} {self.answer}"
 
     def save(self, *args, **kwargs) -> None:
         if self.queue_id is None and self.item_id is not None:
@@ -389,12 +397,17 @@ class FinalLabel(models.Model):
     )
 
     objects = ValidManager()
-    all_objects = models.Manager()
+    # DJ012 is silenced: the order is Django's migration state (the first manager is the default one); ruff
+    # takes a models.Manager() call for a field.
+    all_objects = models.Manager()  # noqa: DJ012
 
     class Meta:
         default_manager_name = "objects"
         base_manager_name = "all_objects"
         indexes = [models.Index(fields=["item", "-created_at"])]
+
+    def __str__(self) -> str:
+        return f"final label #{self.pk} of item #{self.item_id}: {self.kind} {self.answer}"
 
 
 class AuditRun(models.Model):

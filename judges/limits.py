@@ -15,6 +15,7 @@ process-local limits still hold and a warning is logged.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -131,10 +132,9 @@ class EndpointLimiter:
                 yield
             finally:
                 if member is not None and self.shared is not None:
-                    try:
+                    # Any failure to release is harmless: the lease expires on its own.
+                    with contextlib.suppress(Exception):
                         self.shared.release(member)
-                    except Exception:  # noqa: BLE001 - the lease expires on its own
-                        pass
 
 
 _limiters: dict[tuple, EndpointLimiter] = {}

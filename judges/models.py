@@ -140,6 +140,9 @@ class Judge(models.Model):
             ),
         ]
 
+    def __str__(self) -> str:
+        return f"{self.name} ({self.template} on {self.endpoint.name})"
+
     def clean(self) -> None:
         # The admin edits the stored text too: a user-supplied upstream prompt must stay one that
         # upstream's str.format would accept, or the judge would fail at its first call.
@@ -150,9 +153,6 @@ class Judge(models.Model):
                 prompts.check_upstream(self.template, self.custom_template, origin="custom_template")
             except ValueError as exc:
                 raise ValidationError({"custom_template": str(exc)}) from None
-
-    def __str__(self) -> str:
-        return f"{self.name} ({self.template} on {self.endpoint.name})"
 
 
 class Judgement(models.Model):

@@ -198,9 +198,38 @@ _ANSWER_LINE = re.compile(
     r"(?:[#>*_\s]*)(?:(?i:option|choice)\s+)?[(（]?([A-Z])[)）]?(?:\s*[.:)\-]\s*(.{0,300}?))?[\s*_.]*"
 )
 _CONNECTIVES = frozenset(
-    "because since as given which that for or and but while due so thus hence therefore with"
-    # the same after an answer phrase in other languages: "réponse est C non A", "C car …", "C porque …"
-    " non pas car parce donc porque pues weil denn da não no ni".split()
+    [
+        "because",
+        "since",
+        "as",
+        "given",
+        "which",
+        "that",
+        "for",
+        "or",
+        "and",
+        "but",
+        "while",
+        "due",
+        "so",
+        "thus",
+        "hence",
+        "therefore",
+        "with",
+        "non",
+        "pas",
+        "car",
+        "parce",
+        "donc",
+        "porque",
+        "pues",
+        "weil",
+        "denn",
+        "da",
+        "não",
+        "no",
+        "ni",
+    ]
 )
 _MORE_TOKEN = re.compile(
     r"\s*(?:\*\*)?\s*(?:,|/|&|\b(?i:or|and|and/or|as\s+well\s+as)\b|以及|和|或)\s*"
@@ -1076,7 +1105,7 @@ def _gold_letter(gold: str, opts: _Options) -> str | None:
 def _math_boxes(region: str, limit: int, max_candidates: int) -> list[_Cand]:
     """Box contents in position order; nested boxes are skipped; adjacent boxes joined by
     ","/"and"/"or" form one list answer ("\\boxed{2} and \\boxed{3}")."""
-    anchors = [m for m in _BOX.finditer(region, 0, limit)][-max_candidates:]
+    anchors = list(_BOX.finditer(region, 0, limit))[-max_candidates:]
     boxes: list[_Cand] = []
     covered_until = -1
     for m in anchors:
@@ -1260,7 +1289,7 @@ def _conclusion_number(region: str, limit: int) -> _Cand | None:
     last number of "$\\frac{3}{4}$" is not the answer, and neither is the bound of "$x \\geq 5$";
     only an equation gives the value it states ("So $x = 5 + 3 = 8$" states 8)."""
     text = region[:limit]
-    found = [m for m in _CONCLUSION.finditer(text, max(0, len(text) - 600))]
+    found = list(_CONCLUSION.finditer(text, max(0, len(text) - 600)))
     if not found:
         return None
     start = found[-1].end()
@@ -1408,18 +1437,17 @@ def _bare_answer(region: str, limit: int) -> _Cand | None:
     ans = parse_answer(stripped)
     if ans.kind == "empty":
         return None
-    if ans.kind == "text" or has_words(stripped):
-        # A few words standing alone ("odd $n$", "New York") are the answer; a statement about a
-        # value ("the result is -5", "got ½") is prose, read by the rules after this one.
-        if (
-            "\n" in stripped
-            or len(stripped.split()) > _BARE_TEXT_MAX_WORDS
-            or _SENTENCE_START.match(stripped)
-            or stripped.endswith("?")
-            or _STATEMENT.search(stripped)
-            or _NUMERAL.search(_INLINE_MATH.sub(" ", stripped))
-        ):
-            return None
+    # A few words standing alone ("odd $n$", "New York") are the answer; a statement about a
+    # value ("the result is -5", "got ½") is prose, read by the rules after this one.
+    if (ans.kind == "text" or has_words(stripped)) and (
+        "\n" in stripped
+        or len(stripped.split()) > _BARE_TEXT_MAX_WORDS
+        or _SENTENCE_START.match(stripped)
+        or stripped.endswith("?")
+        or _STATEMENT.search(stripped)
+        or _NUMERAL.search(_INLINE_MATH.sub(" ", stripped))
+    ):
+        return None
     start = len(text) - len(text.lstrip())
     return _Cand(start, start + len(stripped), stripped, "bare_answer")
 

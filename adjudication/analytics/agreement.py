@@ -237,7 +237,7 @@ def stratified(
             continue
         arrays = {s: np.array(v, dtype=float).reshape(-1, 3) for s, v in strata.items()}
 
-        def estimate(means: dict[str, np.ndarray]) -> np.ndarray:
+        def estimate(means: dict[str, np.ndarray], arrays: dict[str, np.ndarray] = arrays) -> np.ndarray:
             return sum(w[s] * means[s] for s in arrays if w[s] > 0)
 
         point = estimate({s: a.mean(axis=0) for s, a in arrays.items() if a.size})

@@ -63,7 +63,7 @@ def answer_matching(directory: Path = ANSWER_MATCHING, *, seed: int = 0) -> dict
         }
         for judge in judges:
             per: dict[str, Any] = {}
-            for ann in annotators + ["consensus"]:
+            for ann in [*annotators, "consensus"]:
                 pairs, by_model = [], defaultdict(list)
                 for r in rows:
                     if judge not in r["llm_judges"]:
@@ -185,13 +185,17 @@ def answer_matching_markdown(res: dict[str, Any]) -> str:
             f"### {name}: {ds['rows']} rows; judge verdicts on "
             + ", ".join(f"{j} {n}" for j, n in ds["rows_with_judge"].items()),
             "",
-            f"Human–human (binary, rating ≥ 4): {hh['binary_agreement']}/{hh['items_rated_by_both']} agree "
-            f"({_p(hh['binary_agreement_rate'])}), κ {_p(hh['cohen_kappa_binary'])}, Krippendorff α "
-            f"{_p(hh['krippendorff_alpha_binary'])} (nominal), {_p(hh['krippendorff_alpha_ordinal_1_5'])} "
-            "(ordinal, 1–5 ratings).",
+            (
+                f"Human–human (binary, rating ≥ 4): {hh['binary_agreement']}/{hh['items_rated_by_both']} agree "
+                f"({_p(hh['binary_agreement_rate'])}), κ {_p(hh['cohen_kappa_binary'])}, Krippendorff α "
+                f"{_p(hh['krippendorff_alpha_binary'])} (nominal), {_p(hh['krippendorff_alpha_ordinal_1_5'])} "
+                "(ordinal, 1–5 ratings)."
+            ),
             "",
-            "| judge | human | n | TP | FP | FN | TN | judge correct | human correct | bias [95 %] | McNemar p "
-            "| false accept [95 %] | false reject [95 %] | accuracy | κ |",
+            (
+                "| judge | human | n | TP | FP | FN | TN | judge correct | human correct | bias [95 %] | McNemar p "
+                "| false accept [95 %] | false reject [95 %] | accuracy | κ |"
+            ),
             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for judge, per in ds["judges"].items():
@@ -199,7 +203,8 @@ def answer_matching_markdown(res: dict[str, Any]) -> str:
                 s = block["all"]
                 lines.append(
                     f"| {judge} | {ann} | {s['n']} | {s['tp']} | {s['fp']} | {s['fn']} | {s['tn']} | "
-                    f"{_p(s['judge_correct_rate'])} | {_p(s['human_correct_rate'])} | {s['bias']:+.3f}{_ci(s['bias_ci'])} | "
+                    f"{_p(s['judge_correct_rate'])} | {_p(s['human_correct_rate'])} | "
+                    f"{s['bias']:+.3f}{_ci(s['bias_ci'])} | "
                     f"{s['bias_p_value']:.2g} | {_p(s['false_accept_rate'])}{_ci(s['false_accept_rate_ci'])} | "
                     f"{_p(s['false_reject_rate'])}{_ci(s['false_reject_rate_ci'])} | {_p(s['accuracy'])} | "
                     f"{_p(s['cohen_kappa'])} |"
@@ -227,8 +232,10 @@ def ranking_markdown(res: dict[str, Any]) -> str:
     models = sorted({row["model"] for rows in res["rankings"].values() for row in rows})
     by = {r: {row["model"]: row for row in res["rankings"][r]} for r in readers}
     lines = [
-        f"{res['rows']} responses: {res['questions']} questions × {len(models)} models. "
-        "Accuracy % (rank); extraction rate below.",
+        (
+            f"{res['rows']} responses: {res['questions']} questions × {len(models)} models. "
+            "Accuracy % (rank); extraction rate below."
+        ),
         "",
         "| model | " + " | ".join(readers) + " |",
         "|---|" + "---|" * len(readers),
@@ -258,8 +265,10 @@ def ranking_markdown(res: dict[str, Any]) -> str:
         lines.append(f"| {t['readers'][0]} vs {t['readers'][1]} | {tau} | {p} | {flips_per[tuple(t['readers'])]} |")
     lines += [
         "",
-        "Flips against the released extractor (a pair ordered one way by `released`, the other way by the "
-        "reader; *separated* = the Wilson intervals are disjoint under both):",
+        (
+            "Flips against the released extractor (a pair ordered one way by `released`, the other way by the "
+            "reader; *separated* = the Wilson intervals are disjoint under both):"
+        ),
         "",
     ]
     for f in res["flips_vs_released"]:

@@ -64,9 +64,11 @@ def error_budget_figure(summary: dict[str, Any]) -> str:
     legend_rows = (len(strata) + 2) // 3
     height = top + row_h * max(len(readers), 1) + 30 + 18 * legend_rows + 18
     body = [
-        '<defs><pattern id="hatch" patternUnits="userSpaceOnUse" width="6" height="6" '
-        'patternTransform="rotate(45)"><line x1="0" y1="0" x2="0" y2="6" stroke="#fff" stroke-width="2"/>'
-        "</pattern></defs>"
+        (
+            '<defs><pattern id="hatch" patternUnits="userSpaceOnUse" width="6" height="6" '
+            'patternTransform="rotate(45)"><line x1="0" y1="0" x2="0" y2="6" stroke="#fff" stroke-width="2"/>'
+            "</pattern></defs>"
+        )
     ]
     for tick in (0, 0.25, 0.5, 0.75, 1.0):
         xt = label_w + tick * plot_w

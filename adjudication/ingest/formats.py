@@ -313,8 +313,8 @@ def _lm_eval_prompt(obj: dict, path: Path, line: int) -> str | None:
     """The rendered prompt of an lm-eval sample, from its `arguments`; None when it has none.
 
     lm-eval's samples files hold each request's arguments as {"gen_args_0": {"arg_0": context,
-    "arg_1": …}, …}; older writers dumped the raw list [[context, …], …]. The context (arg_0 of the first request) is the
-    prompt exactly as the model received it, few-shot examples and chat template included; every
+    "arg_1": …}, …}; older writers dumped the raw list [[context, …], …]. The context (arg_0 of the
+    first request) is the prompt exactly as the model received it, few-shot examples and chat template included; every
     request of a multiple-choice (loglikelihood) doc shares it. Chat-API runs
     (local-chat-completions) log a JSON list of messages instead of a string: there is no rendered
     prompt to keep (regeneration then falls back, and says so). A structure that is neither is a
@@ -438,7 +438,7 @@ def _iter_json_lines(path: Path) -> Iterator[tuple[int, str, Any]]:
     try:
         # Binary, decoded line by line: a text stream decodes 8 KiB ahead, so its UnicodeDecodeError
         # would name whatever line the buffer started on rather than the line holding the bad byte.
-        handle = open(path, "rb")
+        handle = open(path, "rb")  # noqa: SIM115 - entered just below; opened apart to report the failure
     except OSError as exc:
         raise RowError(path, 0, None, f"cannot open: {exc.strerror}") from exc
     with handle:

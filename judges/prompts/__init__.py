@@ -23,7 +23,7 @@ import ast
 import hashlib
 import re
 from dataclasses import dataclass
-from functools import cache, lru_cache
+from functools import cache
 from pathlib import Path
 
 from readers.options import letters
@@ -116,13 +116,13 @@ def check_upstream(name: str, text: str, *, origin: str = "template") -> None:
         if field_name not in spec.fields:
             raise ValueError(
                 f"{origin}, line {line}: unknown field {{{field_name}}} for {name} "
-                f"(upstream's fields: {', '.join('{%s}' % f for f in spec.fields)})"
+                f"(upstream's fields: {', '.join('{' + f + '}' for f in spec.fields)})"
             )
         seen.add(field_name)
     missing = [f for f in spec.fields if f not in seen]
     if missing:
         raise ValueError(
-            f"{origin}: {name} needs the field(s) {', '.join('{%s}' % f for f in missing)}; "
+            f"{origin}: {name} needs the field(s) {', '.join('{' + f + '}' for f in missing)}; "
             "is this the upstream prompt?"
         )
 

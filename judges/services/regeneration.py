@@ -122,7 +122,8 @@ def completion_context(item: RegenItem) -> str:
     right after it (as the model produced it), then "Answer:". Without: the fallback prompt."""
     if item.prompt_text is not None:
         return f"{item.prompt_text}{item.output.rstrip()}{SEPARATOR}{_prefix(item)}"
-    return f"{prompts.question_block(item.question, item.choices)}{SEPARATOR}{item.output.rstrip()}{SEPARATOR}{_prefix(item)}"
+    question = prompts.question_block(item.question, item.choices)
+    return f"{question}{SEPARATOR}{item.output.rstrip()}{SEPARATOR}{_prefix(item)}"
 
 
 def chat_messages(item: RegenItem, cfg: EndpointConfig) -> tuple[list[dict], dict]:
@@ -209,7 +210,7 @@ def _chat_scores(caller: Caller, item: RegenItem, detail: dict) -> tuple[dict[st
         detail["logprobs_missing"] = True
         return None, out
     first = content[0]
-    top = list(first.get("top_logprobs") or []) + [{"token": first.get("token"), "logprob": first.get("logprob")}]
+    top = [*list(first.get("top_logprobs") or []), {"token": first.get("token"), "logprob": first.get("logprob")}]
     # The generated token also appears among its alternatives; count each (token) once.
     seen, unique = set(), []
     for alt in top:

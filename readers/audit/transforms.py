@@ -657,7 +657,7 @@ def t_exponent_braces(g: str) -> str | None:
 def t_int_as_sqrt(g: str) -> str | None:
     """n -> \\sqrt{n^2} (evaluated), non-negative integers."""
     s = g.strip()
-    if not _INT.fullmatch(s) or s.startswith("-") or s.startswith("+"):
+    if not _INT.fullmatch(s) or s.startswith(("-", "+")):
         return None
     n = int(s)
     return f"\\sqrt{{{n * n}}}" if n < 10**8 else None

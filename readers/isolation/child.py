@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import resource
@@ -54,10 +55,8 @@ def child_setup(memory_limit: int | None, pdeathsig: bool, parent_pid: int) -> N
     for name in ("SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGCHLD"):
         sig = getattr(signal, name, None)
         if sig is not None:
-            try:
+            with contextlib.suppress(OSError, ValueError):
                 signal.signal(sig, signal.SIG_DFL)
-            except (OSError, ValueError):
-                pass
     if pdeathsig:
         _set_pdeathsig()
         # The parent may have died between fork() and prctl().
@@ -70,10 +69,8 @@ def child_setup(memory_limit: int | None, pdeathsig: bool, parent_pid: int) -> N
         faulthandler.disable()
     except Exception:  # noqa: BLE001
         pass
-    try:
+    with contextlib.suppress(ValueError, OSError):
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    except (ValueError, OSError):
-        pass
     if memory_limit is not None:
         limit = memory_limit
         current = _vm_size()

@@ -3,6 +3,7 @@ every item's deadline, and kills and replaces a worker that overruns or dies."""
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import math
 import mmap
@@ -122,10 +123,8 @@ def _shutdown(workers: list[_Worker | None], owner_pid: int) -> None:
                 send(w.conn, None)
         except (OSError, ValueError):
             pass
-        try:
+        with contextlib.suppress(OSError):
             w.conn.close()
-        except OSError:
-            pass
     deadline = time.monotonic() + 1.0
     pending = list(alive)
     while pending and time.monotonic() < deadline:
@@ -133,10 +132,8 @@ def _shutdown(workers: list[_Worker | None], owner_pid: int) -> None:
         if pending:
             time.sleep(0.005)
     for w in pending:  # busy in C code, or ignoring us: no more patience
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(w.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         _reap(w.pid)
 
 
@@ -222,10 +219,8 @@ class IsolatedPool:
                 gc.freeze()
                 parent_conn.close()
                 for fd in other_fds:
-                    try:
+                    with contextlib.suppress(OSError):
                         os.close(fd)
-                    except OSError:
-                        pass
                 # PR_SET_PDEATHSIG fires when the forking *thread* exits; only safe to use when
                 # that thread is the main thread (a pool built in a request thread would lose
                 # its workers when the thread ends).
@@ -249,15 +244,11 @@ class IsolatedPool:
         assert w is not None
         self._workers[slot] = None
         if kill:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(w.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         status = _reap(w.pid)
-        try:
+        with contextlib.suppress(OSError):
             w.conn.close()
-        except OSError:
-            pass
         return status
 
     def _read_state(self, slot: int) -> tuple[bool, int, int, int, int]:
@@ -538,10 +529,8 @@ class _Run:
         c = self._locate(w)
         if c is None or time.monotonic_ns() < self._deadline(c):
             return
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(w.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         _reap(w.pid)
         # Race: the item may have finished between the last look and the kill. Whatever the child
         # managed to send before dying is a real result, so read the pipe first.
@@ -549,10 +538,8 @@ class _Run:
         state = pool._read_state(slot)
         now = time.monotonic_ns()
         pool._workers[slot] = None  # reaped above: no second waitpid on a pid that may be reused
-        try:
+        with contextlib.suppress(OSError):
             w.conn.close()
-        except OSError:
-            pass
         moved = not state[0] or state[1] != c.seq  # the child published a new item after our look
         pending = c.batch in w.batches and ((c.pos < 0 and c.batch.done == 0) or c.pos >= c.batch.done)
         if pending and not moved:

@@ -245,7 +245,7 @@ class SympyCascadeReader(Reader):
             detail["out_of_contract"] = "multiple-choice item: the cascade compares whole strings"
         boxed = extract_boxed(item.response) if self.config.extract == "last_boxed" else None
         if boxed is not None:
-            content, (start, end) = boxed
+            content, (start, _end) = boxed
             pred = content.strip()
             lead = len(content) - len(content.lstrip())
             span = (start + lead, start + lead + len(pred))

@@ -289,12 +289,13 @@ class SeedMathVerifyReader(MathVerifyReader):
 
 MV_LATEX_SEED = (
     f"math-verify {MATH_VERIFY_VERSION}, seed 001 convention: verify(parse('$'+gold+'$'), parse('$'+response+'$')) "
-    "(a string already holding $, \\( or \\[ is not re-wrapped) with the library-default extraction [LatexExtractionConfig(), ExprExtractionConfig()]; "
-    "internal timeouts disabled"
+    "(a string already holding $, \\( or \\[ is not re-wrapped) with the library-default extraction "
+    "[LatexExtractionConfig(), ExprExtractionConfig()]; internal timeouts disabled"
 )
 MV_EXPR_SEED = (
     f"math-verify {MATH_VERIFY_VERSION}, seed 001 convention: verify(parse('$'+gold+'$'), parse('$'+response+'$')) "
-    "(a string already holding $, \\( or \\[ is not re-wrapped) with [ExprExtractionConfig()] only; internal timeouts disabled"
+    "(a string already holding $, \\( or \\[ is not re-wrapped) with [ExprExtractionConfig()] only; "
+    "internal timeouts disabled"
 )
 
 

@@ -124,9 +124,8 @@ def strip_string(string: str, *, percent: PercentMode = "hendrycks", slash: Slas
         return string
     if string[0] == ".":
         string = "0" + string
-    if len(string.split("=")) == 2:
-        if len(string.split("=")[0]) <= 2:
-            string = string.split("=")[1]
+    if len(string.split("=")) == 2 and len(string.split("=")[0]) <= 2:
+        string = string.split("=")[1]
     string = _fix_sqrt(string)
     string = string.replace(" ", "")
     string = _fix_fracs(string)

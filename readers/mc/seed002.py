@@ -278,8 +278,10 @@ SEED002_GSM8K_ANSWER_IS_CORRECT_ALTERNATIVES = "|".join(
 # responses. A property test pins the equivalence of the two.
 SEED002_GSM8K_ANSWER_IS_CORRECT = "|".join(
     [
-        rf"[Aa]nswer(?::\**\s*{NUMBER}|\**:\s*{NUMBER}| is \**{NUMBER}\**| should be \**{NUMBER}\**"
-        rf"|:\s+\**{NUMBER}\**)",
+        (
+            rf"[Aa]nswer(?::\**\s*{NUMBER}|\**:\s*{NUMBER}| is \**{NUMBER}\**| should be \**{NUMBER}\**"
+            rf"|:\s+\**{NUMBER}\**)"
+        ),
         rf"correct answer(?: is \**{NUMBER}\**|:\s+\**{NUMBER}\**)",
         rf"{_NUMBER_START}{NUMBER}\**(?: is correct| is the correct| is the answer| should be the answer)",
     ]

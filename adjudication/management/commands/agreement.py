@@ -145,7 +145,7 @@ def render(result: dict) -> str:
         lines.append(
             f"{name[:28]:<28} {s['n']:>5} {_r(s['accuracy']) + _ci(s['accuracy_ci']):>22} "
             f"{_r(s['cohen_kappa']):>7} {_r(s['judge_correct_rate']):>7} {_r(s['human_correct_rate']):>7} "
-            f"{(('%+.3f' % s['bias']) if s['bias'] is not None else '–'):>7} "
+            f"{(format(s['bias'], '+.3f') if s['bias'] is not None else '–'):>7} "
             f"{_r(s['false_accept_rate']) + _ci(s['false_accept_rate_ci']):>22} "
             f"{_r(s['false_reject_rate']) + _ci(s['false_reject_rate_ci']):>22}"
         )
@@ -160,7 +160,9 @@ def render(result: dict) -> str:
         pa = hh["percent_agreement"]
         lines += [
             "",
-            f"human–human: {pa['k']}/{pa['n']} items agree ({_r(pa['rate'])}), "
-            f"Krippendorff's alpha {_r(hh['krippendorff_alpha'])}",
+            (
+                f"human–human: {pa['k']}/{pa['n']} items agree ({_r(pa['rate'])}), "
+                f"Krippendorff's alpha {_r(hh['krippendorff_alpha'])}"
+            ),
         ]
     return "\n".join(lines)

@@ -13,8 +13,8 @@ from adjudication.pipeline.selectors import EXPORT_FIELDS, dataset_get, export_r
 class Command(BaseCommand):
     help = (
         "Export one row per reading: response id, model, checkpoint, benchmark, reader, version, config hash, "
-        "canonical answer, raw answer and its span, verdict. Valid UTF-8 always (JSONL keeps lone surrogates as \\udXXX escapes); CSV cells that a "
-        "spreadsheet would run as formulas are prefixed with an apostrophe."
+        "canonical answer, raw answer and its span, verdict. Valid UTF-8 always (JSONL keeps lone surrogates as "
+        "\\udXXX escapes); CSV cells that a spreadsheet would run as formulas are prefixed with an apostrophe."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:

@@ -216,14 +216,21 @@ def _pool_lines(g: dict, indent: str = "") -> list[str]:
     )
     box = g["box_rate"]
     lines = [
-        f"{indent}pooled share (ratio of mean gains; the seed's arithmetic): reported {_pts(p['reported_gain'])}"
-        f"{_ci(p.get('reported_gain_ci'), _pts)}, fixed {_pts(p['fixed_gain'])}{_ci(p.get('fixed_gain_ci'), _pts)}, "
-        f"format share {_pct(p['format_share'])}{_ci(p.get('format_share_ci'), _pct)}",
-        f"{indent}mean of per-comparison shares (our reading of the seed's 'other pooling rule', not the seed's "
-        f"own definition): {_pct(g['mean_of_shares'])}{_ci(g.get('mean_of_shares_ci'), _pct)}{ms_note}",
-        f"{indent}box rate among answers the fixed reader extracted (eligible comparisons): "
-        f"base {_pct(box['base']['rate'])} ({box['base']['k']}/{box['base']['n']}), "
-        f"RL {_pct(box['rl']['rate'])} ({box['rl']['k']}/{box['rl']['n']})",
+        (
+            f"{indent}pooled share (ratio of mean gains; the seed's arithmetic): reported {_pts(p['reported_gain'])}"
+            f"{_ci(p.get('reported_gain_ci'), _pts)}, fixed {_pts(p['fixed_gain'])}"
+            f"{_ci(p.get('fixed_gain_ci'), _pts)}, "
+            f"format share {_pct(p['format_share'])}{_ci(p.get('format_share_ci'), _pct)}"
+        ),
+        (
+            f"{indent}mean of per-comparison shares (our reading of the seed's 'other pooling rule', not the seed's "
+            f"own definition): {_pct(g['mean_of_shares'])}{_ci(g.get('mean_of_shares_ci'), _pct)}{ms_note}"
+        ),
+        (
+            f"{indent}box rate among answers the fixed reader extracted (eligible comparisons): "
+            f"base {_pct(box['base']['rate'])} ({box['base']['k']}/{box['base']['n']}), "
+            f"RL {_pct(box['rl']['rate'])} ({box['rl']['k']}/{box['rl']['n']})"
+        ),
     ]
     if g["pair_contributions"]:
         lines.append(f"{indent}summed reported gain per model pair (share, cumulative):")
@@ -241,10 +248,12 @@ def render(r: dict) -> str:
     if lines:
         lines.append("")
     lines += [
-        f"reported reader: {r['reported_reader']}   fixed reader: {r['fixed_reader']}   "
-        f"base checkpoint: {r['filters']['base_checkpoint']}   eligibility: reported gain > "
-        f"{r['filters']['min_reported_gain']:g} points, fixed-reader extraction ≥ "
-        f"{r['filters']['min_extraction_rate']:g}",
+        (
+            f"reported reader: {r['reported_reader']}   fixed reader: {r['fixed_reader']}   "
+            f"base checkpoint: {r['filters']['base_checkpoint']}   eligibility: reported gain > "
+            f"{r['filters']['min_reported_gain']:g} points, fixed-reader extraction ≥ "
+            f"{r['filters']['min_extraction_rate']:g}"
+        ),
         "",
     ]
     head = (

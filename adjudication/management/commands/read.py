@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -55,8 +56,8 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from exc
         items = [Item(response=r.response, gold=r.gold, choices=r.choices, question=r.question) for r in rows]
         records = []
-        sink = open(out, "w", encoding="utf-8", errors="surrogatepass") if out else sys.stdout
-        try:
+        with contextlib.ExitStack() as stack:
+            sink = stack.enter_context(open(out, "w", encoding="utf-8", errors="surrogatepass")) if out else sys.stdout
             with IsolatedPool(processes=processes, budget_s=budget) as pool:
                 for name in names:
                     for row, (reading, _ms) in zip(rows, pool.read_many(name, items), strict=True):
@@ -76,8 +77,5 @@ class Command(BaseCommand):
                             + "\n"
                         )
                         records.append((name, row.checkpoint or "-", reading.verdict))
-        finally:
-            if out:
-                sink.close()
         table = render(summarise(records), group_label="checkpoint")
         (self.stdout if out else self.stderr).write(table)

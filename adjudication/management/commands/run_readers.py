@@ -16,7 +16,10 @@ from readers import registry as reader_registry
 
 
 class Command(BaseCommand):
-    help = "Read every response of a dataset with every selected reader (one reading each; re-runs add only what is missing)."
+    help = (
+        "Read every response of a dataset with every selected reader (one reading each; re-runs add only "
+        "what is missing)."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--dataset", required=True)
