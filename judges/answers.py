@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from readers import equivalence as eq
@@ -86,7 +86,7 @@ def continuation_logprob(logprobs: dict, context_len: int, prompt_len: int) -> t
 _VARIANT_STRIP = re.compile(r"^[\s(\[{*_\"'“‘]+|[\s)\]}*_\"'”’.:,]+$")
 
 
-def letter_scores_from_top(top: list[dict], valid: list[str]) -> dict[str, float]:
+def letter_scores_from_top(top: list[dict], valid: Sequence[str]) -> dict[str, float]:
     """Merge the top-k alternatives at one position into one score per option letter: " B",
     "B", "(B", "**B" are the same choice, so their probabilities are added (log-sum-exp).
     Letters not among the alternatives are absent (their probability is below the k-th)."""

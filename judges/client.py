@@ -223,7 +223,7 @@ def _with_budget(transport: Any) -> Any:
     # before the first connection is made. Fail loudly if httpx2 moved it: no silent loss of the deadline.
     pool = getattr(transport, "_pool", None)
     backend = getattr(pool, "_network_backend", None)
-    if backend is None:
+    if pool is None or backend is None:
         raise RuntimeError(
             f"cannot enforce the per-attempt deadline on {type(transport).__name__}: "
             "httpx2's transport has no connection pool where judges/client.py expects one"

@@ -664,10 +664,10 @@ def _number(s: str) -> tuple[Fraction, bool] | None:
     stripped = s.strip()
     if len(stripped) == 1 and not stripped.isascii():
         try:
-            value = unicodedata.numeric(stripped)  # 三, 七, ⅷ: a numeral of another script
+            numeral = unicodedata.numeric(stripped)  # 三, 七, ⅷ: a numeral of another script
         except (TypeError, ValueError):
             return None
-        frac = Fraction(value).limit_denominator(1000)
+        frac = Fraction(numeral).limit_denominator(1000)
         return frac, False
     key = stripped.lower()
     if key in _NUMBER_WORDS:

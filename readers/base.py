@@ -76,7 +76,8 @@ class Reading:
 
 def config_hash(config: Any) -> str:
     """Stable hash of a reader config dataclass (or mapping): the identity stored with every verdict."""
-    data = dataclasses.asdict(config) if dataclasses.is_dataclass(config) else dict(config)
+    is_instance = dataclasses.is_dataclass(config) and not isinstance(config, type)
+    data = dataclasses.asdict(config) if is_instance else dict(config)
     canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
 

@@ -31,7 +31,7 @@ from typing import Any
 
 from . import equivalence as eq
 from . import options
-from .base import ANSWER_FORMS, Item, Reader, Reading
+from .base import ANSWER_FORMS, Item, Reader, Reading, Verdict
 
 __all__ = ["FixedConfig", "FixedReader"]
 
@@ -465,7 +465,7 @@ class FixedReader(Reader):
         if gold is None:
             detail["reason"] = "gold_not_a_letter"
             return Reading("error", answer=answer, normalized=letter, span=span, detail=detail)
-        verdict = "correct" if letter == gold else "incorrect"
+        verdict: Verdict = "correct" if letter == gold else "incorrect"
         return Reading(verdict, answer=answer, normalized=letter, span=span, detail=detail)
 
     def _gold_by_reading(self, gold: str, opts: _Options) -> str | None:

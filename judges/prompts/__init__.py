@@ -146,7 +146,7 @@ def _python_string(name: str, path: Path, source: bytes) -> str:
             targets = [node.target]
         else:
             continue
-        if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+        if node.value is not None and any(isinstance(t, ast.Name) and t.id == name for t in targets):
             found.append(node.value)
     if not found:
         raise ValueError(f'{path}: no module-level assignment {name} = "..."; is this the upstream file?')

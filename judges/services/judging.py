@@ -81,6 +81,8 @@ def _judge(
     out = caller.call(
         "chat", {"messages": messages, "temperature": temperature, "max_tokens": max_tokens}, purpose="judge"
     )
+    detail: dict[str, Any]
+    judgement: dict[str, Any]
     if not out.ok:
         detail = {
             "failed": "call",

@@ -7,7 +7,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from django.db import DataError, IntegrityError, transaction
 
@@ -63,7 +63,7 @@ _FALLBACK_ERROR_CHARS = 1000
 
 def _attempt_row(e: AttemptEvent) -> LLMAttempt:
     r = e.result
-    response_id, spec_id = e.key  # type: ignore[misc]
+    response_id, spec_id = cast(tuple[int, int], e.key)
     return LLMAttempt(
         endpoint_id=e.endpoint_id,
         reader_spec_id=spec_id,
@@ -85,7 +85,9 @@ def _attempt_fallback(e: AttemptEvent, exc: Exception) -> LLMAttempt:
     """What is left of an attempt whose row the database refused: who, when and how it ended."""
     row = _attempt_row(e)
     row.http_status = row.prompt_tokens = row.completion_tokens = None
-    row.error = f"(this attempt's details could not be stored: {type(exc).__name__}: {exc})"[:_FALLBACK_ERROR_CHARS]
+    # No Django stubs here: mypy takes a model field for its Field class, not the value it holds.
+    message = f"(this attempt's details could not be stored: {type(exc).__name__}: {exc})"
+    row.error = message[:_FALLBACK_ERROR_CHARS]  # type: ignore[assignment]
     return row
 
 
@@ -125,7 +127,7 @@ def _unstorable(f: Finished, exc: Exception, tag: str) -> ReadingResult:
         detail["attempts"] = r.detail["attempts"]
     if tag:
         detail["retry_tag"] = tag
-    judgement = None
+    judgement: dict[str, Any] | None = None
     if r.judgement is not None:
         judgement = {
             k: r.judgement[k] for k in ("judge_id", "prompt_hash", "template_hash", "parser") if k in r.judgement

@@ -280,11 +280,11 @@ def _regenerate(caller: Caller, item: RegenItem) -> ReadingResult:
                 # refused (4xx): this server does not do log-probabilities this way; generate instead
                 detail["logprobs_refused"] = f"HTTP {out.http_status}: {out.error[:300]}"
         if scores:
-            letter = answers.best(scores)
+            letter = answers.best(scores)  # None when every option scored -inf: no answer, below
             detail.update(
                 {"scores": {k: round(v, 4) for k, v in sorted(scores.items())}, "fallback": False, "attempts": attempts}
             )
-            if sum(1 for v in scores.values() if v == scores[letter]) > 1:
+            if letter is not None and sum(1 for v in scores.values() if v == scores[letter]) > 1:
                 detail["tie"] = True  # equal log-probabilities: the first letter was taken
         else:
             text, out = _generate(caller, item)

@@ -478,7 +478,8 @@ def analyse(result: AuditResult, transforms: Sequence[Transform] = TRANSFORMS) -
         error_budget[r] = {"failures": total, "strata": strata}
 
     # off-by-one by magnitude (Table 4)
-    off_by_one, mag_rows = {}, []
+    off_by_one: dict[str, dict[str, float | None]] = {}
+    mag_rows: list[dict[str, Any]] = []
     for r in readers:
         off_by_one[r] = {}
         for b in BUCKETS:
@@ -515,24 +516,25 @@ def analyse(result: AuditResult, transforms: Sequence[Transform] = TRANSFORMS) -
 
     # pairwise disagreement on certified-equivalent pairs, both judged (Table 5)
     cert = [i for i, v in enumerate(variants) if v.klass == CERTIFIED]
-    dis_rows, matrix = [], {}
-    for a in readers:
-        matrix[a] = {}
-        for b in readers:
+    dis_rows: list[dict[str, Any]] = []
+    matrix: dict[str, dict[str, Any]] = {}
+    for reader_a in readers:
+        matrix[reader_a] = {}
+        for reader_b in readers:
             support = disagree = 0
-            oa, ob = outcomes[a], outcomes[b]
+            oa, ob = outcomes[reader_a], outcomes[reader_b]
             for i in cert:
                 if oa[i] != NOT_JUDGED and ob[i] != NOT_JUDGED:
                     support += 1
                     disagree += oa[i] != ob[i]
             cell = {"support": support, "disagreements": disagree, "rate": _rate(disagree, support)}
-            matrix[a][b] = cell
+            matrix[reader_a][reader_b] = cell
             dis_rows.append(
                 {
-                    "reader_a": a,
-                    "reader_a_config_hash": result.identity.get(a, {}).get("config_hash"),
-                    "reader_b": b,
-                    "reader_b_config_hash": result.identity.get(b, {}).get("config_hash"),
+                    "reader_a": reader_a,
+                    "reader_a_config_hash": result.identity.get(reader_a, {}).get("config_hash"),
+                    "reader_b": reader_b,
+                    "reader_b_config_hash": result.identity.get(reader_b, {}).get("config_hash"),
                     **cell,
                 }
             )
@@ -586,8 +588,8 @@ def analyse(result: AuditResult, transforms: Sequence[Transform] = TRANSFORMS) -
             }
 
     klass_counts: dict[str, int] = defaultdict(int)
-    for t in transforms:
-        klass_counts[t.klass] += 1
+    for transform in transforms:
+        klass_counts[transform.klass] += 1
     applied: dict[str, int] = defaultdict(int)
     for v in variants:
         applied[v.transform.name] += 1

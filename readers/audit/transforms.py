@@ -142,7 +142,7 @@ class _Frac:
 
 def find_fracs(s: str) -> list[_Frac]:
     """Every \\frac / \\dfrac / \\tfrac with its two arguments (top-level occurrences)."""
-    out = []
+    out: list[_Frac] = []
     pos = 0
     while True:
         m = _FRAC_CMD.search(s, pos)
