@@ -12,7 +12,7 @@ REQS := requirements/base.txt requirements/test.txt requirements/lock.txt
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/adjudication
 TEST_BROKER_URL ?= redis://127.0.0.1:6379/15
 
-.PHONY: demo test venv services bench clean
+.PHONY: demo test test-fast lint venv services bench clean
 
 $(VENV)/.installed: $(REQS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -28,9 +28,19 @@ demo: venv
 services:
 	bash scripts/ensure-services.sh
 
-test: venv services
+# Lint first: a style or type error fails CI before twenty minutes of tests.
+test: venv lint services
 	DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) SECRET_KEY=test-only \
 	  $(PY) -m pytest $(PYTEST_ARGS)
+
+lint: venv
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(PY) -m mypy
+
+# The pure-library tests (readers, the audit library): no services, about two minutes.
+test-fast: venv
+	$(PY) -m pytest -p no:django tests/readers $(PYTEST_ARGS)
 
 bench: venv services
 	for f in bench/*.py; do $(PY) $$f || exit 1; done
