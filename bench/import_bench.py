@@ -62,11 +62,14 @@ def copy_baseline(url: str, path: Path) -> float:
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("CREATE TABLE bench_copy (external_id text, response text)")
         started = time.perf_counter()
-        with open(path, encoding="utf-8") as handle, conn.cursor() as cur:
-            with cur.copy("COPY bench_copy (external_id, response) FROM STDIN") as copy:
-                for line in handle:
-                    row = json.loads(line)
-                    copy.write_row((row["id"], row["response"]))
+        with (
+            open(path, encoding="utf-8") as handle,
+            conn.cursor() as cur,
+            cur.copy("COPY bench_copy (external_id, response) FROM STDIN") as copy,
+        ):
+            for line in handle:
+                row = json.loads(line)
+                copy.write_row((row["id"], row["response"]))
         elapsed = time.perf_counter() - started
         conn.execute("DROP TABLE bench_copy")
     return N / elapsed

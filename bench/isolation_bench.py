@@ -26,6 +26,7 @@ Run: python bench/isolation_bench.py   (no arguments, no services needed)
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import re
@@ -230,10 +231,8 @@ def bench_math(rounds: int = 8) -> float:
     print(
         f"isolated, IsolatedPool(processes=2), incl. pool start+close: {iso_rate:.1f} verdicts/s ({isolated_s:.2f} s)"
     )
-    try:
+    with contextlib.suppress(OSError):
         print(f"load average (1 min) at the end: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
-    except OSError:
-        pass
     return iso_rate / bare_rate
 
 

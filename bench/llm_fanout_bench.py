@@ -77,30 +77,31 @@ def main() -> None:
                         )
                         + "\n"
                     )
-            call_command("import_responses", str(src), dataset="bench", no_progress=True, stdout=open(os.devnull, "w"))
-            call_command(
-                "add_endpoint",
-                "loop",
-                base_url=base_url,
-                model="loop-model",
-                concurrency=CONCURRENCY,
-                stdout=open(os.devnull, "w"),
-            )
-            call_command("add_judge", "sq", endpoint="loop", template="simpleqa", stdout=open(os.devnull, "w"))
+            with open(os.devnull, "w") as devnull:
+                call_command("import_responses", str(src), dataset="bench", no_progress=True, stdout=devnull)
+                call_command(
+                    "add_endpoint",
+                    "loop",
+                    base_url=base_url,
+                    model="loop-model",
+                    concurrency=CONCURRENCY,
+                    stdout=devnull,
+                )
+                call_command("add_judge", "sq", endpoint="loop", template="simpleqa", stdout=devnull)
 
-            # A worker imports its task modules (the openai SDK among them) once, at start-up: not per run.
-            importlib.import_module("judges.tasks")
+                # A worker imports its task modules (the openai SDK among them) once, at start-up: not per run.
+                importlib.import_module("judges.tasks")
 
-            started = time.perf_counter()
-            call_command(
-                "run_judges",
-                dataset="bench",
-                judges=["sq"],
-                batch_size=CALLS,
-                stdout=open(os.devnull, "w"),
-                stderr=open(os.devnull, "w"),
-            )
-            wall = time.perf_counter() - started
+                started = time.perf_counter()
+                call_command(
+                    "run_judges",
+                    dataset="bench",
+                    judges=["sq"],
+                    batch_size=CALLS,
+                    stdout=devnull,
+                    stderr=devnull,
+                )
+                wall = time.perf_counter() - started
 
             from adjudication.models import Reading
             from judges.models import LLMAttempt

@@ -205,7 +205,7 @@ class Browser:
     def login(self, username: str) -> None:
         status, _, html = self.request("GET", "/accounts/login/")
         assert status == 200, status
-        status, headers, _ = self.request(
+        status, _, _ = self.request(
             "POST",
             "/accounts/login/",
             {"csrfmiddlewaretoken": self.csrf(html), "username": username, "password": PASSWORD, "next": "/review/"},
@@ -317,14 +317,23 @@ def start_server(env: dict[str, str], port: int, log: Path) -> subprocess.Popen:
         server_env["GUNICORN_WORKERS"] = WORKERS
     if THREADS:
         server_env["GUNICORN_THREADS"] = THREADS
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "-c", str(ROOT / "config" / "gunicorn.conf.py"), "config.wsgi:application"],
-        env=server_env,
-        cwd=ROOT,
-        stdout=open(log, "w"),
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    # gunicorn holds its own copy of the descriptor: ours can be closed once it has started.
+    with open(log, "w") as log_file:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "-c",
+                str(ROOT / "config" / "gunicorn.conf.py"),
+                "config.wsgi:application",
+            ],
+            env=server_env,
+            cwd=ROOT,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if proc.poll() is not None:

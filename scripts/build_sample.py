@@ -71,11 +71,19 @@ def cap(text: str) -> str:
 MC_BANK: list[dict] = [
     dict(
         subject="sociology",
-        question="Which sociologist argued that the 'Protestant ethic' helped give rise to the spirit of modern capitalism?",
+        question=(
+            "Which sociologist argued that the 'Protestant ethic' helped give rise to the spirit of modern capitalism?"
+        ),
         correct="Max Weber",
         distractors=["Karl Marx", "Émile Durkheim", "Herbert Spencer"],
-        why="Weber's study of Calvinism linked the idea of a worldly calling and disciplined saving to the growth of rational capitalist enterprise.",
-        trap_why="Marx is the theorist most associated with the origins of capitalism, and he wrote at length about how it grew out of feudal society.",
+        why=(
+            "Weber's study of Calvinism linked the idea of a worldly calling and disciplined saving to the growth of "
+            "rational capitalist enterprise."
+        ),
+        trap_why=(
+            "Marx is the theorist most associated with the origins of capitalism, and he wrote at length about how it "
+            "grew out of feudal society."
+        ),
     ),
     dict(
         subject="sociology",
@@ -86,8 +94,14 @@ MC_BANK: list[dict] = [
             "the process of learning the norms and values of one's culture",
             "the domination of society by a small ruling elite",
         ],
-        why="Durkheim used anomie for normlessness: when rapid change weakens shared rules, people's goals are no longer regulated, which he tied to higher suicide rates.",
-        trap_why="Anomie describes people feeling cut off and detached, which sounds like the estrangement that comes from modern industrial work.",
+        why=(
+            "Durkheim used anomie for normlessness: when rapid change weakens shared rules, people's goals are no "
+            "longer regulated, which he tied to higher suicide rates."
+        ),
+        trap_why=(
+            "Anomie describes people feeling cut off and detached, which sounds like the estrangement that comes from "
+            "modern industrial work."
+        ),
     ),
     dict(
         subject="sociology",
@@ -95,8 +109,14 @@ MC_BANK: list[dict] = [
         question="Which of the following is NOT usually counted among the primary agents of socialization?",
         correct="the Gini coefficient",
         distractors=["the mass media", "the family", "peer groups"],
-        why="The Gini coefficient is a statistical measure of income inequality, not a group or institution through which people learn norms.",
-        trap_why="The mass media is impersonal and one-directional, so it does not really interact with a child the way family and peers do.",
+        why=(
+            "The Gini coefficient is a statistical measure of income inequality, not a group or institution through "
+            "which people learn norms."
+        ),
+        trap_why=(
+            "The mass media is impersonal and one-directional, so it does not really interact with a child the way "
+            "family and peers do."
+        ),
     ),
     dict(
         subject="sociology",
@@ -107,32 +127,57 @@ MC_BANK: list[dict] = [
             "a person's class position is fixed by their relation to the means of production",
             "larger groups are always more stable than smaller ones",
         ],
-        why="W. I. Thomas and Dorothy Swaine Thomas stressed that people act on their interpretation of a situation, so those definitions have real outcomes whether or not they are accurate.",
-        trap_why="The Thomas theorem comes out of the Chicago school's interactionist tradition, and learning deviance from close associates is the classic interactionist claim.",
+        why=(
+            "W. I. Thomas and Dorothy Swaine Thomas stressed that people act on their interpretation of a situation, "
+            "so those definitions have real outcomes whether or not they are accurate."
+        ),
+        trap_why=(
+            "The Thomas theorem comes out of the Chicago school's interactionist tradition, and learning deviance from "
+            "close associates is the classic interactionist claim."
+        ),
     ),
     dict(
         subject="sociology",
-        question="The movement of individuals or groups between positions in a system of social stratification is called",
+        question=(
+            "The movement of individuals or groups between positions in a system of social stratification is called"
+        ),
         correct="social mobility",
         distractors=["social stratification", "socialization", "cultural lag"],
         why="Stratification is the ranked system itself; movement up, down or across that system is social mobility.",
-        trap_why="The question is about positions in a hierarchy of strata, and that hierarchy is exactly what stratification describes.",
+        trap_why=(
+            "The question is about positions in a hierarchy of strata, and that hierarchy is exactly what "
+            "stratification describes."
+        ),
     ),
     dict(
         subject="biology",
         question="Which organelle is the main site of ATP production by oxidative phosphorylation in eukaryotic cells?",
         correct="the mitochondrion",
         distractors=["the chloroplast", "the Golgi apparatus", "the ribosome"],
-        why="Oxidative phosphorylation runs on the electron transport chain and ATP synthase in the inner mitochondrial membrane.",
-        trap_why="Chloroplasts also make ATP with an electron transport chain and ATP synthase, and they are the organelle most associated with capturing energy.",
+        why=(
+            "Oxidative phosphorylation runs on the electron transport chain and ATP synthase in the inner "
+            "mitochondrial membrane."
+        ),
+        trap_why=(
+            "Chloroplasts also make ATP with an electron transport chain and ATP synthase, and they are the organelle "
+            "most associated with capturing energy."
+        ),
     ),
     dict(
         subject="biology",
-        question="During which phase of mitosis do sister chromatids separate and move toward opposite poles of the cell?",
+        question=(
+            "During which phase of mitosis do sister chromatids separate and move toward opposite poles of the cell?"
+        ),
         correct="anaphase",
         distractors=["metaphase", "prophase", "telophase"],
-        why="In anaphase the cohesin holding sister chromatids together is cleaved and the spindle pulls them to opposite poles.",
-        trap_why="In metaphase the chromosomes sit on the metaphase plate attached to spindle fibres from both poles, which is where they get pulled apart.",
+        why=(
+            "In anaphase the cohesin holding sister chromatids together is cleaved and the spindle pulls them to "
+            "opposite poles."
+        ),
+        trap_why=(
+            "In metaphase the chromosomes sit on the metaphase plate attached to spindle fibres from both poles, which "
+            "is where they get pulled apart."
+        ),
     ),
     dict(
         subject="biology",
@@ -140,16 +185,28 @@ MC_BANK: list[dict] = [
         question="Which of the following is NOT a normal function of the human liver?",
         correct="secreting insulin",
         distractors=["storing glycogen", "producing bile", "breaking down alcohol and many drugs"],
-        why="Insulin is secreted by the beta cells of the pancreatic islets; the liver responds to insulin but does not make it.",
-        trap_why="Glycogen is stored mainly in skeletal muscle, so glycogen storage looks like the function that does not belong to the liver.",
+        why=(
+            "Insulin is secreted by the beta cells of the pancreatic islets; the liver responds to insulin but does "
+            "not make it."
+        ),
+        trap_why=(
+            "Glycogen is stored mainly in skeletal muscle, so glycogen storage looks like the function that does not "
+            "belong to the liver."
+        ),
     ),
     dict(
         subject="biology",
-        question="In a cross between two pea plants that are both heterozygous for height (Tt × Tt), what fraction of the offspring is expected to be homozygous recessive (tt)?",
+        question=(
+            "In a cross between two pea plants that are both heterozygous for height (Tt × Tt), what fraction of the "
+            "offspring is expected to be homozygous recessive (tt)?"
+        ),
         correct="1/4",
         distractors=["1/2", "3/4", "0"],
         why="Each parent passes on t with probability 1/2, so tt occurs with probability 1/2 × 1/2 = 1/4.",
-        trap_why="Each parent carries one t allele out of two, so half of the offspring should end up with the recessive form.",
+        trap_why=(
+            "Each parent carries one t allele out of two, so half of the offspring should end up with the recessive "
+            "form."
+        ),
     ),
     dict(
         subject="biology",
@@ -157,7 +214,10 @@ MC_BANK: list[dict] = [
         correct="transfer RNA (tRNA)",
         distractors=["messenger RNA (mRNA)", "ribosomal RNA (rRNA)", "DNA polymerase"],
         why="Each tRNA carries a specific amino acid and pairs its anticodon with a codon of the mRNA at the ribosome.",
-        trap_why="Messenger RNA brings the genetic instructions to the ribosome and the amino acid sequence comes from it, so it is what supplies the ribosome.",
+        trap_why=(
+            "Messenger RNA brings the genetic instructions to the ribosome and the amino acid sequence comes from it, "
+            "so it is what supplies the ribosome."
+        ),
     ),
     dict(
         subject="biology",
@@ -165,11 +225,16 @@ MC_BANK: list[dict] = [
         correct="erythrocytes (red blood cells)",
         distractors=["leukocytes (white blood cells)", "platelets", "plasma cells"],
         why="Erythrocytes are packed with haemoglobin, which binds oxygen in the lungs and releases it in the tissues.",
-        trap_why="Leukocytes circulate through every tissue of the body, so they are in the right place to deliver oxygen.",
+        trap_why=(
+            "Leukocytes circulate through every tissue of the body, so they are in the right place to deliver oxygen."
+        ),
     ),
     dict(
         subject="physics",
-        question="A stone is dropped from rest. Ignoring air resistance and taking g = 10 m/s², how far does it fall in the first 2 seconds?",
+        question=(
+            "A stone is dropped from rest. Ignoring air resistance and taking g = 10 m/s², how far does it fall in the "
+            "first 2 seconds?"
+        ),
         correct="20 m",
         distractors=["40 m", "10 m", "5 m"],
         why="For motion from rest, d = ½gt² = ½ × 10 × 2² = 20 m.",
@@ -177,15 +242,22 @@ MC_BANK: list[dict] = [
     ),
     dict(
         subject="physics",
-        question="In a perfectly inelastic collision between two objects in an isolated system, which quantity is conserved?",
+        question=(
+            "In a perfectly inelastic collision between two objects in an isolated system, which quantity is conserved?"
+        ),
         correct="total linear momentum, but not total kinetic energy",
         distractors=[
             "both total linear momentum and total kinetic energy",
             "total kinetic energy, but not total linear momentum",
             "neither momentum nor kinetic energy",
         ],
-        why="Momentum is conserved in any collision without external forces, while a perfectly inelastic collision turns the largest possible share of kinetic energy into heat and deformation.",
-        trap_why="In an isolated system nothing enters or leaves, so momentum and kinetic energy must both be conserved.",
+        why=(
+            "Momentum is conserved in any collision without external forces, while a perfectly inelastic collision "
+            "turns the largest possible share of kinetic energy into heat and deformation."
+        ),
+        trap_why=(
+            "In an isolated system nothing enters or leaves, so momentum and kinetic energy must both be conserved."
+        ),
     ),
     dict(
         subject="physics",
@@ -193,7 +265,10 @@ MC_BANK: list[dict] = [
         correct="the ohm",
         distractors=["the volt", "the farad", "the ampere"],
         why="Resistance is voltage divided by current, and one volt per ampere is defined as one ohm.",
-        trap_why="Resistance is defined through Ohm's law with voltage in the numerator, so the volt is the unit it is measured in.",
+        trap_why=(
+            "Resistance is defined through Ohm's law with voltage in the numerator, so the volt is the unit it is "
+            "measured in."
+        ),
     ),
     dict(
         subject="physics",
@@ -209,16 +284,28 @@ MC_BANK: list[dict] = [
         question="Which of the following is NOT a form of electromagnetic radiation?",
         correct="ultrasound",
         distractors=["microwaves", "X-rays", "visible light"],
-        why="Ultrasound is a high-frequency sound wave, a mechanical vibration of a medium, not an oscillating electromagnetic field.",
-        trap_why="Microwaves in an oven work by shaking water molecules, which is a mechanical process rather than radiation.",
+        why=(
+            "Ultrasound is a high-frequency sound wave, a mechanical vibration of a medium, not an oscillating "
+            "electromagnetic field."
+        ),
+        trap_why=(
+            "Microwaves in an oven work by shaking water molecules, which is a mechanical process rather than "
+            "radiation."
+        ),
     ),
     dict(
         subject="physics",
         question="When light passes from air into glass, which property of the light stays the same?",
         correct="its frequency",
         distractors=["its wavelength", "its speed", "its direction of travel at every angle of incidence"],
-        why="The frequency is fixed by the source and does not change at the boundary; the speed drops, so the wavelength shortens instead.",
-        trap_why="The colour of the light does not change inside glass, and colour is set by wavelength, so the wavelength stays the same.",
+        why=(
+            "The frequency is fixed by the source and does not change at the boundary; the speed drops, so the "
+            "wavelength shortens instead."
+        ),
+        trap_why=(
+            "The colour of the light does not change inside glass, and colour is set by wavelength, so the wavelength "
+            "stays the same."
+        ),
     ),
     dict(
         subject="history",
@@ -229,15 +316,27 @@ MC_BANK: list[dict] = [
             "founding the Holy Roman Empire",
             "dividing newly claimed lands between Spain and Portugal",
         ],
-        why="The treaties signed at Osnabrück and Münster ended the Thirty Years' War in 1648 and are often cited as the origin of the sovereign-state system.",
-        trap_why="Westphalia was the long-delayed settlement between France and England, which closed the Hundred Years' War.",
+        why=(
+            "The treaties signed at Osnabrück and Münster ended the Thirty Years' War in 1648 and are often cited as "
+            "the origin of the sovereign-state system."
+        ),
+        trap_why=(
+            "Westphalia was the long-delayed settlement between France and England, which closed the Hundred Years' "
+            "War."
+        ),
     ),
     dict(
         subject="history",
-        question="After the collapse of the Western Roman Empire in 476, which state continued Roman rule from Constantinople?",
+        question=(
+            "After the collapse of the Western Roman Empire in 476, which state continued Roman rule from "
+            "Constantinople?"
+        ),
         correct="the Byzantine Empire",
         distractors=["the Holy Roman Empire", "the Carolingian Empire", "the Mongol Empire"],
-        why="The Eastern Roman Empire, which historians call the Byzantine Empire, kept governing from Constantinople for almost another thousand years.",
+        why=(
+            "The Eastern Roman Empire, which historians call the Byzantine Empire, kept governing from Constantinople "
+            "for almost another thousand years."
+        ),
         trap_why="The Holy Roman Empire explicitly claimed to continue Rome, so it is the natural successor.",
     ),
     dict(
@@ -249,8 +348,14 @@ MC_BANK: list[dict] = [
             "the return of the Ming dynasty to power in China",
             "Korea's independence from Japanese rule",
         ],
-        why="In 1868 the Tokugawa shogunate fell, power was returned to the Meiji emperor, and Japan began industrializing and rebuilding its institutions.",
-        trap_why="1868 was the turning point for the shogunate and the Tokugawa family is central to the story, so this looks like the start of Tokugawa rule.",
+        why=(
+            "In 1868 the Tokugawa shogunate fell, power was returned to the Meiji emperor, and Japan began "
+            "industrializing and rebuilding its institutions."
+        ),
+        trap_why=(
+            "1868 was the turning point for the shogunate and the Tokugawa family is central to the story, so this "
+            "looks like the start of Tokugawa rule."
+        ),
     ),
     dict(
         subject="history",
@@ -261,17 +366,28 @@ MC_BANK: list[dict] = [
             "a declaration of independence by the American colonies",
             "a treaty ending the Norman conquest",
         ],
-        why="Rebel barons forced King John to accept the charter, which bound the king to the law and protected rights such as due process.",
-        trap_why="King John was locked in a bitter dispute with the Pope in those years, so the document sounds like a papal decree against him.",
+        why=(
+            "Rebel barons forced King John to accept the charter, which bound the king to the law and protected rights "
+            "such as due process."
+        ),
+        trap_why=(
+            "King John was locked in a bitter dispute with the Pope in those years, so the document sounds like a "
+            "papal decree against him."
+        ),
     ),
     dict(
         subject="history",
         not_q=True,
-        question="Which of the following was NOT one of the 'Big Three' leaders at the Yalta Conference in February 1945?",
+        question=(
+            "Which of the following was NOT one of the 'Big Three' leaders at the Yalta Conference in February 1945?"
+        ),
         correct="Charles de Gaulle",
         distractors=["Franklin D. Roosevelt", "Winston Churchill", "Joseph Stalin"],
         why="De Gaulle was not invited to Yalta; the conference brought together Roosevelt, Churchill and Stalin.",
-        trap_why="Roosevelt died in 1945 and was already in very poor health, so he probably did not make the journey to Yalta.",
+        trap_why=(
+            "Roosevelt died in 1945 and was already in very poor health, so he probably did not make the journey to "
+            "Yalta."
+        ),
     ),
     dict(
         subject="history",
@@ -283,15 +399,25 @@ MC_BANK: list[dict] = [
             "Scandinavia with Iceland and Greenland",
         ],
         why="The caravan routes ran from Chang'an through Central Asia and Persia toward the eastern Mediterranean.",
-        trap_why="Much of the silk and spice trade moved by sea between India and Southeast Asia, and that is the route the name usually refers to.",
+        trap_why=(
+            "Much of the silk and spice trade moved by sea between India and Southeast Asia, and that is the route the "
+            "name usually refers to."
+        ),
     ),
     dict(
         subject="law",
-        question="In common-law systems, the doctrine that courts should follow precedents set by higher courts is known as",
+        question=(
+            "In common-law systems, the doctrine that courts should follow precedents set by higher courts is known as"
+        ),
         correct="stare decisis",
         distractors=["res judicata", "habeas corpus", "mens rea"],
-        why="Stare decisis, 'to stand by things decided', binds lower courts to the rulings of higher courts on the same point of law.",
-        trap_why="Res judicata means 'a matter already judged', which is about following what courts have decided before.",
+        why=(
+            "Stare decisis, 'to stand by things decided', binds lower courts to the rulings of higher courts on the "
+            "same point of law."
+        ),
+        trap_why=(
+            "Res judicata means 'a matter already judged', which is about following what courts have decided before."
+        ),
     ),
     dict(
         subject="law",
@@ -310,16 +436,28 @@ MC_BANK: list[dict] = [
         question="Under the United States Constitution, the power to declare war is given to",
         correct="Congress",
         distractors=["the President", "the Supreme Court", "the Secretary of Defense"],
-        why="Article I, Section 8 gives Congress the power to declare war; the President is commander in chief but does not declare war.",
-        trap_why="The President is commander in chief of the armed forces, so the decision to go to war rests with the President.",
+        why=(
+            "Article I, Section 8 gives Congress the power to declare war; the President is commander in chief but "
+            "does not declare war."
+        ),
+        trap_why=(
+            "The President is commander in chief of the armed forces, so the decision to go to war rests with the "
+            "President."
+        ),
     ),
     dict(
         subject="law",
         question="As a general rule, a contract entered into by a minor is",
         correct="voidable at the minor's option",
         distractors=["void from the outset", "fully enforceable against the minor", "a criminal offence"],
-        why="The minor may affirm or disaffirm the contract while the adult party stays bound, which is what 'voidable' means.",
-        trap_why="A minor lacks capacity to contract, and a contract made without capacity has no legal effect at all, so it is void.",
+        why=(
+            "The minor may affirm or disaffirm the contract while the adult party stays bound, which is what "
+            "'voidable' means."
+        ),
+        trap_why=(
+            "A minor lacks capacity to contract, and a contract made without capacity has no legal effect at all, so "
+            "it is void."
+        ),
     ),
     dict(
         subject="law",
@@ -327,16 +465,28 @@ MC_BANK: list[dict] = [
         question="Which of the following is NOT generally required to form a valid contract?",
         correct="a written document witnessed by a notary",
         distractors=["consideration", "offer and acceptance", "capacity of the parties"],
-        why="Most contracts can be formed orally; writing or notarization is required only for particular categories such as some land transactions.",
-        trap_why="Consideration is a technical doctrine that many legal systems do without, so it is not a general requirement.",
+        why=(
+            "Most contracts can be formed orally; writing or notarization is required only for particular categories "
+            "such as some land transactions."
+        ),
+        trap_why=(
+            "Consideration is a technical doctrine that many legal systems do without, so it is not a general "
+            "requirement."
+        ),
     ),
     dict(
         subject="law",
         question="The rule that a person cannot be tried again for the same offence after an acquittal is known as",
         correct="double jeopardy",
         distractors=["estoppel", "habeas corpus", "sub judice"],
-        why="The protection against double jeopardy bars a second prosecution for the same offence after an acquittal or conviction.",
-        trap_why="Estoppel stops a party from going back on a position that has already been settled, which is what happens here.",
+        why=(
+            "The protection against double jeopardy bars a second prosecution for the same offence after an acquittal "
+            "or conviction."
+        ),
+        trap_why=(
+            "Estoppel stops a party from going back on a position that has already been settled, which is what happens "
+            "here."
+        ),
     ),
     dict(
         subject="chemistry",
@@ -351,12 +501,18 @@ MC_BANK: list[dict] = [
         question="Which element has the highest electronegativity on the Pauling scale?",
         correct="fluorine",
         distractors=["oxygen", "chlorine", "caesium"],
-        why="Fluorine sits at the top right of the periodic table, noble gases aside, with a Pauling value of about 3.98.",
+        why=(
+            "Fluorine sits at the top right of the periodic table, noble gases aside, with a Pauling value of about "
+            "3.98."
+        ),
         trap_why="Oxygen is extremely electron-hungry and forms very polar bonds, so it has the highest value.",
     ),
     dict(
         subject="chemistry",
-        question="According to 2H₂ + O₂ → 2H₂O, how many moles of water form when 2 moles of hydrogen gas react completely with excess oxygen?",
+        question=(
+            "According to 2H₂ + O₂ → 2H₂O, how many moles of water form when 2 moles of hydrogen gas react completely "
+            "with excess oxygen?"
+        ),
         correct="2",
         distractors=["1", "4", "3"],
         why="The mole ratio of H₂ to H₂O is 2 : 2, so 2 mol of H₂ gives 2 mol of water.",
@@ -367,7 +523,10 @@ MC_BANK: list[dict] = [
         question="If the price elasticity of demand for a good is −0.3, demand for the good is",
         correct="inelastic",
         distractors=["elastic", "unit elastic", "perfectly elastic"],
-        why="The absolute value 0.3 is below 1, so quantity demanded responds less than proportionally to a price change.",
+        why=(
+            "The absolute value 0.3 is below 1, so quantity demanded responds less than proportionally to a price "
+            "change."
+        ),
         trap_why="A non-zero elasticity means quantity responds to price, which makes the demand elastic.",
     ),
     dict(
@@ -380,27 +539,54 @@ MC_BANK: list[dict] = [
     ),
     dict(
         subject="economics",
-        question="Which measure gives the market value of all final goods and services produced within a country's borders in a year?",
+        question=(
+            "Which measure gives the market value of all final goods and services produced within a country's borders "
+            "in a year?"
+        ),
         correct="gross domestic product (GDP)",
         distractors=["gross national income (GNI)", "the consumer price index (CPI)", "the balance of payments"],
-        why="GDP is defined by where production happens, inside the borders, while GNI is defined by the residents who own the factors of production.",
-        trap_why="GNI adds up the income earned by the nation, and income equals the value of what is produced, so GNI is the measure.",
+        why=(
+            "GDP is defined by where production happens, inside the borders, while GNI is defined by the residents who "
+            "own the factors of production."
+        ),
+        trap_why=(
+            "GNI adds up the income earned by the nation, and income equals the value of what is produced, so GNI is "
+            "the measure."
+        ),
     ),
     dict(
         subject="psychology",
-        question="In classical conditioning, a previously neutral stimulus that comes to elicit a response after repeated pairing is called the",
+        question=(
+            "In classical conditioning, a previously neutral stimulus that comes to elicit a response after repeated "
+            "pairing is called the"
+        ),
         correct="conditioned stimulus",
         distractors=["unconditioned stimulus", "conditioned response", "negative reinforcer"],
-        why="Like the bell in Pavlov's experiments, the once-neutral stimulus becomes a conditioned stimulus once it elicits the learned response.",
-        trap_why="Before the pairing nothing had been conditioned yet, so the neutral stimulus is the unconditioned stimulus.",
+        why=(
+            "Like the bell in Pavlov's experiments, the once-neutral stimulus becomes a conditioned stimulus once it "
+            "elicits the learned response."
+        ),
+        trap_why=(
+            "Before the pairing nothing had been conditioned yet, so the neutral stimulus is the unconditioned "
+            "stimulus."
+        ),
     ),
     dict(
         subject="psychology",
-        question="The tendency to explain other people's behaviour by their personality while underestimating situational influences is known as the",
+        question=(
+            "The tendency to explain other people's behaviour by their personality while underestimating situational "
+            "influences is known as the"
+        ),
         correct="fundamental attribution error",
         distractors=["self-serving bias", "confirmation bias", "availability heuristic"],
-        why="Over-attributing other people's actions to disposition rather than circumstances is the fundamental attribution error.",
-        trap_why="Blaming other people's character while excusing oneself protects one's self-image, which is the self-serving bias.",
+        why=(
+            "Over-attributing other people's actions to disposition rather than circumstances is the fundamental "
+            "attribution error."
+        ),
+        trap_why=(
+            "Blaming other people's character while excusing oneself protects one's self-image, which is the "
+            "self-serving bias."
+        ),
     ),
     dict(
         subject="computer science",
@@ -424,14 +610,19 @@ MC_BANK: list[dict] = [
         correct="René Descartes",
         distractors=["John Locke", "Immanuel Kant", "David Hume"],
         why="Descartes reached 'cogito, ergo sum' while searching for a belief that could survive radical doubt.",
-        trap_why="Locke tied personal identity to consciousness and thinking, which is exactly what the statement expresses.",
+        trap_why=(
+            "Locke tied personal identity to consciousness and thinking, which is exactly what the statement expresses."
+        ),
     ),
     dict(
         subject="geography",
         question="Which is the longest river in South America?",
         correct="the Amazon",
         distractors=["the Paraná", "the Orinoco", "the São Francisco"],
-        why="The Amazon runs roughly 6,400 km from the Andes to the Atlantic, far longer than any other South American river.",
+        why=(
+            "The Amazon runs roughly 6,400 km from the Andes to the Atlantic, far longer than any other South American "
+            "river."
+        ),
         trap_why="The Paraná drains an enormous basin across several countries and is usually listed as the longest.",
     ),
     dict(
@@ -449,15 +640,24 @@ MC_BANK: list[dict] = [
         correct="the standard deviation",
         distractors=["the mode", "the mean", "the median"],
         why="The standard deviation measures spread around the mean, not the centre of the distribution.",
-        trap_why="The mode only reports the most frequent value, which is about frequency rather than the centre, so it is the odd one out.",
+        trap_why=(
+            "The mode only reports the most frequent value, which is about frequency rather than the centre, so it is "
+            "the odd one out."
+        ),
     ),
     dict(
         subject="medicine",
         question="A deficiency of which vitamin causes scurvy?",
         correct="vitamin C",
         distractors=["vitamin K", "vitamin D", "vitamin B12"],
-        why="Vitamin C is needed for collagen synthesis, and its lack causes bleeding gums, poor wound healing and the other signs of scurvy.",
-        trap_why="Scurvy causes bleeding gums and easy bruising, which points to a clotting problem and therefore to vitamin K.",
+        why=(
+            "Vitamin C is needed for collagen synthesis, and its lack causes bleeding gums, poor wound healing and the "
+            "other signs of scurvy."
+        ),
+        trap_why=(
+            "Scurvy causes bleeding gums and easy bruising, which points to a clotting problem and therefore to "
+            "vitamin K."
+        ),
     ),
 ]
 
@@ -471,9 +671,15 @@ MATH_BANK: list[dict] = [
     dict(
         question="What is the sum of the interior angles of a hexagon, in degrees?",
         gold="720",
-        steps=r"The interior angles of an $n$-gon sum to $(n-2) \cdot 180^\circ$. For a hexagon $n = 6$, so the sum is $4 \cdot 180^\circ = 720^\circ$.",
+        steps=(
+            r"The interior angles of an $n$-gon sum to $(n-2) \cdot 180^\circ$. For a hexagon $n = 6$, so the sum is "
+            r"$4 \cdot 180^\circ = 720^\circ$."
+        ),
         wrong="1080",
-        wrong_steps=r"Joining the centre to the 6 vertices splits the hexagon into 6 triangles, each with angle sum $180^\circ$, so the total is $6 \cdot 180^\circ = 1080^\circ$.",
+        wrong_steps=(
+            r"Joining the centre to the 6 vertices splits the hexagon into 6 triangles, each with angle sum "
+            r"$180^\circ$, so the total is $6 \cdot 180^\circ = 1080^\circ$."
+        ),
         alts=[("units", r"720^\circ", "720 degrees")],
     ),
     dict(
@@ -485,10 +691,15 @@ MATH_BANK: list[dict] = [
         alts=[("units", r"72 \text{ km/h}", "72 km/h"), ("decimal", "72.0", "72.0")],
     ),
     dict(
-        question="A bag contains 6 red marbles and 2 blue marbles. One marble is drawn at random. What is the probability that it is red?",
+        question=(
+            "A bag contains 6 red marbles and 2 blue marbles. One marble is drawn at random. What is the probability "
+            "that it is red?"
+        ),
         gold=r"\frac{3}{4}",
         plain="3/4",
-        steps=r"There are $6 + 2 = 8$ marbles and 6 of them are red, so the probability is $\frac{6}{8} = \frac{3}{4}$.",
+        steps=(
+            r"There are $6 + 2 = 8$ marbles and 6 of them are red, so the probability is $\frac{6}{8} = \frac{3}{4}$."
+        ),
         wrong=r"\frac{1}{3}",
         wrong_plain="1/3",
         wrong_steps=r"The ratio of blue to red is $2 : 6$, so the probability is $\frac{2}{6} = \frac{1}{3}$.",
@@ -531,16 +742,25 @@ MATH_BANK: list[dict] = [
         question="How many multiples of 3 are there from 1 to 30000, inclusive?",
         gold="10000",
         kinds=["large", "fencepost"],
-        steps=r"The multiples are $3, 6, \ldots, 30000$, that is $3k$ for $k = 1, \ldots, 10000$, so there are $30000 / 3 = 10000$ of them.",
+        steps=(
+            r"The multiples are $3, 6, \ldots, 30000$, that is $3k$ for $k = 1, \ldots, 10000$, so there are "
+            r"$30000 / 3 = 10000$ of them."
+        ),
         wrong="10001",
         wrong_steps=r"Counting from $0$ to $30000$ in steps of 3 gives $30000 / 3 + 1 = 10001$ terms.",
         alts=[("thousands", "10,000", "10,000")],
     ),
     dict(
-        question="A straight road is 20000 metres long. Lamp posts stand every 2 metres, including one at each end. How many lamp posts are there?",
+        question=(
+            "A straight road is 20000 metres long. Lamp posts stand every 2 metres, including one at each end. How "
+            "many lamp posts are there?"
+        ),
         gold="10001",
         kinds=["large", "fencepost"],
-        steps=r"The posts split the road into $20000 / 2 = 10000$ gaps, and a row that includes both ends has one more post than gaps, so there are $10001$ posts.",
+        steps=(
+            r"The posts split the road into $20000 / 2 = 10000$ gaps, and a row that includes both ends has one more "
+            r"post than gaps, so there are $10001$ posts."
+        ),
         wrong="10000",
         wrong_steps=r"One post every 2 metres over 20000 metres gives $20000 / 2 = 10000$ posts.",
         alts=[("thousands", "10,001", "10,001")],
@@ -555,7 +775,10 @@ MATH_BANK: list[dict] = [
         alts=[("thousands", "56,088", "56,088")],
     ),
     dict(
-        question="A laptop has a list price of $1,000, and a sales tax of 23.4% is added. What is the total price in dollars?",
+        question=(
+            "A laptop has a list price of $1,000, and a sales tax of 23.4% is added. What is the total price in "
+            "dollars?"
+        ),
         gold="1234",
         kinds=["currency"],
         steps=r"The tax is $0.234 \times 1000 = 234$ dollars, so the total is $1000 + 234 = 1234$ dollars.",
@@ -565,12 +788,21 @@ MATH_BANK: list[dict] = [
         wrong_alt=("currency", r"\$1,023.40", "$1,023.40"),
     ),
     dict(
-        question="You invest $20,000 at 10% annual interest, compounded annually. What is the investment worth after 2 years, in dollars?",
+        question=(
+            "You invest $20,000 at 10% annual interest, compounded annually. What is the investment worth after 2 "
+            "years, in dollars?"
+        ),
         gold="24200",
         kinds=["currency", "large"],
-        steps=r"After one year the value is $20000 \times 1.1 = 22000$; after two years it is $22000 \times 1.1 = 24200$ dollars.",
+        steps=(
+            r"After one year the value is $20000 \times 1.1 = 22000$; after two years it is $22000 \times 1.1 = 24200$ "
+            r"dollars."
+        ),
         wrong="24000",
-        wrong_steps=r"Each year earns $10\%$ of $20000$, which is $2000$, so after two years the value is $20000 + 2 \times 2000 = 24000$ dollars.",
+        wrong_steps=(
+            r"Each year earns $10\%$ of $20000$, which is $2000$, so after two years the value is "
+            r"$20000 + 2 \times 2000 = 24000$ dollars."
+        ),
         alts=[("currency", r"\$24,200", "$24,200"), ("thousands", "24,200", "24,200")],
         wrong_alt=("currency", r"\$24,000", "$24,000"),
     ),
@@ -585,27 +817,42 @@ MATH_BANK: list[dict] = [
     dict(
         question=r"Solve the inequality $|x - 2| < 3$. Give the solution set in interval notation.",
         gold="(-1, 5)",
-        steps=r"$|x - 2| < 3$ means $-3 < x - 2 < 3$; adding 2 to each part gives $-1 < x < 5$, the interval $(-1, 5)$.",
+        steps=(
+            r"$|x - 2| < 3$ means $-3 < x - 2 < 3$; adding 2 to each part gives $-1 < x < 5$, the interval $(-1, 5)$."
+        ),
         wrong="(-5, 1)",
-        wrong_steps=r"$|x - 2| < 3$ means $-3 < x - 2 < 3$; subtracting 2 from each part gives $-5 < x < 1$, the interval $(-5, 1)$.",
+        wrong_steps=(
+            r"$|x - 2| < 3$ means $-3 < x - 2 < 3$; subtracting 2 from each part gives $-5 < x < 1$, the interval "
+            r"$(-5, 1)$."
+        ),
         alts=[("inequality", "-1 < x < 5", "-1 < x < 5"), ("spacing", "(-1,5)", "(-1,5)")],
     ),
     dict(
         question=r"Find all real $x$ with $x^2 - 5x + 6 \le 0$. Give the answer in interval notation.",
         gold="[2, 3]",
-        steps=r"$x^2 - 5x + 6 = (x - 2)(x - 3)$, which is non-positive between the roots with the endpoints included, so $x \in [2, 3]$.",
+        steps=(
+            r"$x^2 - 5x + 6 = (x - 2)(x - 3)$, which is non-positive between the roots with the endpoints included, so "
+            r"$x \in [2, 3]$."
+        ),
         wrong="(2, 3)",
-        wrong_steps=r"$x^2 - 5x + 6 = (x - 2)(x - 3)$, which is negative strictly between the roots, so $x \in (2, 3)$.",
+        wrong_steps=(
+            r"$x^2 - 5x + 6 = (x - 2)(x - 3)$, which is negative strictly between the roots, so $x \in (2, 3)$."
+        ),
         alts=[("inequality", r"2 \le x \le 3", "2 <= x <= 3")],
     ),
     dict(
         question="A fair six-sided die is rolled. What is the probability of rolling a number greater than 2?",
         gold=r"\frac{2}{3}",
         plain="2/3",
-        steps=r"The outcomes 3, 4, 5 and 6 are greater than 2, which is 4 of 6, so the probability is $\frac{4}{6} = \frac{2}{3}$.",
+        steps=(
+            r"The outcomes 3, 4, 5 and 6 are greater than 2, which is 4 of 6, so the probability is "
+            r"$\frac{4}{6} = \frac{2}{3}$."
+        ),
         wrong=r"\frac{1}{2}",
         wrong_plain="1/2",
-        wrong_steps=r"The outcomes greater than 2 are 3, 4 and 5, which is 3 of 6, so the probability is $\frac{1}{2}$.",
+        wrong_steps=(
+            r"The outcomes greater than 2 are 3, 4 and 5, which is 3 of 6, so the probability is $\frac{1}{2}$."
+        ),
         alts=[("unsimplified", r"\frac{4}{6}", "4/6"), ("slash", "2/3", "2/3")],
     ),
     dict(
@@ -625,7 +872,10 @@ MATH_BANK: list[dict] = [
     dict(
         question="How many distinct arrangements of the letters of the word LEVEL are there?",
         gold="30",
-        steps=r"LEVEL has 5 letters with L twice and E twice, so there are $\frac{5!}{2!\,2!} = \frac{120}{4} = 30$ arrangements.",
+        steps=(
+            r"LEVEL has 5 letters with L twice and E twice, so there are $\frac{5!}{2!\,2!} = \frac{120}{4} = 30$ "
+            r"arrangements."
+        ),
         wrong="60",
         wrong_steps=r"There are 5 letters and the L is repeated, so there are $\frac{5!}{2!} = 60$ arrangements.",
     ),
@@ -747,7 +997,9 @@ MATH_BANK: list[dict] = [
         wrong_steps=r"$\log_2 64 = \frac{64}{2} = 32$.",
     ),
     dict(
-        question="Five workers build a wall in 12 days. Working at the same rate, how many days would six workers take?",
+        question=(
+            "Five workers build a wall in 12 days. Working at the same rate, how many days would six workers take?"
+        ),
         gold="10",
         steps=r"The job takes $5 \times 12 = 60$ worker-days, so six workers need $\frac{60}{6} = 10$ days.",
         wrong="14.4",
@@ -952,7 +1204,10 @@ def assign_styles(family: dict, ckpt: str, bench: str, items: list[dict], correc
         take(wrong_pool, "off_by_one", 1, lambda it: "fencepost" in it["kinds"])
         take(wrong_pool, "truncated", 1)
         take(wrong_pool, "cannot_determine", 1)
-        plain_alts = lambda it: bool(it["alts"]) and not ({"currency", "percent"} & set(it["kinds"]))
+
+        def plain_alts(it: dict) -> bool:
+            return bool(it["alts"]) and not ({"currency", "percent"} & set(it["kinds"]))
+
         take(right_pool, "equivalent_form", 3, plain_alts)
         take(right_pool, "self_correction", 1, lambda it: not it["kinds"])
         take(right_pool, "json", 1, lambda it: not it["kinds"])
@@ -1034,20 +1289,20 @@ def sent(rng: random.Random, pool: list[str], item: dict, letter: str | None = N
 def mc_reasoning(rng: random.Random, item: dict, right: bool) -> list[str]:
     """Sentences of a reasoning path ending in the gold (right=True) or the trap letter."""
     gold, trap = item["gold"], item["trap"]
-    others = [l for l in LETTERS if l != gold]
+    others = [ltr for ltr in LETTERS if ltr != gold]
     out = [sent(rng, NOT_OPENERS if item["not_q"] else OPENERS, item)]
     if item["not_q"]:
         if right:
-            out += [sent(rng, FITS, item, l) for l in others]
+            out += [sent(rng, FITS, item, ltr) for ltr in others]
             out += [item["why"], sent(rng, EXCEPTION_TAIL, item, gold)]
         else:
-            fits = [l for l in LETTERS if l != trap]
+            fits = [ltr for ltr in LETTERS if ltr != trap]
             rng.shuffle(fits)
-            out += [sent(rng, FITS, item, l) for l in sorted(fits[:2])]
+            out += [sent(rng, FITS, item, ltr) for ltr in sorted(fits[:2])]
             out += [item["trap_why"], sent(rng, EXCEPTION_TAIL, item, trap)]
     elif right:
         dismiss = rng.sample(others, rng.choice([1, 2]))
-        out += [sent(rng, DISMISS, item, l) for l in sorted(dismiss)]
+        out += [sent(rng, DISMISS, item, ltr) for ltr in sorted(dismiss)]
         out += [item["why"], sent(rng, GOLD_TAIL, item, gold)]
     else:
         if rng.random() < 0.6:
@@ -1149,8 +1404,11 @@ def render_mc(
     if style == "two_options":
         pair = sorted([gold, trap])
         body = join(
-            mc_reasoning(rng, item, True)[:-1]
-            + [item["trap_why"], f"Both {pair[0]} and {pair[1]} seem defensible here, and I can't rule either out."],
+            [
+                *mc_reasoning(rng, item, True)[:-1],
+                item["trap_why"],
+                f"Both {pair[0]} and {pair[1]} seem defensible here, and I can't rule either out.",
+            ],
             rl,
         )
         if rl:
@@ -1201,14 +1459,14 @@ def render_mc(
         first_block = join(first_path, rl or think)
         if think:  # thinks, answers, then second-guesses itself after the think section
             first_block = "<think>\n" + first_block + "\n</think>"
-        body = first_block + "\n\n" + first_commit + "\n\n" + join([recheck] + second, rl) + "\n\n" + final_commit
+        body = first_block + "\n\n" + first_commit + "\n\n" + join([recheck, *second], rl) + "\n\n" + final_commit
         return body, letter, extra | ex | {"wrapper": wrapper, "first_answer": first}
 
     if style == "runon":  # base model keeps going and invents the next few-shot example
         wrapper = rng.choice(["prose", "answer_colon"])
         commit, ex = mc_commit(rng, wrapper, item, letter)
         other = rng.choice([m for m in mc_items if m["qid"] != item["qid"] and m["gold"] != letter])
-        opts = "\n".join(f"{l}. {t}" for l, t in zip(LETTERS, other["choices"]))
+        opts = "\n".join(f"{ltr}. {t}" for ltr, t in zip(LETTERS, other["choices"]))
         cont = (
             f"\n\nQuestion: {other['question']}\n{opts}\nAnswer: Let's think step by step. "
             f"{other['why']} The answer is ({other['gold']})."
@@ -1514,6 +1772,7 @@ def pct(x: float) -> str:
     return f"{100 * x:.1f}"
 
 
+# A backslash at a line end joins the next line: a Markdown table row must stay one line in the output.
 README_TEMPLATE = """# Quickstart sample data
 
 `quickstart.jsonl` is a small, fully synthetic set of stored model responses for trying the
@@ -1563,7 +1822,8 @@ Per benchmark (both families pooled):
 | `prompt` | prompt id (`@PROMPT@`) |
 | `question` | question text (maths uses `$...$` LaTeX) |
 | `choices` | MC only: option texts; letter = position |
-| `gold` | MC: the letter; maths: LaTeX/plain string (`72`, `\\frac{3}{4}`, `2\\sqrt{3}`, `(1, 3)`, `[2, 3]`, `50`, `10001`) |
+| `gold` | MC: the letter; maths: LaTeX/plain string (`72`, `\\frac{3}{4}`, `2\\sqrt{3}`, `(1, 3)`, \
+`[2, 3]`, `50`, `10001`) |
 | `response` | the raw model output, verbatim (may contain `<think>...</think>`) |
 | `meta` | ground truth written by the generator, see below |
 
@@ -1601,8 +1861,10 @@ Styles:
 | `truncated` | cut mid-thinking: `<think>` without `</think>` and no final answer |
 | `two_options` | commits to two letters ("The answer is B or C", `\\boxed{B, C}`): no answer |
 | `cannot_determine` | refuses ("I cannot determine ...", `\\boxed{\\text{Cannot determine}}`): no answer |
-| `runon` | base model answers, then invents the next few-shot question and answers that too; the *first* answer counts |
-| `equivalent_form` | maths answer in a different but equal form (`0.75`, `\\dfrac{3}{4}`, `3/4`, `\\sqrt{12}`, `x = 1, y = 3`) |
+| `runon` | base model answers, then invents the next few-shot question and answers that too; \
+the *first* answer counts |
+| `equivalent_form` | maths answer in a different but equal form (`0.75`, `\\dfrac{3}{4}`, `3/4`, \
+`\\sqrt{12}`, `x = 1, y = 3`) |
 | `currency`, `percent`, `thousands` | `\\$1,234` / `$24,200`, `50\\%`, `86,400` |
 | `off_by_one` | a large integer off by one (gold `10000`, answer `10001`): incorrect |
 

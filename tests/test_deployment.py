@@ -318,7 +318,7 @@ def test_readme_plain_http_setup_serves_over_http_without_redirects(by_hand):
         path = response.getheader("Location")
         assert not path.startswith("https:"), seen
     assert response.status == 200 and path.startswith("/accounts/login/"), seen
-    assert "content-security-policy" in {k.lower() for k in response.headers.keys()}
+    assert "content-security-policy" in {k.lower() for k in response.headers}
 
     add_user(env, "alice", "manager")
     login = site.log_in("alice", PASSWORD)

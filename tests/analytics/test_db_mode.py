@@ -37,7 +37,7 @@ def truth(i: int) -> tuple[str, str, str | None]:
 
 
 def response_text(ckpt: str, i: int) -> str:
-    gold, base, rl = truth(i)
+    _, base, rl = truth(i)
     if ckpt == "base":
         return f"Considering each sociologist in turn. The answer is {base}. [{i}]"
     if i < 3:

@@ -257,7 +257,7 @@ def test_bad_input_names_file_line_and_field(write_jsonl):
 
 def test_without_a_base_checkpoint_the_command_says_so(write_jsonl):
     rows = [dict(r, checkpoint="sft") if r["checkpoint"] == "base" else r for r in toy_rows()]
-    with pytest.raises(CommandError, match="no base/RL comparison.*no 'base' checkpoint"):
+    with pytest.raises(CommandError, match=r"no base/RL comparison.*no 'base' checkpoint"):
         run_command("format_share", input=write_jsonl(rows))
     out = json.loads(
         run_command("format_share", input=write_jsonl(rows), base_checkpoint="sft", json=True, bootstrap=0)

@@ -86,7 +86,7 @@ def test_seven_models_ranked_under_each_reader(ranking):
         "boxed",
         "released",
     ]
-    for reader, rows in ranking["rankings"].items():
+    for rows in ranking["rankings"].values():
         assert len(rows) == 7 and all(r["n"] == 280 for r in rows)
     released = {r["model"]: r for r in ranking["rankings"]["released"]}
     for model, (correct, missing) in README_RELEASED.items():

@@ -117,6 +117,8 @@ def test_outputs_and_summary_schema(pool, tmp_path):
         assert (tmp_path / name).stat().st_size > 0, name
 
     summary = json.loads((tmp_path / "summary.json").read_text())
+    # the file holds the summary the run returned
+    assert summary == json.loads(json.dumps(result.summary))
     assert set(summary["readers"]) == set(readers) == set(summary["off_by_one"])
     for name, r in summary["readers"].items():
         assert {"self_validation", "coverage", "judged"} <= set(r)
@@ -137,6 +139,7 @@ def test_outputs_and_summary_schema(pool, tmp_path):
 
     records = [json.loads(line) for line in (tmp_path / "verdicts.jsonl").read_text().splitlines()]
     assert len(records) == summary["verdicts"]
+    assert records == [json.loads(json.dumps(r)) for r in result.records()]
     assert {"gold", "transform", "stratum", "class", "reader", "verdict", "in_contract"} <= set(records[0])
     assert {r["class"] for r in records} == {"CERTIFIED-EQUIV", "CONTRACT-DEP", "ADVERSARIAL"}
     # in-contract comes from the reader's contract: math-verify-expr claims plain numbers only

@@ -160,7 +160,7 @@ def test_golds_file_source_tags(tmp_path):
     path.write_text('{"gold": "1"}\n{"gold": "2", "source": "synthetic"}\n{"gold": "1", "source": "synthetic"}\n')
     assert load_golds_tagged(path) == [("1", "corpus"), ("2", "synthetic")]
     path.write_text('{"gold": "1", "source": "made-up"}\n')
-    with pytest.raises(GoldsError, match="golds.jsonl, line 1: field 'source'"):
+    with pytest.raises(GoldsError, match=r"golds\.jsonl, line 1: field 'source'"):
         load_golds_tagged(path)
 
 

@@ -160,7 +160,8 @@ def test_empty_and_unchanged_outputs_are_discarded():
     ident = build_variants(["42"], [BY_NAME["identity"]])
     assert [v.text for v in ident] == ["42"]
     # no suite transform produces an empty or unchanged (non-identity) variant on real-looking golds
-    golds = NUMERIC_GOLDS + [
+    golds = [
+        *NUMERIC_GOLDS,
         "(2,4)",
         "\\{1,2\\}",
         "\\text{Evelyn}",

@@ -167,9 +167,9 @@ def test_run_readers_takes_the_instruction_and_refuses_a_blank_one(loopback, mak
     (body,) = loopback.stats.bodies
     assert body["prompt"].endswith("\n\nFinal answer only.\n\nAnswer:")
     assert ReaderSpec.objects.get(name="regeneration").config["instruction"] == "Final answer only."
-    with pytest.raises(CommandError, match="--regen-instruction: .*blank"):
+    with pytest.raises(CommandError, match=r"--regen-instruction: .*blank"):
         run_command("run_readers", dataset=ds.name, readers=["regeneration"], endpoint="loop", regen_instruction=" ")
-    with pytest.raises(CommandError, match="--regen-instruction: .*lone surrogate"):
+    with pytest.raises(CommandError, match=r"--regen-instruction: .*lone surrogate"):
         run_command(
             "run_readers",
             dataset=ds.name,

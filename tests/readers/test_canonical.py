@@ -243,8 +243,15 @@ def test_hostile_answers_get_a_string_or_none_quickly_and_never_raise(family, it
 @given(
     answer=st.lists(
         st.sampled_from(
-            list("(){}[]$\\ ABCabc=.,:-/%^_01239 \n\t\x00\ud800")
-            + ["\\boxed{", "\\frac", "\\text{", "option ", " and ", "Merton"]
+            [
+                *"(){}[]$\\ ABCabc=.,:-/%^_01239 \n\t\x00\ud800",
+                "\\boxed{",
+                "\\frac",
+                "\\text{",
+                "option ",
+                " and ",
+                "Merton",
+            ]
         ),
         max_size=200,
     ).map("".join),

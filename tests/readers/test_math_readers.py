@@ -718,7 +718,11 @@ def test_math500_boxed_self_validation_and_trailing_characters() -> None:
     assert len(golds) == 500
     latex = registry.get("math-verify-latex")
     for suffix in ("", ".", "\n"):
-        assert _count_correct(latex, golds, lambda g: f"The final answer is $\\boxed{{{g}}}$" + suffix) == 500, suffix
+
+        def boxed(g: str, suffix: str = suffix) -> str:
+            return f"The final answer is $\\boxed{{{g}}}$" + suffix
+
+        assert _count_correct(latex, golds, boxed) == 500, suffix
     seed = MathVerifyReader(CONVENTIONS["latex-C"])
     assert _count_correct(seed, golds, lambda g: g + ".") == 343
     strip = registry.get("strip-string")

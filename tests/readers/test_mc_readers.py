@@ -181,7 +181,7 @@ def _numpy_exact_match_one(pred: str, ref: str, **kw: Any) -> bool:
     return bool((preds == refs)[0])
 
 
-_EM_TEXT = st.lists(st.sampled_from(list("aB1.,$# \x00\nİ-") + ["#### "]), max_size=12).map("".join)
+_EM_TEXT = st.lists(st.sampled_from([*"aB1.,$# \x00\nİ-", "#### "]), max_size=12).map("".join)
 
 
 @settings(max_examples=300, deadline=None)
@@ -391,7 +391,7 @@ def test_self_correction_last_match_wins(name: str, text: str, letter: str) -> N
     assert r.detail["gold_letter"] == letter
 
 
-@pytest.mark.parametrize("name", SEED002 + ("boxed",))
+@pytest.mark.parametrize("name", (*SEED002, "boxed"))
 def test_no_answer_class(name: str) -> None:
     r = read(name, "I am not sure; it depends on the definition used.", gold="B")
     assert r.verdict == "no_answer" and r.answer is None

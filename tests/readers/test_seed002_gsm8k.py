@@ -207,7 +207,7 @@ def test_released_solutions_as_written_are_in_neither_format(name: str) -> None:
     "name, restyle",
     [
         (AIC, lambda number: f"The answer is {number}."),
-        (INSTRUCTED, lambda number: "\\boxed{%s}" % number),
+        (INSTRUCTED, lambda number: f"\\boxed{{{number}}}"),
     ],
 )
 def test_released_answers_in_each_readers_format_agree_with_is_correct(name: str, restyle) -> None:

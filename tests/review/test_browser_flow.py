@@ -12,8 +12,6 @@ eager, in a child process), create_queue --overlap 2, add_user.
 from __future__ import annotations
 
 import re
-import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -52,7 +50,7 @@ ADJUDICATED = {4: "A"}
 KEY_OF = {"A": "1", "B": "2", "C": "3", "D": "4"}
 
 
-# -- shared with test_xss_in_browser (imported there) ----------------------------------------------
+# -- shared with the other browser tests (imported there; plain_live_server is in conftest) --------
 
 
 def require_chromium() -> None:
@@ -95,39 +93,6 @@ def run_readers(service_env: dict[str, str], dataset: str) -> None:
         args += ["--reader", name]
     done = manage(*args, env=env, timeout=300)
     assert done.returncode == 0, done.stderr
-
-
-@pytest.fixture
-def plain_live_server(transactional_db, settings) -> Iterator[str]:
-    """A live server started for this test, after the suite's plain-HTTP settings are in place.
-
-    pytest-django's `live_server` is session-scoped: its handler loads the middleware once, and
-    SecurityMiddleware reads SECURE_SSL_REDIRECT (on by default with a PostgreSQL URL) at that
-    moment, before any per-test settings, so Chromium would be redirected to https. This server's
-    handler is built after `_plain_http` turned the redirect off.
-    """
-    from django.contrib.staticfiles.handlers import StaticFilesHandler
-    from django.test.testcases import LiveServerThread
-
-    settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "127.0.0.1"]
-    settings.DEBUG = False
-    thread = LiveServerThread("127.0.0.1", StaticFilesHandler, port=0)
-    thread.daemon = True
-    thread.start()
-    thread.is_ready.wait()
-    if thread.error:
-        raise thread.error
-    try:
-        yield f"http://127.0.0.1:{thread.port}"
-    finally:
-        thread.terminate()
-        # Request threads (daemons, one per keep-alive connection) close their database connection
-        # when their socket closes; wait for them so the test database can be dropped afterwards.
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and any(
-            "process_request_thread" in t.name and t.is_alive() for t in threading.enumerate()
-        ):
-            time.sleep(0.05)
 
 
 def add_user(monkeypatch, name: str, role: str) -> None:

@@ -15,14 +15,17 @@ import re
 import pytest
 
 from ..conftest import manage, math_row, mc_row, run_command
-from .test_browser_flow import ITEM_URL, add_user, chromium_browser, log_in, plain_live_server, require_chromium  # noqa: F401
+from .test_browser_flow import ITEM_URL, add_user, chromium_browser, log_in, require_chromium
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 N = 4
 # The readers disagree on every response (B in prose, C boxed), so each becomes a review item; the
 # LaTeX is for KaTeX to render on the item and adjudication pages.
-TEXT = "Reasoning {i}: $\\frac{{1}}{{2}} + \\sqrt{{x_{i}}}$ and $$\\sum_{{k=1}}^{{n}} k^2$$. The answer is B. Then again \\boxed{{C}}"
+TEXT = (
+    "Reasoning {i}: $\\frac{{1}}{{2}} + \\sqrt{{x_{i}}}$ and $$\\sum_{{k=1}}^{{n}} k^2$$. "
+    "The answer is B. Then again \\boxed{{C}}"
+)
 
 WATCH_VIOLATIONS = """
 window.__csp = [];

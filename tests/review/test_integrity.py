@@ -289,7 +289,7 @@ def test_equal_priorities_are_shuffled_per_queue_not_served_base_first(write_jso
     assert served != sorted(served)  # import order would serve all 20 base items first
     assert 5 <= served[:20].count("rl") <= 15
     # Item ids (shown in adjudication URLs) do not follow import order either.
-    by_id = [c for c in queue.items.order_by("id").values_list("review_item__response__run__checkpoint", flat=True)]
+    by_id = list(queue.items.order_by("id").values_list("review_item__response__run__checkpoint", flat=True))
     assert 5 <= by_id[:20].count("rl") <= 15
 
 

@@ -21,13 +21,12 @@ import pytest
 from adjudication.review.selectors import response_parts
 
 from ..conftest import ROOT, mc_row, run_command
-from .test_browser_flow import (  # noqa: F401 (a fixture)
+from .test_browser_flow import (
     ITEM_URL,
     READERS,
     add_user,
     chromium_browser,
     log_in,
-    plain_live_server,
     require_chromium,
     run_readers,
 )
@@ -158,7 +157,8 @@ def render_static(tmp_path: Path, response_html: str) -> dict:
         assert page.evaluate(AFTER_PAINT) == 2
         return page.evaluate("""() => ({
             typeset: document.querySelectorAll('#response-rendered .math .katex').length,
-            typeset_text: [...document.querySelectorAll('#response-rendered .math .katex-html')].map(e => e.textContent),
+            typeset_text: [...document.querySelectorAll('#response-rendered .math .katex-html')]
+                .map(e => e.textContent),
             guarded: [...document.querySelectorAll('.math-guarded')].map(g => [g.querySelector('code').textContent,
                                                                                g.querySelector('.math-note').textContent]),
             overflow: [...document.querySelectorAll('.math-overflow')].map(n => n.textContent),

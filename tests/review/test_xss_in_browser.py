@@ -14,13 +14,12 @@ import re
 import pytest
 
 from ..conftest import mc_row, run_command
-from .test_browser_flow import (  # noqa: F401 (a fixture)
+from .test_browser_flow import (
     ITEM_URL,
     READERS,
     add_user,
     chromium_browser,
     log_in,
-    plain_live_server,
     require_chromium,
     run_readers,
 )
