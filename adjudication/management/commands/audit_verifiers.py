@@ -9,8 +9,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from adjudication.management.arguments import add_isolation_arguments
 
 
 class Command(BaseCommand):
@@ -60,13 +61,7 @@ class Command(BaseCommand):
             help="add N synthetic golds in MATH answer forms (tagged synthetic; seed 001 §2.5)",
         )
         parser.add_argument("--out", type=Path, required=True, help="output directory")
-        parser.add_argument(
-            "--budget",
-            type=float,
-            default=settings.READER_BUDGET_SECONDS,
-            help="hard wall-clock budget per reading, seconds",
-        )
-        parser.add_argument("--processes", type=int, default=settings.READER_PROCESSES)
+        add_isolation_arguments(parser)
         parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
     def handle(

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from adjudication.management.arguments import add_isolation_arguments
 
 
 class Command(BaseCommand):
@@ -63,15 +64,7 @@ class Command(BaseCommand):
         parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (0: no intervals)")
         parser.add_argument("--seed", type=int, default=0, help="bootstrap seed")
         parser.add_argument("--json", action="store_true", help="print JSON only")
-        parser.add_argument(
-            "--budget",
-            type=float,
-            default=settings.READER_BUDGET_SECONDS,
-            help="--input: hard wall-clock budget per reading, seconds",
-        )
-        parser.add_argument(
-            "--processes", type=int, default=settings.READER_PROCESSES, help="--input: reader processes"
-        )
+        add_isolation_arguments(parser, help_suffix=" (--input)")
 
     def handle(
         self,

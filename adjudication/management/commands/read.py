@@ -5,10 +5,10 @@ import json
 import sys
 from pathlib import Path
 
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from adjudication.ingest.formats import RowError, iter_rows
+from adjudication.management.arguments import add_isolation_arguments
 from readers import Item
 from readers import registry as reader_registry
 from readers.summary import render, summarise
@@ -32,13 +32,7 @@ class Command(BaseCommand):
             help="reader name (repeatable); 'all' = every registered rule reader",
         )
         parser.add_argument("--out", type=Path, default=None, help="JSONL output (default: stdout, table on stderr)")
-        parser.add_argument(
-            "--budget",
-            type=float,
-            default=settings.READER_BUDGET_SECONDS,
-            help="hard wall-clock budget per reading, seconds",
-        )
-        parser.add_argument("--processes", type=int, default=settings.READER_PROCESSES)
+        add_isolation_arguments(parser)
 
     def handle(
         self, *args, input: Path, readers: list[str], out: Path | None, budget: float, processes: int, **options

@@ -7,6 +7,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
+from adjudication.management.arguments import add_wait_arguments
 from adjudication.models import Dataset
 from adjudication.pipeline.batches import BatchFailed
 from adjudication.pipeline.progress import wait_for_readings
@@ -31,10 +32,7 @@ class Command(BaseCommand):
             help="reader name (repeatable); default: the whole rule-reader panel; 'all' = every rule reader",
         )
         parser.add_argument("--batch-size", type=int, default=settings.READER_BATCH_SIZE)
-        parser.add_argument("--no-wait", action="store_true", help="enqueue and return without waiting for workers")
-        parser.add_argument(
-            "--timeout", type=float, default=0, help="give up waiting after this many seconds (0 = never)"
-        )
+        add_wait_arguments(parser)
         parser.add_argument(
             "--endpoint",
             default=None,

@@ -9,6 +9,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
+from adjudication.management.arguments import add_wait_arguments
 from adjudication.models import Dataset, Reading
 from adjudication.pipeline.batches import BatchFailed
 from adjudication.pipeline.progress import wait_for_run
@@ -34,10 +35,7 @@ class Command(BaseCommand):
             "specifies); part of the reader's config hash, so a separate set of readings",
         )
         parser.add_argument("--batch-size", type=int, default=settings.READER_BATCH_SIZE)
-        parser.add_argument("--no-wait", action="store_true", help="enqueue and return without waiting for workers")
-        parser.add_argument(
-            "--timeout", type=float, default=0, help="give up waiting after this many seconds (0 = never)"
-        )
+        add_wait_arguments(parser)
 
     def handle(
         self,
