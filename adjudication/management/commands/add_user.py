@@ -3,11 +3,10 @@ from __future__ import annotations
 import getpass
 import os
 
-from django.contrib.auth.models import Group, User
-from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from adjudication.accounts.services import user_upsert
 from adjudication.permissions import ROLES
 
 
@@ -31,19 +30,8 @@ class Command(BaseCommand):
             password = getpass.getpass(f"password for {username}: ")
             if password != getpass.getpass("again: "):
                 raise CommandError("the passwords differ")
-        user = User.objects.filter(username=username).first() or User(username=username, email=email)
         try:
-            validate_password(password, user)
+            user = user_upsert(username=username, password=password, roles=role, email=email)
         except ValidationError as exc:
             raise CommandError("; ".join(exc.messages)) from exc
-        user.set_password(password)
-        user.save()
-        for name in role:
-            user.groups.add(Group.objects.get_or_create(name=name)[0])
-        # Roles only accumulate here, so staff status (the admin) follows the roles the user ends up
-        # with: adding "annotator" to a manager must not take the admin away.
-        roles = set(user.groups.values_list("name", flat=True))
-        if user.is_staff != ("manager" in roles or user.is_superuser):
-            user.is_staff = "manager" in roles or user.is_superuser
-            user.save(update_fields=["is_staff"])
         self.stdout.write(f"user {username}: {', '.join(sorted(user.groups.values_list('name', flat=True)))}")
