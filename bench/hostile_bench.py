@@ -3,21 +3,38 @@
 Checks, on the full run, what the test checks on a sample: every reading gets a verdict class
 within its budget (plus the parent's reaction time), no worker hangs, and the workers' memory
 stays bounded (each worker has an address-space cap; the peak RSS of any reaped worker is reported).
+Then the pathological inputs of the reader tests (tests/readers: test_fixed_reader,
+test_mc_readers, test_canonical), which the tests hold only to the pool's hard budget (no stopwatch
+in a test), are timed here. Each reading's time is the worker's own (reader + canonical answer),
+against a baseline of the same run: the same reader on ordinary prose of the same length ending in
+an answer, read in the same call, interleaved with the pathological ones, best of BENCH_PATH_ROUNDS.
+A pattern gone quadratic or exponential shows as a ratio far above 1 whatever the machine (both
+times floored at 1 ms: below that, a ratio is noise). Last, the fixed reader's rate on the usual
+~2,000-character MC responses of test_fixed_reader, against strict-match (one regex) on the same
+responses, interleaved in slices.
 Prints, last:
   RESULT hostile_readings <count>
   RESULT hostile_worst_overrun_ms <max(elapsed - budget), 0 if none>
   RESULT hostile_peak_worker_rss_mb <value>
   RESULT hostile_unclassified <readings without a verdict class: must be 0>
-Run: python bench/hostile_bench.py   (BENCH_HOSTILE_N, BENCH_BUDGET_S to change the size and budget)
+  RESULT pathological_timeouts <pathological readings killed at the budget: must be 0>
+  RESULT pathological_worst_s <the slowest pathological reading, seconds>
+  RESULT pathological_worst_ratio <max of pathological time / same-length ordinary time>
+  RESULT fixed_mc_per_s <fixed reader, usual MC responses per second, in-process>
+  RESULT fixed_mc_vs_regex_ratio <fixed reader's rate / strict-match's rate on the same responses>
+Run: python bench/hostile_bench.py   (BENCH_HOSTILE_N, BENCH_BUDGET_S to change the size and budget;
+BENCH_HOSTILE_SECTIONS=pathological,throughput to skip the 10,000-input run)
 """
 
 from __future__ import annotations
 
 import collections
+import dataclasses
 import os
 import resource
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,14 +44,158 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import result  # noqa: E402
 
 from readers import VERDICTS, registry  # noqa: E402
+from readers.base import Item, Reader, Reading  # noqa: E402
+from readers.equivalence import math_equal  # noqa: E402
 from readers.hostile import hostile_items  # noqa: E402
 from readers.isolation.pool import IsolatedPool  # noqa: E402
 
+# The very inputs (and usual responses) of the tests: one definition, so the bench times what the
+# tests hold to a budget.
+from tests.readers import test_canonical as canonical_tests  # noqa: E402
+from tests.readers import test_fixed_reader as fixed_tests  # noqa: E402
+from tests.readers import test_mc_readers as mc_tests  # noqa: E402
+
 N = int(os.environ.get("BENCH_HOSTILE_N", "10000"))
 BUDGET_S = float(os.environ.get("BENCH_BUDGET_S", "2"))
+SECTIONS = set(os.environ.get("BENCH_HOSTILE_SECTIONS", "hostile,pathological,throughput").split(","))
+# generous: a pathological reading that reaches it is reported as a timeout, not waited out
+PATH_BUDGET_S = float(os.environ.get("BENCH_PATH_BUDGET_S", "30"))
+PATH_ROUNDS = int(os.environ.get("BENCH_PATH_ROUNDS", "3"))
+FLOOR_S = 0.001
+PROSE = (
+    "We compare each option with the definitions given earlier and check the arithmetic twice, "
+    "because a sign error in the second step would change the result. "
+)
+
+
+class _CanonicalOfResponse(Reader):
+    """The response as the answer: the worker's canonical form of it is what is timed."""
+
+    name = "bench-canonical-of-response"
+    version = "0"
+
+    def read(self, item: Item) -> Reading:
+        return Reading("correct", answer=item.response)
+
+
+class _MathEqual(Reader):
+    """math_equal(response, gold) as a reader."""
+
+    name = "bench-math-equal"
+    version = "0"
+
+    def read(self, item: Item) -> Reading:
+        return Reading("correct" if math_equal(item.response, item.gold).equal else "incorrect")
+
+
+def _ordinary(text: str) -> str:
+    """Prose of `text`'s length that ends in an answer."""
+    tail = " The answer is (C)."
+    body = (PROSE * (len(text) // len(PROSE) + 1))[: max(0, len(text) - len(tail))]
+    return body + tail
+
+
+def pathological_cases() -> list[tuple[str, str, Item]]:
+    """(reader, label, item) for every pathological input of the reader tests."""
+    cases: list[tuple[str, str, Item]] = []
+    for label, text in fixed_tests.HOSTILE.items():
+        cases.append(("fixed", f"{label}/mc", Item(text, "C", fixed_tests.SOCIOLOGISTS)))
+        cases.append(("fixed", f"{label}/open", Item(text, "72")))
+    for reader in mc_tests.ALL:
+        for label, text in mc_tests.HOSTILE.items():
+            for choices in (mc_tests.SOCIOLOGISTS, ()):
+                gold = "B" if choices or reader not in mc_tests.LM_EVAL else "1"
+                kind = "mc" if choices else "open"
+                cases.append((reader, f"{label}/{kind}", Item(text, gold, choices)))
+    for label, text in canonical_tests.HOSTILE.items():
+        for kind, item in (("mc", canonical_tests.SOCIOLOGY), ("open", canonical_tests.OPEN)):
+            cases.append((_CanonicalOfResponse.name, f"{label}/{kind}", dataclasses.replace(item, response=text)))
+    for pred in fixed_tests.DANGEROUS:
+        cases.append((_MathEqual.name, pred, Item(pred, "5")))
+    return cases
+
+
+def pathological() -> None:
+    cases = pathological_cases()
+    by_reader: dict[str, list[int]] = collections.defaultdict(list)
+    for k, (reader, _, _) in enumerate(cases):
+        by_reader[reader].append(k)
+    best_path = [float("inf")] * len(cases)
+    best_base = [float("inf")] * len(cases)
+    timeouts: set[int] = set()
+    started = time.monotonic()
+    scoped = {_CanonicalOfResponse.name: _CanonicalOfResponse, _MathEqual.name: _MathEqual}
+    with registry.scoped(scoped), IsolatedPool(processes=2, budget_s=PATH_BUDGET_S) as pool:
+        for _ in range(PATH_ROUNDS):
+            for reader, indices in by_reader.items():
+                # pathological and ordinary alternate within one call: both see the same load
+                items: list[Item] = []
+                for k in indices:
+                    item = cases[k][2]
+                    items += [item, dataclasses.replace(item, response=_ordinary(item.response))]
+                results = pool.read_many(reader, items)
+                for j, k in enumerate(indices):
+                    (path, path_ms), (_base, base_ms) = results[2 * j], results[2 * j + 1]
+                    if path.verdict == "timeout":
+                        timeouts.add(k)
+                    best_path[k] = min(best_path[k], path_ms / 1000)
+                    best_base[k] = min(best_base[k], base_ms / 1000)
+    ratios = [max(p, FLOOR_S) / max(b, FLOOR_S) for p, b in zip(best_path, best_base, strict=True)]
+    worst = sorted(range(len(cases)), key=lambda k: ratios[k], reverse=True)[:5]
+    for k in worst:
+        reader, label, _ = cases[k]
+        print(
+            f"{reader:30s} {label[:40]:40s} {best_path[k] * 1000:9.2f} ms vs {best_base[k] * 1000:8.2f} ms "
+            f"ordinary: x{ratios[k]:.1f}",
+            flush=True,
+        )
+    print(f"{len(cases)} pathological inputs x {PATH_ROUNDS} rounds in {time.monotonic() - started:.0f}s", flush=True)
+    result("pathological_timeouts", len(timeouts))
+    result("pathological_worst_s", max(best_path))
+    result("pathological_worst_ratio", max(ratios))
+
+
+def _rate(read: Callable[[Item], Reading], items: list[Item]) -> tuple[float, int]:
+    t0 = time.perf_counter()
+    correct = sum(read(item).verdict == "correct" for item in items)
+    return time.perf_counter() - t0, correct
+
+
+def throughput(rounds: int = 10) -> None:
+    items = fixed_tests.usual_mc_items(2000)
+    fixed, regex = registry.get("fixed"), registry.get("strict-match")
+    fixed.read(items[0])
+    regex.read(items[0])
+    size = -(-len(items) // rounds)
+    fixed_s = regex_s = 0.0
+    fixed_ok = 0
+    for k in range(rounds):
+        chunk = items[k * size : (k + 1) * size]
+        # alternate which goes first, so that a load spike does not land on one side only
+        order = ((fixed, "fixed"), (regex, "regex")) if k % 2 == 0 else ((regex, "regex"), (fixed, "fixed"))
+        for reader, side in order:
+            seconds, correct = _rate(reader.read, chunk)
+            if side == "fixed":
+                fixed_s += seconds
+                fixed_ok += correct
+            else:
+                regex_s += seconds
+    fixed_rate, regex_rate = len(items) / fixed_s, len(items) / regex_s
+    print(f"fixed: {fixed_rate:.0f}/s ({fixed_ok}/{len(items)} correct); strict-match: {regex_rate:.0f}/s", flush=True)
+    result("fixed_mc_per_s", fixed_rate)
+    result("fixed_mc_vs_regex_ratio", fixed_rate / regex_rate)
 
 
 def main() -> None:
+    if "hostile" in SECTIONS:
+        hostile()
+    if "pathological" in SECTIONS:
+        pathological()
+    if "throughput" in SECTIONS:
+        throughput()
+
+
+def hostile() -> None:
     sample = list(hostile_items(N, seed=42, weighted=True))
     items = [item for _, item in sample]
     names = registry.names()

@@ -229,6 +229,30 @@ def celery_worker(service_env: dict[str, str], broker, tmp_path: Path):
         stop_worker(proc)
 
 
+class FakeClock:
+    """Stands in for a module's `time` module (monkeypatch the module's `time` name): `sleep` returns
+    at once, advancing `monotonic` by what was asked, and is recorded; `on_sleep(n)` runs after the
+    n-th sleep, to change the world between two polls. A test then asserts how many waits a loop
+    made, not how long it took. Past `max_sleeps` a sleep fails: a loop that never ends fails fast."""
+
+    def __init__(self, on_sleep: Callable[[int], None] | None = None, max_sleeps: int = 10_000) -> None:
+        self.now = 0.0
+        self.sleeps: list[float] = []
+        self.on_sleep = on_sleep
+        self.max_sleeps = max_sleeps
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        if len(self.sleeps) >= self.max_sleeps:
+            raise AssertionError(f"still waiting after {self.max_sleeps} sleeps (last: {self.sleeps[-1]!r} s)")
+        self.sleeps.append(seconds)
+        self.now += seconds
+        if self.on_sleep is not None:
+            self.on_sleep(len(self.sleeps))
+
+
 def wait_until(predicate: Callable[[], bool], timeout: float = 120, interval: float = 0.25) -> bool:
     import time
 

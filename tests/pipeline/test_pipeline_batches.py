@@ -3,20 +3,19 @@ error instead of waiting forever for readings nobody is writing."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from django.core.management.base import CommandError
 from django.db import connection
 from tqdm import tqdm
 
 from adjudication.models import Dataset, Reading, TaskBatch
+from adjudication.pipeline import progress
 from adjudication.pipeline.batches import BatchFailed
 from adjudication.pipeline.progress import wait_for_readings
 from adjudication.pipeline.services import dataset_read
 from adjudication.tasks import read_batch
 
-from ..conftest import manage, mc_row, run_command
+from ..conftest import FakeClock, manage, mc_row, run_command
 
 READERS = ["boxed", "strict-match"]
 
@@ -76,14 +75,21 @@ def test_a_failing_reader_task_records_why_and_raises(write_jsonl, settings, bro
 
 
 @pytest.mark.django_db
-def test_waiting_stops_with_the_error_once_the_runs_tasks_ended_and_one_failed(write_jsonl, settings):
+def test_waiting_stops_with_the_error_once_the_runs_tasks_ended_and_one_failed(write_jsonl, settings, monkeypatch):
     settings.CELERY_TASK_ALWAYS_EAGER = False
     ds = imported(write_jsonl)
     run = dataset_read(dataset=ds, reader_names=READERS, batch_size=2)
     first, second, third = TaskBatch.objects.filter(run=run.id).order_by("id")
-    TaskBatch.objects.filter(pk__in=[first.pk, third.pk]).update(status="done")
+    TaskBatch.objects.filter(pk=first.pk).update(status="done")
     TaskBatch.objects.filter(pk=second.pk).update(status="failed", error="OperationalError: the disk is full")
-    started = time.monotonic()
+
+    def third_task_ends(polls: int) -> None:
+        if polls == 1:
+            TaskBatch.objects.filter(pk=third.pk).update(status="done")
+
+    # the wait's clock: no real sleeping, and the third task ends during the first poll interval
+    clock = FakeClock(on_sleep=third_task_ends)
+    monkeypatch.setattr(progress, "time", clock)
     with pytest.raises(CommandError, match=r"1 of 3 reader tasks failed \(first error: OperationalError: the disk"):
         wait_for_readings(
             run_id=run.id,
@@ -95,7 +101,9 @@ def test_waiting_stops_with_the_error_once_the_runs_tasks_ended_and_one_failed(w
             timeout=600,
             noun="reader task",
         )
-    assert time.monotonic() - started < 60  # stopped on the failure, not on the timeout
+    # stopped on the failure at the next look once every task had ended, not on the timeout:
+    # one poll interval waited of the 1,200 that the timeout allows
+    assert clock.sleeps == [0.5]
 
 
 @pytest.mark.django_db

@@ -5,7 +5,7 @@ Runs without Django (`-p no:django`), like the other reader tests.
 
 from __future__ import annotations
 
-import time
+import dataclasses
 from collections.abc import Iterator
 
 import pytest
@@ -16,7 +16,9 @@ from hypothesis import strategies as st
 from readers import registry
 from readers.base import Item, Reader, Reading
 from readers.canonical import MAX_ANSWER_CHARS, canonical_answer, with_canonical
-from readers.isolation.pool import read_isolated
+from readers.isolation.pool import IsolatedPool, read_isolated
+
+from .budget import read_within_budget
 
 
 @pytest.fixture(autouse=True)
@@ -26,7 +28,8 @@ def _plain_http() -> None:
 
 SOCIOLOGY = Item(response="", gold="B", choices=("Durkheim", "Weber", "Merton", "Parsons"), question="Who?")
 OPEN = Item(response="", gold="\\frac{1}{2}", question="Compute it.")
-# A generous bound: each call costs well under a millisecond; only a runaway pattern comes near it.
+# The hard budget of a hostile answer's canonical form in the isolation pool: each call costs well
+# under a millisecond; only a runaway pattern comes near it (and is killed there, "timeout").
 GENEROUS_S = 2.0
 
 
@@ -230,12 +233,22 @@ HOSTILE = {
 }
 
 
+@pytest.fixture(scope="module")
+def budget_pool(_echo_reader: None) -> Iterator[IsolatedPool]:
+    with IsolatedPool(processes=2, budget_s=GENEROUS_S) as pool:
+        yield pool
+
+
 @pytest.mark.parametrize("family", sorted(HOSTILE))
 @pytest.mark.parametrize("item", [SOCIOLOGY, OPEN, Item(response="", gold="B")], ids=["mc", "open", "letter-gold"])
-def test_hostile_answers_get_a_string_or_none_quickly_and_never_raise(family, item):
-    started = time.monotonic()
-    result = canonical_answer(HOSTILE[family], item)
-    assert time.monotonic() - started < GENEROUS_S
+def test_hostile_answers_get_a_string_or_none_within_budget_and_never_raise(family, item, budget_pool):
+    text = HOSTILE[family]
+    # Echo answers with the text itself; the worker makes its canonical form within the reading's
+    # hard budget, where a runaway pattern is killed ("timeout")
+    (reading,) = read_within_budget(Echo.name, [dataclasses.replace(item, response=text)], pool=budget_pool)
+    # it ended there, so it can run here: never raises, and is the worker's answer
+    result = canonical_answer(text, item)
+    assert result == reading.canonical
     assert result is None or (isinstance(result, str) and len(result) <= MAX_ANSWER_CHARS)
 
 

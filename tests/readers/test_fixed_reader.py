@@ -13,8 +13,8 @@ import json
 import re
 import subprocess
 import sys
-import time
 from collections import Counter
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,9 @@ from readers import registry
 from readers.base import ANSWER_FORMS, VERDICTS, Item, Reading
 from readers.equivalence import canonical, math_equal, parse_number
 from readers.fixed import FixedConfig, FixedReader
+from readers.isolation.pool import IsolatedPool
+
+from .budget import read_within_budget
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
@@ -542,11 +545,29 @@ def test_parse_number_and_canonical() -> None:
     assert canonical("50\\%") == "50%"
 
 
-def test_dangerous_inputs_never_reach_sympy() -> None:
-    started = time.perf_counter()
-    for pred in ("2^{10^{10}}", "9^{9^{9}}", "100000!", "\\sum_{n=1}^{10^{9}} n", "10^{100000}"):
+DANGEROUS = ("2^{10^{10}}", "9^{9^{9}}", "100000!", "\\sum_{n=1}^{10^{9}} n", "10^{100000}")
+
+
+def test_dangerous_inputs_never_reach_sympy(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every road to SymPy passes latex2sympy (readers.equivalence._to_sympy): record what reaches
+    # it, with the parse caches emptied so that nothing is answered from an earlier test.
+    import latex2sympy2_extended
+
+    from readers import answers, equivalence
+
+    parsed: list[str] = []
+    real = latex2sympy2_extended.latex2sympy
+
+    def recording(source: str, *args: Any, **kwargs: Any) -> Any:
+        parsed.append(source)
+        return real(source, *args, **kwargs)
+
+    monkeypatch.setattr(latex2sympy2_extended, "latex2sympy", recording)
+    equivalence._to_sympy.cache_clear()
+    answers._sympy_of.cache_clear()
+    for pred in DANGEROUS:
         assert not math_equal(pred, "5").equal
-    assert time.perf_counter() - started < 5
+    assert set(parsed) <= {"5"}, parsed
 
 
 # --------------------------------------------------------------------------------------------
@@ -579,14 +600,18 @@ HOSTILE = {
 }
 
 
+@pytest.fixture(scope="module")
+def budget_pool() -> Iterator[IsolatedPool]:
+    """Each reading killed at 3 s: a runaway pattern on a hostile input shows as a "timeout"."""
+    with IsolatedPool(processes=2, budget_s=3.0) as pool:
+        yield pool
+
+
 @pytest.mark.parametrize("name", sorted(HOSTILE))
-def test_hostile_inputs_are_fast_and_safe(name: str) -> None:
+def test_hostile_inputs_are_read_within_budget_and_safe(name: str, budget_pool: IsolatedPool) -> None:
     text = HOSTILE[name]
-    for item in (Item(text, "C", SOCIOLOGISTS), Item(text, "72")):
-        started = time.perf_counter()
-        r = READER.read(item)
-        elapsed = time.perf_counter() - started
-        assert elapsed < 3.0, f"{name}: {elapsed:.2f}s"
+    items = [Item(text, "C", SOCIOLOGISTS), Item(text, "72")]
+    for r in read_within_budget("fixed", items, labels=["mc", "open"], pool=budget_pool):
         assert r.verdict in VERDICTS and r.verdict != "error", r.detail
         # Storable: JSON with UTF-8, no NULs (PostgreSQL text rejects them).
         payload = json.dumps(r.to_dict(), ensure_ascii=False)
@@ -634,26 +659,25 @@ def test_threads_do_not_break_math() -> None:
     assert verdicts == ["correct"] * len(items)
 
 
-def test_mc_throughput() -> None:
-    """Target: > 2,000 MC responses/s of ~2,000 characters in-process. The assertion is loose
-    (shared CI machines); the measured rate is printed."""
+def usual_mc_items(n: int = 400) -> list[Item]:
+    """~2,000 characters of reasoning, then the answer in one of four styles: the responses
+    bench/hostile_bench.py times the fixed reader on (fixed_mc_per_s, against strict-match)."""
     filler = (
         "Merton's strain theory describes the gap between culturally defined goals and the "
         "institutional means available to reach them; Durkheim wrote on anomie and Weber on "
         "bureaucracy, while Parsons built structural functionalism. "
     )
     items = []
-    for i in range(400):
+    for i in range(n):
         body = (filler * 12)[: 1900 - (i % 50)]
         tail = ["The answer is (C).", "**Answer:** C", "Therefore \\boxed{C}", "Final answer: Merton"][i % 4]
         items.append(Item(body + "\n\n" + tail, "C", SOCIOLOGISTS))
-    READER.read(items[0])
-    started = time.perf_counter()
-    for it in items:
-        assert READER.read(it).verdict == "correct"
-    rate = len(items) / (time.perf_counter() - started)
-    print(f"fixed MC throughput: {rate:.0f} responses/s")
-    assert rate > 300
+    return items
+
+
+def test_mc_responses_of_the_usual_length_read_correctly() -> None:
+    items = usual_mc_items()
+    assert [READER.read(it).verdict for it in items] == ["correct"] * len(items)
 
 
 # --------------------------------------------------------------------------------------------

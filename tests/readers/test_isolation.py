@@ -11,6 +11,7 @@ import multiprocessing
 import os
 import resource
 import signal
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -29,7 +30,9 @@ def _plain_http() -> None:
     `settings`: readers is a Django-free library and these tests run with `-p no:django`."""
 
 
-SLACK_S = 1.5  # scheduling + SIGKILL + respawn on a loaded 2-core machine
+# Set by a test before its pool forks: workers inherit it, and a "meet" reading waits there for
+# the other worker's (fork-context primitives survive the fork; no resource-tracker process).
+MEETING: Any = None
 
 
 class Misbehave(Reader):
@@ -67,9 +70,23 @@ class Misbehave(Reader):
             time.sleep(float(cmd[4:]))
         elif cmd == "pid":
             return Reading("correct", answer=str(os.getpid()))
+        elif cmd == "meet":
+            MEETING.wait()
+            return Reading("correct", answer=str(os.getpid()))
         elif cmd == "subclass":
             return TaggedReading("correct", answer=cmd)
         return Reading("correct", answer=cmd)
+
+
+class MeetThenHang(Reader):
+    """Waits at MEETING for the other worker's reading, then never returns."""
+
+    name = "test-meet-then-hang"
+    version = "0"
+
+    def read(self, item: Item) -> Any:
+        MEETING.wait()
+        time.sleep(3600)
 
 
 class TaggedReading(Reading):
@@ -147,11 +164,14 @@ def test_work_is_spread_over_the_processes(pool: IsolatedPool) -> None:
     assert len(pids) == 2 and str(os.getpid()) not in pids
 
 
-def test_processes_run_in_parallel(pool: IsolatedPool) -> None:
-    t0 = time.monotonic()
-    results = pool.read_many("test-misbehave", items_of(*["nap:0.4"] * 4))
-    assert all(r.verdict == "correct" for r, _ in results)
-    assert time.monotonic() - t0 < 1.6 - 0.05  # serial would be 1.6 s
+def test_processes_read_at_the_same_time(no_leftovers: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each "meet" reading waits until the other one is under way too: both finish only if the two
+    # workers read at the same time; one after the other, the first would wait into its budget.
+    monkeypatch.setattr(sys.modules[__name__], "MEETING", multiprocessing.get_context("fork").Barrier(2))
+    with IsolatedPool(processes=2, budget_s=30.0) as p:
+        results = p.read_many("test-misbehave", items_of("meet", "meet"))
+    assert [r.verdict for r, _ in results] == ["correct", "correct"]
+    assert len({r.answer for r, _ in results}) == 2  # two workers, met
 
 
 def test_empty_input_and_unknown_reader(pool: IsolatedPool) -> None:
@@ -177,26 +197,37 @@ def test_real_reader_through_the_pool(pool: IsolatedPool) -> None:
 
 @pytest.mark.parametrize("cmd", ["sleep", "loop"])
 def test_overrun_is_a_timeout_and_the_pool_keeps_working(pool: IsolatedPool, cmd: str) -> None:
-    t0 = time.monotonic()
+    # "sleep" and "loop" never end: a result at all means the worker was killed at its budget
     results = pool.read_many("test-misbehave", items_of("a", cmd, "b", "c"))
-    wall = time.monotonic() - t0
     verdicts = [r.verdict for r, _ in results]
     assert verdicts == ["correct", "timeout", "correct", "correct"]
     timed_out, elapsed_ms = results[1]
     assert timed_out.detail == {"budget_s": 1.0}
-    assert 1000 <= elapsed_ms <= 1000 + SLACK_S * 1000
-    assert wall <= 1.0 + SLACK_S
+    assert elapsed_ms >= 1000  # not killed before its budget
     assert pool.stats["timeouts"] == 1
     # Replaced worker, same pool: still answers.
     assert [r.answer for r, _ in pool.read_many("test-misbehave", items_of("x", "y"))] == ["x", "y"]
 
 
 def test_several_overruns_in_one_batch(pool: IsolatedPool) -> None:
-    t0 = time.monotonic()
     results = pool.read_many("test-misbehave", items_of("sleep", "a", "loop", "b", "sleep", "c"))
     assert [r.verdict for r, _ in results] == ["timeout", "correct"] * 3
-    # Two workers in parallel: three 1 s budgets take about 2 s, not 3.
-    assert time.monotonic() - t0 <= 3.0 + SLACK_S
+    assert all(r.detail == {"budget_s": 1.0} and ms >= 1000 for r, ms in results[::2])
+    assert pool.stats["timeouts"] == 3
+
+
+def test_overruns_on_both_workers_at_once_are_both_killed(no_leftovers: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Both workers are stuck together (each hangs only once the other is under way too): the pool
+    # watches both deadlines, not one worker at a time, and kills and replaces both.
+    monkeypatch.setattr(sys.modules[__name__], "MEETING", multiprocessing.get_context("fork").Barrier(2))
+    name = "test-meet-then-hang"
+    with registry.scoped({name: lambda: MeetThenHang(name=name)}), IsolatedPool(processes=2, budget_s=1.0) as p:
+        results = p.read_many(name, items_of("x", "y"))
+        after = p.read_many("test-misbehave", items_of("a", "b"))
+        stats = dict(p.stats)
+    assert [r.verdict for r, _ in results] == ["timeout", "timeout"]
+    assert [r.answer for r, _ in after] == ["a", "b"]
+    assert stats["timeouts"] == 2
 
 
 # ---------------------------------------------------------------------------------------------
@@ -264,21 +295,18 @@ HOSTILE = {
 def test_hostile_inputs_each_get_a_verdict_within_budget(no_leftovers: None) -> None:
     budget = 3.0
     items = [Item(response=text, gold="2") for text in HOSTILE.values()]
-    t0 = time.monotonic()
     with IsolatedPool(processes=2, budget_s=budget) as p:
         results = p.read_many("math-verify-latex", items)
         # and the pool is still usable afterwards
         again = p.read_many("math-verify-latex", [Item(response="$\\boxed{2}$", gold="2")])
-    wall = time.monotonic() - t0
-    for name, (reading, elapsed_ms) in zip(HOSTILE, results):
+    for name, (reading, _elapsed_ms) in zip(HOSTILE, results, strict=True):
         assert reading.verdict in VERDICTS, name
-        assert elapsed_ms <= (budget + SLACK_S) * 1000, (name, elapsed_ms)
+        if reading.verdict == "timeout":  # killed at its budget: the detail says which
+            assert reading.detail == {"budget_s": budget}, name
     by_name = {name: reading.verdict for name, (reading, _) in zip(HOSTILE, results)}
     assert by_name["9^9^9"] in ("timeout", "error")  # never finishes (probe §3b)
     assert by_name["NUL bytes"] == by_name["lone surrogate"] == by_name["HTML/JS"] == "correct"
     assert again[0][0].verdict == "correct"
-    # 7 items, at most 3 can overrun, 2 workers in parallel.
-    assert wall <= 2 * budget + 2 * SLACK_S + 5
 
 
 # ---------------------------------------------------------------------------------------------
@@ -308,28 +336,24 @@ def test_hang_after_many_fast_items_in_one_batch(no_leftovers: None, never_flush
     # 251 items, one process: the first batch (items 0-62) holds the 51 fast items and the hang.
     responses = [f"f{i}" for i in range(51)] + [cmd] + [f"g{i}" for i in range(199)]
     with IsolatedPool(processes=1, budget_s=1.0) as p:
-        t0 = time.monotonic()
         results = p.read_many("test-misbehave", items_of(*responses))
-        wall = time.monotonic() - t0
         stats = dict(p.stats)
     timed_out, elapsed_ms = results[51]
     assert timed_out.verdict == "timeout" and timed_out.detail == {"budget_s": 1.0}
     echo_ok(results, responses, skip={51})
     # the deadline counts from the item's own start (published by the child), not from the last
-    # message, which here was none at all
-    assert 1000 <= elapsed_ms <= 1000 + SLACK_S * 1000
-    assert wall <= 1.0 + SLACK_S + 2
+    # message, which here was none at all: counted from the batch's dispatch, it would have cut
+    # the item off before it had its full second
+    assert elapsed_ms >= 1000
     # items 0-50 were read but still buffered when the worker was killed: read again
     assert stats["timeouts"] == 1 and stats["reruns"] == 51 and stats["spawned"] == 2
 
 
 def test_hang_after_many_fast_items_default_flushing(pool: IsolatedPool) -> None:
     responses = [f"f{i}" for i in range(150)] + ["loop"] + [f"g{i}" for i in range(149)]
-    t0 = time.monotonic()
     results = pool.read_many("test-misbehave", items_of(*responses))
-    assert time.monotonic() - t0 <= 1.0 + SLACK_S + 2
-    assert results[150][0].verdict == "timeout"
-    assert 1000 <= results[150][1] <= 1000 + SLACK_S * 1000
+    assert results[150][0].verdict == "timeout" and results[150][0].detail == {"budget_s": 1.0}
+    assert results[150][1] >= 1000
     echo_ok(results, responses, skip={150})
     assert pool.stats["timeouts"] == 1
 
@@ -368,20 +392,18 @@ def test_several_hangs_and_crashes_among_many_fast_items(pool: IsolatedPool) -> 
 def test_hang_on_the_first_item_after_a_slow_reader_build(no_leftovers: None) -> None:
     # The parent looks while the child is still building the reader (start_timeout_s applies);
     # the child then starts the hanging item without sending anything. Detection must follow
-    # that item's own budget, not the 60 s build allowance.
+    # that item's own budget, not the build allowance: the item naps 30 s, past its 1 s budget
+    # and inside the 600 s allowance, so it reads "correct" if the allowance were followed.
     name = "test-slow-build"
 
     def slow_factory() -> Reader:
         time.sleep(0.3)
         return Misbehave(name=name)
 
-    with registry.scoped({name: slow_factory}), IsolatedPool(processes=1, budget_s=1.0, start_timeout_s=60.0) as p:
-        t0 = time.monotonic()
-        results = p.read_many(name, items_of("loop", "a"))
-        wall = time.monotonic() - t0
+    with registry.scoped({name: slow_factory}), IsolatedPool(processes=1, budget_s=1.0, start_timeout_s=600.0) as p:
+        results = p.read_many(name, items_of("nap:30", "a"))
     assert [r.verdict for r, _ in results] == ["timeout", "correct"]
-    assert 1000 <= results[0][1] <= 1000 + SLACK_S * 1000
-    assert wall <= 0.3 + 1.0 + SLACK_S + 1
+    assert results[0][0].detail == {"budget_s": 1.0} and results[0][1] >= 1000
 
 
 def test_fast_readings_travel_in_chunks(no_leftovers: None, monkeypatch: pytest.MonkeyPatch) -> None:

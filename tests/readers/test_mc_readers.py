@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,8 @@ from readers.mc.lm_eval import (
     regex_filter,
 )
 from readers.mc.seed002 import SEED002_ANSWER_IS_CORRECT, SEED002_STRICT
+
+from .budget import read_within_budget
 
 SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 LM_EVAL_DATA = SHARED_DATA / "lm-eval-harness-filters"
@@ -599,13 +600,12 @@ def test_boxed_open_ended() -> None:
 def test_boxed_nested_braces() -> None:
     assert last_box(r"\boxed{\{1, \frac{2}{3}\}}")[0] == r"\{1, \frac{2}{3}\}"  # type: ignore[index]
     deep = "\\boxed{" + "{" * 10_000 + "C" + "}" * 10_001
-    t = time.perf_counter()
-    r = read("boxed", deep, gold="C")
-    assert r.verdict == "incorrect" and time.perf_counter() - t < 2
+    (r,) = read_within_budget("boxed", [Item(response=deep, gold="C", choices=SOCIOLOGISTS)], budget_s=2.0)
+    assert r.verdict == "incorrect"
 
 
 # --------------------------------------------------------------------------------------------
-# Hostile inputs: always a Reading, quickly
+# Hostile inputs: always a Reading, within the isolation pool's budget (timed in bench/hostile_bench.py)
 # --------------------------------------------------------------------------------------------
 
 MB = 1_000_000
@@ -632,13 +632,13 @@ HOSTILE = {
 
 
 @pytest.mark.parametrize("name", ALL)
-def test_hostile_inputs_return_quickly(name: str) -> None:
-    reader = registry.get(name)
-    for label, text in HOSTILE.items():
-        for choices in (SOCIOLOGISTS, ()):
-            t = time.perf_counter()
-            r = reader.read(Item(response=text, gold="B" if choices or name not in LM_EVAL else "1", choices=choices))
-            elapsed = time.perf_counter() - t
-            assert isinstance(r, Reading) and r.verdict in VERDICTS, (label, r)
-            assert elapsed < 5, (label, elapsed)
-            json.dumps(r.to_dict())  # serialisable (lone surrogates survive json.dumps)
+def test_hostile_inputs_are_read_within_budget(name: str) -> None:
+    cases = [(label, choices) for label in HOSTILE for choices in (SOCIOLOGISTS, ())]
+    items = [
+        Item(response=HOSTILE[label], gold="B" if choices or name not in LM_EVAL else "1", choices=choices)
+        for label, choices in cases
+    ]
+    labels = [(label, "mc" if choices else "open") for label, choices in cases]
+    for label, r in zip(labels, read_within_budget(name, items, budget_s=5.0, labels=labels), strict=True):
+        assert isinstance(r, Reading) and r.verdict in VERDICTS, (label, r)
+        json.dumps(r.to_dict())  # serialisable (lone surrogates survive json.dumps)
