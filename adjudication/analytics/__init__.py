@@ -4,6 +4,6 @@ Layering: `stats` holds the statistics (thin wrappers over statsmodels, scikit-l
 krippendorff, so every number equals the reference implementation); `bias`, `agreement`,
 `format_share` and `ranking` are pure functions over plain records (no ORM), so the file-only
 commands (`--input`) and the tests use them without a database; `selectors` turns database rows
-into those records; `svg` draws the manager pages' plots server-side; `realdata` reproduces the
-two results on the shared data sets. Definitions of every number: docs/analytics.md.
+into those records; `svg` draws the manager pages' plots server-side (`scripts/realdata.py`
+reproduces the two results on the real data sets with these modules). Definitions of every number: docs/analytics.md.
 """

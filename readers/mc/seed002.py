@@ -111,23 +111,6 @@ SEED002_ANSWER_IS_CORRECT = "|".join(
 )
 SEED002_LAST_EXTRACT = r"[^a-zA-Z0-9]([A-D])[^a-zA-Z0-9]"
 
-# The appendix text as printed (PDF text layer), kept for provenance and the docs.
-SEED002_APPENDIX_AS_PRINTED = {
-    "strict-match": SEED002_STRICT,
-    "flexible-extract": r"(\$[A-D]\$)",
-    "instructed-format": r"[Aa]nswer\"?:\\s* \"?\\(?([A-D])\"|\"?\\**(?([A-D])\"",
-    "answer-is-correct": (
-        r"\\**[Aa]nswer:\\**\\s*(\$?[A-D]\$?)|\\**[Aa]nswer\\**:\\s*(\$?[A-D]\$?)|[Aa]nswer is "
-        r"\\**(\$?[A-D]\$?)\\**|[Aa]nswer should be \\**(\$?[A-D]\$?)\\**|[Aa]nswer:\\s+\\**"
-        r"(\$?[A-D]\$?)\\**|correct answer is \\**(\$?[A-D]\$?)\\**|correct answer:\\s+\\**"
-        r"(\$?[A-D]\$?)\\**|\\**(\$?[A-D]\$?)\\** is correct|"
-        "\n"
-        r"*(\$?[A-D]\$?)\\** is the correct|\\**(\$?[A-D]\$?)\\** is the answer|\\**(\$?[A-D]"
-        r"\$?)\\** should be the answer"
-    ),
-    "last-extract": SEED002_LAST_EXTRACT,
-}
-
 
 @dataclass(frozen=True)
 class Seed002Config:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from adjudication.analytics import realdata
 from adjudication.analytics.stats import jsonable
+from scripts import realdata
 
 from ..conftest import shared_data
 

@@ -1,9 +1,9 @@
 """The two real-data results of docs/analytics.md, reproducible without a database:
 
-    python -m adjudication.analytics.realdata answer-matching [DIR] [--json]
+    python -m scripts.realdata answer-matching [DIR] [--json]
         DeepSeek-V3 (and Qwen-2.5-7B) judge bias against each human rater, per answering model,
         and human–human agreement, on ../shared/data/answer-matching-human-annotations.
-    python -m adjudication.analytics.realdata mmlu-pro-ranking [FILE] [--json] [--reader NAME ...]
+    python -m scripts.realdata mmlu-pro-ranking [FILE] [--json] [--reader NAME ...]
         The 7 models' ranking under each reader on the stratified slice of
         ../shared/data/mmlu-pro-model-outputs, with rank flips and Kendall's τ.
 
@@ -25,7 +25,7 @@ from adjudication.analytics.bias import judge_bias
 from adjudication.analytics.ranking import compare
 from adjudication.analytics.stats import cohen_kappa, jsonable, krippendorff_alpha, pairwise
 
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 ANSWER_MATCHING = SHARED / "answer-matching-human-annotations"
 MMLU_PRO = SHARED / "mmlu-pro-model-outputs" / "mmlu_pro_cot_outputs_sample.jsonl"
 FILES = {"gpqa_diamond": "gpqa_diamond_freeform_annotated.jsonl", "mmlu_pro": "mmlu_pro_freeform_annotated.jsonl"}
@@ -284,7 +284,7 @@ def ranking_markdown(res: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m adjudication.analytics.realdata",
+        prog="python -m scripts.realdata",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
