@@ -4,8 +4,8 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from judges.management.validation import save_validated
 from judges.models import Endpoint
+from judges.services.setup import SetupError, endpoint_upsert
 
 
 class Command(BaseCommand):
@@ -66,34 +66,7 @@ class Command(BaseCommand):
         extra_body: str | None,
         **options,
     ) -> None:
-        endpoint = Endpoint.objects.filter(name=name).first()
-        created = endpoint is None
-        if created:
-            endpoint = Endpoint(name=name)
-        endpoint.base_url = base_url.rstrip("/")
-        endpoint.model = model
-        if api_key_env is not None:
-            if api_key_env.startswith(("sk-", "Bearer ")) or len(api_key_env) > 100:
-                raise CommandError("--api-key-env takes the NAME of an environment variable, not the key")
-            endpoint.api_key_env = api_key_env
-        if concurrency is not None:
-            if concurrency < 1:
-                raise CommandError("--concurrency must be at least 1")
-            endpoint.max_concurrency = concurrency
-        if rpm is not None:
-            if rpm < 0:
-                raise CommandError("--rpm must be 0 (unlimited) or more")
-            endpoint.requests_per_minute = rpm
-        if timeout is not None:
-            if timeout <= 0:
-                raise CommandError("--timeout must be positive")
-            endpoint.timeout_s = timeout
-        if flavour is not None:
-            endpoint.flavour = flavour
-        if logprob_method is not None:
-            endpoint.logprob_method = logprob_method
-        if top_logprobs is not None:
-            endpoint.top_logprobs = top_logprobs
+        body = None
         if extra_body is not None:
             try:
                 body = json.loads(extra_body)
@@ -101,8 +74,22 @@ class Command(BaseCommand):
                 raise CommandError(f"--extra-body is not JSON: {exc}") from None
             if not isinstance(body, dict):
                 raise CommandError("--extra-body must be a JSON object")
-            endpoint.extra_body = body
-        save_validated(endpoint)
+        try:
+            endpoint, created = endpoint_upsert(
+                name=name,
+                base_url=base_url,
+                model=model,
+                api_key_env=api_key_env,
+                concurrency=concurrency,
+                rpm=rpm,
+                timeout=timeout,
+                flavour=flavour,
+                logprob_method=logprob_method,
+                top_logprobs=top_logprobs,
+                extra_body=body,
+            )
+        except SetupError as exc:
+            raise CommandError(str(exc)) from None
         self.stdout.write(
             f"{'added' if created else 'updated'} endpoint {endpoint.name}: {endpoint.model} at "
             f"{endpoint.base_url}, concurrency {endpoint.max_concurrency}, "
