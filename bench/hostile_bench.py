@@ -53,7 +53,7 @@ from readers.isolation.pool import IsolatedPool  # noqa: E402
 # tests hold to a budget.
 from tests.readers import test_canonical as canonical_tests  # noqa: E402
 from tests.readers import test_fixed_reader as fixed_tests  # noqa: E402
-from tests.readers import test_mc_readers as mc_tests  # noqa: E402
+from tests.readers.mc import test_mc_readers as mc_tests  # noqa: E402
 
 N = int(os.environ.get("BENCH_HOSTILE_N", "10000"))
 BUDGET_S = float(os.environ.get("BENCH_BUDGET_S", "2"))

@@ -21,7 +21,7 @@ from readers.mc.seed002 import (
     SEED002_GSM8K_ANSWER_IS_CORRECT_ALTERNATIVES,
 )
 
-GSM8K = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "gsm8k"
+GSM8K = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "gsm8k"
 AIC = "answer-is-correct-gsm8k"
 INSTRUCTED = "instructed-format-gsm8k"
 

@@ -26,9 +26,9 @@ from readers.mc.lm_eval import (
 )
 from readers.mc.seed002 import SEED002_ANSWER_IS_CORRECT, SEED002_STRICT
 
-from .budget import read_within_budget
+from ..budget import read_within_budget
 
-SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+SHARED_DATA = Path(__file__).resolve().parents[3].parent / "shared" / "data"
 LM_EVAL_DATA = SHARED_DATA / "lm-eval-harness-filters"
 
 SEED002 = ("strict-match", "flexible-extract", "instructed-format", "answer-is-correct", "last-extract")

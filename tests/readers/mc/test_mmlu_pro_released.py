@@ -18,7 +18,7 @@ from readers import registry
 from readers.base import Item, Reading
 from readers.mc.mmlu_pro import mmlu_pro_released_extract
 
-from ..conftest import shared_data
+from ...conftest import shared_data
 
 FULL = "mmlu-pro-released"
 FIRST = "mmlu-pro-released-first-pattern"

@@ -31,7 +31,7 @@ def _plain_http() -> None:
     `settings`: readers is a Django-free library and these tests run with `-p no:django`."""
 
 
-SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+SHARED_DATA = Path(__file__).resolve().parents[3].parent / "shared" / "data"
 
 MATH_READERS = (
     "math-verify-latex",
