@@ -47,6 +47,20 @@ def shared_data(*parts: str) -> Path:
     return path
 
 
+def lm_eval_sample(doc_id: int = 0, **overrides: Any) -> dict[str, Any]:
+    """One line of an lm-eval samples file (multiple choice, answer B), with `overrides` applied."""
+    sample: dict[str, Any] = {
+        "doc_id": doc_id,
+        "doc": {"question": f"Question {doc_id}?", "choices": ["a", "b", "c"], "answer": 1},
+        "target": 1,
+        "resps": [["The answer is (B)."]],
+        "filtered_resps": ["B"],
+        "prompt_hash": "p",
+    }
+    sample.update(overrides)
+    return sample
+
+
 def mc_row(i: int = 0, **overrides: Any) -> dict[str, Any]:
     row = {
         "id": f"mc-{i}",

@@ -11,7 +11,7 @@ from django.core.management.base import CommandError
 
 from adjudication.models import Dataset, Question, ReaderSpec, Reading, Response, Run
 
-from ..conftest import manage, math_row, mc_row, project_table_counts, run_command
+from ..conftest import lm_eval_sample, manage, math_row, mc_row, project_table_counts, run_command
 
 pytestmark = pytest.mark.django_db
 
@@ -299,19 +299,6 @@ def test_an_unstorable_command_line_identity_is_an_error(write_jsonl, option, va
     path = write_jsonl(samples, name="samples_t_2026-01-02T10-11-12.jsonl")
     message = import_error(path, fmt="lm-eval", **{option: value})
     assert f"--{option}" in message and needle in message
-
-
-def lm_eval_sample(doc_id: int = 0, **overrides) -> dict:
-    sample = {
-        "doc_id": doc_id,
-        "doc": {"question": f"Question {doc_id}?", "choices": ["a", "b", "c"], "answer": 1},
-        "target": 1,
-        "resps": [["The answer is (B)."]],
-        "filtered_resps": ["B"],
-        "prompt_hash": "p",
-    }
-    sample.update(overrides)
-    return sample
 
 
 @pytest.mark.parametrize(

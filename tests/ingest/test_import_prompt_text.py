@@ -8,7 +8,7 @@ from django.core.management.base import CommandError
 
 from adjudication.models import Response
 
-from ..conftest import math_row, mc_row, project_table_counts, run_command
+from ..conftest import lm_eval_sample, math_row, mc_row, project_table_counts, run_command
 
 pytestmark = pytest.mark.django_db
 
@@ -17,19 +17,6 @@ QWEN_PROMPT = (
     "D. Parsons<|im_end|>\n<|im_start|>assistant\n"
 )
 SAMPLES = "samples_arc_2026-01-02T10-11-12.jsonl"
-
-
-def lm_eval_sample(doc_id: int = 0, **overrides) -> dict:
-    sample = {
-        "doc_id": doc_id,
-        "doc": {"question": f"Question {doc_id}?", "choices": ["a", "b", "c"], "answer": 1},
-        "target": 1,
-        "resps": [["The answer is (B)."]],
-        "filtered_resps": ["B"],
-        "prompt_hash": "p",
-    }
-    sample.update(overrides)
-    return sample
 
 
 def import_error(path, **options) -> str:
