@@ -1,19 +1,15 @@
-"""How a response is shown to a reviewer: thinking and answer parts, candidate marks, and Markdown.
-Model text is untrusted: Markdown runs with raw HTML off and everything else is escaped."""
+"""How a response is shown to a reviewer: thinking and answer parts, candidate marks, and
+math-aware Markdown (adjudication.review.markup). Model text is untrusted: Markdown runs with raw
+HTML off and everything else is escaped."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
 
-from markdown_it import MarkdownIt
+from adjudication.review.markup import MARKDOWN
 
 _THINK = re.compile(r"<(think|thinking|reasoning)>|</(think|thinking|reasoning)>", re.IGNORECASE)
-
-
-# html=False: raw HTML in model text is shown as text, never rendered; markdown-it also refuses
-# javascript:/vbscript:/data: link targets.
-_MD = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
 
 
 @dataclass
@@ -90,12 +86,17 @@ def _markdown_html(text: str, budget: int) -> tuple[str, int]:
     cost = sum(text.count(c) for c in _MD_TERMINATORS)
     if cost > budget:
         return _source_html(text, "too long for the Markdown renderer"), budget
-    tokens = _MD.parse(text)
+    tokens = MARKDOWN.parse(text)
     # Past maxNesting, markdown-it silently drops the rest of the part (blockquotes or lists nested
     # ~10 deep); a token at the last level it keeps is the sign that this may have happened.
-    if any(token.level >= _MD.options["maxNesting"] - 1 for token in tokens):
+    if any(token.level >= MARKDOWN.options["maxNesting"] - 1 for token in tokens):
         return _source_html(text, "nested too deeply for the Markdown renderer"), budget - cost
-    return _MD.renderer.render(tokens, _MD.options, {}), budget - cost
+    return MARKDOWN.renderer.render(tokens, MARKDOWN.options, {}), budget - cost
+
+
+def text_html(text: str) -> str:
+    """A question or other dataset text: Markdown with maths, within the same budget as a response."""
+    return _markdown_html(text, MARKDOWN_BUDGET)[0]
 
 
 def response_parts(text: str, spans: list[tuple[int, int, int]]) -> list[Part]:

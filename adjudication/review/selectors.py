@@ -11,10 +11,12 @@ from datetime import datetime
 from django.contrib.auth.models import User
 from django.db.models import Count, Q
 from django.utils import timezone
+from django.utils.safestring import mark_safe
 
 from adjudication.models import Label, Lease, Question, QueueItem, Reading, Response, ReviewItem, ReviewQueue
 from adjudication.rawsql import fetch_all, fetch_one, raw_one
-from adjudication.review.rendering import response_parts
+from adjudication.review.markup import answer_html, inline_html
+from adjudication.review.rendering import response_parts, text_html
 from adjudication.routing.rules import MISSING, answer_key, comparable_answer
 from adjudication.text import displayable
 from readers.options import LETTERS
@@ -131,13 +133,26 @@ def shown_item(
     """What the item pages show of an item: question, options, the response in parts, candidate
     answers and (when asked) the gold, all made displayable."""
     cands, spans = candidates
+    # The *_html values are escaped by markup (raw HTML off, maths as escaped TeX text).
     return {
         "question": displayable(question),
-        "choices": [(LETTERS[i], displayable(str(text))) for i, text in enumerate(choices)],
+        "question_html": mark_safe(text_html(displayable(question))),  # noqa: S308
+        "choices": [
+            (LETTERS[i], mark_safe(inline_html(displayable(str(text)))))  # noqa: S308
+            for i, text in enumerate(choices)
+        ],
         "is_mc": bool(choices),
         "parts": response_parts(displayable(response), spans),
-        "candidates": [{**c, "answer": displayable(c["answer"])} for c in cands],
+        "candidates": [
+            {
+                **c,
+                "answer": displayable(c["answer"]),
+                "answer_html": mark_safe(answer_html(displayable(c["answer"]))),  # noqa: S308
+            }
+            for c in cands
+        ],
         "gold": displayable(gold) if show_gold else None,
+        "gold_html": mark_safe(answer_html(displayable(gold))) if show_gold else None,  # noqa: S308
     }
 
 

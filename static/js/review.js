@@ -96,67 +96,31 @@
   });
 })();
 
-// KaTeX over the rendered view and the question, guarded: model text can hold formulas that crash
-// the tab (`\frac{1}{` nested a few hundred deep: Chromium's layout overflows its stack on the box
-// tree KaTeX builds) or hold the main thread (tens of thousands of characters, thousands of
-// formulas). Each math span is found as KaTeX's auto-render finds it (same delimiters, same
-// brace-aware end search, text nodes only, never HTML from the model) and then:
+// KaTeX over the formulas the server marked: each `<span class="math-tex">` holds one formula's TeX
+// as escaped text (adjudication/review/markup.py found it before Markdown could touch it), with
+// its delimiters in data-source. Never HTML from the model: KaTeX reads textContent. Guarded,
+// because model text can hold formulas that crash the tab (`\frac{1}{` nested a few hundred deep:
+// Chromium's layout overflows its stack on the box tree KaTeX builds) or hold the main thread
+// (tens of thousands of characters, thousands of formulas). Each formula is:
 //   - checked before KaTeX sees it: length and group nesting depth ({…}, \left…\right,
 //     \begin…\end); measured in headless Chromium on Linux, the tab crashed from about 150 nested
 //     \frac, 60-80 nested \underbrace, 20-24 nested \underbrace{\overbrace{\boxed{\sqrt{ (80-96
 //     groups) up, at a typeset box tree 800-1000 elements deep; the limit is 20 groups;
 //   - typeset into a detached element (no layout yet) with KaTeX's own limits on macro expansion
-//     and sizes; a span whose box tree is still deeper than 300, or whose typesetting throws (its
-//     parser's own recursion overflows near 1,000 groups), is not inserted;
-//   - over a limit, shown as its source (text, so escaped) with a visible note; past the page's
-//     budget (formulas, characters), formulas stay source text under one note.
-// Spans are typeset in time slices, so keys and clicks are handled between them; the page shows
-// the source of a formula until it is typeset. `document.body.dataset.math` is "done" at the end.
+//     and sizes; a formula whose box tree is still deeper than 300, whose typesetting throws (its
+//     parser's own recursion overflows near 1,000 groups) or that KaTeX marks as an error, is shown
+//     as its source (text, so escaped) with a visible note;
+//   - past the page's budget (formulas, characters), left as source text under one note.
+// Formulas are typeset in time slices, so keys and clicks are handled between them; a formula
+// shows its source until typeset. `document.body.dataset.math` is "done" at the end.
 (function () {
   "use strict";
   // Per formula: characters, group nesting, depth of the typeset box tree. Per page: formulas and
   // characters typeset (each typeset character costs a few DOM nodes for as long as the page lives).
   const LIMITS = {chars: 4000, depth: 20, boxDepth: 300, formulas: 2000, pageChars: 100000, sliceMs: 25};
-  const DELIMITERS = [  // auto-render's order: "$$" is tried before "$"
-    {left: "$$", right: "$$", display: true}, {left: "\\[", right: "\\]", display: true},
-    {left: "$", right: "$", display: false}, {left: "\\(", right: "\\)", display: false},
-  ];
-  const OPENER = /\$\$|\\\[|\$|\\\(/g;
-  const SKIPPED_TAGS = new Set(["SCRIPT", "NOSCRIPT", "STYLE", "TEXTAREA", "PRE", "CODE", "OPTION"]);
-  const KATEX_OPTIONS = {throwOnError: false, trust: false, strict: "ignore", maxExpand: 500, maxSize: 20};
-
-  // auto-render's findEndOfMath: the closing delimiter, outside braces, skipping escaped characters.
-  function endOfMath(right, text, from) {
-    let braces = 0;
-    for (let i = from; i < text.length; i++) {
-      if (braces <= 0 && text.startsWith(right, i)) return i;
-      const c = text[i];
-      if (c === "\\") i++;
-      else if (c === "{") braces++;
-      else if (c === "}") braces--;
-    }
-    return -1;
-  }
-
-  // [{text}|{math, raw, display}], as auto-render splits: an opener without its closer ends the search.
-  function splitMath(text) {
-    const pieces = [];
-    let pos = 0;
-    for (;;) {
-      OPENER.lastIndex = pos;
-      const found = OPENER.exec(text);
-      if (!found) break;
-      const delim = DELIMITERS.find((d) => text.startsWith(d.left, found.index));
-      const end = endOfMath(delim.right, text, found.index + delim.left.length);
-      if (end === -1) break;
-      if (found.index > pos) pieces.push({text: text.slice(pos, found.index)});
-      pieces.push({math: text.slice(found.index + delim.left.length, end), display: delim.display,
-                   raw: text.slice(found.index, end + delim.right.length)});
-      pos = end + delim.right.length;
-    }
-    if (pos < text.length) pieces.push({text: text.slice(pos)});
-    return pieces;
-  }
+  // throwOnError: a formula KaTeX cannot read (an unknown command, unbalanced braces) is shown as its
+  // source with the reason, never as KaTeX's red error text or a half-typeset formula.
+  const KATEX_OPTIONS = {throwOnError: true, trust: false, strict: "ignore", maxExpand: 500, maxSize: 20};
 
   // Deepest nesting of the groups KaTeX turns into nested boxes, in one pass.
   function nestingDepth(math) {
@@ -212,78 +176,50 @@
     try {
       // A fresh macro table per formula: a \gdef in one span must not redefine the next.
       window.katex.render(piece.math, box, {...KATEX_OPTIONS, displayMode: piece.display, macros: {}});
-    } catch (err) {  // throwOnError is off, so not a syntax error: KaTeX itself gave up (stack, limits)
-      return showSource(holder, piece, "KaTeX could not typeset it");
+    } catch (err) {
+      if (err instanceof window.katex.ParseError) return showSource(holder, piece, "KaTeX cannot read it");
+      return showSource(holder, piece, "KaTeX could not typeset it");  // it gave up: stack, limits
     }
     const boxes = boxDepth(box);
     if (boxes > LIMITS.boxDepth) {
       return showSource(holder, piece, `typeset ${boxes} boxes deep, over the limit of ${LIMITS.boxDepth}`);
     }
-    holder.className = "math";
+    holder.className = piece.display ? "math math-display" : "math";
     holder.replaceChildren(box);
   }
 
-  // Replaces each text node holding math by text and placeholders (showing the source until
-  // typeset); queues [placeholder, piece] pairs in document order, within the page's budget.
-  function placeholders(root, queue, state) {
-    for (let node = root.firstChild; node; node = node.nextSibling) {
-      if (node.nodeType === Node.ELEMENT_NODE) {
-        if (!SKIPPED_TAGS.has(node.nodeName)) placeholders(node, queue, state);
+  // [holder, piece] pairs in document order, within each region's budget; the rest stay source.
+  function collect(region, queue) {
+    let chars = 0, overflow = false;
+    for (const holder of region.querySelectorAll("span.math-tex")) {
+      const math = holder.textContent;
+      const piece = {math, display: holder.dataset.display === "1", raw: holder.dataset.source || math};
+      // A formula over the per-formula limit is only checked, never typeset: it costs no budget.
+      const cost = math.length <= LIMITS.chars ? math.length : 0;
+      holder.textContent = piece.raw;
+      if (queue.length >= LIMITS.formulas || chars + cost > LIMITS.pageChars) {
+        overflow = true;
+        holder.className = "math-over-budget";
         continue;
       }
-      if (node.nodeType !== Node.TEXT_NODE) continue;
-      // auto-render joins adjacent text nodes: a formula may span them.
-      const joined = [];
-      let text = node.textContent;
-      for (let sib = node.nextSibling; sib && sib.nodeType === Node.TEXT_NODE; sib = sib.nextSibling) {
-        joined.push(sib);
-        text += sib.textContent;
-      }
-      const pieces = splitMath(text);
-      if (pieces.length === 1 && pieces[0].text !== undefined) {
-        if (joined.length) node = joined[joined.length - 1];
-        continue;
-      }
-      for (const sib of joined) sib.remove();
-      const fragment = document.createDocumentFragment();
-      for (const piece of pieces) {
-        if (piece.text !== undefined) {
-          fragment.appendChild(document.createTextNode(piece.text));
-          continue;
-        }
-        // A formula over the per-formula limit is only checked, never typeset: it costs no budget.
-        const cost = piece.math.length <= LIMITS.chars ? piece.math.length : 0;
-        if (queue.length >= LIMITS.formulas || state.chars + cost > LIMITS.pageChars) {
-          state.overflow = true;
-          fragment.appendChild(document.createTextNode(piece.raw));
-          continue;
-        }
-        state.chars += cost;
-        const holder = document.createElement("span");
-        holder.className = "math-pending";
-        holder.textContent = piece.raw;
-        fragment.appendChild(holder);
-        queue.push([holder, piece]);
-      }
-      const last = fragment.lastChild;
-      node.replaceWith(fragment);
-      node = last;
+      chars += cost;
+      holder.className = "math-pending";
+      queue.push([holder, piece]);
+    }
+    if (overflow) {
+      const note = document.createElement("p");
+      note.className = "math-overflow muted";
+      note.textContent = `Only the first ${LIMITS.formulas} formulas (${LIMITS.pageChars} characters of ` +
+                         "maths) on this page are typeset; the rest are shown as source.";
+      region.prepend(note);
     }
   }
 
   function renderMath() {
-    const queue = [], state = {overflow: false, chars: 0};
+    const queue = [];
     if (window.katex && typeof window.katex.render === "function") {
-      for (const el of document.querySelectorAll("#response-rendered, .question-text")) {
-        state.overflow = false;
-        try { placeholders(el, queue, state); } catch (err) { console.error("math: ", err); }
-        if (state.overflow) {
-          const note = document.createElement("p");
-          note.className = "math-overflow muted";
-          note.textContent = `Only the first ${LIMITS.formulas} formulas (${LIMITS.pageChars} characters of ` +
-                             "maths) on this page are typeset; the rest are shown as source.";
-          el.prepend(note);
-        }
+      for (const region of document.querySelectorAll("#response-rendered, .question, .candidates, .label-form, #annotator-labels")) {
+        try { collect(region, queue); } catch (err) { console.error("math: ", err); }
       }
     }
     let next = 0;

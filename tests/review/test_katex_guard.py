@@ -12,7 +12,6 @@ grows with the characters its inline rules stop at; such a part is shown as esca
 
 from __future__ import annotations
 
-import html
 import re
 from pathlib import Path
 
@@ -122,8 +121,8 @@ def test_pathological_math_shows_its_source_and_the_page_stays_usable(guard_queu
             note = guarded.locator(".math-note")
             assert note.is_visible() and "shown as source" in note.inner_text()
             assert re.search(r"nested \d+ deep" if kind == "deep" else r"\d+ characters", note.inner_text())
-            # The ordinary formula next to it is typeset.
-            assert page.locator("#response-rendered .katex").count() == 1
+            # The ordinary formula next to it is typeset, and so is the bare \\boxed{C} of the dispute.
+            assert page.locator("#response-rendered .katex").count() == 2
             # Labelling works: a shortcut picks, Enter submits and opens the next item.
             page.keyboard.press("2")
             assert page.locator("input[name=pick]:checked").get_attribute("value") == "option:B"
@@ -137,9 +136,10 @@ def test_pathological_math_shows_its_source_and_the_page_stays_usable(guard_queu
 # -- review.js alone, on a static page in Chromium (no server) ----------------------------------------
 
 
-def render_static(tmp_path: Path, response_html: str) -> dict:
-    """Load KaTeX and review.js over `response_html` as the rendered response; once typesetting is
+def render_static(tmp_path: Path, response: str) -> dict:
+    """Load KaTeX and review.js over the server's rendering of `response`; once typesetting is
     done, return what the page shows."""
+    response_html = _html(response)
     static = ROOT / "static"
     page_path = tmp_path / "page.html"
     page_path.write_text(
@@ -183,9 +183,7 @@ def test_group_nesting_counts_left_and_begin_but_not_leftarrow(tmp_path):
     lefts = "$" + "\\left(" * 21 + "x" + "\\right)" * 21 + "$"
     matrices = "$" + "\\begin{matrix}" * 21 + "x" + "\\end{matrix}" * 21 + "$"
     ok = "$" + "\\left(" * 19 + "x" + "\\right)" * 19 + "$"
-    shown = render_static(
-        tmp_path, "<p>" + " and ".join(html.escape(m) for m in (arrows, lefts, matrices, ok)) + "</p>"
-    )
+    shown = render_static(tmp_path, " and ".join((arrows, lefts, matrices, ok)))
     assert shown["typeset"] == 2
     assert [source for source, _ in shown["guarded"]] == [lefts, matrices]
     # \\begin{matrix} is a group holding a group: {matrix} is one level deeper.
@@ -200,9 +198,10 @@ def test_math_inside_code_is_left_alone_and_macros_do_not_leak_between_formulas(
     require_chromium()
     shown = render_static(
         tmp_path,
-        "<p>$\\gdef\\secret{42}\\secret$ then $\\secret$</p>"
-        "<pre>$x$ stays</pre><p><code>$y$</code> too; a lone $ is text</p>",
+        "$\\gdef\\secret{42}\\secret$ then $\\secret$\n\n```\n$x$ stays\n```\n\n`$y$` too; a lone $ is text",
     )
-    # \\secret is defined in the first formula only: the second shows it as an unknown command.
-    assert shown["typeset"] == 2 and shown["typeset_text"] == ["42", "\\secret"], shown["typeset_text"]
+    # \\secret is defined in the first formula only: in the second it is an unknown command, which
+    # KaTeX would paint as a red error; the page shows that formula as its source instead.
+    assert shown["typeset"] == 1 and shown["typeset_text"] == ["42"], shown["typeset_text"]
+    assert shown["guarded"] == [["$\\secret$", " [formula shown as source: KaTeX cannot read it]"]]
     assert "$x$ stays" in shown["text"] and "$y$" in shown["text"] and "a lone $ is text" in shown["text"]
