@@ -306,7 +306,26 @@ class ValidManager(models.Manager):
         return super().get_queryset().filter(invalidated_at__isnull=True)
 
 
-class Label(models.Model):
+class Invalidatable(models.Model):
+    """A row kept as history once the response text it was made on is replaced: `objects` (the
+    default manager, so reverse relations too) sees the valid rows, `all_objects` every row."""
+
+    invalidated_at = models.DateTimeField(
+        null=True, blank=True, help_text="set when the labelled response text was replaced"
+    )
+
+    objects = ValidManager()
+    # DJ012 is silenced: the order is Django's migration state (the first manager is the default one); ruff
+    # takes a models.Manager() call for a field.
+    all_objects = models.Manager()  # noqa: DJ012
+
+    class Meta:
+        abstract = True
+        default_manager_name = "objects"
+        base_manager_name = "all_objects"
+
+
+class Label(Invalidatable):
     """One annotator's label of one item. Append-only: a revision is a new row pointing at the
     one it revises; the newest row per (item, annotator) is the current one."""
 
@@ -336,18 +355,8 @@ class Label(models.Model):
     seconds_spent = models.FloatField(null=True, blank=True)
     revises = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="revisions")
     created_at = models.DateTimeField(auto_now_add=True)
-    invalidated_at = models.DateTimeField(
-        null=True, blank=True, help_text="set when the labelled response text was replaced"
-    )
 
-    objects = ValidManager()
-    # DJ012 is silenced: the order is Django's migration state (the first manager is the default one); ruff
-    # takes a models.Manager() call for a field.
-    all_objects = models.Manager()  # noqa: DJ012
-
-    class Meta:
-        default_manager_name = "objects"
-        base_manager_name = "all_objects"
+    class Meta(Invalidatable.Meta):
         indexes = [
             models.Index(fields=["item", "annotator", "-created_at"]),
             models.Index(fields=["queue", "annotator", "item"]),
@@ -368,7 +377,7 @@ class Label(models.Model):
         super().save(*args, **kwargs)
 
 
-class FinalLabel(models.Model):
+class FinalLabel(Invalidatable):
     """The label an item ends with, and how it got there. Append-only like Label."""
 
     class Provenance(models.TextChoices):
@@ -392,18 +401,8 @@ class FinalLabel(models.Model):
     notes = models.TextField(blank=True, default="")
     decided_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
-    invalidated_at = models.DateTimeField(
-        null=True, blank=True, help_text="set when the labelled response text was replaced"
-    )
 
-    objects = ValidManager()
-    # DJ012 is silenced: the order is Django's migration state (the first manager is the default one); ruff
-    # takes a models.Manager() call for a field.
-    all_objects = models.Manager()  # noqa: DJ012
-
-    class Meta:
-        default_manager_name = "objects"
-        base_manager_name = "all_objects"
+    class Meta(Invalidatable.Meta):
         indexes = [models.Index(fields=["item", "-created_at"])]
 
     def __str__(self) -> str:

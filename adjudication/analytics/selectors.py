@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from django.db.models import BooleanField, Case, Count, Q, Value, When
+from django.db.models import BooleanField, Case, Count, Q, QuerySet, Value, When
 
 from adjudication.analytics.agreement import HumanObs, ReaderObs, human_verdict
 from adjudication.analytics.format_share import Observation, item_task_type
@@ -85,22 +85,25 @@ def reader_observations(*, dataset: Dataset) -> list[ReaderObs]:
     ]
 
 
+def _oldest_first(model: type[Label] | type[FinalLabel], dataset: Dataset, *fields: str) -> QuerySet:
+    """The dataset's (final) labels as value tuples, oldest first: the last row per key is the newest."""
+    return model.objects.filter(item__queue__dataset=dataset).order_by("created_at", "id").values_list(*fields)
+
+
 def human_observations(*, dataset: Dataset) -> dict[str, HumanObs]:
     """The current final label of every reviewed response of the dataset, as a human verdict."""
-    finals = (
-        FinalLabel.objects.filter(item__queue__dataset=dataset)
-        .order_by("created_at", "id")
-        .values_list(
-            "item_id",
-            "kind",
-            "answer",
-            "correctness",
-            "item__review_item__is_control",
-            "item__review_item__policy__name",
-            "item__review_item__response_id",
-            "item__review_item__response__question__gold",
-            "item__review_item__response__question__choices",
-        )
+    finals = _oldest_first(
+        FinalLabel,
+        dataset,
+        "item_id",
+        "kind",
+        "answer",
+        "correctness",
+        "item__review_item__is_control",
+        "item__review_item__policy__name",
+        "item__review_item__response_id",
+        "item__review_item__response__question__gold",
+        "item__review_item__response__question__choices",
     )
     newest: dict[int, tuple] = {}
     for row in finals.iterator(chunk_size=5000):
@@ -116,18 +119,16 @@ def human_observations(*, dataset: Dataset) -> dict[str, HumanObs]:
 def annotator_ratings(*, dataset: Dataset) -> tuple[dict[str, dict[str, str]], set[str]]:
     """({annotator: {response: label category}}, control response ids) from each annotator's
     current label per item; the category is kind + normalised answer (+ correctness if judged)."""
-    labels = (
-        Label.objects.filter(item__queue__dataset=dataset)
-        .order_by("created_at", "id")
-        .values_list(
-            "annotator__username",
-            "item__review_item__response_id",
-            "kind",
-            "answer",
-            "correctness",
-            "item__queue__judge_correctness",
-            "item__review_item__is_control",
-        )
+    labels = _oldest_first(
+        Label,
+        dataset,
+        "annotator__username",
+        "item__review_item__response_id",
+        "kind",
+        "answer",
+        "correctness",
+        "item__queue__judge_correctness",
+        "item__review_item__is_control",
     )
     ratings: dict[str, dict[str, str]] = defaultdict(dict)
     controls: set[str] = set()

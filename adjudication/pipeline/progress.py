@@ -7,12 +7,15 @@ import sys
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
+from django.conf import settings
 from django.core.management.base import CommandError
 from tqdm import tqdm
 
+from adjudication.pipeline.batches import BatchFailed
 from adjudication.pipeline.selectors import BatchProgress, batch_progress, other_runs_active
+from adjudication.pipeline.services import Enqueued
 
 
 def wait_for_readings(
@@ -62,11 +65,13 @@ def wait_for_readings(
 
 
 class TrackedRun(Protocol):
-    """A run that enqueued batches and can count the readings it has so far (judges' LLMRun)."""
+    """A run that enqueued batches and can count the readings it has so far (pipeline's ReadRun,
+    judges' LLMRun)."""
 
     id: uuid.UUID
     dataset: Any
     kind: str
+    enqueued: list[Enqueued]
 
     @property
     def total(self) -> int: ...
@@ -85,6 +90,35 @@ def wait_for_run(run: TrackedRun, *, bar: tqdm, timeout: float, noun: str = "LLM
         timeout=timeout,
         noun=noun,
     )
+
+
+Run = TypeVar("Run", bound=TrackedRun)
+
+
+def run_with_progress(
+    start: Callable[[Callable[[int], None] | None], Run],
+    *,
+    total: int,
+    unit: str,
+    desc: str,
+    no_wait: bool,
+    timeout: float,
+    noun: str = "LLM task",
+) -> Run:
+    """Start a run (`start(on_enqueued)`) under a progress bar on stderr and, with real workers,
+    wait for its readings unless `no_wait`. In eager mode the tasks run inside `start`, which moves
+    the bar as each batch is read, and a failed one ends the command with its error."""
+    eager = settings.CELERY_TASK_ALWAYS_EAGER
+    bar = tqdm(total=total, unit=unit, file=sys.stderr, desc=desc, leave=False)
+    try:
+        run = start(bar.update if eager else None)
+    except BatchFailed as exc:  # eager mode: the task ran, and failed, right here
+        raise CommandError(str(exc)) from None
+    if not eager and not no_wait:
+        bar.update(run.total - sum(e.missing for e in run.enqueued) - bar.n)  # what was read before this run
+        wait_for_run(run, bar=bar, timeout=timeout, noun=noun)
+    bar.close()
+    return run
 
 
 def _failed_tasks(progress: BatchProgress, noun: str) -> str:

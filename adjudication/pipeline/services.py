@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from adjudication.models import Dataset, ReaderSpec, Response, TaskBatch
 from adjudication.pipeline.batches import batches_enqueue
 from adjudication.pipeline.readings import reader_spec_for
+from adjudication.pipeline.selectors import reading_counts
 from readers import registry as reader_registry
 
 
@@ -23,9 +24,17 @@ class Enqueued:
 class ReadRun:
     """What one `dataset_read` enqueued; its tasks' TaskBatch rows carry `id`."""
 
+    dataset: Dataset
     enqueued: list[Enqueued]
     id: uuid.UUID = field(default_factory=uuid.uuid4)
     kind: str = TaskBatch.Kind.READ
+
+    @property
+    def total(self) -> int:
+        return self.dataset.responses.count() * len(self.enqueued)
+
+    def done(self) -> int:
+        return sum(reading_counts(dataset=self.dataset, reader_spec=e.reader_spec) for e in self.enqueued)
 
 
 def dataset_read(
@@ -53,7 +62,7 @@ def dataset_read(
         missing_by_spec[spec.id] = set(
             Response.objects.filter(dataset=dataset).exclude(readings__reader_spec=spec).values_list("id", flat=True)
         )
-    run = ReadRun(enqueued=[])
+    run = ReadRun(dataset=dataset, enqueued=[])
     n_batches = batches_enqueue(
         run_id=run.id,
         kind=run.kind,

@@ -13,6 +13,7 @@ from rest_framework.views import APIView
 from adjudication.exports import table_download
 from adjudication.models import Dataset, Lease, ReviewQueue
 from adjudication.permissions import IsAnnotator, IsManager
+from adjudication.review.labels import LabelEntry
 from adjudication.review.selectors import (
     FINAL_LABEL_COLUMNS,
     annotator_progress,
@@ -139,7 +140,11 @@ class LabelApi(APIView):
         data = LabelSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         try:
-            label = label_submit(lease=lease, annotator=request.user, **data.validated_data)
+            fields = dict(data.validated_data)
+            skip_reason = fields.pop("skip_reason")
+            label = label_submit(
+                lease=lease, annotator=request.user, entry=LabelEntry(**fields), skip_reason=skip_reason
+            )
         except ReviewError as exc:
             raise ValidationError(str(exc)) from exc
         return ApiResponse({"label": label.pk}, status=status.HTTP_201_CREATED)

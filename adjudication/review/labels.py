@@ -4,10 +4,23 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from dataclasses import dataclass
 
 from adjudication.models import FinalLabel, Label
 
 _SPACES = re.compile(r"\s+")
+
+
+@dataclass(frozen=True)
+class LabelEntry:
+    """What an annotator enters for an item (a skip's reason aside): the fields a Label stores as
+    given, once the review services have checked and normalised them for the queue."""
+
+    kind: str
+    answer: str = ""
+    correctness: str = ""
+    confidence: int | None = None
+    note: str = ""
 
 
 def normalise_answer(kind: str, answer: str) -> str:

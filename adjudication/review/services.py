@@ -7,7 +7,7 @@ happens while holding that QueueItem row's lock (SELECT … FOR UPDATE). So "lab
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timedelta
 
 from django.contrib.auth.models import User
@@ -29,7 +29,7 @@ from adjudication.models import (
     RoutingPolicy,
 )
 from adjudication.rawsql import convert_row, fetch_one, raw_one
-from adjudication.review.labels import agreement
+from adjudication.review.labels import LabelEntry, agreement
 from adjudication.review.selectors import current_labels
 from adjudication.routing.services import (
     queue_items_sync,
@@ -254,16 +254,6 @@ def _lock_item(item_id: int) -> _Locked:
     return _Locked(item, row[-2], row[-1])
 
 
-@dataclass(frozen=True)
-class CleanLabel:
-    """A label's fields as they may be stored: only what the queue asked for, normalised."""
-
-    kind: str
-    answer: str
-    correctness: str
-    confidence: int | None
-
-
 def _check_text(field: str, value: str) -> None:
     problem = free_text_problem(value)
     if problem:
@@ -272,12 +262,11 @@ def _check_text(field: str, value: str) -> None:
         raise ReviewError(f"{field} must be at most {MAX_FREE_TEXT} characters")
 
 
-def _validate(
-    queue: ReviewQueue, choices: list, kind: str, answer: str, correctness: str, confidence: int | None
-) -> CleanLabel:
-    """The label as it may be stored. Whatever the caller sent, a field the queue did not ask for
-    is stored empty: a correctness on a queue that does not judge it would otherwise make its way
-    into the unanimous final label and into agreement."""
+def _validate(queue: ReviewQueue, choices: list, entry: LabelEntry) -> LabelEntry:
+    """The entry as it may be stored: only what the queue asked for, normalised. Whatever the caller
+    sent, a field the queue did not ask for is stored empty: a correctness on a queue that does not
+    judge it would otherwise make its way into the unanimous final label and into agreement."""
+    kind, answer, correctness, confidence = entry.kind, entry.answer, entry.correctness, entry.confidence
     if kind not in Label.Kind.values:
         raise ReviewError(f"unknown label kind {kind!r}")
     _check_text("the answer", answer)
@@ -299,7 +288,8 @@ def _validate(
         correctness = ""
     if confidence is not None and (isinstance(confidence, bool) or not 1 <= confidence <= 5):
         raise ReviewError("confidence must be 1–5")
-    return CleanLabel(kind=kind, answer=answer, correctness=correctness, confidence=confidence)
+    _check_text("the note", entry.note)
+    return replace(entry, answer=answer, correctness=correctness)
 
 
 _LOCK_LEASE_SQL = """
@@ -311,17 +301,7 @@ _LOCK_LEASE_SQL = """
 _LOCK_LEASE_FIELDS = [Lease._meta.get_field(n) for n in ("annotator", "claimed_at", "expires_at", "completed_at")]
 
 
-def label_submit(
-    *,
-    lease: Lease,
-    annotator: User,
-    kind: str,
-    answer: str = "",
-    correctness: str = "",
-    confidence: int | None = None,
-    note: str = "",
-    skip_reason: str = "",
-) -> Label:
+def label_submit(*, lease: Lease, annotator: User, entry: LabelEntry, skip_reason: str = "") -> Label:
     """Record the annotator's label for the leased item and complete the lease."""
     now = timezone.now()
     lock = " FOR UPDATE OF l" if connection.features.has_select_for_update_of else ""
@@ -340,45 +320,31 @@ def label_submit(
             raise ReviewError("you have already labelled this item")
         if locked.replaced_at is not None and locked.replaced_at >= claimed_at:
             raise ReviewError("the response was replaced by a new version after you opened it; it is back in the queue")
-        if expires_at <= now and kind != Label.Kind.SKIPPED:
+        if expires_at <= now and entry.kind != Label.Kind.SKIPPED:
             # An expired lease went back to the pool; honour it only if the item still has room.
             others = Lease.objects.filter(_live(now), item=item).exclude(annotator=annotator).count()
             if item.label_count + others >= queue.overlap:
                 raise ReviewError("your lease expired and the item has been labelled by others meanwhile")
-        clean = _validate(queue, locked.choices, kind, answer, correctness, confidence)
-        _check_text("the note", note)
+        clean = _validate(queue, locked.choices, entry)
         _check_text("the skip reason", skip_reason)
-        if kind == Label.Kind.SKIPPED and not skip_reason.strip():
+        if clean.kind == Label.Kind.SKIPPED and not skip_reason.strip():
             raise ReviewError("a skip needs a reason")
         label = Label.objects.create(
             item=item,
             annotator=annotator,
-            kind=clean.kind,
-            answer=clean.answer,
-            correctness=clean.correctness,
-            confidence=clean.confidence,
-            note=note,
+            **asdict(clean),
             skip_reason=skip_reason.strip(),
             seconds_spent=(now - claimed_at).total_seconds(),
         )
         Lease.objects.filter(pk=lease.pk).update(completed_at=now)
-        if kind != Label.Kind.SKIPPED:
+        if clean.kind != Label.Kind.SKIPPED:
             item.label_count += 1
             _settle(item, queue)
             item.save(update_fields=["label_count", "status"])
         return label
 
 
-def label_revise(
-    *,
-    label: Label,
-    annotator: User,
-    kind: str,
-    answer: str = "",
-    correctness: str = "",
-    confidence: int | None = None,
-    note: str = "",
-) -> Label:
+def label_revise(*, label: Label, annotator: User, entry: LabelEntry) -> Label:
     """A new label row revising the annotator's earlier one (the old row is kept)."""
     with transaction.atomic():
         locked = _lock_item(label.item_id)
@@ -389,20 +355,10 @@ def label_revise(
             raise ReviewError("this label was made on a response text that has since been replaced")
         if item.status == QueueItem.Status.ADJUDICATED:
             raise ReviewError("the item is adjudicated; ask an adjudicator")
-        if kind == Label.Kind.SKIPPED:
+        if entry.kind == Label.Kind.SKIPPED:
             raise ReviewError("a label cannot be revised into a skip")
-        clean = _validate(item.queue, locked.choices, kind, answer, correctness, confidence)
-        _check_text("the note", note)
-        new = Label.objects.create(
-            item=item,
-            annotator=annotator,
-            kind=clean.kind,
-            answer=clean.answer,
-            correctness=clean.correctness,
-            confidence=clean.confidence,
-            note=note,
-            revises=label,
-        )
+        clean = _validate(item.queue, locked.choices, entry)
+        new = Label.objects.create(item=item, annotator=annotator, **asdict(clean), revises=label)
         if label.kind == Label.Kind.SKIPPED:
             item.label_count += 1
         _settle(item, item.queue)
@@ -464,11 +420,11 @@ def final_label_adjudicate(
             raise ReviewError(f"unknown error type {error_type!r}")
         _check_text("the notes", notes)
         if unresolved:
-            clean = CleanLabel(kind=Label.Kind.AMBIGUOUS, answer="", correctness="", confidence=None)
+            clean = LabelEntry(kind=Label.Kind.AMBIGUOUS)
         elif kind == Label.Kind.SKIPPED:
             raise ReviewError("a final label cannot be a skip")
         else:
-            clean = _validate(item.queue, locked.choices, kind, answer, correctness, None)
+            clean = _validate(item.queue, locked.choices, LabelEntry(kind=kind, answer=answer, correctness=correctness))
         final = FinalLabel.objects.create(
             item=item,
             kind=clean.kind,

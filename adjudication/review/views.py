@@ -16,6 +16,7 @@ from adjudication.forms import form_errors
 from adjudication.models import Dataset, FinalLabel, Label, Lease, QueueItem, ReviewQueue
 from adjudication.permissions import role_required
 from adjudication.review.forms import AdjudicationForm, LabelForm, QueueForm, SkipForm
+from adjudication.review.labels import LabelEntry
 from adjudication.review.selectors import (
     FINAL_LABEL_COLUMNS,
     adjudication_page,
@@ -80,9 +81,11 @@ def review_item(request: HttpRequest, lease_id: int) -> HttpResponse:
             if not form.is_valid():
                 raise ReviewError(form_errors(form))
             if skipping:
-                label_submit(lease=lease, annotator=request.user, kind=Label.Kind.SKIPPED, **form.cleaned_data)
+                data = form.cleaned_data
+                entry = LabelEntry(kind=Label.Kind.SKIPPED, note=data["note"])
+                label_submit(lease=lease, annotator=request.user, entry=entry, skip_reason=data["skip_reason"])
             else:
-                label_submit(lease=lease, annotator=request.user, **form.cleaned_data)
+                label_submit(lease=lease, annotator=request.user, entry=LabelEntry(**form.cleaned_data))
         except ReviewError as exc:
             messages.error(request, str(exc))
             now = timezone.now()

@@ -16,6 +16,7 @@ from django.test import Client
 
 from adjudication.models import Dataset, FinalLabel, QueueItem, ReaderSpec, Reading, Response
 from adjudication.pipeline.readings import reader_spec_by_name, readings_create
+from adjudication.review.labels import LabelEntry
 from adjudication.review.selectors import adjudication_queue
 from adjudication.review.services import final_label_adjudicate, label_submit, lease_claim_next, queue_create
 
@@ -99,7 +100,7 @@ def labelled(write_jsonl):
             if annotator == b and first is None:
                 first = lease.item_id
                 said = "ABCD"[("ABCD".index(said) + 1) % 4]  # one disagreement, adjudicated below
-            label_submit(lease=lease, annotator=annotator, kind="option", answer=said)
+            label_submit(lease=lease, annotator=annotator, entry=LabelEntry(kind="option", answer=said))
     adj = make_user("judy", "adjudicator")
     for item, _ in adjudication_queue(queue=queue, adjudicator=adj):
         response = item.review_item.response

@@ -7,6 +7,7 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
 from adjudication.models import AuditRun, Dataset
+from adjudication.review.labels import LabelEntry
 from adjudication.review.services import label_submit, lease_claim_next
 
 from .conftest import make_user
@@ -86,7 +87,7 @@ def world(queue):
     for name, answer in (("x", "B"), ("y", "C")):
         other = make_user(name, "annotator")
         conflict = lease_claim_next(queue=queue, annotator=other).lease
-        label_submit(lease=conflict, annotator=other, kind="option", answer=answer)
+        label_submit(lease=conflict, annotator=other, entry=LabelEntry(kind="option", answer=answer))
     lease = lease_claim_next(queue=queue, annotator=users["annotator"]).lease
     ids = {"dataset": Dataset.objects.get().pk, "queue": queue.pk, "lease": lease.pk, "item": conflict.item_id}
     ids["audit"] = AuditRun.objects.create(dataset_id=ids["dataset"], readers=["strip-string"]).pk

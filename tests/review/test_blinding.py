@@ -7,6 +7,7 @@ from django.test import Client
 
 from adjudication.models import Reading, Response
 from adjudication.pipeline.readings import reader_spec_for
+from adjudication.review.labels import LabelEntry
 from adjudication.review.services import label_submit, lease_claim_next, queue_create
 from readers import registry
 from readers.base import Item, Reader
@@ -97,7 +98,9 @@ def test_every_annotator_facing_page_and_api_response_is_blind(canary_queue):
     other = make_user("other", "annotator")
     # another annotator's label must not show either
     lease = lease_claim_next(queue=canary_queue, annotator=other).lease
-    label_submit(lease=lease, annotator=other, kind="text", answer="OTHERSLABELQZX", note="OTHERSNOTEQZX")
+    label_submit(
+        lease=lease, annotator=other, entry=LabelEntry(kind="text", answer="OTHERSLABELQZX", note="OTHERSNOTEQZX")
+    )
     client = Client()
     client.force_login(ann)
     pages = []

@@ -10,6 +10,7 @@ import pytest
 from django.db import connection, connections
 
 from adjudication.models import Label, Lease, QueueItem
+from adjudication.review.labels import LabelEntry
 from adjudication.review.services import label_submit, lease_claim_next, queue_create
 
 from .conftest import disputed_dataset, make_user
@@ -35,7 +36,9 @@ def test_twenty_threads_over_a_hundred_items_leave_exactly_two_labels_each(write
                         time.sleep(0.01)
                         continue
                     return
-                label_submit(lease=claim.lease, annotator=user, kind="option", answer="BC"[user.pk % 2])
+                label_submit(
+                    lease=claim.lease, annotator=user, entry=LabelEntry(kind="option", answer="BC"[user.pk % 2])
+                )
         except BaseException as exc:  # noqa: BLE001 - surfaced by the assertion below
             errors.append(exc)
         finally:

@@ -9,6 +9,7 @@ import pytest
 from django.utils import timezone
 
 from adjudication.models import FinalLabel, Label, Lease, QueueItem
+from adjudication.review.labels import LabelEntry
 from adjudication.review.selectors import adjudication_queue
 from adjudication.review.services import (
     ReviewError,
@@ -26,7 +27,7 @@ pytestmark = pytest.mark.django_db
 def label_next(queue, user, answer="B", kind="option"):
     claim = lease_claim_next(queue=queue, annotator=user)
     assert claim.lease is not None
-    return label_submit(lease=claim.lease, annotator=user, kind=kind, answer=answer)
+    return label_submit(lease=claim.lease, annotator=user, entry=LabelEntry(kind=kind, answer=answer))
 
 
 def test_a_queue_holds_every_disputed_response(queue):
@@ -71,7 +72,7 @@ def test_a_late_label_on_an_expired_lease_is_refused_once_others_filled_the_item
     label_next(queue, b)
     label_next(queue, c)
     with pytest.raises(ReviewError, match="expired"):
-        label_submit(lease=la, annotator=a, kind="option", answer="B")
+        label_submit(lease=la, annotator=a, entry=LabelEntry(kind="option", answer="B"))
     assert QueueItem.objects.get(pk=la.item_id).label_count == 2
 
 
@@ -108,8 +109,8 @@ def test_skips_need_a_reason_and_do_not_fill_a_slot(queue):
     a, b, c = (make_user(n, "annotator") for n in "abc")
     lease = lease_claim_next(queue=queue, annotator=a).lease
     with pytest.raises(ReviewError, match="reason"):
-        label_submit(lease=lease, annotator=a, kind="skipped")
-    label_submit(lease=lease, annotator=a, kind="skipped", skip_reason="cannot read the LaTeX")
+        label_submit(lease=lease, annotator=a, entry=LabelEntry(kind="skipped"))
+    label_submit(lease=lease, annotator=a, skip_reason="cannot read the LaTeX", entry=LabelEntry(kind="skipped"))
     item = QueueItem.objects.get(pk=lease.item_id)
     assert item.label_count == 0
     assert lease_claim_next(queue=queue, annotator=b).lease.item == item
@@ -119,13 +120,13 @@ def test_skips_need_a_reason_and_do_not_fill_a_slot(queue):
 def test_labels_are_append_only_and_a_revision_keeps_author_and_time(queue):
     a = make_user("a", "annotator")
     original = label_next(queue, a, "B")
-    revised = label_revise(label=original, annotator=a, kind="option", answer="C")
+    revised = label_revise(label=original, annotator=a, entry=LabelEntry(kind="option", answer="C"))
     assert Label.objects.filter(item=original.item).count() == 2
     assert revised.revises == original and revised.annotator == a and revised.created_at >= original.created_at
     original.refresh_from_db()
     assert original.answer == "B"
     with pytest.raises(ReviewError):
-        label_revise(label=original, annotator=make_user("z", "annotator"), kind="option", answer="A")
+        label_revise(label=original, annotator=make_user("z", "annotator"), entry=LabelEntry(kind="option", answer="A"))
 
 
 @pytest.mark.parametrize(
@@ -136,7 +137,7 @@ def test_bad_labels_are_refused(queue, kind, answer, message):
     a = make_user("a", "annotator")
     lease = lease_claim_next(queue=queue, annotator=a).lease
     with pytest.raises(ReviewError, match=message):
-        label_submit(lease=lease, annotator=a, kind=kind, answer=answer)
+        label_submit(lease=lease, annotator=a, entry=LabelEntry(kind=kind, answer=answer))
     assert not Label.objects.exists()
 
 

@@ -49,6 +49,7 @@ def pages(write_jsonl, service_env, monkeypatch, tmp_path):
     from adjudication.audit.services import audit_run_start
     from adjudication.models import AuditRun, Dataset, Reading, Response
     from adjudication.pipeline.readings import reader_spec_by_name
+    from adjudication.review.labels import LabelEntry
     from adjudication.review.services import label_submit, lease_claim_next, queue_create
 
     rows = [mc_row(i, response=TEXT.format(i=i)) for i in range(N)]
@@ -93,7 +94,9 @@ def pages(write_jsonl, service_env, monkeypatch, tmp_path):
     conflict = None
     for name, answer in (("one", "B"), ("two", "C")):
         lease = lease_claim_next(queue=queue, annotator=User.objects.get(username=name)).lease
-        label_submit(lease=lease, annotator=User.objects.get(username=name), kind="option", answer=answer)
+        label_submit(
+            lease=lease, annotator=User.objects.get(username=name), entry=LabelEntry(kind="option", answer=answer)
+        )
         conflict = lease.item_id
 
     run = audit_run_start(dataset=dataset, reader_names=["strip-string", "boxed"])

@@ -15,6 +15,7 @@ from django.test import Client
 
 from adjudication.models import Label
 from adjudication.review import selectors as review_selectors
+from adjudication.review.labels import LabelEntry
 from adjudication.review.selectors import annotator_progress, leased_item
 from adjudication.review.services import label_revise, label_submit, lease_claim_next
 
@@ -26,7 +27,7 @@ pytestmark = pytest.mark.django_db
 
 def label_next(queue, user, answer="B"):
     lease = lease_claim_next(queue=queue, annotator=user).lease
-    return label_submit(lease=lease, annotator=user, kind="option", answer=answer)
+    return label_submit(lease=lease, annotator=user, entry=LabelEntry(kind="option", answer=answer))
 
 
 def test_a_role_taken_away_applies_on_the_next_request(queue):
@@ -69,7 +70,7 @@ def test_progress_counts_what_each_annotator_did_and_what_is_left_for_them(queue
     # For b: the five items other than the one they labelled, a's second among them (it has room).
     assert annotator_progress(queue=queue, annotator=b) == {"done": 1, "remaining": 5, "remaining_more": False}
     skip = lease_claim_next(queue=queue, annotator=b).lease
-    label_submit(lease=skip, annotator=b, kind=Label.Kind.SKIPPED, skip_reason="unreadable")
+    label_submit(lease=skip, annotator=b, skip_reason="unreadable", entry=LabelEntry(kind=Label.Kind.SKIPPED))
     # A skipped item is done for its annotator and gone from what is left for them.
     assert annotator_progress(queue=queue, annotator=b) == {"done": 2, "remaining": 4, "remaining_more": False}
 
@@ -83,7 +84,7 @@ def test_remaining_is_capped_beyond_the_cap(queue, monkeypatch):
 def test_labels_and_revisions_record_their_queue(queue):
     a = make_user("a", "annotator")
     label = label_next(queue, a)
-    revision = label_revise(label=label, annotator=a, kind="option", answer="C")
+    revision = label_revise(label=label, annotator=a, entry=LabelEntry(kind="option", answer="C"))
     assert Label.objects.get(pk=label.pk).queue_id == queue.pk
     assert Label.objects.get(pk=revision.pk).queue_id == queue.pk
 

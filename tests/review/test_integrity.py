@@ -26,6 +26,7 @@ from adjudication.models import (
     RoutingPolicy,
 )
 from adjudication.pipeline.readings import reader_spec_by_name
+from adjudication.review.labels import LabelEntry
 from adjudication.review.selectors import adjudication_queue
 from adjudication.review.services import (
     ReviewError,
@@ -68,7 +69,7 @@ def read_disputed(dataset: str, first: str = "B", second: str = "C") -> None:
 def label_next(queue, user, answer="B", kind="option", **extra):
     lease = lease_claim_next(queue=queue, annotator=user).lease
     assert lease is not None
-    return label_submit(lease=lease, annotator=user, kind=kind, answer=answer, **extra)
+    return label_submit(lease=lease, annotator=user, entry=LabelEntry(kind=kind, answer=answer, **extra))
 
 
 # -- 1. integers are refused, never stored as another value ---------------------------------------
@@ -133,7 +134,7 @@ def test_a_correctness_the_queue_did_not_ask_for_is_not_stored_or_copied_into_th
 def test_revisions_and_adjudications_store_no_unasked_correctness(queue):
     a, b, judge = make_user("a", "annotator"), make_user("b", "annotator"), make_user("j", "adjudicator")
     first = label_next(queue, a, "B")
-    revised = label_revise(label=first, annotator=a, kind="option", answer="B", correctness="correct")
+    revised = label_revise(label=first, annotator=a, entry=LabelEntry(kind="option", answer="B", correctness="correct"))
     label_next(queue, b, "C")
     final = final_label_adjudicate(
         item=QueueItem.objects.get(pk=first.item_id),
@@ -194,7 +195,7 @@ def test_a_lease_taken_before_the_text_was_replaced_cannot_label_the_new_text(wr
     lease = lease_claim_next(queue=queue, annotator=a).lease
     review_invalidate_replaced(response_ids=[lease.item.review_item.response_id])
     with pytest.raises(ReviewError, match="replaced"):
-        label_submit(lease=lease, annotator=a, kind="option", answer="B")
+        label_submit(lease=lease, annotator=a, entry=LabelEntry(kind="option", answer="B"))
     assert not Label.objects.exists()
 
 
@@ -284,7 +285,7 @@ def test_equal_priorities_are_shuffled_per_queue_not_served_base_first(write_jso
     served = []
     while (lease := lease_claim_next(queue=queue, annotator=ann).lease) is not None:
         served.append(lease.item.review_item.response.run.checkpoint)
-        label_submit(lease=lease, annotator=ann, kind="option", answer="B")
+        label_submit(lease=lease, annotator=ann, entry=LabelEntry(kind="option", answer="B"))
     assert len(served) == 40
     assert served != sorted(served)  # import order would serve all 20 base items first
     assert 5 <= served[:20].count("rl") <= 15
@@ -354,8 +355,16 @@ def test_lone_surrogates_in_model_text_render_replaced_on_every_annotator_and_ad
     assert api.status_code == 200 and json.loads(api.content)["response"].startswith("Reasoning \ud800 x")
     claimed = logged_in(other).post(f"/api/queues/{queue.pk}/claim/")
     assert claimed.status_code == 200 and json.loads(claimed.content)["question"] == "Which \udfff?"
-    label_submit(lease=lease_claim_next(queue=queue, annotator=ann).lease, annotator=ann, kind="option", answer="B")
-    label_submit(lease=lease_claim_next(queue=queue, annotator=other).lease, annotator=other, kind="option", answer="C")
+    label_submit(
+        lease=lease_claim_next(queue=queue, annotator=ann).lease,
+        annotator=ann,
+        entry=LabelEntry(kind="option", answer="B"),
+    )
+    label_submit(
+        lease=lease_claim_next(queue=queue, annotator=other).lease,
+        annotator=other,
+        entry=LabelEntry(kind="option", answer="C"),
+    )
     adjudication = logged_in(judge).get(f"/adjudicate/{queue.items.get().pk}/")
     assert adjudication.status_code == 200 and "Which \ufffd?" in adjudication.content.decode()
 

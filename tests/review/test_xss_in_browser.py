@@ -85,13 +85,14 @@ def hostile_queue(write_jsonl, service_env, monkeypatch):
     from django.contrib.auth.models import User
 
     from adjudication.models import ReviewQueue
+    from adjudication.review.labels import LabelEntry
     from adjudication.review.services import label_submit, lease_claim_next
 
     queue = ReviewQueue.objects.get(name="hostile-q")
     other = User.objects.get(username="other")
     for _ in RESPONSES:
         lease = lease_claim_next(queue=queue, annotator=other).lease
-        label_submit(lease=lease, annotator=other, kind="option", answer="C")
+        label_submit(lease=lease, annotator=other, entry=LabelEntry(kind="option", answer="C"))
     return queue
 
 

@@ -7,6 +7,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from adjudication.management.arguments import add_file_or_dataset_arguments, dataset_named
+
 
 class Command(BaseCommand):
     help = (
@@ -20,9 +22,11 @@ class Command(BaseCommand):
     requires_system_checks: list = []
 
     def add_arguments(self, parser: CommandParser) -> None:
-        src = parser.add_mutually_exclusive_group(required=True)
-        src.add_argument("--input", type=Path, help="JSONL: {id, producer, verdict, human_verdict} per line")
-        src.add_argument("--dataset", help="a dataset in the database with final human labels")
+        add_file_or_dataset_arguments(
+            parser,
+            file_help="JSONL: {id, producer, verdict, human_verdict} per line",
+            dataset_help="a dataset in the database with final human labels",
+        )
         parser.add_argument("--by", default="", help="--input: also break down by these fields, e.g. model,checkpoint")
         parser.add_argument(
             "--no-answer",
@@ -96,12 +100,8 @@ class Command(BaseCommand):
     def _from_dataset(self, name: str, seed: int) -> dict:
         from adjudication.analytics import agreement as ag
         from adjudication.analytics.selectors import agreement_inputs
-        from adjudication.models import Dataset
 
-        try:
-            ds = Dataset.objects.get(name=name)
-        except Dataset.DoesNotExist:
-            raise CommandError(f"no dataset named {name!r}") from None
+        ds = dataset_named(name)
         inputs = agreement_inputs(dataset=ds)
         if not inputs["obs"]:
             raise CommandError(f"dataset {name!r} has no readings yet (run_readers first)")

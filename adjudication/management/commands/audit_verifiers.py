@@ -11,7 +11,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from adjudication.management.arguments import add_isolation_arguments
+from adjudication.management.arguments import add_file_or_dataset_arguments, add_isolation_arguments, dataset_named
 
 
 class Command(BaseCommand):
@@ -24,9 +24,12 @@ class Command(BaseCommand):
     requires_system_checks: list = []
 
     def add_arguments(self, parser: CommandParser) -> None:
-        source = parser.add_mutually_exclusive_group(required=True)
-        source.add_argument("--golds", type=Path, help="golds, one per line, or JSONL with a 'gold' field")
-        source.add_argument("--dataset", help="audit a stored dataset's distinct golds (uses the database)")
+        add_file_or_dataset_arguments(
+            parser,
+            file_option="--golds",
+            file_help="golds, one per line, or JSONL with a 'gold' field",
+            dataset_help="audit a stored dataset's distinct golds (uses the database)",
+        )
         parser.add_argument(
             "--readers",
             "--reader",
@@ -123,11 +126,8 @@ class Command(BaseCommand):
             skipped = 0
         else:
             from adjudication.audit.selectors import dataset_golds
-            from adjudication.models import Dataset
 
-            ds = Dataset.objects.filter(name=dataset).first()
-            if ds is None:
-                raise CommandError(f"no dataset named {dataset!r}")
+            ds = dataset_named(dataset)
             gold_list, skipped = dataset_golds(ds)
             if not gold_list:
                 raise CommandError(f"dataset {dataset!r} has no open-ended golds to audit")

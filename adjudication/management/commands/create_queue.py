@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from adjudication.models import Dataset, RoutingPolicy
-from adjudication.pipeline.selectors import dataset_get
+from adjudication.management.arguments import dataset_named
+from adjudication.models import RoutingPolicy
 from adjudication.review.services import ReviewError, queue_create
 
 
@@ -42,10 +42,7 @@ class Command(BaseCommand):
         seed: int,
         **options,
     ) -> None:
-        try:
-            ds = dataset_get(name=dataset)
-        except Dataset.DoesNotExist:
-            raise CommandError(f"no dataset named {dataset!r}") from None
+        ds = dataset_named(dataset)
         routing = None
         if policy:
             routing = RoutingPolicy.objects.filter(dataset=ds, name=policy).first()

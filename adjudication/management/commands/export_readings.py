@@ -3,11 +3,11 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import BaseCommand, CommandParser
 
 from adjudication.exports import csv_lines, jsonl_lines
-from adjudication.models import Dataset
-from adjudication.pipeline.selectors import EXPORT_FIELDS, dataset_get, export_rows
+from adjudication.management.arguments import dataset_named
+from adjudication.pipeline.selectors import EXPORT_FIELDS, export_rows
 
 
 class Command(BaseCommand):
@@ -23,10 +23,7 @@ class Command(BaseCommand):
         parser.add_argument("--out", type=Path, default=None, help="output file (default: stdout)")
 
     def handle(self, *args, dataset: str, fmt: str, out: Path | None, **options) -> None:
-        try:
-            ds = dataset_get(name=dataset)
-        except Dataset.DoesNotExist:
-            raise CommandError(f"no dataset named {dataset!r}") from None
+        ds = dataset_named(dataset)
         rows = export_rows(dataset=ds)
         lines = csv_lines(EXPORT_FIELDS, rows) if fmt == "csv" else jsonl_lines(rows)
         # The whole export is written to a file beside the target (or a temporary one for stdout)

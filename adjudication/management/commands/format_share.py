@@ -7,7 +7,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from adjudication.management.arguments import add_isolation_arguments
+from adjudication.management.arguments import add_file_or_dataset_arguments, add_isolation_arguments, dataset_named
 
 
 class Command(BaseCommand):
@@ -22,9 +22,11 @@ class Command(BaseCommand):
     requires_system_checks: list = []
 
     def add_arguments(self, parser: CommandParser) -> None:
-        src = parser.add_mutually_exclusive_group(required=True)
-        src.add_argument("--input", type=Path, help="canonical JSONL (model, checkpoint, benchmark, prompt per row)")
-        src.add_argument("--dataset", help="a dataset in the database (its stored readings and final labels)")
+        add_file_or_dataset_arguments(
+            parser,
+            file_help="canonical JSONL (model, checkpoint, benchmark, prompt per row)",
+            dataset_help="a dataset in the database (its stored readings and final labels)",
+        )
         parser.add_argument("--reported-reader", default="boxed", help="the harness reader (default: boxed)")
         parser.add_argument(
             "--fixed-reader", default="fixed", help="the fixed reader (default: fixed); 'human' = final human labels"
@@ -121,12 +123,8 @@ class Command(BaseCommand):
             source = {"input": str(input)}
         else:
             from adjudication.analytics.selectors import format_share_observations as db_observations
-            from adjudication.models import Dataset
 
-            try:
-                ds = Dataset.objects.get(name=dataset)
-            except Dataset.DoesNotExist:
-                raise CommandError(f"no dataset named {dataset!r}") from None
+            ds = dataset_named(dataset)
             try:
                 obs = db_observations(dataset=ds, reported=reported_reader, fixed=fixed_reader)
             except LookupError as exc:

@@ -8,7 +8,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from adjudication.ingest.formats import RowError, iter_rows
-from adjudication.management.arguments import add_isolation_arguments
+from adjudication.management.arguments import add_isolation_arguments, add_reader_argument
 from readers import Item
 from readers import registry as reader_registry
 from readers.summary import render, summarise
@@ -24,12 +24,8 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("input", type=Path)
-        parser.add_argument(
-            "--reader",
-            action="append",
-            dest="readers",
-            required=True,
-            help="reader name (repeatable); 'all' = every registered rule reader",
+        add_reader_argument(
+            parser, required=True, help="reader name (repeatable); 'all' = every registered rule reader"
         )
         parser.add_argument("--out", type=Path, default=None, help="JSONL output (default: stdout, table on stderr)")
         add_isolation_arguments(parser)

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from adjudication.models import Dataset, RoutingPolicy
-from adjudication.pipeline.selectors import dataset_get
+from adjudication.management.arguments import dataset_named
+from adjudication.models import RoutingPolicy
 from adjudication.routing.services import review_items_route, routing_policy_create
 
 
@@ -40,10 +40,7 @@ class Command(BaseCommand):
         priority: str,
         **options,
     ) -> None:
-        try:
-            ds = dataset_get(name=dataset)
-        except Dataset.DoesNotExist:
-            raise CommandError(f"no dataset named {dataset!r}") from None
+        ds = dataset_named(dataset)
         existing = RoutingPolicy.objects.filter(dataset=ds, name=policy).first()
         if existing is None:
             try:

@@ -1,17 +1,17 @@
 from __future__ import annotations
 
-import sys
-
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from tqdm import tqdm
 
-from adjudication.management.arguments import add_wait_arguments
-from adjudication.models import Dataset
-from adjudication.pipeline.batches import BatchFailed
-from adjudication.pipeline.progress import wait_for_readings
-from adjudication.pipeline.selectors import dataset_get, default_panel, reading_counts
+from adjudication.management.arguments import (
+    add_enqueue_arguments,
+    add_reader_argument,
+    add_regen_instruction_argument,
+    dataset_named,
+)
+from adjudication.pipeline.progress import run_with_progress
+from adjudication.pipeline.selectors import default_panel, reading_counts
 from adjudication.pipeline.services import dataset_read
 from readers import registry as reader_registry
 
@@ -24,26 +24,18 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--dataset", required=True)
-        parser.add_argument(
-            "--reader",
-            action="append",
-            dest="readers",
-            default=None,
+        add_reader_argument(
+            parser,
+            required=False,
             help="reader name (repeatable); default: the whole rule-reader panel; 'all' = every rule reader",
         )
-        parser.add_argument("--batch-size", type=int, default=settings.READER_BATCH_SIZE)
-        add_wait_arguments(parser)
+        add_enqueue_arguments(parser, batch_size_default=settings.READER_BATCH_SIZE)
         parser.add_argument(
             "--endpoint",
             default=None,
             help="LLM endpoint (see add_endpoint) for the `regeneration` reader: Answer Regeneration",
         )
-        parser.add_argument(
-            "--regen-instruction",
-            default=None,
-            help='text added before "Answer:" in regeneration requests (default: none, as seed 002 '
-            "specifies); part of the reader's config hash, so a separate set of readings",
-        )
+        add_regen_instruction_argument(parser)
 
     def handle(
         self,
@@ -57,10 +49,7 @@ class Command(BaseCommand):
         regen_instruction: str | None = None,
         **options,
     ) -> None:
-        try:
-            ds = dataset_get(name=dataset)
-        except Dataset.DoesNotExist:
-            raise CommandError(f"no dataset named {dataset!r}") from None
+        ds = dataset_named(dataset)
         if readers and "regeneration" in readers:
             # Answer Regeneration is an LLM reader: the judges app's `regenerate` command runs it on
             # the `llm` queue. Unknown rule-reader names fail before any model is called.
@@ -89,30 +78,19 @@ class Command(BaseCommand):
         names = _require_readers(names)
         if batch_size < 1:
             raise CommandError("--batch-size must be at least 1")
-        eager = settings.CELERY_TASK_ALWAYS_EAGER
-        total = ds.responses.count() * len(names)
-        bar = tqdm(total=total, unit="readings", file=sys.stderr, desc="read", leave=False)
         # Outside a transaction on_commit fires at once: in eager mode each batch is read right
-        # here and the bar moves as it goes; with real workers this only enqueues.
-        try:
-            run = dataset_read(
-                dataset=ds, reader_names=names, batch_size=batch_size, on_enqueued=bar.update if eager else None
-            )
-        except BatchFailed as exc:  # eager mode: the task ran, and failed, right here
-            raise CommandError(str(exc)) from None
-        bar.update(total - sum(e.missing for e in run.enqueued))  # what was already read before
-        if not eager and not no_wait:
-            wait_for_readings(
-                run_id=run.id,
-                dataset_id=ds.pk,
-                kind=run.kind,
-                total=total,
-                bar=bar,
-                timeout=timeout,
-                done=lambda: sum(reading_counts(dataset=ds, reader_spec=e.reader_spec) for e in run.enqueued),
-                noun="reader task",
-            )
-        bar.close()
+        # here; with real workers this only enqueues.
+        run = run_with_progress(
+            lambda on_enqueued: dataset_read(
+                dataset=ds, reader_names=names, batch_size=batch_size, on_enqueued=on_enqueued
+            ),
+            total=ds.responses.count() * len(names),
+            unit="readings",
+            desc="read",
+            no_wait=no_wait,
+            timeout=timeout,
+            noun="reader task",
+        )
         for e in run.enqueued:
             self.stdout.write(
                 f"{e.reader_spec.name:<28} {e.missing:>7} read now, "

@@ -3,17 +3,12 @@ dataset. `run_readers --reader regeneration --endpoint NAME` calls this command.
 
 from __future__ import annotations
 
-import sys
-
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from tqdm import tqdm
 
-from adjudication.management.arguments import add_wait_arguments
-from adjudication.models import Dataset, Reading
-from adjudication.pipeline.batches import BatchFailed
-from adjudication.pipeline.progress import wait_for_run
-from adjudication.pipeline.selectors import dataset_get
+from adjudication.management.arguments import add_enqueue_arguments, add_regen_instruction_argument, dataset_named
+from adjudication.pipeline.progress import run_with_progress
+from adjudication.pipeline.selectors import reading_counts
 from judges.models import Endpoint
 from judges.services.regeneration import check_instruction
 from judges.services.runs import dataset_regenerate
@@ -28,14 +23,8 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--dataset", required=True)
         parser.add_argument("--endpoint", required=True, help="LLM endpoint name (see `manage.py add_endpoint`)")
-        parser.add_argument(
-            "--regen-instruction",
-            default=None,
-            help='text added before "Answer:" in regeneration requests (default: none, as seed 002 '
-            "specifies); part of the reader's config hash, so a separate set of readings",
-        )
-        parser.add_argument("--batch-size", type=int, default=settings.READER_BATCH_SIZE)
-        add_wait_arguments(parser)
+        add_regen_instruction_argument(parser)
+        add_enqueue_arguments(parser, batch_size_default=settings.READER_BATCH_SIZE)
 
     def handle(
         self,
@@ -48,10 +37,7 @@ class Command(BaseCommand):
         timeout: float,
         **options,
     ) -> None:
-        try:
-            ds = dataset_get(name=dataset)
-        except Dataset.DoesNotExist:
-            raise CommandError(f"no dataset named {dataset!r}") from None
+        ds = dataset_named(dataset)
         if not endpoint:
             raise CommandError(
                 "the regeneration reader calls a model: give --endpoint NAME (see `manage.py add_endpoint`)"
@@ -65,24 +51,18 @@ class Command(BaseCommand):
         ep = Endpoint.objects.filter(name=endpoint).first()
         if ep is None:
             raise CommandError(f"no endpoint named {endpoint!r}; add it with `manage.py add_endpoint`")
-        eager = settings.CELERY_TASK_ALWAYS_EAGER
-        bar = tqdm(total=ds.responses.count(), unit="readings", file=sys.stderr, desc="regenerate", leave=False)
-        try:
-            run = dataset_regenerate(
-                dataset=ds,
-                endpoint=ep,
-                batch_size=batch_size,
-                on_enqueued=bar.update if eager else None,
-                instruction=instruction,
-            )
-        except BatchFailed as exc:  # eager mode: the task ran, and failed, right here
-            raise CommandError(str(exc)) from None
-        if not eager and not no_wait:
-            bar.update(run.total - sum(e.missing for e in run.enqueued))
-            wait_for_run(run, bar=bar, timeout=timeout)
-        bar.close()
+        run = run_with_progress(
+            lambda on_enqueued: dataset_regenerate(
+                dataset=ds, endpoint=ep, batch_size=batch_size, on_enqueued=on_enqueued, instruction=instruction
+            ),
+            total=ds.responses.count(),
+            unit="readings",
+            desc="regenerate",
+            no_wait=no_wait,
+            timeout=timeout,
+        )
         for e in run.enqueued:
-            n = Reading.objects.filter(response__dataset=ds, reader_spec=e.reader_spec).count()
+            n = reading_counts(dataset=ds, reader_spec=e.reader_spec)
             self.stdout.write(
                 f"{e.reader_spec.name:<28} {e.missing:>7} read now, {n:>7} readings in all ({ep.model} via {ep.name})"
             )

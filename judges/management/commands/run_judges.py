@@ -1,19 +1,14 @@
 from __future__ import annotations
 
-import sys
 import time
 from collections import Counter
 from datetime import UTC
 
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from tqdm import tqdm
 
-from adjudication.management.arguments import add_wait_arguments
-from adjudication.models import Dataset, Reading
-from adjudication.pipeline.batches import BatchFailed
-from adjudication.pipeline.progress import wait_for_run
-from adjudication.pipeline.selectors import dataset_get
+from adjudication.management.arguments import add_enqueue_arguments, dataset_named
+from adjudication.models import Reading
+from adjudication.pipeline.progress import run_with_progress
 from judges.models import Judge, LLMAttempt
 from judges.services.runs import dataset_judge
 
@@ -40,8 +35,7 @@ class Command(BaseCommand):
             help="also redo readings whose calls all failed (verdict error/timeout); "
             "replies that were received, parsed or not, are never redone",
         )
-        parser.add_argument("--batch-size", type=int, default=None, help="responses per task (default 200)")
-        add_wait_arguments(parser)
+        add_enqueue_arguments(parser, batch_size_default=None, batch_size_help="responses per task (default 200)")
 
     def handle(
         self,
@@ -54,10 +48,7 @@ class Command(BaseCommand):
         timeout: float,
         **options,
     ) -> None:
-        try:
-            ds = dataset_get(name=dataset)
-        except Dataset.DoesNotExist:
-            raise CommandError(f"no dataset named {dataset!r}") from None
+        ds = dataset_named(dataset)
         found = {j.name: j for j in Judge.objects.filter(name__in=judges).select_related("endpoint")}
         unknown = [n for n in judges if n not in found]
         if unknown:
@@ -65,27 +56,17 @@ class Command(BaseCommand):
         if batch_size is not None and batch_size < 1:
             raise CommandError("--batch-size must be at least 1")
         selected = [found[n] for n in dict.fromkeys(judges)]
-        eager = settings.CELERY_TASK_ALWAYS_EAGER
         started = time.time()
-        bar = tqdm(
-            total=ds.responses.count() * len(selected), unit="judgements", file=sys.stderr, desc="judge", leave=False
+        run = run_with_progress(
+            lambda on_enqueued: dataset_judge(
+                dataset=ds, judges=selected, retry_errors=retry_errors, batch_size=batch_size, on_enqueued=on_enqueued
+            ),
+            total=ds.responses.count() * len(selected),
+            unit="judgements",
+            desc="judge",
+            no_wait=no_wait,
+            timeout=timeout,
         )
-        try:
-            run = dataset_judge(
-                dataset=ds,
-                judges=selected,
-                retry_errors=retry_errors,
-                batch_size=batch_size,
-                on_enqueued=bar.update if eager else None,
-            )
-        except BatchFailed as exc:  # eager mode: the task ran, and failed, right here
-            raise CommandError(str(exc)) from None
-        if eager:
-            bar.update(max(0, run.total - bar.n))
-        elif not no_wait:
-            bar.update(run.total - sum(e.missing for e in run.enqueued) - bar.n)
-            wait_for_run(run, bar=bar, timeout=timeout)
-        bar.close()
         for e in run.enqueued:
             spec = e.reader_spec
             readings = Reading.objects.filter(response__dataset=ds, reader_spec=spec)
