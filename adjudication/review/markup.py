@@ -47,6 +47,7 @@ _BARE_SYMBOLS = frozenset(
     }
 )  # fmt: skip
 _COMMAND_NAME = re.compile(r"[A-Za-z]+")
+_SHORT_ARGUMENTS = re.compile(r" ?\d{1,2}(?!\d)")
 _ENV_NAME = re.compile(r"\\begin\{([A-Za-z]+\*?)\}")
 # An argument longer than this is not a formula someone wrote bare; it stays text.
 _MAX_BARE_ARGUMENT = 2_000
@@ -109,9 +110,10 @@ def _bare_command_end(env: dict[str, Any], src: str, pos: int) -> int:
         if close == -1 or close - at > _MAX_BARE_ARGUMENT:
             break
         end, arguments = close + 1, arguments + 1
-    # \sqrt 2, \frac12: LaTeX reads one-character arguments without braces.
+    # \sqrt 2, \frac12: LaTeX reads one-character arguments without braces. In prose only digits
+    # count: "\frac alone" is a word after a stray command, not a/l.
     if arguments == 0:
-        short = re.compile(r"\s*[0-9A-Za-z]{1,2}").match(src, end)
+        short = _SHORT_ARGUMENTS.match(src, end)
         return short.end() if short else -1
     return end
 

@@ -1,0 +1,132 @@
+"""Math-aware Markdown (adjudication.review.markup): what reaches the page for the formulas models
+write, on the server side; tests/review/test_maths_corpus.py checks what Chromium then shows."""
+
+from __future__ import annotations
+
+import html
+import re
+
+import pytest
+
+from adjudication.review.markup import MARKDOWN, answer_html, inline_html
+
+FORMULA = re.compile(r'<span class="math-tex" data-display="([01])" data-source="([^"]*)">([^<]*)</span>')
+
+
+def formulas(text: str) -> list[tuple[bool, str]]:
+    """(display, TeX) of each formula the rendering marks, TeX unescaped."""
+    return [(d == "1", html.unescape(tex)) for d, _source, tex in FORMULA.findall(MARKDOWN.render(text))]
+
+
+def prose(text: str) -> str:
+    """The rendering with the formulas taken out: what Markdown made of the rest."""
+    return FORMULA.sub("§", MARKDOWN.render(text))
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (r"\[\boxed{\$24,200}\]", [(True, r"\boxed{\$24,200}")]),
+        (r"It is $50\%$.", [(False, r"50\%")]),
+        (r"$\boxed{50\%}$", [(False, r"\boxed{50\%}")]),
+        (r"The answer is \boxed{5\sqrt 2}.", [(False, r"\boxed{5\sqrt 2}")]),
+        (r"$\int_0^1 x\,dx$", [(False, r"\int_0^1 x\,dx")]),
+        (r"$\{1, 2\}$", [(False, r"\{1, 2\}")]),
+        (r"so \(x = 2\) and \(y_1 * y_2\)", [(False, "x = 2"), (False, "y_1 * y_2")]),
+        ("$$a_1 * b_2 * c$$", [(True, "a_1 * b_2 * c")]),
+        ("$2 + 3 = 5$", [(False, "2 + 3 = 5")]),
+    ],
+)
+def test_markdown_never_touches_what_is_inside_a_formula(text, expected):
+    assert formulas(text) == expected
+
+
+def test_an_aligned_block_keeps_its_line_breaks_and_ampersands():
+    text = "Adding:\n\\[\n\\begin{aligned}\na &= b \\\\\n- c &= d\n\\end{aligned}\n\\]\nso done."
+    [(display, tex)] = formulas(text)
+    assert display and "a &= b \\\\\n- c &= d" in tex  # the "- c" line is not a Markdown list item
+    assert "<li>" not in prose(text)
+
+
+def test_a_bare_environment_on_its_own_lines_is_one_formula_even_across_a_blank_line():
+    text = "\\begin{align}\nx &= 1\n\n# y &= 2\n\\end{align}\nafter"
+    [(display, tex)] = formulas(text)
+    assert display and tex.startswith("\\begin{align}") and tex.endswith("\\end{align}") and "# y" in tex
+    assert "<h1>" not in prose(text) and "after" in prose(text)
+
+
+def test_bare_maths_commands_in_prose_are_formulas_with_their_arguments():
+    assert formulas(r"Half is \frac{1}{2}, a root \sqrt[3]{x^2} and \pi; also \frac12 and \dfrac{a}{b}.") == [
+        (False, r"\frac{1}{2}"),
+        (False, r"\sqrt[3]{x^2}"),
+        (False, r"\pi"),
+        (False, r"\frac12"),
+        (False, r"\dfrac{a}{b}"),
+    ]
+    # Prose commands are not maths, and a command without its argument is left as written.
+    assert formulas(r"\emph{word} and \textbf{bold} and \frac alone") == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The price rises from $40 to $60 over the year.",
+        "It costs $5, and the tip is $1.50 more.",
+        "Between $ 3 and $ 4 dollars.",
+    ],
+)
+def test_dollar_amounts_are_prose_not_maths(text):
+    assert formulas(text) == []
+    assert "<em>" not in prose(text) and "$" in prose(text)
+
+
+def test_a_price_next_to_a_formula_leaves_the_formula_alone():
+    assert formulas("It costs $5, and $x^2$ is the area.") == [(False, "x^2")]
+
+
+def test_markdown_tables_and_emphasis_still_render_around_formulas():
+    rendered = MARKDOWN.render("| n | $n^2$ |\n|---|---|\n| 3 | 9 |\n\n**Bold** and *it* with $a*b*c$")
+    assert "<table>" in rendered and "<th>" in rendered and "<strong>Bold</strong>" in rendered
+    assert "<em>it</em>" in rendered and "a*b*c" in rendered and "<em>b</em>" not in rendered
+
+
+def test_escaped_delimiters_and_code_are_not_formulas():
+    assert formulas(r"A literal \$5 and \\(not maths\\) here.") == []
+    assert formulas("`$x$` and\n\n```\n\\[y\\]\n```") == []
+
+
+def test_model_html_is_escaped_inside_and_outside_formulas():
+    rendered = MARKDOWN.render('<script>alert(1)</script> $<img src=x onerror="a()">$ \\(</b>\\)')
+    assert "<script" not in rendered and "<img" not in rendered and "</b>" not in rendered
+    assert formulas('$<img src=x onerror="a()">$') == [(False, '<img src=x onerror="a()">')]
+    assert '"' not in FORMULA.search(MARKDOWN.render('$a"b$')).group(2).replace("&quot;", "")
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        "\\(" * 20_000,
+        "\\[ a " * 20_000,
+        "\\frac{" * 20_000,
+        "\\begin{x}" * 20_000,
+        "\\sqrt[" * 20_000,
+        "$a " * 20_000,
+        "\\boxed{" + "{" * 20_000,
+    ],
+)
+def test_unclosed_openers_by_the_thousand_render_as_escaped_text(hostile):
+    # One scan per text and delimiter (bench/markup_bench.py times these against ordinary text).
+    rendered = MARKDOWN.render(hostile)
+    assert "<p>" in rendered and "<script" not in rendered
+    assert html.unescape(re.sub(r"<[^>]+>", "", rendered)).strip().replace("\\\\", "\\") != ""
+
+
+def test_answers_render_as_one_formula_when_they_look_like_tex():
+    assert answer_html("10,001") == "10,001"
+    assert answer_html("a<b") == "a&lt;b"
+    assert FORMULA.fullmatch(answer_html(r"\frac{1}{2}"))
+    assert FORMULA.fullmatch(answer_html("x^2"))
+    assert "math-tex" in answer_html(r"$\frac{1}{2}$") and "$" not in FORMULA.sub("", answer_html(r"$\frac{1}{2}$"))
+    assert inline_html("An *option* with $x$") == (
+        'An <em>option</em> with <span class="math-tex" data-display="0" data-source="$x$">x</span>'
+    )

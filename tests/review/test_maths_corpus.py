@@ -1,0 +1,119 @@
+"""What an annotator sees of the maths in responses: rendered by the server (markup) and typeset
+by review.js in Chromium, on real model responses from ../shared/data (math and multiple choice)
+and on a corpus of our own that holds every case Markdown used to break. On each: no formula KaTeX
+could not read (those are shown as source with a note), and none of `\\boxed`, `\\frac`,
+`\\begin{` left raw in the visible text."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from adjudication.review.rendering import response_parts
+from adjudication.text import displayable
+
+from ..conftest import ROOT, shared_data
+from .test_browser_flow import chromium_browser, require_chromium
+
+RAW_TEX = re.compile(r"\\(?:boxed|frac|begin\{)")
+PAGE_SIZE = 50
+
+OWN_CORPUS = [
+    "The total is \\[\\boxed{\\$24,200}\\]",
+    "About $50\\%$ of them, so $\\boxed{50\\%}$.",
+    "So the answer is \\boxed{5\\sqrt 2}",
+    "Integrate: $\\int_0^1 x^2\\,dx = \\frac{1}{3}$.",
+    "The set is $\\{1, 2\\}$ and also \\(\\{3\\}\\).",
+    "We get\n\\[\n\\begin{aligned}\nx + y &= 10 \\\\\nx - y &= 2\n\\end{aligned}\n\\]\nso $x = 6$.",
+    "The price rises from $40 to $60, a rise of $\\frac{20}{40} = 50\\%$.",
+    "| $n$ | $n^2$ |\n|---|---|\n| 2 | 4 |\n| 3 | 9 |\n\nHence \\boxed{9}.",
+    "\\begin{pmatrix} 1 & 2 \\\\ 3 & 4 \\end{pmatrix} has determinant $-2$.",
+    "<think>Try $x=2$: $2^2 = 4$.</think>Therefore the answer is $\\boxed{\\text{(B)}}$.",
+    "Half of it: \\frac{1}{2}, i.e. \\dfrac{3}{6}; with \\pi r^2 for the area.",
+    "$$\n\\sum_{k=1}^{n} k = \\frac{n(n+1)}{2}\n$$",
+]
+
+
+def real_corpus(limit_per_file: int = 150) -> list[str]:
+    texts = []
+    math = shared_data("qwen25-math-eval", "math_cot_100.jsonl")
+    for line in math.read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        texts.append(row["code"][0] if row.get("code") else row["response"])
+    mc = shared_data("mmlu-pro-model-outputs", "mmlu_pro_cot_outputs_sample.jsonl")
+    texts += [json.loads(line)["model_output"] for line in mc.read_text(encoding="utf-8").splitlines()[:limit_per_file]]
+    science = shared_data("answer-matching-human-annotations", "gpqa_diamond_freeform_annotated.jsonl")
+    lines = science.read_text(encoding="utf-8").splitlines()[:limit_per_file]
+    texts += [json.loads(line)["response"] for line in lines]
+    return texts
+
+
+def shown(tmp_path: Path, texts: list[str]) -> list[dict]:
+    """Each response as the item page's rendered view shows it, once review.js is done."""
+    static = ROOT / "static"
+    out: list[dict] = []
+    with chromium_browser() as browser:
+        for start in range(0, len(texts), PAGE_SIZE):
+            bodies = "".join(
+                f'<div class="resp">{"".join(p.html for p in response_parts(displayable(t), []))}</div>'
+                for t in texts[start : start + PAGE_SIZE]
+            )
+            page_path = tmp_path / f"corpus-{start}.html"
+            page_path.write_text(
+                f"""<!doctype html><html><head><meta charset="utf-8">
+<link rel="stylesheet" href="{(static / "vendor/katex/katex.min.css").as_uri()}"></head><body>
+<div id="response-rendered">{bodies}</div>
+<script src="{(static / "vendor/katex/katex.min.js").as_uri()}" defer></script>
+<script src="{(static / "js/review.js").as_uri()}" defer></script></body></html>""",
+                encoding="utf-8",
+            )
+            page = browser.new_page()
+            page.goto(page_path.as_uri())
+            page.wait_for_function("() => document.body.dataset.math === 'done'", timeout=120_000)
+            out += page.evaluate("""() => [...document.querySelectorAll('.resp')].map(r => ({
+                text: r.innerText,
+                html: r.innerHTML,
+                typeset: r.querySelectorAll('.math .katex').length,
+                errors: r.querySelectorAll('.katex-error').length,
+                guarded: [...r.querySelectorAll('.math-guarded')].map(g => g.innerText),
+            }))""")
+            page.close()
+    return out
+
+
+def faults(texts: list[str], pages: list[dict]) -> list[str]:
+    found = []
+    for text, page in zip(texts, pages, strict=True):
+        raw = RAW_TEX.findall(page["text"])
+        if raw or page["errors"] or page["guarded"]:
+            found.append(f"{text[:80]!r}: raw {raw[:3]}, errors {page['errors']}, guarded {page['guarded'][:2]}")
+    return found
+
+
+@pytest.mark.browser
+def test_our_corpus_of_markdown_breakers_is_typeset_whole(tmp_path):
+    require_chromium()
+    pages = shown(tmp_path, OWN_CORPUS)
+    assert faults(OWN_CORPUS, pages) == []
+    by_text = dict(zip(OWN_CORPUS, pages, strict=True))
+    assert all(page["typeset"] for page in pages)
+    prices = by_text["The price rises from $40 to $60, a rise of $\\frac{20}{40} = 50\\%$."]
+    assert "from $40 to $60" in prices["text"] and prices["typeset"] == 1 and "<em>" not in prices["html"]
+    assert "50%" in by_text["About $50\\%$ of them, so $\\boxed{50\\%}$."]["text"]
+    table = by_text[OWN_CORPUS[7]]
+    assert "<table>" in table["html"] and table["typeset"] == 3  # $n$, $n^2$, \\boxed{9}
+    assert "{1,2}" in by_text[OWN_CORPUS[4]]["text"].replace(" ", "")
+
+
+@pytest.mark.browser
+def test_real_responses_show_no_katex_error_and_no_raw_tex(tmp_path):
+    require_chromium()
+    texts = real_corpus()
+    assert len(texts) >= 300
+    pages = shown(tmp_path, texts)
+    assert faults(texts, pages) == []
+    # Most of them hold maths, and it was typeset (not merely left alone).
+    assert sum(1 for page in pages if page["typeset"]) >= len(texts) // 3
