@@ -15,11 +15,14 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from time import time_ns
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from django.apps import apps
 from django.core.management import call_command
+
+if TYPE_CHECKING:  # the reader tests run without Django (`-p no:django`): no model import at load time
+    from adjudication.models import ReaderSpec, Reading, Response
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = ROOT.parent / "shared" / "data"
@@ -45,6 +48,12 @@ def shared_data(*parts: str) -> Path:
     if not path.exists():
         pytest.skip(f"shared data not available: {path}")
     return path
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """The JSON objects of a JSON-lines file, blank lines skipped."""
+    with open(path, encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
 
 
 def lm_eval_sample(doc_id: int = 0, **overrides: Any) -> dict[str, Any]:
@@ -90,6 +99,23 @@ def math_row(i: int = 0, **overrides: Any) -> dict[str, Any]:
     }
     row.update(overrides)
     return row
+
+
+def reading_at(response: Response, spec: ReaderSpec, answer: str, *, at: int, verdict: str, **fields: Any) -> Reading:
+    """An unsaved reading of `answer` as found at offset `at` of the response's text (the span covers
+    the answer); its normalized form is the answer unless `fields` says otherwise."""
+    from adjudication.models import Reading
+
+    fields.setdefault("normalized", answer)
+    return Reading(
+        response=response,
+        reader_spec=spec,
+        answer=answer,
+        verdict=verdict,
+        span_start=at,
+        span_end=at + len(answer),
+        **fields,
+    )
 
 
 @pytest.fixture

@@ -100,16 +100,11 @@ def test_default_readers_are_seed_001s_and_overrides_and_synthetic_golds_apply(t
     golds = tmp_path / "golds.txt"
     golds.write_text("42\n\\frac{3}{4}\n")
     out = tmp_path / "seed"
-    run_command(
-        "audit_verifiers",
-        "--contract-override",
-        "strip-string-deepseek:whitespace_punct:out",
-        "--synthetic",
-        "5",
-        golds=str(golds),
-        out=str(out),
-        no_progress=True,
-    )
+
+    def audit(*args: str) -> None:
+        run_command("audit_verifiers", *args, golds=str(golds), out=str(out), no_progress=True)
+
+    audit("--contract-override", "strip-string-deepseek:whitespace_punct:out", "--synthetic", "5")
     summary = json.loads((out / "summary.json").read_text())
     assert list(summary["readers"]) == [
         "math-verify-latex-seed001",
@@ -122,20 +117,6 @@ def test_default_readers_are_seed_001s_and_overrides_and_synthetic_golds_apply(t
     assert cells[("strip-string-deepseek", "whitespace_punct")] is False
     assert cells[("strip-string-deepseek", "unreduced")] is False  # the seed's own assignment stays
     with pytest.raises(CommandError, match="expected READER:STRATUM:in"):
-        run_command(
-            "audit_verifiers",
-            "--contract-override",
-            "strip-string-deepseek:sets",
-            golds=str(golds),
-            out=str(out),
-            no_progress=True,
-        )
+        audit("--contract-override", "strip-string-deepseek:sets")
     with pytest.raises(CommandError, match="unknown stratum 'nope'"):
-        run_command(
-            "audit_verifiers",
-            "--contract-override",
-            "strip-string-deepseek:nope:in",
-            golds=str(golds),
-            out=str(out),
-            no_progress=True,
-        )
+        audit("--contract-override", "strip-string-deepseek:nope:in")

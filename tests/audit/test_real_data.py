@@ -7,43 +7,17 @@ all golds are in docs/audit.md (one run, reproduced by the command there).
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from readers.audit.runner import BUCKETS, OUR_READERS, run_audit
 from readers.audit.transforms import BY_NAME, int_value
-from readers.isolation.pool import IsolatedPool
 
-from ..conftest import shared_data
-
-OTHERS = (
-    "math-verify-latex",
-    "math-verify-expr",
-    "strip-string",
-    "strip-string-lm-eval",
-    "sympy-cascade-magnitude-safe",
-    "fixed",
-)
+from .conftest import OTHERS, load_real_golds
 
 
 @pytest.fixture(scope="module")
 def real_golds() -> list[str]:
-    math500 = shared_data("math500", "math500.jsonl")
-    gsm8k = shared_data("gsm8k", "test.jsonl")
-    golds = [json.loads(line)["answer"][0] for line in math500.read_text(encoding="utf-8").splitlines() if line]
-    golds += [
-        json.loads(line)["answer"].split("####")[-1].strip()
-        for line in gsm8k.read_text(encoding="utf-8").splitlines()
-        if line
-    ]
-    return list(dict.fromkeys(g.strip() for g in golds))
-
-
-@pytest.fixture(scope="module")
-def pool():
-    with IsolatedPool(processes=2, budget_s=5.0) as p:
-        yield p
+    return load_real_golds()
 
 
 def test_the_step_on_every_real_gold(real_golds, pool, tmp_path):

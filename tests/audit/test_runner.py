@@ -15,14 +15,8 @@ from readers.base import Item, Reader, Reading
 from readers.isolation.pool import IsolatedPool
 from readers.stats import wilson
 
-OTHERS = (
-    "math-verify-latex",
-    "math-verify-expr",
-    "strip-string",
-    "strip-string-lm-eval",
-    "sympy-cascade-magnitude-safe",
-    "fixed",
-)
+from .conftest import OTHERS
+
 # Integer golds on both sides of every bucket edge, the 10^4 step included.
 STEP_GOLDS = [
     "0",
@@ -50,12 +44,6 @@ STEP_GOLDS = [
     "987654321",
     "65,960",
 ]
-
-
-@pytest.fixture(scope="module")
-def pool():
-    with IsolatedPool(processes=2, budget_s=5.0) as p:
-        yield p
 
 
 def test_magnitude_buckets():

@@ -14,9 +14,8 @@ from readers.audit.golds import GoldsError, load_golds_tagged
 from readers.audit.runner import BUCKETS, OUR_READERS, SEED_READERS, resolve_readers, run_audit
 from readers.audit.synthetic import synthetic_golds
 from readers.audit.transforms import BY_NAME, STRATA
-from readers.isolation.pool import IsolatedPool
 
-from ..conftest import shared_data
+from .conftest import load_real_golds
 
 MVL, MVE, SS, SC = SEED001_READERS
 # Corpus-like golds (written here, MATH / GSM8K answer forms) beside the synthetic ones.
@@ -53,12 +52,6 @@ STEP_GOLDS = [
     "123456",
     "987654321",
 ]
-
-
-@pytest.fixture(scope="module")
-def pool():
-    with IsolatedPool(processes=2, budget_s=5.0) as p:
-        yield p
 
 
 @pytest.fixture(scope="module")
@@ -171,15 +164,7 @@ def test_synthetic_golds_are_deterministic_and_cover_sets_and_intervals():
 
 
 def test_seed_conventions_on_real_golds(pool, tmp_path):
-    math500 = shared_data("math500", "math500.jsonl")
-    gsm8k = shared_data("gsm8k", "test.jsonl")
-    golds = [json.loads(line)["answer"][0] for line in math500.read_text(encoding="utf-8").splitlines() if line]
-    golds += [
-        json.loads(line)["answer"].split("####")[-1].strip()
-        for line in gsm8k.read_text(encoding="utf-8").splitlines()
-        if line
-    ]
-    sample = list(dict.fromkeys(g.strip() for g in golds))[::8]
+    sample = load_real_golds()[::8]
     result = run_audit(sample, list(SEED_READERS), tmp_path, pool=pool)
     eb = result.summary["error_budget"][MVL]
     top, cell = next(iter(eb["strata"].items()))

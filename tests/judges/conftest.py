@@ -9,6 +9,9 @@ from typing import Any
 
 import pytest
 
+from adjudication.models import Dataset, Reading
+from judges.models import Endpoint
+from judges.services.regeneration import regenerations_create
 from judges.testing.loopback import LoopbackServer
 
 from ..conftest import math_row, mc_row, run_command
@@ -85,3 +88,12 @@ def make_dataset(write_jsonl) -> Callable[..., Any]:
 
 def response_ids(dataset) -> list[int]:
     return list(dataset.responses.order_by("id").values_list("id", flat=True))
+
+
+def regen(dataset: Dataset, endpoint: Endpoint, **kw: Any) -> dict[str, Reading]:
+    """Regenerate every response of `dataset` on `endpoint`; the regeneration readings by external id."""
+    regenerations_create(endpoint=endpoint, response_ids=response_ids(dataset), **kw)
+    return {
+        r.response.external_id: r
+        for r in Reading.objects.filter(reader_spec__name="regeneration").select_related("response", "reader_spec")
+    }

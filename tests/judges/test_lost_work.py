@@ -7,6 +7,8 @@ import json
 import logging
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 from django.core.management.base import CommandError
@@ -36,6 +38,18 @@ def readings_of(name: str) -> list[Reading]:
     return list(
         Reading.objects.filter(reader_spec__name=name).select_related("judgement", "response").order_by("response_id")
     )
+
+
+@contextmanager
+def table_away(table: str) -> Iterator[None]:
+    """`table` renamed for the block, so that every write to it fails as on a lost table; put back after."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"ALTER TABLE {table} RENAME TO {table}_away")
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(f"ALTER TABLE {table}_away RENAME TO {table}")
 
 
 # -- item 6: every text from a server is stored verbatim-safely; one bad row loses nothing else ----------------
@@ -255,14 +269,11 @@ def test_a_task_failure_is_stored_and_logged_without_the_api_key(
 def test_run_judges_in_eager_mode_fails_with_the_tasks_error(loopback, make_judge, make_dataset, eager):
     ds = make_dataset(n_mc=2, n_math=0)
     make_judge("sq")
-    with connection.cursor() as cursor:
-        cursor.execute("ALTER TABLE judges_judgement RENAME TO judges_judgement_away")
-    try:
-        with pytest.raises(CommandError, match=r"batch \d+ failed: ProgrammingError: .*judges_judgement"):
-            run_command("run_judges", dataset=ds.name, judges=["sq"], timeout=60)
-    finally:
-        with connection.cursor() as cursor:
-            cursor.execute("ALTER TABLE judges_judgement_away RENAME TO judges_judgement")
+    with (
+        table_away("judges_judgement"),
+        pytest.raises(CommandError, match=r"batch \d+ failed: ProgrammingError: .*judges_judgement"),
+    ):
+        run_command("run_judges", dataset=ds.name, judges=["sq"], timeout=60)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -274,15 +285,12 @@ def test_run_judges_exits_with_a_clear_error_when_a_worker_task_failed(
 
     ds = make_dataset([mc_row(i) for i in range(4)], n_mc=0)
     Judge.objects.create(name="sq", endpoint=make_endpoint(), template="simpleqa")
-    with connection.cursor() as cursor:
-        cursor.execute("ALTER TABLE judges_judgement RENAME TO judges_judgement_away")
-    try:
-        # noticed, not timed out: a wait that ran into its timeout says "timed out after 100s" instead
-        with pytest.raises(CommandError, match=r"2 of 2 LLM tasks failed.*judges_judgement"):
-            run_command("run_judges", dataset=ds.name, judges=["sq"], batch_size=2, timeout=100)
-    finally:
-        with connection.cursor() as cursor:
-            cursor.execute("ALTER TABLE judges_judgement_away RENAME TO judges_judgement")
+    # noticed, not timed out: a wait that ran into its timeout says "timed out after 100s" instead
+    with (
+        table_away("judges_judgement"),
+        pytest.raises(CommandError, match=r"2 of 2 LLM tasks failed.*judges_judgement"),
+    ):
+        run_command("run_judges", dataset=ds.name, judges=["sq"], batch_size=2, timeout=100)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -293,15 +301,12 @@ def test_regeneration_wait_exits_with_a_clear_error_when_a_worker_task_failed(
     ds = make_dataset([math_row(0), math_row(1)], n_mc=0)
     loopback.reply = " \\boxed{72}"
     make_endpoint("loop")
-    with connection.cursor() as cursor:
-        cursor.execute("ALTER TABLE judges_llmattempt RENAME TO judges_llmattempt_away")
-    try:
-        # noticed, not timed out: a wait that ran into its timeout says "timed out after 100s" instead
-        with pytest.raises(CommandError, match=r"1 of 1 LLM task failed.*judges_llmattempt"):
-            run_command("run_readers", dataset=ds.name, readers=["regeneration"], endpoint="loop", timeout=100)
-    finally:
-        with connection.cursor() as cursor:
-            cursor.execute("ALTER TABLE judges_llmattempt_away RENAME TO judges_llmattempt")
+    # noticed, not timed out: a wait that ran into its timeout says "timed out after 100s" instead
+    with (
+        table_away("judges_llmattempt"),
+        pytest.raises(CommandError, match=r"1 of 1 LLM task failed.*judges_llmattempt"),
+    ):
+        run_command("run_readers", dataset=ds.name, readers=["regeneration"], endpoint="loop", timeout=100)
 
 
 # -- item 7: a total deadline per attempt, however the bytes trickle ------------------------------------------

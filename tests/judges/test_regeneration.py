@@ -10,22 +10,13 @@ import pytest
 from adjudication.models import ReaderSpec, Reading
 from adjudication.pipeline.selectors import default_panel
 from judges.models import LLMAttempt
-from judges.services.regeneration import regenerations_create
 
 from ..conftest import math_row, mc_row, run_command
-from .conftest import response_ids
+from .conftest import regen
 
 pytestmark = pytest.mark.django_db
 
 UNFINISHED = "<think>Durkheim? No. Merton wrote on anomie too, but the Protestant ethic is Weber's, so"
-
-
-def regen(dataset, endpoint, **kw) -> dict[str, Reading]:
-    regenerations_create(endpoint=endpoint, response_ids=response_ids(dataset), **kw)
-    return {
-        r.response.external_id: r
-        for r in Reading.objects.filter(reader_spec__name="regeneration").select_related("response", "reader_spec")
-    }
 
 
 def test_completions_echo_picks_the_option_with_the_highest_logprob(loopback, make_endpoint, make_dataset):

@@ -5,21 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from adjudication.models import Reading
-from judges.services.regeneration import regenerations_create
-
 from ..conftest import math_row, mc_row
-from .conftest import response_ids
+from .conftest import regen
 
 pytestmark = pytest.mark.django_db
-
-
-def regen(dataset, endpoint, **kw) -> dict[str, Reading]:
-    regenerations_create(endpoint=endpoint, response_ids=response_ids(dataset), **kw)
-    return {
-        r.response.external_id: r
-        for r in Reading.objects.filter(reader_spec__name="regeneration").select_related("response")
-    }
 
 
 @pytest.mark.parametrize(

@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 
 from adjudication.models import ReaderSpec, Reading
-from judges.services.regeneration import NO_PROMPT, regenerations_create
+from judges.services.regeneration import NO_PROMPT
 
 from ..conftest import math_row, mc_row, run_command
-from .conftest import response_ids
+from .conftest import regen
 
 pytestmark = pytest.mark.django_db
 
@@ -22,14 +22,6 @@ MC_PROMPT = (
 UNFINISHED = "<think>\nDurkheim? No. Merton wrote on anomie, but the Protestant ethic is Weber's, so\n"
 MATH_PROMPT = "<|im_start|>user\nCompute 0 + 72 - 0.<|im_end|>\n<|im_start|>assistant\n"
 MATH_OUTPUT = "<think>\n0 + 72 = 72, minus 0 is 72.\n</think>\n\nThe result is 72.\n"
-
-
-def regen(dataset, endpoint, **kw) -> dict[str, Reading]:
-    regenerations_create(endpoint=endpoint, response_ids=response_ids(dataset), **kw)
-    return {
-        r.response.external_id: r
-        for r in Reading.objects.filter(reader_spec__name="regeneration").select_related("response", "reader_spec")
-    }
 
 
 def test_multiple_choice_scores_the_stored_prompt_the_output_and_answer_verbatim(loopback, make_endpoint, make_dataset):
@@ -157,26 +149,20 @@ def test_run_readers_takes_the_instruction_and_refuses_a_blank_one(loopback, mak
     ds = make_dataset([math_row(0, prompt_text=MATH_PROMPT, response=MATH_OUTPUT)], n_mc=0)
     loopback.reply = " 72"
     make_endpoint("loop")
-    run_command(
-        "run_readers",
-        dataset=ds.name,
-        readers=["regeneration"],
-        endpoint="loop",
-        regen_instruction="Final answer only.",
-    )
+
+    def regenerate(instruction: str) -> None:
+        run_command(
+            "run_readers", dataset=ds.name, readers=["regeneration"], endpoint="loop", regen_instruction=instruction
+        )
+
+    regenerate("Final answer only.")
     (body,) = loopback.stats.bodies
     assert body["prompt"].endswith("\n\nFinal answer only.\n\nAnswer:")
     assert ReaderSpec.objects.get(name="regeneration").config["instruction"] == "Final answer only."
     with pytest.raises(CommandError, match=r"--regen-instruction: .*blank"):
-        run_command("run_readers", dataset=ds.name, readers=["regeneration"], endpoint="loop", regen_instruction=" ")
+        regenerate(" ")
     with pytest.raises(CommandError, match=r"--regen-instruction: .*lone surrogate"):
-        run_command(
-            "run_readers",
-            dataset=ds.name,
-            readers=["regeneration"],
-            endpoint="loop",
-            regen_instruction="bad \udcff byte",
-        )
+        regenerate("bad \udcff byte")
     assert ReaderSpec.objects.filter(name="regeneration").count() == 1
     with pytest.raises(CommandError, match="--regen-instruction is for the LLM reader"):
         run_command("run_readers", dataset=ds.name, readers=["boxed"], regen_instruction="x")

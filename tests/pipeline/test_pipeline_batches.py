@@ -12,7 +12,7 @@ from adjudication.models import Dataset, Reading, TaskBatch
 from adjudication.pipeline import progress
 from adjudication.pipeline.batches import BatchFailed
 from adjudication.pipeline.progress import wait_for_readings
-from adjudication.pipeline.services import dataset_read
+from adjudication.pipeline.services import ReadRun, dataset_read
 from adjudication.tasks import read_batch
 
 from ..conftest import FakeClock, manage, mc_row, run_command
@@ -44,6 +44,20 @@ def broken_readings():
 def imported(write_jsonl, n: int = 6) -> Dataset:
     run_command("import_responses", str(write_jsonl([mc_row(i) for i in range(n)])), dataset="b", no_progress=True)
     return Dataset.objects.get(name="b")
+
+
+def wait_for_reader_tasks(run: ReadRun, ds: Dataset, *, total: int) -> None:
+    """Wait for `run`'s `total` readings, with no progress bar and a timeout the tests never reach."""
+    wait_for_readings(
+        run_id=run.id,
+        dataset_id=ds.pk,
+        kind=run.kind,
+        done=Reading.objects.count,
+        total=total,
+        bar=tqdm(disable=True),
+        timeout=600,
+        noun="reader task",
+    )
 
 
 @pytest.mark.django_db
@@ -91,16 +105,7 @@ def test_waiting_stops_with_the_error_once_the_runs_tasks_ended_and_one_failed(w
     clock = FakeClock(on_sleep=third_task_ends)
     monkeypatch.setattr(progress, "time", clock)
     with pytest.raises(CommandError, match=r"1 of 3 reader tasks failed \(first error: OperationalError: the disk"):
-        wait_for_readings(
-            run_id=run.id,
-            dataset_id=ds.pk,
-            kind=run.kind,
-            done=Reading.objects.count,
-            total=12,
-            bar=tqdm(disable=True),
-            timeout=600,
-            noun="reader task",
-        )
+        wait_for_reader_tasks(run, ds, total=12)
     # stopped on the failure at the next look once every task had ended, not on the timeout:
     # one poll interval waited of the 1,200 that the timeout allows
     assert clock.sleeps == [0.5]
@@ -113,16 +118,7 @@ def test_waiting_stops_when_every_task_ended_without_the_readings(write_jsonl, s
     run = dataset_read(dataset=ds, reader_names=READERS)
     TaskBatch.objects.filter(run=run.id).update(status="done")  # e.g. the reader spec was deleted meanwhile
     with pytest.raises(CommandError, match=r"every reader task finished but 4 of 4 readings are missing"):
-        wait_for_readings(
-            run_id=run.id,
-            dataset_id=ds.pk,
-            kind=run.kind,
-            done=Reading.objects.count,
-            total=4,
-            bar=tqdm(disable=True),
-            timeout=600,
-            noun="reader task",
-        )
+        wait_for_reader_tasks(run, ds, total=4)
 
 
 @pytest.mark.django_db(transaction=True)  # autocommit, as in `manage.py`: on_commit fires at once

@@ -30,10 +30,10 @@ from readers.equivalence import canonical, math_equal, parse_number
 from readers.fixed import FixedConfig, FixedReader
 from readers.isolation.pool import IsolatedPool
 
+from ..conftest import shared_data
 from .budget import read_within_budget
 
 ROOT = Path(__file__).resolve().parents[2]
-SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 SOCIOLOGISTS = ("Durkheim", "Weber", "Merton", "Parsons")
 
 
@@ -57,13 +57,6 @@ def open_(response: str, gold: str, reader: FixedReader = READER) -> Reading:
 def spanned(reading: Reading, response: str) -> str:
     assert reading.span is not None
     return response[reading.span[0] : reading.span[1]]
-
-
-def shared(*parts: str) -> Path:
-    path = SHARED_DATA.joinpath(*parts)
-    if not path.exists():
-        pytest.skip(f"shared data not available: {path}")
-    return path
 
 
 # --------------------------------------------------------------------------------------------
@@ -688,7 +681,7 @@ ANSWER_IS = re.compile(r"answer is \(?([A-J])\)?")
 
 
 def _mmlu_pro_odd_rows() -> list[dict[str, Any]]:
-    path = shared("mmlu-pro-model-outputs", "mmlu_pro_cot_outputs_sample.jsonl")
+    path = shared_data("mmlu-pro-model-outputs", "mmlu_pro_cot_outputs_sample.jsonl")
     with open(path, encoding="utf-8") as handle:
         # Even 0-based lines are held out: never read, never tuned on.
         return [json.loads(line) for i, line in enumerate(handle) if i % 2 == 1]
@@ -718,7 +711,7 @@ def test_mmlu_pro_odd_rows() -> None:
 
 
 def test_qwen25_math_problems_25_to_99() -> None:
-    path = shared("qwen25-math-eval", "math_cot_100.jsonl")
+    path = shared_data("qwen25-math-eval", "math_cot_100.jsonl")
     with open(path, encoding="utf-8") as handle:
         problems = [json.loads(line) for line in handle][25:100]
     agree = total = 0

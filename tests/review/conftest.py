@@ -13,7 +13,7 @@ from adjudication.models import Dataset, Reading, Response
 from adjudication.pipeline.readings import reader_spec_by_name
 from adjudication.review.services import queue_create
 
-from ..conftest import mc_row, run_command
+from ..conftest import mc_row, reading_at, run_command
 
 
 def make_user(name: str, *roles: str) -> User:
@@ -30,30 +30,10 @@ def disputed_dataset(write_jsonl, n: int, name: str = "rv") -> Dataset:
     a, b = reader_spec_by_name(name="strict-match"), reader_spec_by_name(name="boxed")
     readings = []
     for response in Response.objects.filter(dataset__name=name):
-        start = response.text.index("B.")
-        readings.append(
-            Reading(
-                response=response,
-                reader_spec=a,
-                answer="B",
-                normalized="B",
-                verdict="correct",
-                span_start=start,
-                span_end=start + 1,
-            )
-        )
-        box = response.text.index("{C}") + 1
-        readings.append(
-            Reading(
-                response=response,
-                reader_spec=b,
-                answer="C",
-                normalized="C",
-                verdict="incorrect",
-                span_start=box,
-                span_end=box + 1,
-            )
-        )
+        readings += [
+            reading_at(response, a, "B", at=response.text.index("B."), verdict="correct"),
+            reading_at(response, b, "C", at=response.text.index("{C}") + 1, verdict="incorrect"),
+        ]
     Reading.objects.bulk_create(readings)
     return Dataset.objects.get(name=name)
 

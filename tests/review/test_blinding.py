@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from adjudication.models import Reading, Response
+from adjudication.models import Response
 from adjudication.pipeline.readings import reader_spec_for
 from adjudication.review.labels import LabelEntry
 from adjudication.review.services import label_submit, lease_claim_next, queue_create
@@ -13,7 +13,7 @@ from readers import registry
 from readers.base import Item, Reader
 from readers.base import Reading as ReaderReading
 
-from ..conftest import mc_row, run_command
+from ..conftest import mc_row, reading_at, run_command
 from .conftest import make_user
 
 pytestmark = pytest.mark.django_db
@@ -61,25 +61,8 @@ def canary_queue(write_jsonl):
         canary_spec = reader_spec_for(reader=registry.get("test-canaryreaderqzx"))
         boxed_spec = reader_spec_for(reader=registry.get("boxed"))
         for response in Response.objects.all():
-            Reading.objects.create(
-                response=response,
-                reader_spec=canary_spec,
-                answer="D",
-                normalized="D",
-                verdict="incorrect",
-                span_start=0,
-                span_end=1,
-            )
-            box = response.text.index("{C}") + 1
-            Reading.objects.create(
-                response=response,
-                reader_spec=boxed_spec,
-                answer="C",
-                normalized="C",
-                verdict="incorrect",
-                span_start=box,
-                span_end=box + 1,
-            )
+            reading_at(response, canary_spec, "D", at=0, verdict="incorrect").save()
+            reading_at(response, boxed_spec, "C", at=response.text.index("{C}") + 1, verdict="incorrect").save()
         yield queue_create(
             dataset=Response.objects.first().dataset,
             name="canary-q",

@@ -111,6 +111,17 @@ def log_in(page, base_url: str, username: str, path: str) -> None:
     assert "/accounts/login/" not in page.url, f"login failed for {username}"
 
 
+@contextmanager
+def logged_in(browser, base_url: str, username: str, path: str) -> Iterator:
+    """A page of a fresh browser context (its own cookies), logged in as `username` at `path`; the
+    context is closed after the block."""
+    ctx = browser.new_context()
+    page = ctx.new_page()
+    log_in(page, base_url, username, path)
+    yield page
+    ctx.close()
+
+
 # --------------------------------------------------------------------------------------------------
 
 
@@ -185,46 +196,37 @@ def test_two_annotators_label_with_the_keyboard_and_the_adjudicator_resolves_the
 
 
 def run_flow(browser, base: str) -> None:
-    ctx1 = browser.new_context()
-    page1 = ctx1.new_page()
-    log_in(page1, base, "ann1", "/review/")
-    # From here on annotator 1 only presses keys.
-    assert ITEM_URL.search(page1.url), page1.url
-    assert "0 done · 5 remaining" in page1.inner_text(".review-top")
-    order1 = label_with_keyboard(page1, ANNOTATOR_1, screenshot=True)
-    assert sorted(order1) == [1, 2, 3, 4, 5]
-    assert "Nothing left for you to label" in page1.inner_text("main")
-    ctx1.close()
+    with logged_in(browser, base, "ann1", "/review/") as page1:
+        # From here on annotator 1 only presses keys.
+        assert ITEM_URL.search(page1.url), page1.url
+        assert "0 done · 5 remaining" in page1.inner_text(".review-top")
+        order1 = label_with_keyboard(page1, ANNOTATOR_1, screenshot=True)
+        assert sorted(order1) == [1, 2, 3, 4, 5]
+        assert "Nothing left for you to label" in page1.inner_text("main")
 
-    ctx2 = browser.new_context()
-    page2 = ctx2.new_page()
-    log_in(page2, base, "ann2", "/review/")
-    order2 = label_with_keyboard(page2, ANNOTATOR_2)
-    assert sorted(order2) == [1, 2, 3, 4, 5]
-    assert "Nothing left for you to label" in page2.inner_text("main")
-    ctx2.close()
+    with logged_in(browser, base, "ann2", "/review/") as page2:
+        order2 = label_with_keyboard(page2, ANNOTATOR_2)
+        assert sorted(order2) == [1, 2, 3, 4, 5]
+        assert "Nothing left for you to label" in page2.inner_text("main")
 
-    ctx3 = browser.new_context()
-    page3 = ctx3.new_page()
-    log_in(page3, base, "adj", "/adjudicate/")
-    assert page3.url.endswith("/adjudicate/")
-    links = page3.locator("table.grid a")
-    assert links.count() == 1
-    with page3.expect_navigation():
-        links.first.click()
-    assert question_number(page3) == 4
-    table = page3.inner_text("#annotator-labels")
-    assert "Annotator 1" in table and "Annotator 2" in table
-    assert "ann1" not in table and "ann2" not in table
-    page3.select_option("#final-kind", "option")
-    page3.fill("#final-answer", ADJUDICATED[4])
-    page3.select_option("select[name=error_type]", "annotator_error")
-    page3.fill("input[name=notes]", "the box is the final commitment")
-    with page3.expect_navigation():
-        page3.click("#adjudicate-submit")
-    assert page3.url.endswith("/adjudicate/")
-    assert "No conflicts to resolve" in page3.inner_text("main")
-    ctx3.close()
+    with logged_in(browser, base, "adj", "/adjudicate/") as page3:
+        assert page3.url.endswith("/adjudicate/")
+        links = page3.locator("table.grid a")
+        assert links.count() == 1
+        with page3.expect_navigation():
+            links.first.click()
+        assert question_number(page3) == 4
+        table = page3.inner_text("#annotator-labels")
+        assert "Annotator 1" in table and "Annotator 2" in table
+        assert "ann1" not in table and "ann2" not in table
+        page3.select_option("#final-kind", "option")
+        page3.fill("#final-answer", ADJUDICATED[4])
+        page3.select_option("select[name=error_type]", "annotator_error")
+        page3.fill("input[name=notes]", "the box is the final commitment")
+        with page3.expect_navigation():
+            page3.click("#adjudicate-submit")
+        assert page3.url.endswith("/adjudicate/")
+        assert "No conflicts to resolve" in page3.inner_text("main")
 
 
 def check_database(flow_queue) -> None:

@@ -6,6 +6,7 @@ import re
 from datetime import timedelta
 
 import pytest
+from django.contrib.auth.models import User
 from django.utils import timezone
 
 from adjudication.models import FinalLabel, Label, Lease, QueueItem
@@ -28,6 +29,16 @@ def label_next(queue, user, answer="B", kind="option"):
     claim = lease_claim_next(queue=queue, annotator=user)
     assert claim.lease is not None
     return label_submit(lease=claim.lease, annotator=user, entry=LabelEntry(kind=kind, answer=answer))
+
+
+def expired_lease_filled_by_others(queue) -> tuple[User, Lease]:
+    """Annotator a's lease, expired before a labelled; b and c then took and labelled both slots of its item."""
+    a, b, c = (make_user(n, "annotator") for n in "abc")
+    la = lease_claim_next(queue=queue, annotator=a).lease
+    Lease.objects.filter(pk=la.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+    label_next(queue, b)
+    label_next(queue, c)
+    return a, la
 
 
 def test_a_queue_holds_every_disputed_response(queue):
@@ -66,11 +77,7 @@ def test_expired_leases_return_to_the_pool(queue):
 
 
 def test_a_late_label_on_an_expired_lease_is_refused_once_others_filled_the_item(queue):
-    a, b, c = (make_user(n, "annotator") for n in "abc")
-    la = lease_claim_next(queue=queue, annotator=a).lease
-    Lease.objects.filter(pk=la.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
-    label_next(queue, b)
-    label_next(queue, c)
+    a, la = expired_lease_filled_by_others(queue)
     with pytest.raises(ReviewError, match="expired"):
         label_submit(lease=la, annotator=a, entry=LabelEntry(kind="option", answer="B"))
     assert QueueItem.objects.get(pk=la.item_id).label_count == 2
@@ -170,11 +177,7 @@ def test_nested_candidate_spans_each_keep_a_mark():
 def test_a_refused_late_label_sends_the_annotator_on_to_the_next_item(queue):
     from django.test import Client
 
-    a, b, c = (make_user(n, "annotator") for n in "abc")
-    la = lease_claim_next(queue=queue, annotator=a).lease
-    Lease.objects.filter(pk=la.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
-    label_next(queue, b)
-    label_next(queue, c)
+    a, la = expired_lease_filled_by_others(queue)
     client = Client()
     client.force_login(a)
     resp = client.post(f"/review/item/{la.pk}/", {"kind": "option", "answer": "B"})

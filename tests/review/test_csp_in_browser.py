@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-from ..conftest import manage, math_row, mc_row, run_command
+from ..conftest import manage, math_row, mc_row, reading_at, run_command
 from .test_browser_flow import ITEM_URL, add_user, chromium_browser, log_in, require_chromium
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -60,24 +60,8 @@ def pages(write_jsonl, service_env, monkeypatch, tmp_path):
     for response in Response.objects.filter(dataset__name="csp", run__checkpoint="base"):
         b, c = response.text.index("B."), response.text.index("{C}") + 1
         readings += [
-            Reading(
-                response=response,
-                reader_spec=prose,
-                answer="B",
-                normalized="B",
-                verdict="correct",
-                span_start=b,
-                span_end=b + 1,
-            ),
-            Reading(
-                response=response,
-                reader_spec=boxed,
-                answer="C",
-                normalized="C",
-                verdict="incorrect",
-                span_start=c,
-                span_end=c + 1,
-            ),
+            reading_at(response, prose, "B", at=b, verdict="correct"),
+            reading_at(response, boxed, "C", at=c, verdict="incorrect"),
         ]
     Reading.objects.bulk_create(readings)
     dataset = Dataset.objects.get(name="csp")

@@ -16,7 +16,7 @@ from adjudication.pipeline.readings import reader_spec_by_name, readings_create
 from adjudication.review.selectors import panel_candidates
 from adjudication.routing.services import review_items_route, routing_policy_create
 
-from ..conftest import math_row, mc_row, run_command
+from ..conftest import math_row, mc_row, reading_at, run_command
 
 pytestmark = pytest.mark.django_db
 
@@ -153,40 +153,13 @@ def test_candidates_merge_the_readers_ways_of_writing_one_answer_and_mark_every_
     text = "First (C) Merton. Then again option C) and finally \\boxed{B}"
     ds = import_rows([mc_row(0, response=text)], "cd", write_jsonl)
     response = Response.objects.get(dataset=ds)
-    specs = [reader_spec_by_name(name=n) for n in ("boxed", "fixed", "strict-match")]
     merton, option, box = text.index("(C) Merton"), text.index("option C)"), text.index("{B}") + 1
+    boxed, fixed, strict = (reader_spec_by_name(name=n) for n in ("boxed", "fixed", "strict-match"))
     Reading.objects.bulk_create(
         [
-            Reading(
-                response=response,
-                reader_spec=specs[0],
-                answer="(C) Merton",
-                normalized="(C) Merton",
-                canonical="C",
-                verdict="incorrect",
-                span_start=merton,
-                span_end=merton + 10,
-            ),
-            Reading(
-                response=response,
-                reader_spec=specs[1],
-                answer="option C)",
-                normalized="C",
-                canonical="C",
-                verdict="incorrect",
-                span_start=option,
-                span_end=option + 9,
-            ),
-            Reading(
-                response=response,
-                reader_spec=specs[2],
-                answer="B",
-                normalized="B",
-                canonical="B",
-                verdict="correct",
-                span_start=box,
-                span_end=box + 1,
-            ),
+            reading_at(response, boxed, "(C) Merton", at=merton, verdict="incorrect", canonical="C"),
+            reading_at(response, fixed, "option C)", at=option, verdict="incorrect", normalized="C", canonical="C"),
+            reading_at(response, strict, "B", at=box, verdict="correct", canonical="B"),
         ]
     )
     policy = routing_policy_create(dataset=ds, name="p", panel=["boxed", "fixed", "strict-match"])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from django.core.management.base import CommandError
 
@@ -72,8 +74,13 @@ def disputed_dataset(db, write_jsonl):
     return a, b
 
 
+def route(policy: str, **options: Any) -> str:
+    """`route_disagreements` on the disputed dataset with the strict-match + fixed panel."""
+    return run_command("route_disagreements", dataset="r", policy=policy, panel=["strict-match", "fixed"], **options)
+
+
 def test_policy_routes_each_disputed_response_exactly_once(disputed_dataset):
-    out = run_command("route_disagreements", dataset="r", policy="p", panel=["strict-match", "fixed"])
+    out = route("p")
     assert "5 new review items (5 disputed, 0 controls)" in out
     items = ReviewItem.objects.filter(policy__name="p")
     assert sorted(items.values_list("response__external_id", flat=True)) == [f"mc-{i}" for i in range(5)]
@@ -83,15 +90,7 @@ def test_policy_routes_each_disputed_response_exactly_once(disputed_dataset):
 
 
 def test_missing_as_disagreement_and_controls_are_recorded(disputed_dataset):
-    run_command(
-        "route_disagreements",
-        dataset="r",
-        policy="m",
-        panel=["strict-match", "fixed"],
-        missing_disagrees=True,
-        control_fraction=0.5,
-        seed=3,
-    )
+    route("m", missing_disagrees=True, control_fraction=0.5, seed=3)
     items = ReviewItem.objects.filter(policy__name="m")
     disputed = items.filter(is_control=False)
     assert disputed.count() == 8
@@ -104,28 +103,21 @@ def test_missing_as_disagreement_and_controls_are_recorded(disputed_dataset):
 
 
 def test_priority_orders(disputed_dataset):
-    run_command(
-        "route_disagreements",
-        dataset="r",
-        policy="o",
-        panel=["strict-match", "fixed"],
-        missing_disagrees=True,
-        priority="order",
-    )
+    route("o", missing_disagrees=True, priority="order")
     ordered = list(
         ReviewItem.objects.filter(policy__name="o")
         .order_by("-priority")
         .values_list("response__external_id", flat=True)
     )
     assert ordered == [f"mc-{i}" for i in range(8)]
-    run_command("route_disagreements", dataset="r", policy="d", panel=["strict-match", "fixed"], missing_disagrees=True)
+    route("d", missing_disagrees=True)
     strongest = ReviewItem.objects.filter(policy__name="d").order_by("-priority").first()
     assert strongest.reason["distinct_answers"] == 2
 
 
 def test_responses_missing_a_panel_reading_wait(disputed_dataset):
     Reading.objects.filter(reader_spec__name="fixed", response__external_id="mc-0").delete()
-    out = run_command("route_disagreements", dataset="r", policy="w", panel=["strict-match", "fixed"])
+    out = route("w")
     assert "4 new review items" in out and "1 responses still missing" in out
 
 

@@ -11,7 +11,6 @@ Deliberate departures are listed in docs/readers-math.md and pinned here by id.
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,14 +23,14 @@ from readers.math.cascade import CascadeConfig, SympyCascadeReader
 from readers.math.math_verify import MathVerifyConfig, MathVerifyReader
 from readers.math.strip_string import StripStringConfig, extract_boxed, is_equiv, last_boxed_only_string, strip_string
 
+from ...conftest import read_jsonl, shared_data
+
 
 @pytest.fixture(autouse=True)
 def _plain_http() -> None:
     """Overrides tests/conftest.py's autouse fixture of the same name, which needs pytest-django's
     `settings`: readers is a Django-free library and these tests run with `-p no:django`."""
 
-
-SHARED_DATA = Path(__file__).resolve().parents[3].parent / "shared" / "data"
 
 MATH_READERS = (
     "math-verify-latex",
@@ -41,18 +40,6 @@ MATH_READERS = (
     "sympy-cascade",
     "sympy-cascade-magnitude-safe",
 )
-
-
-def shared(*parts: str) -> Path:
-    path = SHARED_DATA.joinpath(*parts)
-    if not path.exists():
-        pytest.skip(f"shared data not available: {path}")
-    return path
-
-
-def load_jsonl(path: Path) -> list[dict[str, Any]]:
-    with open(path, encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
 
 
 def read(reader: Any, gold: str, response: str, **kw: Any) -> Reading:
@@ -306,7 +293,7 @@ def test_seed001_table8_under_our_conventions() -> None:
 
 
 def _mv_vectors() -> list[dict[str, Any]]:
-    rows = load_jsonl(shared("math-verify-tests", "math_verify_test_vectors.jsonl"))
+    rows = read_jsonl(shared_data("math-verify-tests", "math_verify_test_vectors.jsonl"))
     return [r for r in rows if r["kind"] == "verdict"]
 
 
@@ -453,7 +440,7 @@ def test_math_verify_memory_exhaustion_is_an_error_not_a_rejection(monkeypatch: 
 
 
 def _hendrycks_vectors() -> list[dict[str, Any]]:
-    return load_jsonl(shared("hendrycks-math-equivalence-tests", "hendrycks_math_equivalence_vectors.jsonl"))
+    return read_jsonl(shared_data("hendrycks-math-equivalence-tests", "hendrycks_math_equivalence_vectors.jsonl"))
 
 
 @pytest.mark.parametrize("port", ["hendrycks", "lm-eval"])
@@ -705,7 +692,7 @@ def test_readers_return_a_reading_on_bad_input(name: str) -> None:
 
 
 def _math500_golds() -> list[str]:
-    rows = load_jsonl(shared("math500", "math500.jsonl"))
+    rows = read_jsonl(shared_data("math500", "math500.jsonl"))
     return [row["answer"][0] for row in rows]
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,10 +25,8 @@ from readers.mc.lm_eval import (
 )
 from readers.mc.seed002 import SEED002_ANSWER_IS_CORRECT, SEED002_STRICT
 
+from ...conftest import read_jsonl, shared_data
 from ..budget import read_within_budget
-
-SHARED_DATA = Path(__file__).resolve().parents[3].parent / "shared" / "data"
-LM_EVAL_DATA = SHARED_DATA / "lm-eval-harness-filters"
 
 SEED002 = ("strict-match", "flexible-extract", "instructed-format", "answer-is-correct", "last-extract")
 LM_EVAL = (
@@ -55,18 +52,6 @@ def read(name: str, response: str, gold: str = "B", choices: tuple[str, ...] = S
 
 def spanned(reading: Reading, response: str) -> str | None:
     return response[reading.span[0] : reading.span[1]] if reading.span else None
-
-
-def lm_eval_file(name: str) -> Path:
-    path = LM_EVAL_DATA / name
-    if not path.exists():
-        pytest.skip(f"shared data not available: {path}")
-    return path
-
-
-def jsonl(path: Path) -> list[dict[str, Any]]:
-    with open(path, encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
 
 
 # --------------------------------------------------------------------------------------------
@@ -226,7 +211,7 @@ def test_multi_choice_regex_filter_steps() -> None:
 
 
 def test_filter_test_vectors() -> None:
-    rows = jsonl(lm_eval_file("filter_test_vectors.jsonl"))
+    rows = read_jsonl(shared_data("lm-eval-harness-filters", "filter_test_vectors.jsonl"))
     assert len(rows) == 2
     for row in rows:
         assert row["filter"] == "multi_choice_regex"
@@ -250,7 +235,7 @@ CLAIMS: dict[str, list[tuple[str, str]]] = {
 
 
 def test_named_configs_equal_task_rows() -> None:
-    rows = jsonl(lm_eval_file("task_regex_filters.jsonl"))
+    rows = read_jsonl(shared_data("lm-eval-harness-filters", "task_regex_filters.jsonl"))
     by_key = {(r["yaml_path"], r["filter_name"]): r for r in rows if r["function"] in ("regex", "multi_choice_regex")}
     for name, claims in CLAIMS.items():
         cfg = registry.get(name).config
@@ -349,12 +334,10 @@ def test_multi_choice_regex_reader() -> None:
 
 def test_mmlu_pro_released_predictions_reproduced() -> None:
     """MMLU-Pro's own first runs used only `answer is \\(?([A-J])\\)?`: custom-extract must agree."""
-    path = SHARED_DATA / "mmlu-pro-model-outputs" / "mmlu_pro_cot_outputs_sample.jsonl"
-    if not path.exists():
-        pytest.skip(f"shared data not available: {path}")
+    path = shared_data("mmlu-pro-model-outputs", "mmlu_pro_cot_outputs_sample.jsonl")
     reader = registry.get("mmlu-pro-custom-extract")
     checked = 0
-    for row in jsonl(path):
+    for row in read_jsonl(path):
         if not row["model"].startswith(("Mixtral", "Phi-3", "Qwen1.5")):
             continue
         r = reader.read(Item(row["model_output"], row["answer"], tuple(row["options"])))
@@ -495,10 +478,9 @@ _AIC_PAPER = "|".join(
             ]
         ),
         max_size=14,
-    )
+    ).map("".join)
 )
-def test_answer_is_correct_without_leading_stars_is_equivalent(parts: list[str]) -> None:
-    text = "".join(parts)
+def test_answer_is_correct_without_leading_stars_is_equivalent(text: str) -> None:
     assert re.findall(SEED002_ANSWER_IS_CORRECT, text) == re.findall(_AIC_PAPER, text)
 
 
