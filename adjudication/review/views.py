@@ -9,6 +9,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
 from adjudication.exports import table_download
@@ -39,6 +40,9 @@ from adjudication.review.services import (
 )
 
 
+# never_cache (Cache-Control: no-store): Back must ask the server again, never replay a page or a
+# redirect the browser kept, which is how Back after a submit looped.
+@never_cache
 @role_required("annotator")
 def review_home(request: HttpRequest) -> HttpResponse:
     """Claim the next item of the first queue with work for this annotator, and go there."""
@@ -59,6 +63,7 @@ def _next_item_url(queue_name: str) -> str:
     return f"{reverse('review:home')}?{urlencode({'queue': queue_name})}"
 
 
+@never_cache
 @require_http_methods(["GET", "POST"])
 @role_required("annotator")
 def review_item(request: HttpRequest, lease_id: int) -> HttpResponse:

@@ -15,17 +15,24 @@
   }
   for (const b of $$("[data-view]")) b.addEventListener("click", () => showView(b.dataset.view));
 
+  // A clicked candidate stays highlighted (pinned) until another is clicked: switching to the
+  // source view moves the list under the pointer, and hover must not then light up a neighbour.
+  let pinned = null;
   function highlight(number, on) {
     for (const m of $$(`mark[data-candidate="${number}"]`)) m.classList.toggle("active", on);
   }
   for (const b of $$("button.candidate")) {
-    b.addEventListener("mouseenter", () => highlight(b.dataset.candidate, true));
-    b.addEventListener("mouseleave", () => highlight(b.dataset.candidate, false));
+    b.addEventListener("mouseenter", () => { if (pinned === null) highlight(b.dataset.candidate, true); });
+    b.addEventListener("mouseleave", () => { if (pinned === null) highlight(b.dataset.candidate, false); });
     b.addEventListener("click", () => {
+      for (const m of $$("mark.active")) m.classList.remove("active");
+      pinned = b.dataset.candidate;
       showView("source");
-      const first = $(`mark[data-candidate="${b.dataset.candidate}"]`);
-      highlight(b.dataset.candidate, true);
-      if (first) first.scrollIntoView({block: "center"});
+      highlight(pinned, true);
+      const first = $(`#response-source mark[data-candidate="${pinned}"]`);
+      const box = $("#response-source");
+      // Scroll the response box only, not the page: the button stays where the pointer is.
+      if (first && box) box.scrollTop += first.getBoundingClientRect().top - box.getBoundingClientRect().top - box.clientHeight / 3;
     });
   }
 
@@ -62,13 +69,21 @@
     $("#skip-box").hidden = false;
     $("#skip-reason").focus();
   }
+  // Esc, or picking an answer, leaves skip mode: a skip is only ever what the annotator ends with.
+  function cancelSkip() {
+    if (!skipping) return;
+    skipping = false;
+    $("#skip-box").hidden = true;
+    $("#skip-reason").value = "";
+  }
   $("#skip").addEventListener("click", startSkip);
   if (free) free.addEventListener("focus", () => { $("#pick-free").checked = true; });
+  for (const radio of form.querySelectorAll("input[name=pick]")) radio.addEventListener("change", cancelSkip);
 
   document.addEventListener("keydown", (event) => {
     const typing = ["INPUT", "SELECT", "TEXTAREA"].includes(document.activeElement.tagName) &&
                    document.activeElement.type !== "radio";
-    if (event.key === "Escape") { document.activeElement.blur(); return; }
+    if (event.key === "Escape") { cancelSkip(); document.activeElement.blur(); return; }
     if (event.key === "Enter") {
       if (event.isComposing) return;
       event.preventDefault();
@@ -79,8 +94,8 @@
     const key = event.key;
     const byKey = form.querySelector(`input[name=pick][data-key="${key}"]`) ||
                   form.querySelector(`input[name=pick][data-shortcut="${key}"]`);
-    if (byKey) { byKey.checked = true; event.preventDefault(); return; }
-    if (key === "t" && free) { event.preventDefault(); free.focus(); return; }
+    if (byKey) { cancelSkip(); byKey.checked = true; event.preventDefault(); return; }
+    if (key === "t" && free) { cancelSkip(); event.preventDefault(); free.focus(); return; }
     if (key === "c" || key === "i") {
       const r = form.querySelector(`input[name=correctness][value=${key === "c" ? "correct" : "incorrect"}]`);
       if (r) { r.checked = true; event.preventDefault(); }

@@ -1,0 +1,74 @@
+"""Keyboard and pointer details of the item page that once went wrong, each reproduced in Chromium
+as the annotator did it: a cancelled skip that was stored anyway, a clicked candidate whose
+highlight jumped to its neighbour, and Back after a submit that looped between redirects."""
+
+from __future__ import annotations
+
+import pytest
+
+from ..conftest import mc_row, run_command
+from .test_browser_flow import ITEM_URL, READERS, add_user, chromium_browser, logged_in, require_chromium, run_readers
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+# Each response commits to one answer in two places and hedges in a third: three candidates.
+RESPONSES = {
+    1: "The answer is B. Then again \\boxed{C}",
+    2: "The answer is (A).\n\n" + "Some working.\n" * 60 + "On reflection, \\boxed{D}",
+}
+
+
+@pytest.fixture
+def keyboard_queue(write_jsonl, service_env, monkeypatch):
+    require_chromium()
+    rows = [mc_row(q, id=f"kb-{q}", question=f"Q{q}?", response=text) for q, text in RESPONSES.items()]
+    run_command("import_responses", str(write_jsonl(rows)), dataset="kb", no_progress=True)
+    run_readers(service_env, "kb")
+    run_command("create_queue", dataset="kb", name="kb-q", overlap=1, panel=READERS)
+    add_user(monkeypatch, "ann", "annotator")
+
+
+def test_escape_cancels_a_skip_and_the_pick_after_it_is_the_label(keyboard_queue, plain_live_server):
+    with chromium_browser() as browser, logged_in(browser, plain_live_server, "ann", "/review/") as page:
+        assert ITEM_URL.search(page.url)
+        page.keyboard.press("s")
+        assert page.is_visible("#skip-reason")
+        page.keyboard.type("hmm")
+        page.keyboard.press("Escape")
+        assert not page.is_visible("#skip-box")
+        page.keyboard.press("1")
+        with page.expect_navigation():
+            page.keyboard.press("Enter")
+    from adjudication.models import Label
+
+    [label] = Label.objects.all()
+    assert (label.kind, label.answer, label.skip_reason) == ("option", "A", "")
+
+
+def test_a_clicked_candidate_keeps_its_own_highlight_when_the_list_moves(keyboard_queue, plain_live_server):
+    with chromium_browser() as browser, logged_in(browser, plain_live_server, "ann", "/review/") as page:
+        page.set_viewport_size({"width": 1366, "height": 768})
+        buttons = page.locator("button.candidate")
+        assert buttons.count() >= 2
+        first, second = buttons.nth(0), buttons.nth(1)
+        number = first.get_attribute("data-candidate")
+        first.click()
+        assert page.is_visible("#response-source")
+        active = page.locator("mark.active")
+        assert active.count() >= 1
+        assert {active.nth(i).get_attribute("data-candidate") for i in range(active.count())} == {number}
+        second.hover()  # the pointer crosses another candidate: the pinned highlight stays
+        assert {active.nth(i).get_attribute("data-candidate") for i in range(active.count())} == {number}
+        second.click()
+        other = second.get_attribute("data-candidate")
+        assert {active.nth(i).get_attribute("data-candidate") for i in range(active.count())} == {other}
+
+
+def test_item_pages_are_never_cached_so_back_asks_the_server_again(keyboard_queue, client):
+    from django.contrib.auth.models import User
+
+    client.force_login(User.objects.get(username="ann"))
+    home = client.get("/review/")
+    assert home.status_code == 302 and "no-store" in home["Cache-Control"]
+    item = client.get(home["Location"])
+    assert item.status_code == 200 and "no-store" in item["Cache-Control"]
