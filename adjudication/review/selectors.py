@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -19,6 +20,8 @@ from adjudication.review.markup import answer_html, inline_html
 from adjudication.review.rendering import response_parts, text_html
 from adjudication.routing.rules import MISSING, answer_key, comparable_answer
 from adjudication.text import displayable
+from readers.base import Item
+from readers.canonical import canonical_answer
 from readers.options import LETTERS
 
 _PANEL_READINGS_SQL = """
@@ -32,42 +35,54 @@ _PANEL_READING_FIELDS = [
 
 
 def candidates_for(item: QueueItem, annotator: User) -> tuple[list[dict], list[tuple[int, int, int]]]:
+    question = item.review_item.response.question
     return panel_candidates(
         response_id=item.review_item.response_id,
         policy_id=item.queue.policy_id,
         item_id=item.pk,
         annotator_id=annotator.pk,
+        choices=question.choices,
+        gold=question.gold,
     )
 
 
 def panel_candidates(
-    *, response_id: int, policy_id: int, item_id: int, annotator_id: int
+    *,
+    response_id: int,
+    policy_id: int,
+    item_id: int,
+    annotator_id: int,
+    choices: Sequence[str] = (),
+    gold: str = "",
 ) -> tuple[list[dict], list[tuple[int, int, int]]]:
     """Distinct candidate answers of the routing panel, anonymised and shuffled per (item, annotator),
-    with their spans in the response. Readers are grouped by their canonical answer (so "(C) Merton"
-    and "option C)" are one candidate, "C"), which is what the candidate shows; the raw text each
-    reader extracted is marked in the response."""
-    by_key: dict[str, dict] = {}
-    for answer, normalized, canonical, verdict, span_start, span_end in fetch_all(
+    with their spans in the response. Readers are grouped by their canonical answer (so "(C) Merton",
+    "option C)" and "$\\boxed{\\text{C}}$" are one candidate, "C"), which is what the candidate
+    shows; every span any of them extracted is marked in the response under that one candidate.
+    A reading stored without a canonical answer gets one here, from the item; two groups that
+    would show the same text are one candidate."""
+    item = Item(response="", gold=gold or "", choices=tuple(str(c) for c in choices or ()))
+    by_shown: dict[str, set[tuple[int, int]]] = {}
+    for answer, normalized, stored_canonical, verdict, span_start, span_end in fetch_all(
         _PANEL_READINGS_SQL, [response_id, policy_id], _PANEL_READING_FIELDS
     ):
         if verdict in MISSING:
             continue
+        canonical = stored_canonical if stored_canonical and stored_canonical.strip() else canonical_answer(answer, item)
         key = answer_key(comparable_answer(canonical=canonical, normalized=normalized, answer=answer))
         if not key:
             continue
-        entry = by_key.setdefault(key, {"canonical": None, "raw": (answer or key).strip()[:200], "spans": set()})
-        if entry["canonical"] is None and canonical is not None and canonical.strip():
-            entry["canonical"] = canonical.strip()[:200]
+        # What the candidate shows: the canonical answer, else (an answer with none) the raw text.
+        shown = (canonical or answer or key).strip()[:200]
+        spans_of = by_shown.setdefault(shown, set())
         if span_start is not None and span_end is not None and span_end > span_start:
-            entry["spans"].add((span_start, span_end))
-    keys = sorted(by_key)
-    random.Random(f"{item_id}:{annotator_id}").shuffle(keys)
+            spans_of.add((span_start, span_end))
+    shown_answers = sorted(by_shown)
+    random.Random(f"{item_id}:{annotator_id}").shuffle(shown_answers)
     cands, spans = [], []
-    for number, key in enumerate(keys, start=1):
-        # Readings stored without a canonical answer (and answers that have none) show the raw text.
-        cands.append({"number": number, "answer": by_key[key]["canonical"] or by_key[key]["raw"]})
-        spans.extend((s, e, number) for s, e in sorted(by_key[key]["spans"]))
+    for number, shown in enumerate(shown_answers, start=1):
+        cands.append({"number": number, "answer": shown})
+        spans.extend((s, e, number) for s, e in sorted(by_shown[shown]))
     return cands, spans
 
 
@@ -163,6 +178,8 @@ def item_page(*, leased: LeasedItem, annotator: User) -> dict:
             policy_id=leased.policy_id,
             item_id=leased.item_id,
             annotator_id=annotator.pk,
+            choices=leased.choices,
+            gold=leased.gold,
         )
         if leased.show_candidates
         else ([], [])

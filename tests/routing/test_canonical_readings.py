@@ -172,8 +172,9 @@ def test_candidates_merge_the_readers_ways_of_writing_one_answer_and_mark_every_
     assert all(set(c) == {"number", "answer"} for c in cands)
 
 
-def test_candidates_of_readings_stored_before_canonical_answers_fall_back_to_the_readers_forms(write_jsonl):
-    ds = import_rows([mc_row(0, response="The answer is (B). Then again \\boxed{C}")], "old", write_jsonl)
+def test_candidates_of_readings_stored_before_canonical_answers_get_one_from_the_item(write_jsonl):
+    row = mc_row(0, response="The answer is (B). Then again \\boxed{C}")
+    ds = import_rows([row], "old", write_jsonl)
     response = Response.objects.get(dataset=ds)
     a, b = reader_spec_by_name(name="strict-match"), reader_spec_by_name(name="boxed")
     Reading.objects.bulk_create(
@@ -183,8 +184,40 @@ def test_candidates_of_readings_stored_before_canonical_answers_fall_back_to_the
         ]
     )
     policy = routing_policy_create(dataset=ds, name="p", panel=["strict-match", "boxed"])
-    cands, _spans = panel_candidates(response_id=response.pk, policy_id=policy.pk, item_id=1, annotator_id=1)
-    assert sorted(c["answer"] for c in cands) == ["(B)", "C"]
+    ids = {"response_id": response.pk, "policy_id": policy.pk, "item_id": 1, "annotator_id": 1}
+    cands, _spans = panel_candidates(**ids, choices=row["choices"])
+    assert sorted(c["answer"] for c in cands) == ["B", "C"]
+
+
+@pytest.mark.parametrize(
+    ("answers", "choices", "shown"),
+    [
+        # The review of the sample showed each of these as several candidates.
+        (["\\text{A}", "A", "$\\boxed{\\text{A}}$"], ["Weber", "Merton", "Durkheim"], ["A"]),
+        (["10,001", "10001", "10,001"], [], ["10001"]),
+        (["\\dfrac{1}{2}", "\\frac12", "0.5", "3"], [], ["0.5", "3"]),
+    ],
+)
+def test_one_candidate_per_distinct_answer_with_all_its_spans(write_jsonl, answers, choices, shown):
+    text = " then ".join(answers)
+    row = mc_row(0, response=text, choices=choices) if choices else math_row(0, response=text)
+    ds = import_rows([row], "one", write_jsonl)
+    response = Response.objects.get(dataset=ds)
+    names = ["boxed", "fixed", "strict-match", "flexible-extract"][: len(answers)]
+    specs = [reader_spec_by_name(name=n) for n in names]
+    offsets = [text.index(a) for a in answers]
+    Reading.objects.bulk_create(
+        [
+            reading_at(response, spec, answer, at=at, verdict="incorrect", normalized=None)
+            for spec, answer, at in zip(specs, answers, offsets, strict=True)
+        ]
+    )
+    policy = routing_policy_create(dataset=ds, name="p", panel=names)
+    cands, spans = panel_candidates(
+        response_id=response.pk, policy_id=policy.pk, item_id=1, annotator_id=1, choices=choices
+    )
+    assert sorted(c["answer"] for c in cands) == sorted(shown)
+    assert len({(s, e) for s, e, _n in spans}) == len(set(zip(offsets, answers, strict=True)))
 
 
 def test_reader_agreement_compares_the_canonical_answers(write_jsonl):
