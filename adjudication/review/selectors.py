@@ -68,7 +68,7 @@ def panel_candidates(
     ):
         if verdict in MISSING:
             continue
-        canonical = stored_canonical if stored_canonical and stored_canonical.strip() else canonical_answer(answer, item)
+        canonical = stored_canonical if (stored_canonical or "").strip() else canonical_answer(answer, item)
         key = answer_key(comparable_answer(canonical=canonical, normalized=normalized, answer=answer))
         if not key:
             continue
