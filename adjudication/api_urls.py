@@ -15,4 +15,5 @@ urlpatterns = [
     path("queues/<int:queue_id>/final-labels/", review_api.FinalLabelsApi.as_view(), name="api-final-labels"),
     path("leases/<int:lease_id>/", review_api.LeaseApi.as_view(), name="api-lease"),
     path("leases/<int:lease_id>/label/", review_api.LabelApi.as_view(), name="api-label"),
+    path("labels/<int:label_id>/revise/", review_api.ReviseApi.as_view(), name="api-label-revise"),
 ]

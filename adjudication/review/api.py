@@ -11,7 +11,7 @@ from rest_framework.response import Response as ApiResponse
 from rest_framework.views import APIView
 
 from adjudication.exports import table_download
-from adjudication.models import Dataset, Lease, ReviewQueue
+from adjudication.models import Dataset, Label, Lease, ReviewQueue
 from adjudication.permissions import IsAnnotator, IsManager
 from adjudication.review.labels import LabelEntry
 from adjudication.review.selectors import (
@@ -21,7 +21,7 @@ from adjudication.review.selectors import (
     final_labels,
     queue_status,
 )
-from adjudication.review.services import ReviewError, label_submit, lease_claim_next, queue_create
+from adjudication.review.services import ReviewError, label_revise, label_submit, lease_claim_next, queue_create
 from adjudication.validators import INT_MAX, INT_MIN, SMALLINT_MAX, validate_name
 from readers.options import LETTERS
 
@@ -148,6 +148,31 @@ class LabelApi(APIView):
         except ReviewError as exc:
             raise ValidationError(str(exc)) from exc
         return ApiResponse({"label": label.pk}, status=status.HTTP_201_CREATED)
+
+
+class ReviseSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=["option", "text", "no_answer", "ambiguous"])
+    answer = serializers.CharField(required=False, allow_blank=True, default="")
+    correctness = serializers.ChoiceField(choices=["", "correct", "incorrect"], required=False, default="")
+    confidence = serializers.IntegerField(min_value=1, max_value=5, required=False, allow_null=True, default=None)
+    note = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+class ReviseApi(APIView):
+    """A new label revising one of the caller's own (the old row is kept); 404 for anybody else's."""
+
+    permission_classes = [IsAnnotator]
+
+    @extend_schema(request=ReviseSerializer, responses={201: None})
+    def post(self, request, label_id: int):
+        label = get_object_or_404(Label, pk=label_id, annotator=request.user)
+        data = ReviseSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            new = label_revise(label=label, annotator=request.user, entry=LabelEntry(**data.validated_data))
+        except ReviewError as exc:
+            raise ValidationError(str(exc)) from exc
+        return ApiResponse({"label": new.pk, "revises": label.pk}, status=status.HTTP_201_CREATED)
 
 
 class QueueStatusApi(APIView):

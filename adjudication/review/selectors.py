@@ -171,6 +171,27 @@ def shown_item(
     }
 
 
+def own_label(*, item_id: int, annotator: User) -> Label | None:
+    """The annotator's current label of the item (their newest row, a skip included), if any."""
+    return Label.objects.filter(item_id=item_id, annotator=annotator).order_by("-created_at", "-id").first()
+
+
+def previous_lease_id(*, annotator: User, queue_id: int, before: datetime | None) -> int | None:
+    """The annotator's last finished item in this queue before `before` (a completion time; None: the
+    newest), so that Back and Backspace walk back through their own labels one by one."""
+    done = Lease.objects.filter(annotator=annotator, item__queue_id=queue_id, completed_at__isnull=False)
+    if before is not None:
+        done = done.filter(completed_at__lt=before)
+    return done.order_by("-completed_at", "-id").values_list("id", flat=True).first()
+
+
+def pick_value(label: Label | None) -> str:
+    """The label as the item page's pick radio writes it ("option:B", "text:42", "no_answer:")."""
+    if label is None or label.kind == Label.Kind.SKIPPED:
+        return ""
+    return f"{label.kind}:{label.answer}"
+
+
 def item_page(*, leased: LeasedItem, annotator: User) -> dict:
     cands = (
         panel_candidates(
@@ -198,6 +219,28 @@ def item_page(*, leased: LeasedItem, annotator: User) -> dict:
         "judge_correctness": leased.judge_correctness,
         "progress": progress_counts(queue_id=leased.queue_id, overlap=leased.overlap, annotator_id=annotator.pk),
         "expires_at": leased.expires_at,
+        "previous_lease_id": previous_lease_id(
+            annotator=annotator, queue_id=leased.queue_id, before=leased.completed_at
+        ),
+    }
+
+
+def revisit_page(*, leased: LeasedItem, annotator: User) -> dict:
+    """A finished item, shown again (Back, Backspace, My labels) with the annotator's label picked:
+    revisable until the item is adjudicated."""
+    label = own_label(item_id=leased.item_id, annotator=annotator)
+    status = QueueItem.objects.filter(pk=leased.item_id).values_list("status", flat=True).first()
+    page = item_page(leased=leased, annotator=annotator)
+    pick = pick_value(label)
+    typed = label is not None and label.kind == Label.Kind.TEXT
+    listed = {f"text:{c['answer']}" for c in page["candidates"]}
+    return {
+        **page,
+        "revisit": True,
+        "own_label": label,
+        "own_pick": "text:" if typed and pick not in listed else pick,
+        "own_free_text": label.answer if typed and pick not in listed else "",
+        "locked": label is None or label.invalidated_at is not None or status == QueueItem.Status.ADJUDICATED,
     }
 
 

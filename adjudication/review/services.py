@@ -315,7 +315,10 @@ def label_submit(*, lease: Lease, annotator: User, entry: LabelEntry, skip_reaso
         if annotator_id != annotator.id:
             raise ReviewError("this item is leased to someone else")
         if completed_at is not None:
-            raise ReviewError("this item was already labelled; revise the label instead")
+            raise ReviewError(
+                "this item was already labelled; revise the label instead "
+                "(POST /api/labels/<id>/revise/, or Backspace on the page)"
+            )
         if row[4]:
             raise ReviewError("you have already labelled this item")
         if locked.replaced_at is not None and locked.replaced_at >= claimed_at:

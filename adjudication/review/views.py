@@ -20,18 +20,22 @@ from adjudication.review.forms import AdjudicationForm, LabelForm, QueueForm, Sk
 from adjudication.review.labels import LabelEntry
 from adjudication.review.selectors import (
     FINAL_LABEL_COLUMNS,
+    LeasedItem,
     adjudication_page,
     adjudication_queue,
     annotator_stats,
     final_labels,
     item_page,
     leased_item,
+    own_label,
     policy_items_missing,
     queue_status,
+    revisit_page,
 )
 from adjudication.review.services import (
     ReviewError,
     final_label_adjudicate,
+    label_revise,
     label_submit,
     lease_claim_next,
     may_adjudicate,
@@ -71,7 +75,7 @@ def review_item(request: HttpRequest, lease_id: int) -> HttpResponse:
     if leased is None:
         raise Http404("no such lease of yours")
     if leased.completed_at is not None:
-        return redirect("review:home")
+        return _revisit(request, leased)
     if request.method == "POST":
         lease = Lease(
             id=leased.lease_id,
@@ -102,6 +106,26 @@ def review_item(request: HttpRequest, lease_id: int) -> HttpResponse:
             return redirect("review:item", lease_id=leased.lease_id)
         return redirect(_next_item_url(leased.queue_name))
     return render(request, "review/item.html", item_page(leased=leased, annotator=request.user))
+
+
+def _revisit(request: HttpRequest, leased: LeasedItem) -> HttpResponse:
+    """A finished item again: its page with the annotator's label picked; a POST revises the label
+    (a new row; the old one is kept) and goes on to the next item."""
+    if request.method == "POST":
+        form = LabelForm(request.POST)
+        label = own_label(item_id=leased.item_id, annotator=request.user)
+        try:
+            if not form.is_valid():
+                raise ReviewError(form_errors(form))
+            if label is None:
+                raise ReviewError("the response was replaced by a new version; there is no label to revise")
+            label_revise(label=label, annotator=request.user, entry=LabelEntry(**form.cleaned_data))
+        except ReviewError as exc:
+            messages.error(request, str(exc))
+            return redirect("review:item", lease_id=leased.lease_id)
+        messages.success(request, "Label revised.")
+        return redirect(_next_item_url(leased.queue_name))
+    return render(request, "review/item.html", revisit_page(leased=leased, annotator=request.user))
 
 
 @role_required("adjudicator")

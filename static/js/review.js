@@ -76,7 +76,7 @@
     $("#skip-box").hidden = true;
     $("#skip-reason").value = "";
   }
-  $("#skip").addEventListener("click", startSkip);
+  if ($("#skip")) $("#skip").addEventListener("click", startSkip);
   if (free) free.addEventListener("focus", () => { $("#pick-free").checked = true; });
   for (const radio of form.querySelectorAll("input[name=pick]")) radio.addEventListener("change", cancelSkip);
 
@@ -85,7 +85,7 @@
                    document.activeElement.type !== "radio";
     if (event.key === "Escape") { cancelSkip(); document.activeElement.blur(); return; }
     if (event.key === "Enter") {
-      if (event.isComposing) return;
+      if (event.isComposing || !$("#submit")) return;  // a locked label has nothing to submit
       event.preventDefault();
       form.requestSubmit();
       return;
@@ -101,7 +101,13 @@
       if (r) { r.checked = true; event.preventDefault(); }
       return;
     }
-    if (key === "s") { event.preventDefault(); startSkip(); return; }
+    if (key === "s" && $("#skip")) { event.preventDefault(); startSkip(); return; }
+    if (key === "Backspace" || key === "u") {
+      // Undo: back to the annotator's previous item of this queue, where the label can be revised.
+      const previous = $("#previous-item");
+      if (previous) { event.preventDefault(); window.location.assign(previous.href); }
+      return;
+    }
     if (key === "v") {
       event.preventDefault();
       showView($("#response-rendered").hidden ? "rendered" : "source");

@@ -47,6 +47,7 @@ MATRIX: dict[str, tuple[str, str, dict[str, str]]] = {
     "api/queues/<int:queue_id>/final-labels/": ("get", "/api/queues/{queue}/final-labels/", {"manager": OK}),
     "api/leases/<int:lease_id>/": ("get", "/api/leases/{lease}/", {"annotator": OK}),
     "api/leases/<int:lease_id>/label/": ("post", "/api/leases/{lease}/label/", {"annotator": "client_error"}),
+    "api/labels/<int:label_id>/revise/": ("post", "/api/labels/{label}/revise/", {"annotator": "client_error"}),
     "analytics/<int:dataset_id>/": ("get", "/analytics/{dataset}/", {"manager": OK}),
     "analytics/<int:dataset_id>/<slug:table>.<slug:fmt>": (
         "get",
@@ -88,8 +89,12 @@ def world(queue):
         other = make_user(name, "annotator")
         conflict = lease_claim_next(queue=queue, annotator=other).lease
         label_submit(lease=conflict, annotator=other, entry=LabelEntry(kind="option", answer=answer))
+    # The annotator has labelled one item (their label can be revised) and holds the next.
+    done = lease_claim_next(queue=queue, annotator=users["annotator"]).lease
+    label = label_submit(lease=done, annotator=users["annotator"], entry=LabelEntry(kind="option", answer="A"))
     lease = lease_claim_next(queue=queue, annotator=users["annotator"]).lease
     ids = {"dataset": Dataset.objects.get().pk, "queue": queue.pk, "lease": lease.pk, "item": conflict.item_id}
+    ids["label"] = label.pk
     ids["audit"] = AuditRun.objects.create(dataset_id=ids["dataset"], readers=["strip-string"]).pk
     return users, ids
 
