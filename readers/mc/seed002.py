@@ -135,9 +135,6 @@ class Seed002Reader(Reader):
     Config = Seed002Config
     default_config: ClassVar[Seed002Config] = Seed002Config(SEED002_STRICT)
 
-    def __init__(self, config: Seed002Config | None = None, *, name: str | None = None) -> None:
-        super().__init__(config if config is not None else self.default_config, name=name)
-
     def _pattern(self, letters: str) -> str:
         cfg: Seed002Config = self.config
         return cfg.regex_pattern.replace("[A-D]", f"[A-{letters[-1]}]")
@@ -290,9 +287,6 @@ class Seed002Gsm8kReader(Reader):
     contract = frozenset({"plain_number"})
     Config = Seed002Gsm8kConfig
     default_config: ClassVar[Seed002Gsm8kConfig] = Seed002Gsm8kConfig(SEED002_GSM8K_ANSWER_IS_CORRECT)
-
-    def __init__(self, config: Seed002Gsm8kConfig | None = None, *, name: str | None = None) -> None:
-        super().__init__(config if config is not None else self.default_config, name=name)
 
     def read(self, item: Item) -> Reading:
         cfg: Seed002Gsm8kConfig = self.config
