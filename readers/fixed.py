@@ -637,6 +637,12 @@ class FixedReader(Reader):
 
     # -- stage 3: open-ended -------------------------------------------------------------
 
+    def _equal(self, value: str, gold: str) -> eq.Equivalence:
+        cfg = self.config
+        return eq.math_equal(
+            value, gold, rel_tol=cfg.rel_tol, use_sympy=cfg.use_sympy, max_sympy_chars=cfg.max_sympy_chars
+        )
+
     def _read_open(self, item: Item, region: str, off: int, detail: dict[str, Any]) -> Reading:
         limit = len(region)
         if self.config.cut_recaps:
@@ -661,24 +667,12 @@ class FixedReader(Reader):
         if only is not None:
             value = only
             detail["value"] = "only_number_in_prose"
-        result = eq.math_equal(
-            value,
-            gold,
-            rel_tol=self.config.rel_tol,
-            use_sympy=self.config.use_sympy,
-            max_sympy_chars=self.config.max_sympy_chars,
-        )
+        result = self._equal(value, gold)
         whole = chosen.extra.pop("whole_clause", None)
         if not result.equal and whole:
             # The phrase's value was cut at its first formula or clause break; the response may
             # state the gold in full ("$f(x)=…$ for some $a>0$"): the whole clause as written.
-            full = eq.math_equal(
-                whole,
-                gold,
-                rel_tol=self.config.rel_tol,
-                use_sympy=self.config.use_sympy,
-                max_sympy_chars=self.config.max_sympy_chars,
-            )
+            full = self._equal(whole, gold)
             if full.equal:
                 result, value = full, whole
                 span = (span[0], span[0] + len(whole))
