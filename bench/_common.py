@@ -1,15 +1,27 @@
-"""Shared helpers for the bench scripts: a throwaway PostgreSQL database and RESULT lines."""
+"""Shared helpers for the bench scripts: a throwaway PostgreSQL database, generated MC rows, child
+processes in their own process group, and RESULT lines.
+
+Importing it puts the project root first on sys.path, so that a script run as
+`python bench/<name>.py` imports `readers`, `adjudication` and `tests` from this checkout.
+"""
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlparse, urlunparse
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
 DEFAULT_SERVER = "postgres://postgres@127.0.0.1:5432/postgres"
+OPTIONS = ["Durkheim", "Weber", "Merton", "Parsons"]
 
 
 def fresh_database(name: str) -> str:
@@ -42,6 +54,71 @@ def service_env(database_url: str, broker_url: str | None = None) -> dict[str, s
     if broker_url:
         env["CELERY_BROKER_URL"] = broker_url
     return env
+
+
+def write_mc_rows(path: Path, n: int, respond: Callable[[int, str], str]) -> None:
+    """n canonical multiple-choice rows (JSONL): 5,000 distinct questions, gold A-D in turn, each
+    answered by n / 5,000 responses of 4 models x 2 checkpoints; `respond(i, gold)` writes row i's text."""
+    with open(path, "w", encoding="utf-8") as handle:
+        for i in range(n):
+            q = i % 5000
+            gold = "ABCD"[q % 4]
+            handle.write(
+                json.dumps(
+                    {
+                        "id": f"row-{i}",
+                        "question": f"Question {q}: which sociologist fits description {q}?",
+                        "choices": OPTIONS,
+                        "gold": gold,
+                        "response": respond(i, gold),
+                        "model": f"model-{i % 4}",
+                        "checkpoint": "rl" if (i // 4) % 2 else "base",
+                        "benchmark": "mmlu",
+                        "prompt": "p1",
+                    }
+                )
+                + "\n"
+            )
+
+
+def celery_worker_argv(queues: str, concurrency: int, loglevel: str = "WARNING") -> list[str]:
+    """A prefork Celery worker of this project, without gossip and mingle (no start-up chatter)."""
+    return [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "config",
+        "worker",
+        "-Q",
+        queues,
+        "--pool",
+        "prefork",
+        "--concurrency",
+        str(concurrency),
+        "--without-gossip",
+        "--without-mingle",
+        "--loglevel",
+        loglevel,
+    ]
+
+
+def spawn(argv: list[str], env: dict[str, str], log_path: Path) -> subprocess.Popen:
+    """argv in the project root, in its own process group (so that `stop` ends it whole), output to log_path."""
+    # The child holds its own copy of the descriptor: ours can be closed once it has started.
+    with open(log_path, "w") as log:
+        return subprocess.Popen(argv, env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def stop(proc: subprocess.Popen, timeout: float = 20) -> None:
+    """SIGTERM to the process group of a `spawn`ed child; SIGKILL if it has not ended within timeout."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
 
 
 def result(name: str, value: float) -> None:

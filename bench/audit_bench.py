@@ -25,11 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _common import result  # noqa: E402
+from _common import ROOT, result  # noqa: E402
 
 from readers.audit.runner import SEED_READERS, run_audit  # noqa: E402
 

@@ -37,10 +37,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 from _common import result  # noqa: E402
 
 from readers import VERDICTS, registry  # noqa: E402

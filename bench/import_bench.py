@@ -23,37 +23,21 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import fresh_database, manage, result, service_env  # noqa: E402
+from _common import fresh_database, manage, result, service_env, write_mc_rows  # noqa: E402
 
 N = int(os.environ.get("BENCH_ROWS", "100000"))
-OPTIONS = ["Durkheim", "Weber", "Merton", "Parsons"]
 
 
 def generate(path: Path, n: int) -> None:
     rnd = random.Random(1234)
     filler = "Let me reason about each option in turn, weighing the evidence carefully. " * 12
-    with open(path, "w", encoding="utf-8") as handle:
-        for i in range(n):
-            q = i % 5000  # 5,000 distinct questions, each answered by 20 runs' worth of responses
-            gold = "ABCD"[q % 4]
-            pick = gold if rnd.random() < 0.7 else rnd.choice("ABCD")
-            ending = rnd.choice([f"The answer is ({pick}).", f"\\boxed{{{pick}}}", f"**Answer:** {pick}"])
-            handle.write(
-                json.dumps(
-                    {
-                        "id": f"row-{i}",
-                        "question": f"Question {q}: which sociologist fits description {q}?",
-                        "choices": OPTIONS,
-                        "gold": gold,
-                        "response": f"<think>{filler}</think>\n{ending}",
-                        "model": f"model-{i % 4}",
-                        "checkpoint": "rl" if (i // 4) % 2 else "base",
-                        "benchmark": "mmlu",
-                        "prompt": "p1",
-                    }
-                )
-                + "\n"
-            )
+
+    def respond(i: int, gold: str) -> str:
+        pick = gold if rnd.random() < 0.7 else rnd.choice("ABCD")
+        ending = rnd.choice([f"The answer is ({pick}).", f"\\boxed{{{pick}}}", f"**Answer:** {pick}"])
+        return f"<think>{filler}</think>\n{ending}"
+
+    write_mc_rows(path, n, respond)
 
 
 def copy_baseline(url: str, path: Path) -> float:

@@ -35,10 +35,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 from _common import result  # noqa: E402
 
 from readers import registry  # noqa: E402

@@ -44,7 +44,6 @@ def main() -> None:
         os.environ.setdefault("SECRET_KEY", "bench-only")
         os.environ.setdefault("NO_PROXY", "127.0.0.1,localhost")
         os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
-        sys.path.insert(0, str(ROOT))
         server = subprocess.Popen(
             [sys.executable, "-m", "judges.testing.loopback", "--latency", str(LATENCY_S)],
             cwd=ROOT,

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -19,7 +18,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, fresh_database, manage, result, service_env  # noqa: E402
+from _common import ROOT, celery_worker_argv, fresh_database, manage, result, service_env, spawn, stop  # noqa: E402
 
 COPIES = int(os.environ.get("BENCH_COPIES", "5"))
 BROKER = os.environ.get("BENCH_BROKER_URL", "redis://127.0.0.1:6379/14")
@@ -37,7 +36,6 @@ def make_input(path: Path) -> list[dict]:
 
 
 def bare_rate(rows: list[dict], panel: list[str]) -> tuple[float, int]:
-    sys.path.insert(0, str(ROOT))
     from readers import Item, registry
 
     items = [
@@ -77,7 +75,6 @@ def main() -> None:
         src = Path(tmp) / "in.jsonl"
         rows = make_input(src)
         manage("import_responses", str(src), "--dataset", "bench", "--no-progress", env=env, stdout=subprocess.DEVNULL)
-        sys.path.insert(0, str(ROOT))
         os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
         from readers import registry
 
@@ -88,33 +85,7 @@ def main() -> None:
 
         manage("shell", "-c", "from config.celery import app; app.control.purge()", env=env, stdout=subprocess.DEVNULL)
         log_path = Path(tmp) / "worker.log"
-        # The worker holds its own copy of the descriptor: ours can be closed once it has started.
-        with open(log_path, "w") as log:
-            worker = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "celery",
-                    "-A",
-                    "config",
-                    "worker",
-                    "-Q",
-                    "readers,default",
-                    "--pool",
-                    "prefork",
-                    "--concurrency",
-                    "2",
-                    "--without-gossip",
-                    "--without-mingle",
-                    "--loglevel",
-                    "WARNING",
-                ],
-                env=env,
-                cwd=ROOT,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+        worker = spawn(celery_worker_argv("readers,default", concurrency=2), env, log_path)
         try:
             time.sleep(6)  # worker start-up (imports SymPy and math-verify) is not part of the throughput
             expected = len(rows) * len(panel)
@@ -136,8 +107,7 @@ def main() -> None:
                 time.sleep(0.2)
             elapsed = time.perf_counter() - started
         finally:
-            os.killpg(worker.pid, signal.SIGTERM)
-            worker.wait(timeout=30)
+            stop(worker, timeout=30)
     rate_e2e = expected / elapsed
     print(f"end to end: {expected} readings in {elapsed:.1f}s, {rate_e2e:.0f}/s (2 worker processes)", flush=True)
     result("pipeline_verdicts_per_s", rate_e2e)

@@ -39,11 +39,9 @@ BENCH_ROWS, BENCH_ANNOTATORS, BENCH_ITERATIONS, BENCH_THINK_MS, BENCH_WORKERS, B
 from __future__ import annotations
 
 import http.client
-import json
 import os
 import random
 import re
-import signal
 import socket
 import statistics
 import subprocess
@@ -55,7 +53,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, fresh_database, manage, result, service_env  # noqa: E402
+from _common import ROOT, fresh_database, manage, result, service_env, spawn, stop, write_mc_rows  # noqa: E402
 
 N = int(os.environ.get("BENCH_ROWS", "100000"))
 ANNOTATORS = int(os.environ.get("BENCH_ANNOTATORS", "10"))
@@ -65,7 +63,6 @@ THREADS = os.environ.get("BENCH_THREADS", "")
 THINK_MS = float(os.environ.get("BENCH_THINK_MS", "500"))
 WARMUP = 3
 PASSWORD = "bench-review-pw-4471"
-OPTIONS = ["Durkheim", "Weber", "Merton", "Parsons"]
 PANEL = ["strict-match", "boxed"]
 
 
@@ -75,34 +72,19 @@ def generate(path: Path, n: int) -> None:
         "Let me reason about each option in turn, weighing the evidence carefully; "
         "$\\frac{a}{b}$ of the authors agree. "
     ) * 8
-    with open(path, "w", encoding="utf-8") as handle:
-        for i in range(n):
-            q = i % 5000
-            gold = "ABCD"[q % 4]
-            said = gold if rnd.random() < 0.7 else rnd.choice("ABCD")
-            # About a third of the responses hedge: the stated answer and the boxed one differ.
-            boxed = rnd.choice([c for c in "ABCD" if c != said]) if rnd.random() < 0.35 else said
-            ending = (
-                f"The answer is ({said}).\nThen again, \\boxed{{{boxed}}}"
-                if boxed != said
-                else f"The answer is ({said}).\nFinal: \\boxed{{{boxed}}}"
-            )
-            handle.write(
-                json.dumps(
-                    {
-                        "id": f"row-{i}",
-                        "question": f"Question {q}: which sociologist fits description {q}?",
-                        "choices": OPTIONS,
-                        "gold": gold,
-                        "response": f"<think>{filler}(draft {i})</think>\n**Reasoning.** {filler}\n\n{ending}",
-                        "model": f"model-{i % 4}",
-                        "checkpoint": "rl" if (i // 4) % 2 else "base",
-                        "benchmark": "mmlu",
-                        "prompt": "p1",
-                    }
-                )
-                + "\n"
-            )
+
+    def respond(i: int, gold: str) -> str:
+        said = gold if rnd.random() < 0.7 else rnd.choice("ABCD")
+        # About a third of the responses hedge: the stated answer and the boxed one differ.
+        boxed = rnd.choice([c for c in "ABCD" if c != said]) if rnd.random() < 0.35 else said
+        ending = (
+            f"The answer is ({said}).\nThen again, \\boxed{{{boxed}}}"
+            if boxed != said
+            else f"The answer is ({said}).\nFinal: \\boxed{{{boxed}}}"
+        )
+        return f"<think>{filler}(draft {i})</think>\n**Reasoning.** {filler}\n\n{ending}"
+
+    write_mc_rows(path, n, respond)
 
 
 READINGS_SCRIPT = r"""
@@ -317,23 +299,15 @@ def start_server(env: dict[str, str], port: int, log: Path) -> subprocess.Popen:
         server_env["GUNICORN_WORKERS"] = WORKERS
     if THREADS:
         server_env["GUNICORN_THREADS"] = THREADS
-    # gunicorn holds its own copy of the descriptor: ours can be closed once it has started.
-    with open(log, "w") as log_file:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "gunicorn",
-                "-c",
-                str(ROOT / "config" / "gunicorn.conf.py"),
-                "config.wsgi:application",
-            ],
-            env=server_env,
-            cwd=ROOT,
-            stdout=log_file,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    argv = [
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "-c",
+        str(ROOT / "config" / "gunicorn.conf.py"),
+        "config.wsgi:application",
+    ]
+    proc = spawn(argv, server_env, log)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -347,16 +321,6 @@ def start_server(env: dict[str, str], port: int, log: Path) -> subprocess.Popen:
             pass
         time.sleep(0.2)
     raise SystemExit("gunicorn did not answer /healthz within 60 s")
-
-
-def stop_server(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
 
 
 def vacuum_analyze(url: str) -> None:
@@ -427,7 +391,7 @@ def main() -> None:
                 annotate, lambda i: (port, f"annotator{i}", i, 0.0, closed, closed_submits, errors, ITERATIONS)
             )
         finally:
-            stop_server(server)
+            stop(server)
             log = (tmp_path / "gunicorn.log").read_text()
         wanted = ANNOTATORS * ITERATIONS
         if errors or len(closed) != wanted or len(paced) != wanted:

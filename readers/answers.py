@@ -81,7 +81,9 @@ _APPROX = re.compile(r"\\approx|≈|\\simeq|\\sim(?![a-z])")
 _PERCENT_WORDS = re.compile(r"\s*(?:\\text\s*\{\s*|\\mathrm\s*\{\s*)?\b(?:percent(?:age)?|pct)\b\s*\}?\.?\s*$", re.I)
 _ANSWER_TAG = re.compile(r"</?answer>", re.I)
 _REALS = re.compile(r"^\s*(?:\\mathbb\s*\{\s*R\s*\}|ℝ)\s*$")
-_TRIG_DEGREES = re.compile(r"(\\(?:sin|cos|tan|cot|sec|csc)\s*\(?\s*)(\d+(?:\.\d+)?)\s*\^\s*\{?\s*\\circ\s*\}?\s*\)?")
+_TRIG_DEGREES = re.compile(
+    r"(\\(?:" + "|".join(eq.TRIG_FUNCTIONS) + r")\s*\(?\s*)(\d+(?:\.\d+)?)\s*\^\s*\{?\s*\\circ\s*\}?\s*\)?"
+)
 
 
 _BOX_CMD = re.compile(r"\\(?:boxed|fbox)\s*\{")
@@ -181,19 +183,10 @@ def prepare(text: str) -> str:
 
 _MATH_WORDS = frozenset(
     [
-        "sin",
-        "cos",
-        "tan",
-        "cot",
-        "sec",
-        "csc",
-        "arcsin",
-        "arccos",
-        "arctan",
+        *eq.TRIG_FUNCTIONS,
+        *eq.ARC_TRIG_FUNCTIONS,
         "arccot",
-        "sinh",
-        "cosh",
-        "tanh",
+        *eq.HYPERBOLIC_FUNCTIONS,
         "coth",
         "log",
         "ln",
@@ -493,7 +486,9 @@ def _split_relations(s: str) -> list[tuple[str, str]]:
     return eq.split_at_top_level(s, _relation_at)
 
 
-_PLAIN_FUNC = re.compile(r"(?<![\\A-Za-z])(sqrt|sin|cos|tan|cot|sec|csc|log|ln|exp|arcsin|arccos|arctan)\s*\(")
+_PLAIN_FUNC = re.compile(
+    r"(?<![\\A-Za-z])(" + "|".join(("sqrt", *eq.TRIG_FUNCTIONS, "log", "ln", "exp", *eq.ARC_TRIG_FUNCTIONS)) + r")\s*\("
+)
 _PLAIN_POWER = re.compile(r"\^\s*(\([^()]*\)|\d{2,})")
 _PLAIN_PI = re.compile(r"(?<![\\A-Za-z])pi(?![A-Za-z])")
 _PLAIN_INF = re.compile(r"(?<![\\A-Za-z])(?:inf|infinity|oo)(?![A-Za-z])")

@@ -101,6 +101,9 @@ class Reader:
     # Which upstream behaviour this reproduces ("lm-eval 0.4.13 gsm8k strict-match"), for the docs.
     upstream: ClassVar[str] = ""
     Config: ClassVar[type] = NoConfig
+    # The config a subclass reads with when none is given (a named upstream config such as
+    # gsm8k's strict-match regex); None means `Config()`, the dataclass's own defaults.
+    default_config: ClassVar[Any] = None
 
     def __init__(
         self,
@@ -110,7 +113,9 @@ class Reader:
         contract: frozenset[str] | None = None,
         upstream: str | None = None,
     ) -> None:
-        self.config = config if config is not None else self.Config()
+        if config is None:
+            config = self.default_config if self.default_config is not None else self.Config()
+        self.config = config
         # Named configs of one implementation (e.g. lm-eval's RegexFilter as "gsm8k-strict-match",
         # or lm-eval's port of strip_string) carry their own registry name, and may claim another
         # contract and cite another upstream than the class default.

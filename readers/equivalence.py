@@ -39,6 +39,11 @@ __all__ = ["Equivalence", "canonical", "letter_of", "math_equal", "normalize", "
 MAX_SYMPY_CHARS = 300
 MAX_TEXT_CHARS = 2_000
 
+# The function names LaTeX and SymPy share, in one order, for the readers' word lists and patterns.
+TRIG_FUNCTIONS: tuple[str, ...] = ("sin", "cos", "tan", "cot", "sec", "csc")
+ARC_TRIG_FUNCTIONS: tuple[str, ...] = ("arcsin", "arccos", "arctan")
+HYPERBOLIC_FUNCTIONS: tuple[str, ...] = ("sinh", "cosh", "tanh")
+
 
 @dataclass(frozen=True)
 class Equivalence:

@@ -288,6 +288,24 @@ class _Cand:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+def _with_rule(cand: _Cand | None, rule: str) -> _Cand | None:
+    if cand is not None:
+        cand.rule = rule
+    return cand
+
+
+# An option-letter anchor's kind -> the rule its candidate reports (other kinds report their own name).
+_ANCHOR_RULES = {
+    "after": "is_the_answer",
+    "answer": "answer_phrase",
+    "option": "correct_option_phrase",
+    "choose": "i_choose",
+    "revise": "revision_phrase",
+    "zh": "chinese_phrase",
+    "hash": "hash_marker",
+}
+
+
 class _Options:
     """The item's options, with normalised texts for matching an answer written as text."""
 
@@ -529,42 +547,24 @@ class FixedReader(Reader):
         if kind == "tag":
             close = region.lower().find("</answer>", a_end, min(limit, a_end + 2_000))
             end = close if close >= 0 else min(limit, a_end + 300)
-            cand = _read_choice(region, a_end, end, opts, whole=close >= 0, lower_ok=True)
-            if cand is None:
-                return None
-            cand.rule = "answer_tag"
-            return cand
+            return _with_rule(_read_choice(region, a_end, end, opts, whole=close >= 0, lower_ok=True), "answer_tag")
         if kind == "boxed":
             content = _box_content(region, a_end, limit)
             if content is None:
                 return None
             c_start, c_end = content
-            cand = _read_choice(region, c_start, c_end, opts, whole=True, lower_ok=True)
-            if cand is None:
-                return None
-            cand.rule = "boxed"
-            return cand
+            return _with_rule(_read_choice(region, c_start, c_end, opts, whole=True, lower_ok=True), "boxed")
         if kind == "after":
             cand = _read_choice_before(region, a_start, opts)
-            if cand is None:
-                return None
-            cand.rule = "is_the_answer"
-            if region[a_start:a_end].lower().startswith("are") and len(set(cand.letters)) < 2:
-                cand.weak = True
         else:
             cand = _read_choice(
                 region, a_end, min(limit, a_end + 300), opts, lower_ok=kind in ("answer", "option", "choose")
             )
-            if cand is None:
-                return None
-            cand.rule = {
-                "answer": "answer_phrase",
-                "option": "correct_option_phrase",
-                "choose": "i_choose",
-                "revise": "revision_phrase",
-                "zh": "chinese_phrase",
-                "hash": "hash_marker",
-            }.get(kind, kind)
+        if cand is None:
+            return None
+        cand.rule = _ANCHOR_RULES.get(kind, kind)
+        if kind == "after" and region[a_start:a_end].lower().startswith("are") and len(set(cand.letters)) < 2:
+            cand.weak = True
         before = _clause_before(region, a_start)
         near = _near_before(before)
         if kind != "revise" and _CONDITIONAL.search(near):
@@ -637,6 +637,12 @@ class FixedReader(Reader):
 
     # -- stage 3: open-ended -------------------------------------------------------------
 
+    def _equal(self, value: str, gold: str) -> eq.Equivalence:
+        cfg = self.config
+        return eq.math_equal(
+            value, gold, rel_tol=cfg.rel_tol, use_sympy=cfg.use_sympy, max_sympy_chars=cfg.max_sympy_chars
+        )
+
     def _read_open(self, item: Item, region: str, off: int, detail: dict[str, Any]) -> Reading:
         limit = len(region)
         if self.config.cut_recaps:
@@ -661,24 +667,12 @@ class FixedReader(Reader):
         if only is not None:
             value = only
             detail["value"] = "only_number_in_prose"
-        result = eq.math_equal(
-            value,
-            gold,
-            rel_tol=self.config.rel_tol,
-            use_sympy=self.config.use_sympy,
-            max_sympy_chars=self.config.max_sympy_chars,
-        )
+        result = self._equal(value, gold)
         whole = chosen.extra.pop("whole_clause", None)
         if not result.equal and whole:
             # The phrase's value was cut at its first formula or clause break; the response may
             # state the gold in full ("$f(x)=…$ for some $a>0$"): the whole clause as written.
-            full = eq.math_equal(
-                whole,
-                gold,
-                rel_tol=self.config.rel_tol,
-                use_sympy=self.config.use_sympy,
-                max_sympy_chars=self.config.max_sympy_chars,
-            )
+            full = self._equal(whole, gold)
             if full.equal:
                 result, value = full, whole
                 span = (span[0], span[0] + len(whole))

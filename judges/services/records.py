@@ -127,13 +127,22 @@ def _unstorable(f: Finished, exc: Exception, tag: str) -> ReadingResult:
         detail["attempts"] = r.detail["attempts"]
     if tag:
         detail["retry_tag"] = tag
-    judgement: dict[str, Any] | None = None
+    kept: dict[str, Any] | None = None
     if r.judgement is not None:
-        judgement = {
-            k: r.judgement[k] for k in ("judge_id", "prompt_hash", "template_hash", "parser") if k in r.judgement
-        }
-        judgement.update(raw_reply=None, label="", parse_status=Judgement.ParseStatus.CALL_FAILED, reparses={})
-    return ReadingResult(r.response_id, r.spec_id, "error", detail=detail, judgement=judgement, replace_id=r.replace_id)
+        kept = {k: r.judgement[k] for k in ("judge_id", "prompt_hash", "template_hash", "parser") if k in r.judgement}
+    return _error_result(r.response_id, r.spec_id, r.replace_id, detail, kept)
+
+
+def _error_result(
+    response_id: int, spec_id: int, replace_id: int | None, detail: dict[str, Any], judgement: dict[str, Any] | None
+) -> ReadingResult:
+    """An error reading, which --retry-errors redoes; a judge's keeps its judgement's identity
+    (`judgement`) with no reply, as a call that failed."""
+    if judgement is not None:
+        judgement = dict(
+            judgement, raw_reply=None, label="", parse_status=Judgement.ParseStatus.CALL_FAILED, reparses={}
+        )
+    return ReadingResult(response_id, spec_id, "error", detail=detail, judgement=judgement, replace_id=replace_id)
 
 
 def write(attempts: list[AttemptEvent], finished: list[Finished], *, tag: str = "") -> None:
@@ -255,10 +264,10 @@ def internal_failure(
     The exception's text may quote a reply: the endpoint's API key is removed from it."""
 
     def failure(exc: BaseException) -> ReadingResult:
-        detail = {"failed": "internal", "error": redact(f"{type(exc).__name__}: {exc}", secrets)[:1000]}
-        j = None
-        if judgement is not None:
-            j = dict(judgement, raw_reply=None, label="", parse_status=Judgement.ParseStatus.CALL_FAILED, reparses={})
-        return ReadingResult(response_id, spec_id, "error", detail=detail, judgement=j, replace_id=replace_id)
+        detail = {
+            "failed": "internal",
+            "error": redact(f"{type(exc).__name__}: {exc}", secrets)[:_FALLBACK_ERROR_CHARS],
+        }
+        return _error_result(response_id, spec_id, replace_id, detail, judgement)
 
     return failure

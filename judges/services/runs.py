@@ -72,6 +72,25 @@ def _missing(dataset: Dataset, spec: ReaderSpec) -> set[int]:
     return set(missing.values_list("id", flat=True))
 
 
+def _start(*, dataset: Dataset, kind: str, batch_size: int | None, retry_errors: bool) -> tuple[LLMRun, int]:
+    """A new run (tagged when it redoes failed readings) and its batch size (the setting's by default)."""
+    batch_size = batch_size or batch_size_default()
+    if batch_size < 1:
+        raise ValueError("batch size must be at least 1")
+    return LLMRun(dataset=dataset, enqueued=[], tag=uuid.uuid4().hex if retry_errors else "", kind=kind), batch_size
+
+
+def _todo(run: LLMRun, spec: ReaderSpec, *, retry_errors: bool) -> set[int]:
+    """The responses `spec` has no reading of; with retry_errors, also those whose calls failed,
+    which the run records so that it waits for their redo."""
+    todo = _missing(run.dataset, spec)
+    if retry_errors:
+        failed = _failed(run.dataset, spec)
+        todo |= set(failed)
+        run.retrying[spec.id] = list(failed.values())
+    return todo
+
+
 def dataset_judge(
     *,
     dataset: Dataset,
@@ -83,18 +102,11 @@ def dataset_judge(
     """Enqueue `judge_batch` tasks so every response gets one reading by every judge."""
     from judges.tasks import judge_batch
 
-    batch_size = batch_size or batch_size_default()
-    if batch_size < 1:
-        raise ValueError("batch size must be at least 1")
-    run = LLMRun(dataset=dataset, enqueued=[], tag=uuid.uuid4().hex if retry_errors else "")
+    run, batch_size = _start(
+        dataset=dataset, kind=TaskBatch.Kind.JUDGE, batch_size=batch_size, retry_errors=retry_errors
+    )
     specs = [(judge, judge_spec_for(judge)) for judge in judges]
-    todo: dict[int, set[int]] = {}
-    for judge, spec in specs:
-        todo[judge.pk] = _missing(dataset, spec)
-        if retry_errors:
-            failed = _failed(dataset, spec)
-            todo[judge.pk] |= set(failed)
-            run.retrying[spec.id] = list(failed.values())
+    todo = {judge.pk: _todo(run, spec, retry_errors=retry_errors) for judge, spec in specs}
     order = list(Response.objects.filter(dataset=dataset).order_by("id").values_list("id", flat=True))
     n_batches = batches_enqueue(
         run_id=run.id,
@@ -123,18 +135,11 @@ def dataset_regenerate(
     endpoint's model (and `instruction`, when one is added before "Answer:")."""
     from judges.tasks import regenerate_batch
 
-    batch_size = batch_size or batch_size_default()
-    if batch_size < 1:
-        raise ValueError("batch size must be at least 1")
-    run = LLMRun(
-        dataset=dataset, enqueued=[], tag=uuid.uuid4().hex if retry_errors else "", kind=TaskBatch.Kind.REGENERATE
+    run, batch_size = _start(
+        dataset=dataset, kind=TaskBatch.Kind.REGENERATE, batch_size=batch_size, retry_errors=retry_errors
     )
     spec = regeneration_spec_for(endpoint, instruction)
-    todo = _missing(dataset, spec)
-    if retry_errors:
-        failed = _failed(dataset, spec)
-        todo |= set(failed)
-        run.retrying[spec.id] = list(failed.values())
+    todo = _todo(run, spec, retry_errors=retry_errors)
     n_batches = batches_enqueue(
         run_id=run.id,
         kind=run.kind,

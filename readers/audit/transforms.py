@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from ..equivalence import matching_brace, split_top_level
+from ..equivalence import ARC_TRIG_FUNCTIONS, HYPERBOLIC_FUNCTIONS, TRIG_FUNCTIONS, matching_brace, split_top_level
 
 CERTIFIED = "CERTIFIED-EQUIV"
 CONTRACT_DEP = "CONTRACT-DEP"
@@ -88,7 +88,7 @@ _THOUSANDS_SEP = re.compile(r",(?:\\!)?\s*")
 _SLASH = re.compile(r"([+-]?)(\d+)/(\d+)")
 _FRAC_CMD = re.compile(r"\\[dt]?frac(?![A-Za-z])")
 _FUNCTIONS = re.compile(
-    r"\\(?:sin|cos|tan|cot|sec|csc|arcsin|arccos|arctan|sinh|cosh|tanh|log|ln|exp|lg|"
+    r"\\(?:" + "|".join((*TRIG_FUNCTIONS, *ARC_TRIG_FUNCTIONS, *HYPERBOLIC_FUNCTIONS)) + r"|log|ln|exp|lg|"
     r"operatorname|mathrm|text|mbox|textbf|mathbf|mathit|det|min|max|gcd|lim)(?![A-Za-z])"
 )
 _RELATION = re.compile(r"=|<|>|\\(?:le|ge|leq|geq|neq|ne|in|notin|subset|subseteq|approx|equiv|sim)(?![A-Za-z])")

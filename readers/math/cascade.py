@@ -19,6 +19,7 @@ import sympy
 from sympy.parsing.sympy_parser import convert_xor, parse_expr, standard_transformations
 
 from ..base import Item, Reader, Reading
+from ..equivalence import HYPERBOLIC_FUNCTIONS, TRIG_FUNCTIONS
 from .common import SYMPY_VERSION, cap
 from .strip_string import extract_boxed
 
@@ -55,21 +56,14 @@ _SAFE_NAMES: tuple[str, ...] = (
     "exp",
     "log",
     "ln",
-    "sin",
-    "cos",
-    "tan",
-    "cot",
-    "sec",
-    "csc",
+    *TRIG_FUNCTIONS,
     "asin",
     "acos",
     "atan",
     "acot",
     "asec",
     "acsc",
-    "sinh",
-    "cosh",
-    "tanh",
+    *HYPERBOLIC_FUNCTIONS,
     "asinh",
     "acosh",
     "atanh",

@@ -452,9 +452,6 @@ class LmEvalRegexReader(Reader):
     Config = RegexFilterConfig
     default_config: ClassVar[RegexFilterConfig] = RegexFilterConfig()
 
-    def __init__(self, config: RegexFilterConfig | None = None, *, name: str | None = None) -> None:
-        super().__init__(config if config is not None else self.default_config, name=name)
-
     def read(self, item: Item) -> Reading:
         cfg: RegexFilterConfig = self.config
         ext = regex_filter(as_text(item.response), cfg.regex_pattern, cfg.group_select, cfg.fallback)
@@ -469,9 +466,6 @@ class LmEvalMultiChoiceReader(Reader):
     version = "0.4.13"
     Config = MultiChoiceRegexConfig
     default_config: ClassVar[MultiChoiceRegexConfig] = MultiChoiceRegexConfig()
-
-    def __init__(self, config: MultiChoiceRegexConfig | None = None, *, name: str | None = None) -> None:
-        super().__init__(config if config is not None else self.default_config, name=name)
 
     def read(self, item: Item) -> Reading:
         cfg: MultiChoiceRegexConfig = self.config

@@ -115,9 +115,6 @@ class MmluProReleased(Reader):
     Config = MmluProReleasedConfig
     default_config: ClassVar[MmluProReleasedConfig] = MmluProReleasedConfig()
 
-    def __init__(self, config: MmluProReleasedConfig | None = None, *, name: str | None = None) -> None:
-        super().__init__(config if config is not None else self.default_config, name=name)
-
     def read(self, item: Item) -> Reading:
         cfg: MmluProReleasedConfig = self.config
         choices = choices_of(item)

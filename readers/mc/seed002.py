@@ -94,21 +94,29 @@ SEED002_STRICT = (
 SEED002_FLEXIBLE = r"(\([A-D]\))"
 SEED002_INSTRUCTED = r'[Aa]nswer"?:\s*"?\**\(?([A-D])\)?\**"'
 _AIC_LETTER = r"(\(?[A-D]\)?)"
-SEED002_ANSWER_IS_CORRECT = "|".join(
-    [
-        rf"[Aa]nswer:\**\s*{_AIC_LETTER}",
-        rf"[Aa]nswer\**:\s*{_AIC_LETTER}",
-        rf"[Aa]nswer is \**{_AIC_LETTER}\**",
-        rf"[Aa]nswer should be \**{_AIC_LETTER}\**",
-        rf"[Aa]nswer:\s+\**{_AIC_LETTER}\**",
-        rf"correct answer is \**{_AIC_LETTER}\**",
-        rf"correct answer:\s+\**{_AIC_LETTER}\**",
-        rf"{_AIC_LETTER}\** is correct",
-        rf"{_AIC_LETTER}\** is the correct",
-        rf"{_AIC_LETTER}\** is the answer",
-        rf"{_AIC_LETTER}\** should be the answer",
-    ]
-)
+
+
+def _answer_is_correct(capture: str, start: str = "") -> str:
+    """Seed 002's eleven answer-is-correct alternatives (appendix A.2) around `capture`; `start`
+    guards where an alternative that begins with the capture may start."""
+    return "|".join(
+        [
+            rf"[Aa]nswer:\**\s*{capture}",
+            rf"[Aa]nswer\**:\s*{capture}",
+            rf"[Aa]nswer is \**{capture}\**",
+            rf"[Aa]nswer should be \**{capture}\**",
+            rf"[Aa]nswer:\s+\**{capture}\**",
+            rf"correct answer is \**{capture}\**",
+            rf"correct answer:\s+\**{capture}\**",
+            rf"{start}{capture}\** is correct",
+            rf"{start}{capture}\** is the correct",
+            rf"{start}{capture}\** is the answer",
+            rf"{start}{capture}\** should be the answer",
+        ]
+    )
+
+
+SEED002_ANSWER_IS_CORRECT = _answer_is_correct(_AIC_LETTER)
 SEED002_LAST_EXTRACT = r"[^a-zA-Z0-9]([A-D])[^a-zA-Z0-9]"
 
 
@@ -134,9 +142,6 @@ class Seed002Reader(Reader):
     contract = frozenset({"option_letter"})
     Config = Seed002Config
     default_config: ClassVar[Seed002Config] = Seed002Config(SEED002_STRICT)
-
-    def __init__(self, config: Seed002Config | None = None, *, name: str | None = None) -> None:
-        super().__init__(config if config is not None else self.default_config, name=name)
 
     def _pattern(self, letters: str) -> str:
         cfg: Seed002Config = self.config
@@ -241,21 +246,7 @@ _NUMBER_START = r"(?<![0-9.,$\\])"
 NUMBER = r"\\?(-?\$?-?[0-9][0-9,]*+(?:\.[0-9]+)?\$?\.?)"
 
 # The eleven alternatives as the MC reader runs them, the letter capture replaced by NUMBER.
-SEED002_GSM8K_ANSWER_IS_CORRECT_ALTERNATIVES = "|".join(
-    [
-        rf"[Aa]nswer:\**\s*{NUMBER}",
-        rf"[Aa]nswer\**:\s*{NUMBER}",
-        rf"[Aa]nswer is \**{NUMBER}\**",
-        rf"[Aa]nswer should be \**{NUMBER}\**",
-        rf"[Aa]nswer:\s+\**{NUMBER}\**",
-        rf"correct answer is \**{NUMBER}\**",
-        rf"correct answer:\s+\**{NUMBER}\**",
-        rf"{_NUMBER_START}{NUMBER}\** is correct",
-        rf"{_NUMBER_START}{NUMBER}\** is the correct",
-        rf"{_NUMBER_START}{NUMBER}\** is the answer",
-        rf"{_NUMBER_START}{NUMBER}\** should be the answer",
-    ]
-)
+SEED002_GSM8K_ANSWER_IS_CORRECT_ALTERNATIVES = _answer_is_correct(NUMBER, _NUMBER_START)
 # The same, as run: alternatives sharing a start are factored (same order, so the same branch wins
 # at a given position and captures the same text), which halves the per-character cost on long
 # responses. A property test pins the equivalence of the two.
@@ -290,9 +281,6 @@ class Seed002Gsm8kReader(Reader):
     contract = frozenset({"plain_number"})
     Config = Seed002Gsm8kConfig
     default_config: ClassVar[Seed002Gsm8kConfig] = Seed002Gsm8kConfig(SEED002_GSM8K_ANSWER_IS_CORRECT)
-
-    def __init__(self, config: Seed002Gsm8kConfig | None = None, *, name: str | None = None) -> None:
-        super().__init__(config if config is not None else self.default_config, name=name)
 
     def read(self, item: Item) -> Reading:
         cfg: Seed002Gsm8kConfig = self.config
