@@ -81,28 +81,6 @@ def write_mc_rows(path: Path, n: int, respond: Callable[[int, str], str]) -> Non
             )
 
 
-def celery_worker_argv(queues: str, concurrency: int, loglevel: str = "WARNING") -> list[str]:
-    """A prefork Celery worker of this project, without gossip and mingle (no start-up chatter)."""
-    return [
-        sys.executable,
-        "-m",
-        "celery",
-        "-A",
-        "config",
-        "worker",
-        "-Q",
-        queues,
-        "--pool",
-        "prefork",
-        "--concurrency",
-        str(concurrency),
-        "--without-gossip",
-        "--without-mingle",
-        "--loglevel",
-        loglevel,
-    ]
-
-
 def spawn(argv: list[str], env: dict[str, str], log_path: Path) -> subprocess.Popen:
     """argv in the project root, in its own process group (so that `stop` ends it whole), output to log_path."""
     # The child holds its own copy of the descriptor: ours can be closed once it has started.

@@ -18,7 +18,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, celery_worker_argv, fresh_database, manage, result, service_env, spawn, stop  # noqa: E402
+from _common import ROOT, fresh_database, manage, result, service_env, spawn, stop  # noqa: E402
+
+from config.celery import worker_argv  # noqa: E402
 
 COPIES = int(os.environ.get("BENCH_COPIES", "5"))
 BROKER = os.environ.get("BENCH_BROKER_URL", "redis://127.0.0.1:6379/14")
@@ -85,7 +87,7 @@ def main() -> None:
 
         manage("shell", "-c", "from config.celery import app; app.control.purge()", env=env, stdout=subprocess.DEVNULL)
         log_path = Path(tmp) / "worker.log"
-        worker = spawn(celery_worker_argv("readers,default", concurrency=2), env, log_path)
+        worker = spawn(worker_argv(queues="readers,default", concurrency=2), env, log_path)
         try:
             time.sleep(6)  # worker start-up (imports SymPy and math-verify) is not part of the throughput
             expected = len(rows) * len(panel)

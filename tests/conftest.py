@@ -183,29 +183,14 @@ def manage(*args: str, env: dict[str, str], timeout: float = 300, check: bool = 
 
 def start_worker(env: dict[str, str], log_path: Path, *, concurrency: int = 2) -> subprocess.Popen:
     """A real Celery worker (prefork) in its own process group, so a test can kill it whole."""
+    from config.celery import worker_argv
+
     # The worker holds its own copy of the descriptor: ours can be closed once it has started.
     with open(log_path, "a") as log:
         return subprocess.Popen(
             [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "config",
-                "worker",
-                "-Q",
-                "readers,default,llm",
-                "--pool",
-                "prefork",
-                "--concurrency",
-                str(concurrency),
-                "--without-gossip",
-                "--without-mingle",
-                "--without-heartbeat",
-                "--loglevel",
-                "INFO",
-                "-n",
-                f"test-{os.getpid()}-{time_ns()}@%h",
+                *worker_argv(queues="readers,default,llm", concurrency=concurrency, loglevel="INFO"),
+                *("--without-heartbeat", "-n", f"test-{os.getpid()}-{time_ns()}@%h"),
             ],
             env=env,
             cwd=ROOT,
