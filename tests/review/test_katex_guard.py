@@ -136,20 +136,25 @@ def test_pathological_math_shows_its_source_and_the_page_stays_usable(guard_queu
 # -- review.js alone, on a static page in Chromium (no server) ----------------------------------------
 
 
-def render_static(tmp_path: Path, response: str) -> dict:
-    """Load KaTeX and review.js over the server's rendering of `response`; once typesetting is
-    done, return what the page shows."""
-    response_html = _html(response)
+def static_page(path: Path, rendered_html: str) -> Path:
+    """A file page holding `rendered_html` as the item page's rendered response, with KaTeX and
+    review.js as the item page loads them."""
     static = ROOT / "static"
-    page_path = tmp_path / "page.html"
-    page_path.write_text(
+    path.write_text(
         f"""<!doctype html><html><head><meta charset="utf-8">
 <link rel="stylesheet" href="{(static / "vendor/katex/katex.min.css").as_uri()}"></head><body>
-<div id="response-rendered">{response_html}</div>
+<div id="response-rendered">{rendered_html}</div>
 <script src="{(static / "vendor/katex/katex.min.js").as_uri()}" defer></script>
 <script src="{(static / "js/review.js").as_uri()}" defer></script></body></html>""",
         encoding="utf-8",
     )
+    return path
+
+
+def render_static(tmp_path: Path, response: str) -> dict:
+    """Load KaTeX and review.js over the server's rendering of `response`; once typesetting is
+    done, return what the page shows."""
+    page_path = static_page(tmp_path / "page.html", _html(response))
     with chromium_browser() as browser:
         page = browser.new_page()
         page.goto(page_path.as_uri())

@@ -15,8 +15,9 @@ import pytest
 from adjudication.review.rendering import response_parts
 from adjudication.text import displayable
 
-from ..conftest import ROOT, shared_data
+from ..conftest import shared_data
 from .test_browser_flow import chromium_browser, require_chromium
+from .test_katex_guard import static_page
 
 RAW_TEX = re.compile(r"\\(?:boxed|frac|begin\{)")
 PAGE_SIZE = 50
@@ -53,7 +54,6 @@ def real_corpus(limit_per_file: int = 150) -> list[str]:
 
 def shown(tmp_path: Path, texts: list[str]) -> list[dict]:
     """Each response as the item page's rendered view shows it, once review.js is done."""
-    static = ROOT / "static"
     out: list[dict] = []
     with chromium_browser() as browser:
         for start in range(0, len(texts), PAGE_SIZE):
@@ -61,15 +61,7 @@ def shown(tmp_path: Path, texts: list[str]) -> list[dict]:
                 f'<div class="resp">{"".join(p.html for p in response_parts(displayable(t), []))}</div>'
                 for t in texts[start : start + PAGE_SIZE]
             )
-            page_path = tmp_path / f"corpus-{start}.html"
-            page_path.write_text(
-                f"""<!doctype html><html><head><meta charset="utf-8">
-<link rel="stylesheet" href="{(static / "vendor/katex/katex.min.css").as_uri()}"></head><body>
-<div id="response-rendered">{bodies}</div>
-<script src="{(static / "vendor/katex/katex.min.js").as_uri()}" defer></script>
-<script src="{(static / "js/review.js").as_uri()}" defer></script></body></html>""",
-                encoding="utf-8",
-            )
+            page_path = static_page(tmp_path / f"corpus-{start}.html", bodies)
             page = browser.new_page()
             page.goto(page_path.as_uri())
             page.wait_for_function("() => document.body.dataset.math === 'done'", timeout=120_000)
