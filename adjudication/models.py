@@ -241,6 +241,11 @@ class ReviewQueue(models.Model):
     judge_correctness = models.BooleanField(
         default=False, help_text="annotators also judge correct / incorrect vs gold"
     )
+    # What annotators see. The name is the managers' handle and is often built from reader or
+    # model names, so it never reaches an annotator-facing page or API.
+    title = models.CharField(
+        max_length=200, blank=True, default="", help_text='shown to annotators (default "Queue N")'
+    )
     created_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -249,6 +254,27 @@ class ReviewQueue(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def display_title(self) -> str:
+        return self.title.strip() or f"Queue {self.pk}"
+
+
+class Guidelines(models.Model):
+    """One version of a queue's annotation guidelines (Markdown). Editing adds a version; each label
+    records the version its annotator labelled under."""
+
+    queue = models.ForeignKey(ReviewQueue, on_delete=models.CASCADE, related_name="guidelines")
+    version = models.PositiveIntegerField(validators=[MinValueValidator(1), MaxValueValidator(INT_MAX)])
+    text = models.TextField()
+    created_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["queue", "version"], name="guidelines_version_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.queue_id} v{self.version}"
 
 
 class QueueItem(models.Model):
@@ -352,6 +378,7 @@ class Label(Invalidatable):
     confidence = models.PositiveSmallIntegerField(null=True, blank=True)
     skip_reason = models.TextField(blank=True, default="")
     note = models.TextField(blank=True, default="")
+    guidelines_version = models.PositiveIntegerField(null=True, blank=True, help_text="the queue's guidelines then")
     seconds_spent = models.FloatField(null=True, blank=True)
     revises = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="revisions")
     created_at = models.DateTimeField(auto_now_add=True)

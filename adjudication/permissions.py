@@ -29,15 +29,15 @@ def is_manager(user) -> bool:
     return has_role(user, "manager")
 
 
-def role_required(role: str) -> Callable:
-    """Page views: 403 unless the user holds `role` (superusers hold every role). Put it below
-    the method decorators, so that a wrong method is refused before the role is looked up."""
+def role_required(*roles: str) -> Callable:
+    """Page views: 403 unless the user holds one of `roles` (superusers hold every role). Put it
+    below the method decorators, so that a wrong method is refused before the role is looked up."""
 
     def decorator(view: Callable) -> Callable:
         @wraps(view)
         def wrapped(request: Any, *args: Any, **kwargs: Any) -> Any:
-            if not has_role(request.user, role):
-                raise PermissionDenied(f"{role}s only")
+            if not any(has_role(request.user, role) for role in roles):
+                raise PermissionDenied(" and ".join(f"{role}s" for role in roles) + " only")
             return view(request, *args, **kwargs)
 
         return wrapped

@@ -29,7 +29,16 @@ from readers.options import LETTERS
 class QueueSerializer(serializers.ModelSerializer):
     class Meta:
         model = ReviewQueue
-        fields = ["id", "name", "overlap", "show_candidates", "judge_correctness"]
+        fields = ["id", "name", "title", "overlap", "show_candidates", "judge_correctness"]
+
+
+class AnnotatorQueueSerializer(serializers.Serializer):
+    """A queue as annotators see it: its display title, never its name (names are the managers'
+    handles and are often built from reader or model names)."""
+
+    id = serializers.IntegerField()
+    title = serializers.CharField()
+    judge_correctness = serializers.BooleanField()
 
 
 class QueueCreateSerializer(serializers.Serializer):
@@ -43,6 +52,8 @@ class QueueCreateSerializer(serializers.Serializer):
     judge_correctness = serializers.BooleanField(default=False)
     control_fraction = serializers.FloatField(min_value=0, max_value=1, default=0.0)
     seed = serializers.IntegerField(min_value=INT_MIN, max_value=INT_MAX, default=0)
+    title = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    guidelines = serializers.CharField(required=False, allow_null=True, default=None, trim_whitespace=False)
 
 
 class BlindedItemSerializer(serializers.Serializer):
@@ -82,7 +93,11 @@ class QueueListApi(APIView):
 
     @extend_schema(responses=QueueSerializer(many=True))
     def get(self, request):
-        return ApiResponse(QueueSerializer(ReviewQueue.objects.order_by("name"), many=True).data)
+        queues = ReviewQueue.objects.order_by("created_at", "id")
+        if IsManager().has_permission(request, self):
+            return ApiResponse(QueueSerializer(queues, many=True).data)
+        shown = [{"id": q.pk, "title": q.display_title, "judge_correctness": q.judge_correctness} for q in queues]
+        return ApiResponse(AnnotatorQueueSerializer(shown, many=True).data)
 
     @extend_schema(request=QueueCreateSerializer, responses={201: QueueSerializer})
     def post(self, request):

@@ -61,3 +61,8 @@ class QueueForm(forms.Form):
     control_fraction = forms.FloatField(initial=0.0, min_value=0.0, max_value=1.0, required=False)
     show_candidates = forms.BooleanField(required=False)
     judge_correctness = forms.BooleanField(required=False)
+    title = forms.CharField(max_length=200, required=False)
+
+
+class GuidelinesForm(forms.Form):
+    text = forms.CharField(strip=False, error_messages={"required": "the guidelines are empty"})

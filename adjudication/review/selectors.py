@@ -14,7 +14,17 @@ from django.db.models import Count, Q
 from django.utils import timezone
 from django.utils.safestring import mark_safe
 
-from adjudication.models import Label, Lease, Question, QueueItem, Reading, Response, ReviewItem, ReviewQueue
+from adjudication.models import (
+    Guidelines,
+    Label,
+    Lease,
+    Question,
+    QueueItem,
+    Reading,
+    Response,
+    ReviewItem,
+    ReviewQueue,
+)
 from adjudication.rawsql import fetch_all, fetch_one, raw_one
 from adjudication.review.markup import answer_html, inline_html
 from adjudication.review.rendering import response_parts, text_html
@@ -97,7 +107,7 @@ class LeasedItem:
     expires_at: datetime
     completed_at: datetime | None
     queue_id: int
-    queue_name: str
+    queue_title: str  # never the queue's name: names are the managers' and may name readers
     overlap: int
     show_candidates: bool
     judge_correctness: bool
@@ -110,7 +120,7 @@ class LeasedItem:
 
 
 _LEASED_ITEM_SQL = """
-    SELECT l.id, l.item_id, l.claimed_at, l.expires_at, l.completed_at, q.id, q.name, q.overlap,
+    SELECT l.id, l.item_id, l.claimed_at, l.expires_at, l.completed_at, q.id, q.title, q.overlap,
            q.show_candidates, q.judge_correctness, q.policy_id, r.id, r.text, qu.text, qu.choices, qu.gold
     FROM adjudication_lease l
     JOIN adjudication_queueitem qi ON qi.id = l.item_id
@@ -123,7 +133,7 @@ _LEASED_ITEM_FIELDS = [
     *(Lease._meta.get_field(n) for n in ("id", "item", "claimed_at", "expires_at", "completed_at")),
     *(
         ReviewQueue._meta.get_field(n)
-        for n in ("id", "name", "overlap", "show_candidates", "judge_correctness", "policy")
+        for n in ("id", "title", "overlap", "show_candidates", "judge_correctness", "policy")
     ),
     *(Response._meta.get_field(n) for n in ("id", "text")),
     *(Question._meta.get_field(n) for n in ("text", "choices", "gold")),
@@ -205,9 +215,15 @@ def item_page(*, leased: LeasedItem, annotator: User) -> dict:
         if leased.show_candidates
         else ([], [])
     )
+    previous = previous_lease_id(annotator=annotator, queue_id=leased.queue_id, before=leased.completed_at)
+    guidelines = current_guidelines(queue_id=leased.queue_id)
     return {
         "lease_id": leased.lease_id,
-        "queue_name": leased.queue_name,
+        "queue_id": leased.queue_id,
+        "queue_title": leased.queue_title.strip() or f"Queue {leased.queue_id}",
+        "guidelines": guidelines,
+        # Before the annotator's first label in this queue the guidelines are open; later, behind g.
+        "guidelines_open": previous is None and leased.completed_at is None,
         **shown_item(
             question=leased.question_text,
             choices=leased.choices,
@@ -219,10 +235,65 @@ def item_page(*, leased: LeasedItem, annotator: User) -> dict:
         "judge_correctness": leased.judge_correctness,
         "progress": progress_counts(queue_id=leased.queue_id, overlap=leased.overlap, annotator_id=annotator.pk),
         "expires_at": leased.expires_at,
-        "previous_lease_id": previous_lease_id(
-            annotator=annotator, queue_id=leased.queue_id, before=leased.completed_at
-        ),
+        "previous_lease_id": previous,
     }
+
+
+@dataclass(frozen=True)
+class ShownGuidelines:
+    version: int
+    html: str
+
+
+def current_guidelines(*, queue_id: int) -> ShownGuidelines | None:
+    """The queue's newest guidelines, rendered (escaped Markdown with maths)."""
+    row = Guidelines.objects.filter(queue_id=queue_id).order_by("-version").values_list("version", "text").first()
+    if row is None:
+        return None
+    return ShownGuidelines(version=row[0], html=mark_safe(text_html(row[1])))  # noqa: S308
+
+
+def guidelines_versions(*, queue: ReviewQueue) -> list[Guidelines]:
+    return list(queue.guidelines.order_by("-version").select_related("created_by"))
+
+
+def annotator_queues(*, annotator: User) -> list[dict]:
+    """Each queue as its annotators see it on their landing page: display title and their own
+    progress (labelled, remaining for them, capped), oldest queue first."""
+    rows = []
+    for queue_id, title, overlap in ReviewQueue.objects.order_by("created_at", "id").values_list(
+        "id", "title", "overlap"
+    ):
+        progress = progress_counts(queue_id=queue_id, overlap=overlap, annotator_id=annotator.pk)
+        rows.append({"id": queue_id, "title": title.strip() or f"Queue {queue_id}", **progress})
+    return rows
+
+
+def my_labels(*, queue: ReviewQueue, annotator: User) -> list[dict]:
+    """The annotator's current label of each item they finished in this queue, newest first, with the
+    lease that reopens it. Blinded: question and own answer only."""
+    leases = (
+        Lease.objects.filter(annotator=annotator, item__queue=queue, completed_at__isnull=False)
+        .select_related("item__review_item__response__question")
+        .order_by("-completed_at", "-id")
+    )
+    own: dict[int, Label] = {}
+    for label in Label.objects.filter(annotator=annotator, item__queue=queue).order_by("created_at", "id"):
+        own[label.item_id] = label
+    rows = []
+    for lease in leases:
+        label = own.get(lease.item_id)
+        rows.append(
+            {
+                "lease_id": lease.pk,
+                "question": displayable(lease.item.review_item.response.question.text)[:160],
+                "label": label,
+                "answer": displayable(label.answer) if label else "",
+                "adjudicated": lease.item.status == QueueItem.Status.ADJUDICATED,
+                "revised": label is not None and label.revises_id is not None,
+            }
+        )
+    return rows
 
 
 def revisit_page(*, leased: LeasedItem, annotator: User) -> dict:

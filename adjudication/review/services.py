@@ -13,12 +13,13 @@ from datetime import datetime, timedelta
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Q
+from django.db.models import Max, Q
 from django.utils import timezone
 
 from adjudication.models import (
     Dataset,
     FinalLabel,
+    Guidelines,
     Label,
     Lease,
     Question,
@@ -29,6 +30,7 @@ from adjudication.models import (
     RoutingPolicy,
 )
 from adjudication.rawsql import convert_row, fetch_one, raw_one
+from adjudication.review.guidelines import default_guidelines
 from adjudication.review.labels import LabelEntry, agreement
 from adjudication.review.selectors import current_labels
 from adjudication.routing.services import (
@@ -69,6 +71,8 @@ def queue_create(
     missing_is_disagreement: bool = False,
     compare: str = "either",
     created_by: User | None = None,
+    title: str = "",
+    guidelines: str | None = None,
 ) -> ReviewQueue:
     """A queue over a routing policy's items. Without a policy, one is made from `panel` (default:
     every rule reader that has read this dataset) and routed now. All or nothing: a queue that
@@ -83,6 +87,7 @@ def queue_create(
         judge_correctness=judge_correctness,
         seed=seed,
         created_by=created_by,
+        title=title.strip(),
     )
     try:
         # The model's validators bound every number to its column and names to one printable line.
@@ -121,6 +126,11 @@ def queue_create(
             elif policy.dataset_id != dataset.pk:
                 raise ReviewError(f"policy {policy.name!r} belongs to another dataset")
             queue.save()
+            guidelines_update(
+                queue=queue,
+                text=default_guidelines(judge_correctness=judge_correctness) if guidelines is None else guidelines,
+                by=created_by,
+            )
             # Routes on the policy, which adds the items to every queue on it, this one included.
             review_items_route(policy=queue.policy)
             queue_items_sync(queue=queue)
@@ -128,6 +138,23 @@ def queue_create(
         # The name check above raced with another creation of the same name.
         raise ReviewError(f"a queue named {name!r} exists already") from None
     return queue
+
+
+MAX_GUIDELINES_CHARS = 100_000
+
+
+def guidelines_update(*, queue: ReviewQueue, text: str, by: User | None) -> Guidelines:
+    """A new version of the queue's guidelines (the earlier ones are kept: labels name theirs)."""
+    problem = free_text_problem(text)
+    if problem:
+        raise ReviewError(f"the guidelines {problem}")
+    if not text.strip() or len(text) > MAX_GUIDELINES_CHARS:
+        raise ReviewError(f"the guidelines must be 1 to {MAX_GUIDELINES_CHARS} characters")
+    with transaction.atomic():
+        # The queue row's lock orders concurrent edits: each gets the next version number.
+        ReviewQueue.objects.select_for_update().filter(pk=queue.pk).first()
+        latest = queue.guidelines.aggregate(n=Max("version"))["n"] or 0
+        return Guidelines.objects.create(queue=queue, version=latest + 1, text=text, created_by=by)
 
 
 def queue_sync(*, queue: ReviewQueue) -> int:
@@ -189,6 +216,11 @@ def lease_claim_next(*, queue: ReviewQueue, annotator: User) -> Claim:
     }
     lock = " FOR UPDATE SKIP LOCKED" if connection.features.has_select_for_update_skip_locked else ""
     with transaction.atomic():
+        # Working in this queue gives back what the annotator holds unlabelled in the others: an
+        # item reserved there would otherwise wait out its lease while they label here.
+        Lease.objects.filter(annotator=annotator, completed_at__isnull=True, expires_at__gt=now).exclude(
+            item__queue_id=queue.pk
+        ).update(expires_at=now)
         row = raw_one(_CURRENT_LEASE_SQL, params)
         if row is not None:
             return Claim(Lease.objects.get(pk=row[0]))
@@ -333,6 +365,7 @@ def label_submit(*, lease: Lease, annotator: User, entry: LabelEntry, skip_reaso
         if clean.kind == Label.Kind.SKIPPED and not skip_reason.strip():
             raise ReviewError("a skip needs a reason")
         label = Label.objects.create(
+            guidelines_version=_guidelines_version(queue.pk),
             item=item,
             annotator=annotator,
             **asdict(clean),
@@ -345,6 +378,10 @@ def label_submit(*, lease: Lease, annotator: User, entry: LabelEntry, skip_reaso
             _settle(item, queue)
             item.save(update_fields=["label_count", "status"])
         return label
+
+
+def _guidelines_version(queue_id: int) -> int | None:
+    return Guidelines.objects.filter(queue_id=queue_id).aggregate(n=Max("version"))["n"]
 
 
 def label_revise(*, label: Label, annotator: User, entry: LabelEntry) -> Label:
@@ -361,7 +398,13 @@ def label_revise(*, label: Label, annotator: User, entry: LabelEntry) -> Label:
         if entry.kind == Label.Kind.SKIPPED:
             raise ReviewError("a label cannot be revised into a skip")
         clean = _validate(item.queue, locked.choices, entry)
-        new = Label.objects.create(item=item, annotator=annotator, **asdict(clean), revises=label)
+        new = Label.objects.create(
+            item=item,
+            annotator=annotator,
+            **asdict(clean),
+            revises=label,
+            guidelines_version=_guidelines_version(item.queue_id),
+        )
         if label.kind == Label.Kind.SKIPPED:
             item.label_count += 1
         _settle(item, item.queue)

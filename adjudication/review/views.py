@@ -16,17 +16,21 @@ from adjudication.exports import table_download
 from adjudication.forms import form_errors
 from adjudication.models import Dataset, FinalLabel, Label, Lease, QueueItem, ReviewQueue
 from adjudication.permissions import role_required
-from adjudication.review.forms import AdjudicationForm, LabelForm, QueueForm, SkipForm
+from adjudication.review.forms import AdjudicationForm, GuidelinesForm, LabelForm, QueueForm, SkipForm
 from adjudication.review.labels import LabelEntry
 from adjudication.review.selectors import (
     FINAL_LABEL_COLUMNS,
     LeasedItem,
     adjudication_page,
     adjudication_queue,
+    annotator_queues,
     annotator_stats,
+    current_guidelines,
     final_labels,
+    guidelines_versions,
     item_page,
     leased_item,
+    my_labels,
     own_label,
     policy_items_missing,
     queue_status,
@@ -35,6 +39,7 @@ from adjudication.review.selectors import (
 from adjudication.review.services import (
     ReviewError,
     final_label_adjudicate,
+    guidelines_update,
     label_revise,
     label_submit,
     lease_claim_next,
@@ -49,22 +54,80 @@ from adjudication.review.services import (
 @never_cache
 @role_required("annotator")
 def review_home(request: HttpRequest) -> HttpResponse:
-    """Claim the next item of the first queue with work for this annotator, and go there."""
-    queues = ReviewQueue.objects.order_by("created_at", "id")
-    wanted = request.GET.get("queue")
+    """The annotator's landing page: their queues with their progress. Claiming starts only in the
+    queue they pick (?queue=<id>); with a single queue holding work for them there is nothing to
+    pick, and its next item opens at once."""
+    wanted = request.GET.get("queue", "")
     if wanted:
-        queues = queues.filter(name=wanted)
-    busy = False
-    for queue in queues:
-        claim = lease_claim_next(queue=queue, annotator=request.user)
-        if claim.lease is not None:
-            return redirect("review:item", lease_id=claim.lease.pk)
-        busy = busy or claim.busy
-    return render(request, "review/done.html", {"busy": busy, "queues": [q.name for q in queues]})
+        if not wanted.isdigit():
+            raise Http404("no such queue")
+        queue = get_object_or_404(ReviewQueue, pk=int(wanted))
+    else:
+        queues = annotator_queues(annotator=request.user)
+        with_work = [q for q in queues if q["remaining"]]
+        if len(with_work) != 1:
+            return render(request, "review/home.html", {"queues": queues})
+        queue = ReviewQueue.objects.get(pk=with_work[0]["id"])
+    claim = lease_claim_next(queue=queue, annotator=request.user)
+    if claim.lease is not None:
+        return redirect("review:item", lease_id=claim.lease.pk)
+    return render(request, "review/done.html", {"busy": claim.busy, "queue_id": queue.pk})
 
 
-def _next_item_url(queue_name: str) -> str:
-    return f"{reverse('review:home')}?{urlencode({'queue': queue_name})}"
+@never_cache
+@role_required("annotator")
+def review_mine(request: HttpRequest, queue_id: int) -> HttpResponse:
+    """My labels in one queue, each reopening its item to revise it while not adjudicated."""
+    queue = get_object_or_404(ReviewQueue, pk=queue_id)
+    return render(
+        request,
+        "review/mine.html",
+        {
+            "queue_id": queue.pk,
+            "queue_title": queue.display_title,
+            "rows": my_labels(queue=queue, annotator=request.user),
+        },
+    )
+
+
+@never_cache
+@role_required("annotator", "adjudicator", "manager")
+def guidelines_page(request: HttpRequest, queue_id: int) -> HttpResponse:
+    """A queue's current guidelines, for everyone who labels or decides its items."""
+    queue = get_object_or_404(ReviewQueue, pk=queue_id)
+    return render(
+        request,
+        "review/guidelines.html",
+        {"queue_id": queue.pk, "queue_title": queue.display_title, "guidelines": current_guidelines(queue_id=queue.pk)},
+    )
+
+
+@require_http_methods(["GET", "POST"])
+@role_required("manager")
+def guidelines_edit(request: HttpRequest, queue_id: int) -> HttpResponse:
+    """Managers edit a queue's guidelines; each save is a new version, the old ones are kept."""
+    queue = get_object_or_404(ReviewQueue, pk=queue_id)
+    if request.method == "POST":
+        form = GuidelinesForm(request.POST)
+        try:
+            if not form.is_valid():
+                raise ReviewError(form_errors(form))
+            saved = guidelines_update(queue=queue, text=form.cleaned_data["text"], by=request.user)
+        except ReviewError as exc:
+            messages.error(request, str(exc))
+            return redirect("review:guidelines-edit", queue_id=queue.pk)
+        messages.success(request, f"Guidelines saved as version {saved.version}.")
+        return redirect("review:guidelines-edit", queue_id=queue.pk)
+    versions = guidelines_versions(queue=queue)
+    return render(
+        request,
+        "review/guidelines_edit.html",
+        {"queue": queue, "versions": versions, "text": versions[0].text if versions else ""},
+    )
+
+
+def _next_item_url(queue_id: int) -> str:
+    return f"{reverse('review:home')}?{urlencode({'queue': queue_id})}"
 
 
 @never_cache
@@ -102,9 +165,9 @@ def review_item(request: HttpRequest, lease_id: int) -> HttpResponse:
             if current is None or current.expires_at <= now or leased.expires_at <= now:
                 # The item went back to the pool (and filled up, or its text was replaced): nothing
                 # to do here, take the next one.
-                return redirect(_next_item_url(leased.queue_name))
+                return redirect(_next_item_url(leased.queue_id))
             return redirect("review:item", lease_id=leased.lease_id)
-        return redirect(_next_item_url(leased.queue_name))
+        return redirect(_next_item_url(leased.queue_id))
     return render(request, "review/item.html", item_page(leased=leased, annotator=request.user))
 
 
@@ -124,7 +187,7 @@ def _revisit(request: HttpRequest, leased: LeasedItem) -> HttpResponse:
             messages.error(request, str(exc))
             return redirect("review:item", lease_id=leased.lease_id)
         messages.success(request, "Label revised.")
-        return redirect(_next_item_url(leased.queue_name))
+        return redirect(_next_item_url(leased.queue_id))
     return render(request, "review/item.html", revisit_page(leased=leased, annotator=request.user))
 
 
@@ -194,6 +257,7 @@ def queue_new(request: HttpRequest) -> HttpResponse:
             judge_correctness=data["judge_correctness"],
             control_fraction=data["control_fraction"] or 0.0,
             created_by=request.user,
+            title=data["title"],
         )
     except ReviewError as exc:
         messages.error(request, str(exc))

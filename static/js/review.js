@@ -41,7 +41,10 @@
     // Pages without a label form (the adjudicator's) still switch views with v, as they advertise.
     document.addEventListener("keydown", (event) => {
       if (["INPUT", "SELECT", "TEXTAREA"].includes(document.activeElement.tagName)) return;
-      if (event.key !== "v" || event.ctrlKey || event.metaKey || event.altKey) return;
+      if (event.ctrlKey || event.metaKey || event.altKey) return;
+      const start = $(`#queue-list a.start-queue[data-key="${event.key}"]`);  // the annotators' landing page
+      if (start) { event.preventDefault(); window.location.assign(start.href); return; }
+      if (event.key !== "v") return;
       const rendered = $("#response-rendered");
       if (rendered) { event.preventDefault(); showView(rendered.hidden ? "rendered" : "source"); }
     });
@@ -113,6 +116,7 @@
       showView($("#response-rendered").hidden ? "rendered" : "source");
       return;
     }
+    if (key === "g" && $("#guidelines")) { event.preventDefault(); $("#guidelines").open = !$("#guidelines").open; return; }
     if (key === "?") { event.preventDefault(); $("#shortcuts").hidden = !$("#shortcuts").hidden; }
   });
 })();

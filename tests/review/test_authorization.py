@@ -31,6 +31,13 @@ MATRIX: dict[str, tuple[str, str, dict[str, str]]] = {
     "datasets/<int:dataset_id>/run/": ("post", "/datasets/{dataset}/run/", {"manager": "redirect"}),
     "review/": ("get", "/review/", {"annotator": "redirect"}),
     "review/item/<int:lease_id>/": ("get", "/review/item/{lease}/", {"annotator": OK}),
+    "review/queues/<int:queue_id>/mine/": ("get", "/review/queues/{queue}/mine/", {"annotator": OK}),
+    "review/queues/<int:queue_id>/guidelines/": (
+        "get",
+        "/review/queues/{queue}/guidelines/",
+        {"annotator": OK, "adjudicator": OK, "manager": OK},
+    ),
+    "queues/<int:queue_id>/guidelines/": ("get", "/queues/{queue}/guidelines/", {"manager": OK}),
     "adjudicate/": ("get", "/adjudicate/", {"adjudicator": OK}),
     "adjudicate/<int:item_id>/": ("get", "/adjudicate/{item}/", {"adjudicator": OK}),
     "queues/": ("get", "/queues/", {"manager": OK}),

@@ -30,6 +30,7 @@ CANARIES = (
     "sympy-cascade",
     "reader_spec",
     "verdict",
+    "canaryqueueqzx",  # a queue's name is the managers' handle (often made of reader names)
 )
 
 
@@ -63,12 +64,13 @@ def canary_queue(write_jsonl):
         for response in Response.objects.all():
             reading_at(response, canary_spec, "D", at=0, verdict="incorrect").save()
             reading_at(response, boxed_spec, "C", at=response.text.index("{C}") + 1, verdict="incorrect").save()
-        yield queue_create(
-            dataset=Response.objects.first().dataset,
-            name="canary-q",
-            overlap=2,
-            panel=["test-canaryreaderqzx", "boxed"],
+        dataset = Response.objects.first().dataset
+        queue = queue_create(
+            dataset=dataset, name="canaryqueueqzx-1", overlap=2, panel=["test-canaryreaderqzx", "boxed"]
         )
+        # A second queue, so that the annotators' landing page lists queues instead of opening one.
+        queue_create(dataset=dataset, name="canaryqueueqzx-2", overlap=1, panel=["test-canaryreaderqzx", "boxed"])
+        yield queue
 
 
 def assert_blind(body: str, where: str) -> None:
@@ -87,8 +89,12 @@ def test_every_annotator_facing_page_and_api_response_is_blind(canary_queue):
     client = Client()
     client.force_login(ann)
     pages = []
-    resp = client.get("/review/", follow=True)
-    pages.append(("/review/ → item", resp))
+    landing = client.get("/review/")
+    assert landing.status_code == 200 and "Queue" in landing.content.decode()
+    pages.append(("/review/ landing", landing))
+    start = f"/review/?queue={canary_queue.id}"
+    resp = client.get(start, follow=True)
+    pages.append(("/review/?queue= → item", resp))
     assert resp.redirect_chain and "Thinking" in resp.content.decode()
     lease_id = int(resp.redirect_chain[-1][0].rstrip("/").split("/")[-1])
     pages.append(("API claim", client.post(f"/api/queues/{canary_queue.id}/claim/")))
@@ -96,18 +102,22 @@ def test_every_annotator_facing_page_and_api_response_is_blind(canary_queue):
     pages.append(("API queues", client.get("/api/queues/")))
     pages.append(("home", client.get("/")))
     pages.append(("login", Client().get("/accounts/login/")))
+    pages.append(("guidelines", client.get(f"/review/queues/{canary_queue.id}/guidelines/")))
     # label everything, then the "done" page
     for _ in range(10):
-        r = client.get("/review/", follow=True)
+        r = client.get(start, follow=True)
         pages.append(("item", r))
         if not r.redirect_chain:
             break
         lid = int(r.redirect_chain[-1][0].rstrip("/").split("/")[-1])
         pages.append(("submit", client.post(f"/review/item/{lid}/", {"kind": "option", "answer": "B"}, follow=True)))
+    pages.append(("my labels", client.get(f"/review/queues/{canary_queue.id}/mine/")))
+    pages.append(("revisit", client.get(f"/review/item/{lease_id}/")))
+    assert "You have labelled this item" in pages[-1][1].content.decode()
     for where, response in pages:
         body = response.content.decode()
         assert_blind(body, where)
         assert "OTHERSLABELQZX" not in body and "OTHERSNOTEQZX" not in body, where
     # the candidate answers are there, anonymously
-    item_html = pages[0][1].content.decode()
+    item_html = pages[1][1].content.decode()
     assert "Candidate 1" in item_html and "Candidate 2" in item_html

@@ -93,7 +93,8 @@ def test_a_lease_is_only_its_annotators(queue):
     a, b = make_user("a", "annotator"), make_user("b", "annotator")
     lease = lease_claim_next(queue=queue, annotator=a).lease
     mine = leased_item(lease_id=lease.pk, annotator=a)
-    assert mine.item_id == lease.item_id and mine.queue_name == "q" and mine.overlap == 2
+    assert mine.item_id == lease.item_id and mine.queue_id == queue.pk and mine.overlap == 2
+    assert mine.queue_title == ""  # the name "q" is the managers': never loaded for an annotator
     assert mine.choices == ["Durkheim", "Weber", "Merton", "Parsons"] and mine.completed_at is None
     assert mine.expires_at == lease.expires_at
     assert leased_item(lease_id=lease.pk, annotator=b) is None

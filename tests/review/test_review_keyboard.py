@@ -72,3 +72,63 @@ def test_item_pages_are_never_cached_so_back_asks_the_server_again(keyboard_queu
     assert home.status_code == 302 and "no-store" in home["Cache-Control"]
     item = client.get(home["Location"])
     assert item.status_code == 200 and "no-store" in item["Cache-Control"]
+
+
+def test_backspace_reopens_the_last_item_and_enter_revises_its_label(keyboard_queue, plain_live_server):
+    with chromium_browser() as browser, logged_in(browser, plain_live_server, "ann", "/review/") as page:
+        first = page.url
+        assert not page.locator("#previous-item").count()  # nothing labelled yet: nowhere to go back to
+        page.keyboard.press("1")
+        with page.expect_navigation():
+            page.keyboard.press("Enter")
+        second = page.url
+        assert second != first and ITEM_URL.search(second)
+        with page.expect_navigation():
+            page.keyboard.press("Backspace")
+        assert page.url == first
+        assert page.is_visible("#revisit-note") and "revise" in page.inner_text("#revisit-note")
+        assert page.locator("input[name=pick]:checked").get_attribute("value") == "option:A"
+        page.keyboard.press("2")
+        with page.expect_navigation():
+            page.keyboard.press("Enter")
+        assert page.url == second  # on to the item still open
+        assert "Label revised" in page.inner_text(".messages")
+    from adjudication.models import Label
+
+    old, new = Label.objects.order_by("created_at", "id")
+    assert (old.answer, new.answer, new.revises_id) == ("A", "B", old.id)
+
+
+def test_browser_back_after_a_submit_shows_the_labelled_item_not_a_redirect_loop(keyboard_queue, plain_live_server):
+    with chromium_browser() as browser, logged_in(browser, plain_live_server, "ann", "/review/") as page:
+        first = page.url
+        page.keyboard.press("3")
+        with page.expect_navigation():
+            page.keyboard.press("Enter")
+        page.go_back()
+        page.wait_for_load_state("load")
+        assert page.url == first
+        assert page.is_visible("#revisit-note")
+        assert page.locator("input[name=pick]:checked").get_attribute("value") == "option:C"
+        page.go_forward()
+        page.wait_for_load_state("load")
+        assert ITEM_URL.search(page.url) and not page.is_visible("#revisit-note")
+
+
+def test_guidelines_are_open_before_the_first_label_and_behind_g_afterwards(keyboard_queue, plain_live_server):
+    with chromium_browser() as browser, logged_in(browser, plain_live_server, "ann", "/review/") as page:
+        guidelines = page.locator("#guidelines")
+        assert guidelines.get_attribute("open") is not None
+        assert "version 1" in page.inner_text("#guidelines summary")
+        assert "Two answers at once" in page.inner_text("#guidelines")
+        page.keyboard.press("g")
+        assert guidelines.get_attribute("open") is None
+        page.keyboard.press("1")
+        with page.expect_navigation():
+            page.keyboard.press("Enter")
+        assert guidelines.get_attribute("open") is None  # the second item: closed, one key away
+        page.keyboard.press("g")
+        assert guidelines.get_attribute("open") is not None and page.is_visible("#guidelines .question")
+    from adjudication.models import Label
+
+    assert Label.objects.get().guidelines_version == 1

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from adjudication.management.arguments import dataset_named
@@ -25,6 +27,13 @@ class Command(BaseCommand):
         parser.add_argument("--control-fraction", type=float, default=0.0)
         parser.add_argument("--missing-disagrees", action="store_true")
         parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--title", default="", help='what annotators see (default "Queue N")')
+        parser.add_argument(
+            "--guidelines-file",
+            type=Path,
+            default=None,
+            help="the annotators' guidelines, Markdown (default: the built-in ones for the task)",
+        )
 
     def handle(
         self,
@@ -40,9 +49,17 @@ class Command(BaseCommand):
         control_fraction: float,
         missing_disagrees: bool,
         seed: int,
+        title: str,
+        guidelines_file: Path | None,
         **options,
     ) -> None:
         ds = dataset_named(dataset)
+        guidelines = None
+        if guidelines_file is not None:
+            try:
+                guidelines = guidelines_file.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise CommandError(f"{guidelines_file}: cannot read the guidelines ({exc})") from exc
         routing = None
         if policy:
             routing = RoutingPolicy.objects.filter(dataset=ds, name=policy).first()
@@ -61,6 +78,8 @@ class Command(BaseCommand):
                 control_fraction=control_fraction,
                 missing_is_disagreement=missing_disagrees,
                 seed=seed,
+                title=title,
+                guidelines=guidelines,
             )
         except (ReviewError, KeyError) as exc:
             raise CommandError(str(exc)) from exc
