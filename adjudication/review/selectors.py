@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.contrib.auth.models import User
-from django.db.models import Count, Q
+from django.db.models import Count, OuterRef, Q, Subquery
 from django.utils import timezone
 from django.utils.safestring import mark_safe
 
@@ -336,6 +336,23 @@ def adjudication_page(*, item: QueueItem, adjudicator: User) -> dict:
     }
 
 
+def unresolved_items(*, adjudicator: User) -> list[QueueItem]:
+    """Items whose newest final label says "unresolved", for a second look (not the adjudicator's
+    own labelled items: those are another adjudicator's to decide)."""
+    from adjudication.models import FinalLabel
+
+    newest = FinalLabel.objects.filter(item=OuterRef("pk")).order_by("-created_at", "-id").values("provenance")[:1]
+    mine = Label.objects.filter(annotator=adjudicator).values("item_id")
+    return list(
+        QueueItem.objects.filter(status=QueueItem.Status.ADJUDICATED)
+        .annotate(last_decision=Subquery(newest))
+        .filter(last_decision=FinalLabel.Provenance.UNRESOLVED)
+        .exclude(id__in=mine)
+        .select_related("queue")
+        .order_by("id")
+    )
+
+
 def adjudication_queue(*, queue: ReviewQueue, adjudicator: User) -> list[tuple[QueueItem, float]]:
     """Conflicting items this adjudicator may decide (not ones they labelled), lowest agreement first."""
     from adjudication.review.labels import agreement
@@ -357,7 +374,9 @@ def current_labels_anonymous(item: QueueItem) -> list[dict]:
     labels = sorted(current_labels(item), key=lambda lab: (lab.created_at, lab.id))
     return [
         {
+            "number": n,
             "who": f"Annotator {n}",
+            "kind_value": lab.kind,
             "kind": lab.get_kind_display(),
             "answer": displayable(lab.answer),
             "correctness": lab.correctness,

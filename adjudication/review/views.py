@@ -35,6 +35,7 @@ from adjudication.review.selectors import (
     policy_items_missing,
     queue_status,
     revisit_page,
+    unresolved_items,
 )
 from adjudication.review.services import (
     ReviewError,
@@ -197,7 +198,8 @@ def adjudicate_list(request: HttpRequest) -> HttpResponse:
     for queue in ReviewQueue.objects.order_by("name"):
         for item, score in adjudication_queue(queue=queue, adjudicator=request.user):
             rows.append({"item": item, "queue": queue.name, "agreement": score})
-    return render(request, "review/adjudicate_list.html", {"rows": rows})
+    unresolved = unresolved_items(adjudicator=request.user)
+    return render(request, "review/adjudicate_list.html", {"rows": rows, "unresolved": unresolved})
 
 
 @require_http_methods(["GET", "POST"])
@@ -212,10 +214,13 @@ def adjudicate_item(request: HttpRequest, item_id: int) -> HttpResponse:
         try:
             if not form.is_valid():
                 raise ReviewError(form_errors(form))
-            final_label_adjudicate(item=item, adjudicator=request.user, **form.cleaned_data)
+            final = final_label_adjudicate(item=item, adjudicator=request.user, **form.cleaned_data)
         except ReviewError as exc:
             messages.error(request, str(exc))
             return redirect("review:adjudicate-item", item_id=item.pk)
+        decided = "marked unresolved" if final.provenance == FinalLabel.Provenance.UNRESOLVED else "recorded"
+        answer = f" ({final.get_kind_display()} {final.answer})".rstrip() if final.answer else ""
+        messages.success(request, f"Item #{item.pk}: final label {decided}{answer}.")
         nxt = adjudication_queue(queue=item.queue, adjudicator=request.user)
         return redirect("review:adjudicate-item", item_id=nxt[0][0].pk) if nxt else redirect("review:adjudicate")
     return render(

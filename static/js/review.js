@@ -36,6 +36,34 @@
     });
   }
 
+  const adjudicate = $("#adjudicate-form");
+  if (adjudicate) {
+    // The adjudicator's page: 1-9 accepts Annotator N's label, Shift+letter an option, Enter records.
+    const fill = (kind, answer, correctness) => {
+      $("#final-kind").value = kind;
+      $("#final-answer").value = answer;
+      const c = $("#final-correctness");
+      if (c && correctness !== undefined) c.value = correctness;
+      for (const row of $$("#annotator-labels tr")) row.classList.remove("accepted");
+    };
+    for (const b of $$("button.accept")) {
+      b.addEventListener("click", () => { fill(b.dataset.kind, b.dataset.answer, b.dataset.correctness); b.closest("tr").classList.add("accepted"); });
+    }
+    for (const b of $$("button.option-pick")) b.addEventListener("click", () => fill("option", b.dataset.letter));
+    document.addEventListener("keydown", (event) => {
+      if (event.key === "Escape") { document.activeElement.blur(); return; }
+      if (["INPUT", "SELECT", "TEXTAREA"].includes(document.activeElement.tagName)) return;
+      if (event.ctrlKey || event.metaKey || event.altKey) return;
+      const accept = $(`button.accept[data-key="${event.key}"]`);
+      if (accept) { event.preventDefault(); accept.click(); return; }
+      const option = event.shiftKey ? $(`button.option-pick[data-letter="${event.key}"]`) : null;
+      if (option) { event.preventDefault(); option.click(); return; }
+      if (event.key === "Enter") { event.preventDefault(); adjudicate.requestSubmit($("#adjudicate-submit")); return; }
+      if (event.key === "v") { event.preventDefault(); showView($("#response-rendered").hidden ? "rendered" : "source"); return; }
+      if (event.key === "?") { event.preventDefault(); $("#shortcuts").hidden = !$("#shortcuts").hidden; }
+    });
+    return;
+  }
   const form = $("#label-form");
   if (!form) {
     // Pages without a label form (the adjudicator's) still switch views with v, as they advertise.

@@ -219,14 +219,18 @@ def run_flow(browser, base: str) -> None:
         table = page3.inner_text("#annotator-labels")
         assert "Annotator 1" in table and "Annotator 2" in table
         assert "ann1" not in table and "ann2" not in table
-        page3.select_option("#final-kind", "option")
-        page3.fill("#final-answer", ADJUDICATED[4])
+        # Annotator 1 labelled first and picked the box: "1" accepts that label into the final one.
+        page3.keyboard.press("1")
+        assert page3.input_value("#final-kind") == "option"
+        assert page3.input_value("#final-answer") == ADJUDICATED[4]
         page3.select_option("select[name=error_type]", "annotator_error")
         page3.fill("input[name=notes]", "the box is the final commitment")
+        page3.keyboard.press("Escape")
         with page3.expect_navigation():
-            page3.click("#adjudicate-submit")
+            page3.keyboard.press("Enter")
         assert page3.url.endswith("/adjudicate/")
         assert "No conflicts to resolve" in page3.inner_text("main")
+        assert f"final label recorded (an option letter {ADJUDICATED[4]})" in page3.inner_text(".messages")
 
 
 def check_database(flow_queue) -> None:
