@@ -333,11 +333,14 @@ class ValidManager(models.Manager):
 
 
 class Invalidatable(models.Model):
-    """A row kept as history once the response text it was made on is replaced: `objects` (the
-    default manager, so reverse relations too) sees the valid rows, `all_objects` every row."""
+    """A row kept as history once it no longer stands (the response text it was made on was replaced,
+    or a manager re-opened a skip): `objects` (the default manager, so reverse relations too) sees
+    the valid rows, `all_objects` every row."""
 
     invalidated_at = models.DateTimeField(
-        null=True, blank=True, help_text="set when the labelled response text was replaced"
+        null=True,
+        blank=True,
+        help_text="set when the row no longer stands: its response text was replaced, or its skip re-opened",
     )
 
     objects = ValidManager()

@@ -425,6 +425,15 @@ def queue_status(*, queue: ReviewQueue) -> dict:
     leased = queue.items.filter(leases__completed_at__isnull=True, leases__expires_at__gt=now).distinct().count()
     open_items = counts.get(QueueItem.Status.OPEN, 0)
     labelled = queue.items.filter(label_count__gt=0).count()
+    # Open items someone skipped (a current skip): the ones that can get stuck, when every
+    # annotator left has labelled or skipped them.
+    skipped = (
+        Label.objects.filter(item__queue=queue, kind=Label.Kind.SKIPPED, item__status=QueueItem.Status.OPEN)
+        .exclude(revisions__isnull=False)
+        .values("item_id")
+        .distinct()
+        .count()
+    )
     return {
         "items": sum(counts.values()),
         "pending": open_items,
@@ -433,6 +442,7 @@ def queue_status(*, queue: ReviewQueue) -> dict:
         "conflicting": counts.get(QueueItem.Status.CONFLICT, 0),
         "agreed": counts.get(QueueItem.Status.AGREED, 0),
         "adjudicated": counts.get(QueueItem.Status.ADJUDICATED, 0),
+        "skipped": skipped,
     }
 
 

@@ -486,6 +486,18 @@ def final_label_adjudicate(
         return final
 
 
+def skips_reopen(*, queue: ReviewQueue) -> int:
+    """Give skipped items back to the annotators who skipped them: their skips stay as history
+    (invalidated) and the items become claimable by them again. Only items still open: a skip on
+    a settled item changed nothing. Returns the number of skips re-opened."""
+    now = timezone.now()
+    with transaction.atomic():
+        skips = Label.objects.filter(
+            item__queue=queue, kind=Label.Kind.SKIPPED, item__status=QueueItem.Status.OPEN
+        ).exclude(revisions__isnull=False)
+        return Label.objects.filter(pk__in=list(skips.values_list("pk", flat=True))).update(invalidated_at=now)
+
+
 @dataclass
 class InvalidationReport:
     labels: int = 0

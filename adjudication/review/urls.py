@@ -14,5 +14,6 @@ urlpatterns = [
     path("queues/", views.queue_list, name="queues"),
     path("queues/new/", views.queue_new, name="queue-new"),
     path("queues/<int:queue_id>/sync/", views.queue_sync_view, name="queue-sync"),
+    path("queues/<int:queue_id>/reopen-skips/", views.queue_reopen_skips, name="queue-reopen-skips"),
     path("queues/<int:queue_id>/final-labels.<str:fmt>", views.queue_export, name="queue-export"),
 ]

@@ -47,6 +47,7 @@ from adjudication.review.services import (
     may_adjudicate,
     queue_create,
     queue_sync,
+    skips_reopen,
 )
 
 
@@ -266,6 +267,15 @@ def queue_new(request: HttpRequest) -> HttpResponse:
         )
     except ReviewError as exc:
         messages.error(request, str(exc))
+    return redirect("review:queues")
+
+
+@require_POST
+@role_required("manager")
+def queue_reopen_skips(request: HttpRequest, queue_id: int) -> HttpResponse:
+    queue = get_object_or_404(ReviewQueue, pk=queue_id)
+    n = skips_reopen(queue=queue)
+    messages.success(request, f"{queue.name}: {n} skip{'s' if n != 1 else ''} re-opened for their annotators.")
     return redirect("review:queues")
 
 

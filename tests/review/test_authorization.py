@@ -43,6 +43,7 @@ MATRIX: dict[str, tuple[str, str, dict[str, str]]] = {
     "queues/": ("get", "/queues/", {"manager": OK}),
     "queues/new/": ("post", "/queues/new/", {"manager": "redirect"}),
     "queues/<int:queue_id>/sync/": ("post", "/queues/{queue}/sync/", {"manager": "redirect"}),
+    "queues/<int:queue_id>/reopen-skips/": ("post", "/queues/{queue}/reopen-skips/", {"manager": "redirect"}),
     "queues/<int:queue_id>/final-labels.<str:fmt>": ("get", "/queues/{queue}/final-labels.jsonl", {"manager": OK}),
     "api/schema/": ("get", "/api/schema/", {"annotator": OK, "adjudicator": OK, "manager": OK}),
     "api/datasets/": ("get", "/api/datasets/", {"manager": OK}),

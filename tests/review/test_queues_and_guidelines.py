@@ -146,3 +146,27 @@ def test_my_labels_lists_own_labels_only_and_reopens_them(two_queues):
     mine = Lease.objects.get(annotator=ann)
     assert f"/review/item/{mine.pk}/" in page
     assert Label.objects.filter(annotator=ann).count() == 1
+
+
+def test_a_skipped_item_is_counted_and_a_manager_reopens_it_for_its_annotator(write_jsonl):
+    # Overlap 2 and two annotators: one labels, the other skips. The item cannot settle until the
+    # skip is re-opened; the queue page shows it meanwhile.
+    ds = disputed_dataset(write_jsonl, 1, name="sk")
+    queue = queue_create(dataset=ds, name="skips", overlap=2)
+    ann, bob = make_user("ann", "annotator"), make_user("bob", "annotator")
+    lease = lease_claim_next(queue=queue, annotator=ann).lease
+    label_submit(lease=lease, annotator=ann, entry=LabelEntry(kind="option", answer="B"))
+    lease = lease_claim_next(queue=queue, annotator=bob).lease
+    label_submit(lease=lease, annotator=bob, entry=LabelEntry(kind=Label.Kind.SKIPPED), skip_reason="unsure")
+    assert lease_claim_next(queue=queue, annotator=bob).lease is None  # stuck: nobody left to label it
+    manager = logged_in(make_user("man", "manager"))
+    assert f'<span id="queue-{queue.pk}-skipped">1 skipped</span>' in manager.get("/queues/").content.decode()
+    reopened = manager.post(f"/queues/{queue.pk}/reopen-skips/", follow=True).content.decode()
+    assert "1 skip re-opened" in reopened and f'<span id="queue-{queue.pk}-skipped">0 skipped</span>' in reopened
+    again = lease_claim_next(queue=queue, annotator=bob).lease
+    assert again is not None and again.item_id == lease.item_id
+    label_submit(lease=again, annotator=bob, entry=LabelEntry(kind="option", answer="B"))
+    queue.items.get().refresh_from_db()
+    assert queue.items.get().status == "agreed"
+    # The skip is kept as history.
+    assert Label.all_objects.filter(annotator=bob, kind=Label.Kind.SKIPPED, invalidated_at__isnull=False).count() == 1
