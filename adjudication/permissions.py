@@ -58,3 +58,11 @@ class IsManager(_HasRole):
 
 class IsAnnotator(_HasRole):
     role = "annotator"
+
+
+ROLES = ("annotator", "adjudicator", "manager")
+
+
+def roles_context(request: Any) -> dict[str, Any]:
+    """Template context: which roles the user holds, so that navigation offers only what they may use."""
+    return {"roles": {role: has_role(request.user, role) for role in ROLES}}

@@ -7,10 +7,10 @@ import random
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.contrib.auth.models import User
-from django.db.models import Count, OuterRef, Q, Subquery
+from django.db.models import Count, F, IntegerField, OuterRef, Q, Subquery, Sum, Value
 from django.utils import timezone
 from django.utils.safestring import mark_safe
 
@@ -236,7 +236,21 @@ def item_page(*, leased: LeasedItem, annotator: User) -> dict:
         "progress": progress_counts(queue_id=leased.queue_id, overlap=leased.overlap, annotator_id=annotator.pk),
         "expires_at": leased.expires_at,
         "previous_lease_id": previous,
+        "pace_seconds": own_pace(queue_id=leased.queue_id, annotator=annotator),
     }
+
+
+def own_pace(*, queue_id: int, annotator: User, last: int = 50) -> float | None:
+    """Median seconds the annotator spent on each of their last labels in this queue (skips and
+    revisions aside: they measure something else)."""
+    seconds = list(
+        Label.objects.filter(queue_id=queue_id, annotator=annotator, revises__isnull=True)
+        .exclude(kind=Label.Kind.SKIPPED)
+        .exclude(seconds_spent__isnull=True)
+        .order_by("-created_at")
+        .values_list("seconds_spent", flat=True)[:last]
+    )
+    return statistics.median(seconds) if seconds else None
 
 
 @dataclass(frozen=True)
@@ -443,7 +457,35 @@ def queue_status(*, queue: ReviewQueue) -> dict:
         "agreed": counts.get(QueueItem.Status.AGREED, 0),
         "adjudicated": counts.get(QueueItem.Status.ADJUDICATED, 0),
         "skipped": skipped,
+        **queue_eta(queue=queue, now=now),
     }
+
+
+def queue_eta(*, queue: ReviewQueue, now: datetime) -> dict:
+    """Labels still wanted, and how long they take at the queue's recent pace: the median seconds
+    per label of its last 200 labels, shared by the annotators who labelled in the last 24 hours."""
+    wanted = (
+        queue.items.filter(status=QueueItem.Status.OPEN).aggregate(
+            n=Sum(Value(queue.overlap) - F("label_count"), output_field=IntegerField())
+        )["n"]
+        or 0
+    )
+    recent = list(
+        Label.objects.filter(queue=queue, revises__isnull=True, seconds_spent__isnull=False)
+        .exclude(kind=Label.Kind.SKIPPED)
+        .order_by("-created_at")
+        .values_list("seconds_spent", flat=True)[:200]
+    )
+    active = (
+        Label.objects.filter(queue=queue, created_at__gte=now - timedelta(hours=24))
+        .values("annotator_id")
+        .distinct()
+        .count()
+    )
+    if not wanted or not recent:
+        return {"labels_wanted": wanted, "eta_hours": None, "active_annotators": active}
+    seconds = wanted * statistics.median(recent) / max(active, 1)
+    return {"labels_wanted": wanted, "eta_hours": seconds / 3600, "active_annotators": active}
 
 
 def annotator_stats(*, queue: ReviewQueue) -> list[dict]:

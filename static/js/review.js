@@ -36,6 +36,15 @@
     });
   }
 
+  // The lease's end in the reader's own time zone (the server writes UTC with its zone).
+  const expiry = $("#lease-expiry");
+  if (expiry) {
+    const at = new Date(expiry.getAttribute("datetime"));
+    if (!Number.isNaN(at.getTime())) {
+      expiry.textContent = at.toLocaleTimeString([], {hour: "2-digit", minute: "2-digit", timeZoneName: "short"});
+    }
+  }
+
   const adjudicate = $("#adjudicate-form");
   if (adjudicate) {
     // The adjudicator's page: 1-9 accepts Annotator N's label, Shift+letter an option, Enter records.
@@ -92,7 +101,11 @@
 
   form.addEventListener("submit", (event) => {
     if (skipping) { $("#action").value = "skip"; return; }
-    if (!fillHidden()) { event.preventDefault(); $("#hints").classList.add("warn"); }
+    if (!fillHidden()) {
+      event.preventDefault();
+      $("#hints").classList.add("warn");
+      $("#pick-first").hidden = false;
+    }
   });
 
   function startSkip() {
@@ -125,7 +138,12 @@
     const key = event.key;
     const byKey = form.querySelector(`input[name=pick][data-key="${key}"]`) ||
                   form.querySelector(`input[name=pick][data-shortcut="${key}"]`);
-    if (byKey) { cancelSkip(); byKey.checked = true; event.preventDefault(); return; }
+    if (event.shiftKey && /^Digit[1-5]$/.test(event.code)) {
+      event.preventDefault();
+      $("#confidence").value = event.code.slice(-1);
+      return;
+    }
+    if (byKey) { cancelSkip(); byKey.checked = true; $("#pick-first").hidden = true; event.preventDefault(); return; }
     if (key === "t" && free) { cancelSkip(); event.preventDefault(); free.focus(); return; }
     if (key === "c" || key === "i") {
       const r = form.querySelector(`input[name=correctness][value=${key === "c" ? "correct" : "incorrect"}]`);

@@ -4,6 +4,8 @@ highlight jumped to its neighbour, and Back after a submit that looped between r
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from ..conftest import mc_row, run_command
@@ -48,9 +50,12 @@ def test_escape_cancels_a_skip_and_the_pick_after_it_is_the_label(keyboard_queue
 def test_a_clicked_candidate_keeps_its_own_highlight_when_the_list_moves(keyboard_queue, plain_live_server):
     with chromium_browser() as browser, logged_in(browser, plain_live_server, "ann", "/review/") as page:
         page.set_viewport_size({"width": 1366, "height": 768})
-        buttons = page.locator("button.candidate")
-        assert buttons.count() >= 2
-        first, second = buttons.nth(0), buttons.nth(1)
+        # Candidates whose answer is marked in the response (an answer a reader found without a span
+        # has nothing to highlight).
+        marked = {m.get_attribute("data-candidate") for m in page.locator("#response-source mark").all()}
+        buttons = [b for b in page.locator("button.candidate").all() if b.get_attribute("data-candidate") in marked]
+        assert len(buttons) >= 2
+        first, second = buttons[0], buttons[1]
         number = first.get_attribute("data-candidate")
         first.click()
         assert page.is_visible("#response-source")
@@ -132,3 +137,35 @@ def test_guidelines_are_open_before_the_first_label_and_behind_g_afterwards(keyb
     from adjudication.models import Label
 
     assert Label.objects.get().guidelines_version == 1
+
+
+def test_no_dead_ends_at_1366x768(keyboard_queue, plain_live_server):
+    with chromium_browser() as browser, logged_in(browser, plain_live_server, "ann", "/review/") as page:
+        page.set_viewport_size({"width": 1366, "height": 768})
+        # Navigation offers what an annotator may open, nothing that would answer 403.
+        nav = page.inner_text("header nav")
+        assert "review" in nav and "adjudicate" not in nav and "queues" not in nav and "audit" not in nav
+        # The lease's end names its time zone.
+        assert re.search(r"[A-Z]{2,5}|GMT|UTC", page.inner_text("#lease-expiry")), page.inner_text("#lease-expiry")
+        # Enter with nothing picked says what to do, in words.
+        page.keyboard.press("Enter")
+        assert page.is_visible("#pick-first") and "Pick an answer first" in page.inner_text("#pick-first")
+        # ? opens the shortcuts where they can be seen.
+        page.keyboard.press("?")
+        box = page.locator("#shortcuts").bounding_box()
+        assert box is not None and box["y"] >= 0 and box["y"] + 40 < 768
+        page.keyboard.press("?")
+        # The form stays in view while the response is read to its end.
+        page.evaluate("document.querySelector('#response-rendered').scrollTop = 1e6; window.scrollTo(0, 0)")
+        submit = page.locator("#submit").bounding_box()
+        assert submit is not None and submit["y"] + submit["height"] <= 768
+        # Shift+digit sets the confidence; the pick and Enter submit it.
+        page.keyboard.press("Shift+Digit4")
+        assert page.input_value("#confidence") == "4"
+        page.keyboard.press("2")
+        assert not page.is_visible("#pick-first")
+        with page.expect_navigation():
+            page.keyboard.press("Enter")
+    from adjudication.models import Label
+
+    assert Label.objects.get().confidence == 4
