@@ -11,6 +11,7 @@ eager, in a child process), create_queue --overlap 2, add_user.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -31,7 +32,9 @@ LAUNCH_ARGS = [
 ]
 PASSWORD = "browser-flow-pw-7731"
 READERS = ["fixed", "boxed", "strict-match"]
-SCREENSHOT = Path("/tmp/review-item.png")
+# Where the flow leaves its screenshots (docs/img holds the ones docs/review.md shows).
+SCREENSHOTS = Path(os.environ.get("REVIEW_SCREENSHOTS", "/tmp"))
+SCREENSHOT = SCREENSHOTS / "review-item.png"
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -175,7 +178,7 @@ def label_with_keyboard(page, answers: dict[int, str], *, screenshot: bool = Fal
             page.screenshot(path=str(SCREENSHOT.with_name("review-item-source.png")), full_page=True)
             page.keyboard.press("v")
             assert page.is_visible("#response-rendered")
-            page.screenshot(path=str(SCREENSHOT), full_page=True)
+            page.screenshot(path=str(SCREENSHOT), full_page=False)
         before = page.url
         page.keyboard.press(KEY_OF[answers[q]])
         assert page.locator("input[name=pick]:checked").get_attribute("value") == f"option:{answers[q]}"
@@ -203,6 +206,12 @@ def run_flow(browser, base: str) -> None:
         order1 = label_with_keyboard(page1, ANNOTATOR_1, screenshot=True)
         assert sorted(order1) == [1, 2, 3, 4, 5]
         assert "Nothing left for you to label" in page1.inner_text("main")
+        page1.goto(base + "/review/")
+        with page1.expect_navigation():
+            page1.click("text=guidelines")
+        page1.wait_for_function("() => document.body.dataset.math === 'done'")
+        assert "Version 1." in page1.inner_text("main")
+        page1.screenshot(path=str(SCREENSHOTS / "review-guidelines.png"), full_page=False)
 
     with logged_in(browser, base, "ann2", "/review/") as page2:
         order2 = label_with_keyboard(page2, ANNOTATOR_2)
@@ -221,6 +230,7 @@ def run_flow(browser, base: str) -> None:
         assert "ann1" not in table and "ann2" not in table
         # Annotator 1 labelled first and picked the box: "1" accepts that label into the final one.
         page3.keyboard.press("1")
+        page3.screenshot(path=str(SCREENSHOTS / "review-adjudicate.png"), full_page=False)
         assert page3.input_value("#final-kind") == "option"
         assert page3.input_value("#final-answer") == ADJUDICATED[4]
         page3.select_option("select[name=error_type]", "annotator_error")
