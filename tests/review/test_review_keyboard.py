@@ -169,3 +169,29 @@ def test_no_dead_ends_at_1366x768(keyboard_queue, plain_live_server):
     from adjudication.models import Label
 
     assert Label.objects.get().confidence == 4
+
+
+@pytest.fixture
+def two_queues(keyboard_queue):
+    run_command("create_queue", dataset="kb", name="kb-second-strict-vs-boxed", overlap=1, panel=READERS)
+
+
+def test_logging_in_with_two_queues_shows_them_and_claims_only_in_the_one_picked(two_queues, plain_live_server):
+    from adjudication.models import Lease, ReviewQueue
+
+    second = ReviewQueue.objects.get(name="kb-second-strict-vs-boxed").pk
+    with chromium_browser() as browser, logged_in(browser, plain_live_server, "ann", "/review/") as page:
+        assert page.url.endswith("/review/")
+        listed = page.inner_text("#queue-list")
+        assert f"Queue {second}" in listed and "kb-second" not in listed and "kb-q" not in listed
+        with page.expect_navigation():
+            page.keyboard.press("2")
+        assert ITEM_URL.search(page.url) and "kb-second" not in page.url
+        assert f"Queue {second}" in page.inner_text(".queue-title")
+        shown = [b.inner_text() for b in page.locator("button.candidate").all()]
+        answers = [text.split(":", 1)[1].strip() for text in shown]
+        assert len(answers) == len(set(answers)) >= 2  # each distinct answer once
+    # One lease in all, in the queue picked: the landing page reserved nothing in the first queue
+    # (a lease given back would still be a row).
+    [lease] = Lease.objects.all()
+    assert lease.item.queue_id == second
