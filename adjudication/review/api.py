@@ -137,12 +137,18 @@ class LeaseApi(APIView):
         return ApiResponse(BlindedItemSerializer(blinded_item(lease, request.user)).data)
 
 
-class LabelSerializer(serializers.Serializer):
-    kind = serializers.ChoiceField(choices=["option", "text", "no_answer", "ambiguous", "skipped"])
+class ReviseSerializer(serializers.Serializer):
+    """A label's fields (a revision cannot be a skip)."""
+
+    kind = serializers.ChoiceField(choices=["option", "text", "no_answer", "ambiguous"])
     answer = serializers.CharField(required=False, allow_blank=True, default="")
     correctness = serializers.ChoiceField(choices=["", "correct", "incorrect"], required=False, default="")
     confidence = serializers.IntegerField(min_value=1, max_value=5, required=False, allow_null=True, default=None)
     note = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+class LabelSerializer(ReviseSerializer):
+    kind = serializers.ChoiceField(choices=["option", "text", "no_answer", "ambiguous", "skipped"])
     skip_reason = serializers.CharField(required=False, allow_blank=True, default="")
 
 
@@ -163,14 +169,6 @@ class LabelApi(APIView):
         except ReviewError as exc:
             raise ValidationError(str(exc)) from exc
         return ApiResponse({"label": label.pk}, status=status.HTTP_201_CREATED)
-
-
-class ReviseSerializer(serializers.Serializer):
-    kind = serializers.ChoiceField(choices=["option", "text", "no_answer", "ambiguous"])
-    answer = serializers.CharField(required=False, allow_blank=True, default="")
-    correctness = serializers.ChoiceField(choices=["", "correct", "incorrect"], required=False, default="")
-    confidence = serializers.IntegerField(min_value=1, max_value=5, required=False, allow_null=True, default=None)
-    note = serializers.CharField(required=False, allow_blank=True, default="")
 
 
 class ReviseApi(APIView):

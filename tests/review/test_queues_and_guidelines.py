@@ -170,3 +170,21 @@ def test_a_skipped_item_is_counted_and_a_manager_reopens_it_for_its_annotator(wr
     assert queue.items.get().status == "agreed"
     # The skip is kept as history.
     assert Label.all_objects.filter(annotator=bob, kind=Label.Kind.SKIPPED, invalidated_at__isnull=False).count() == 1
+
+
+def test_the_api_revises_own_labels_only_and_keeps_the_old_row(two_queues):
+    first, _ = two_queues
+    ann, bob = make_user("ann", "annotator"), make_user("bob", "annotator")
+    lease = lease_claim_next(queue=first, annotator=ann).lease
+    label = label_submit(lease=lease, annotator=ann, entry=LabelEntry(kind="option", answer="B"))
+    # A second submit of the same item is refused with the way out named.
+    again = logged_in(ann).post(f"/api/leases/{lease.pk}/label/", {"kind": "option", "answer": "C"})
+    assert again.status_code == 400 and "/api/labels/<id>/revise/" in again.content.decode()
+    revised = logged_in(ann).post(f"/api/labels/{label.pk}/revise/", {"kind": "option", "answer": "C", "note": "box"})
+    assert revised.status_code == 201
+    new = Label.objects.get(pk=revised.json()["label"])
+    assert (new.answer, new.note, new.revises_id) == ("C", "box", label.pk)
+    assert Label.objects.filter(pk=label.pk).exists()  # history kept
+    assert logged_in(bob).post(f"/api/labels/{label.pk}/revise/", {"kind": "option", "answer": "D"}).status_code == 404
+    skip = logged_in(ann).post(f"/api/labels/{new.pk}/revise/", {"kind": "skipped"})
+    assert skip.status_code == 400
