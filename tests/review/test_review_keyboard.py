@@ -195,3 +195,41 @@ def test_logging_in_with_two_queues_shows_them_and_claims_only_in_the_one_picked
     # (a lease given back would still be a row).
     [lease] = Lease.objects.all()
     assert lease.item.queue_id == second
+
+
+@pytest.fixture
+def overlap_two(write_jsonl, service_env, monkeypatch):
+    require_chromium()
+    rows = [mc_row(1, id="sk-1", question="Q1?", response=RESPONSES[1])]
+    run_command("import_responses", str(write_jsonl(rows)), dataset="sk", no_progress=True)
+    run_readers(service_env, "sk")
+    run_command("create_queue", dataset="sk", name="sk-q", overlap=2, panel=READERS)
+    for name, role in (("ann", "annotator"), ("bob", "annotator"), ("man", "manager")):
+        add_user(monkeypatch, name, role)
+
+
+def test_a_skip_that_left_an_item_stuck_is_flagged_and_reopened(overlap_two, plain_live_server):
+    with chromium_browser() as browser:
+        with logged_in(browser, plain_live_server, "ann", "/review/") as page:
+            page.keyboard.press("2")
+            with page.expect_navigation():
+                page.keyboard.press("Enter")
+        with logged_in(browser, plain_live_server, "bob", "/review/") as page:
+            page.keyboard.press("s")
+            page.keyboard.type("cannot tell")
+            with page.expect_navigation():
+                page.keyboard.press("Enter")
+            assert "Nothing left for you to label" in page.inner_text("main")  # and nobody else is left
+        with logged_in(browser, plain_live_server, "man", "/queues/") as page:
+            assert "1 skipped" in page.inner_text("main")
+            with page.expect_navigation():
+                page.click("text=Re-open the 1 skipped item")
+            assert "1 skip re-opened" in page.inner_text(".messages") and "0 skipped" in page.inner_text("main")
+        with logged_in(browser, plain_live_server, "bob", "/review/") as page:
+            assert ITEM_URL.search(page.url)  # the item is his to label again
+            page.keyboard.press("2")
+            with page.expect_navigation():
+                page.keyboard.press("Enter")
+    from adjudication.models import QueueItem
+
+    assert QueueItem.objects.get().status == "agreed"
