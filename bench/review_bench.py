@@ -15,8 +15,9 @@ these generated texts: strict-match reads the letter of "The answer is (X)", box
 Timed: the app under the deployment's gunicorn (config/gunicorn.conf.py: gthread, by default
 cores + 1 workers x 4 threads; DEBUG off) on a free loopback port; 10 annotator threads, each logged
 in through /accounts/login/ with its own cookies and keep-alive connection, doing
-ITERATIONS x (GET /review/ -> 302 -> GET /review/item/<lease>/ -> POST the label). One sample = the
-claim + render: from sending GET /review/ to the item page's last byte. Every annotator first
+ITERATIONS x (GET /review/?queue=<id> -> 302 -> GET /review/item/<lease>/ -> POST the label; the first
+claim from /review/, later ones from where the POST redirects). One sample = the claim + render: from
+sending that GET to the item page's last byte. Every annotator first
 labels WARMUP items untimed (a running server is warm: connections open, statements prepared).
 
 Two workloads, in this order:
@@ -222,11 +223,14 @@ def annotate(
         barrier.wait()
     except threading.BrokenBarrierError:
         return
+    # The first claim starts from the landing page; later ones from where a submit sends the
+    # annotator (the queue's next item, /review/?queue=<id>), as in the browser.
+    next_url = "/review/"
     for _ in range(iterations):
         started = time.perf_counter()
-        status, headers, _ = b.request("GET", "/review/")
+        status, headers, _ = b.request("GET", next_url)
         if status != 302:
-            errors.append(f"{username}: GET /review/ -> {status} (queue exhausted?)")
+            errors.append(f"{username}: GET {next_url} -> {status} (queue exhausted?)")
             return
         item_path = path_of(headers["location"])
         status, _, html = b.request("GET", item_path)
@@ -253,6 +257,7 @@ def annotate(
         if status != 302 or "/review/item/" in headers.get("location", ""):
             errors.append(f"{username}: POST {item_path} -> {status} {headers.get('location')}")
             return
+        next_url = path_of(headers["location"])
 
 
 def healthz(port: int, samples: list[float], errors: list[str], barrier: threading.Barrier) -> None:
