@@ -47,13 +47,19 @@ def split_think(text: str) -> list[tuple[bool, int, int]]:
 
 def _segments(text: str, start: int, end: int, spans: list[tuple[int, int, int]]) -> list[Segment]:
     # Marks cannot overlap. Shorter spans are kept first, so that an answer nested inside another
-    # reader's long match (a boxed "C" inside "C. Then again \\boxed{C") still gets its mark.
+    # reader's long match (a boxed "C" inside "B. Then again \\boxed{C") still gets its mark; the
+    # long match keeps its first free stretch ("B. Then again \\boxed{"), so that its candidate
+    # is marked somewhere too.
     chosen: list[tuple[int, int, int]] = []
     for s, e, number in sorted(spans, key=lambda t: (t[1] - t[0], t[0])):
         s, e = max(s, start), min(e, end)
-        if e <= s or any(s < ce and cs < e for cs, ce, _ in chosen):
-            continue
-        chosen.append((s, e, number))
+        for cs, ce, _ in sorted(chosen):
+            if cs <= s < ce:
+                s = ce
+            elif s < cs < e:
+                e = cs
+        if e > s:
+            chosen.append((s, e, number))
     out, pos = [], start
     for s, e, number in sorted(chosen):
         if s > pos:

@@ -166,7 +166,8 @@ def test_nested_candidate_spans_each_keep_a_mark():
     outer = (text.index("B. Then"), text.index("{C}") + 2, 1)  # a long, greedy regex match
     inner = (text.index("{C}") + 1, text.index("{C}") + 2, 2)
     marks = [(seg.text, seg.mark) for part in response_parts(text, [outer, inner]) for seg in part.segments if seg.mark]
-    assert marks == [("C", 2)]
+    # The inner answer keeps its own mark; the greedy match keeps what is left before it.
+    assert marks == [("B. Then again \\boxed{", 1), ("C", 2)]
     # disjoint spans are all marked, in text order
     b = (text.index("B."), text.index("B.") + 1, 1)
     marks = [(seg.text, seg.mark) for part in response_parts(text, [inner, b]) for seg in part.segments if seg.mark]
