@@ -3,6 +3,7 @@ checkpoint, run, prompt or reader identity into an annotator-facing context."""
 
 from __future__ import annotations
 
+import functools
 import random
 import statistics
 from collections.abc import Sequence
@@ -10,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.contrib.auth.models import User
+from django.db import connection
 from django.db.models import Count, F, IntegerField, OuterRef, Q, Subquery, Sum, Value
 from django.utils import timezone
 from django.utils.safestring import mark_safe
@@ -25,7 +27,7 @@ from adjudication.models import (
     ReviewItem,
     ReviewQueue,
 )
-from adjudication.rawsql import fetch_all, fetch_one, raw_one
+from adjudication.rawsql import fetch_all, fetch_one, raw_all, raw_one
 from adjudication.review.markup import answer_html, inline_html
 from adjudication.review.rendering import response_parts, text_html
 from adjudication.routing.rules import MISSING, answer_key, comparable_answer
@@ -186,13 +188,24 @@ def own_label(*, item_id: int, annotator: User) -> Label | None:
     return Label.objects.filter(item_id=item_id, annotator=annotator).order_by("-created_at", "-id").first()
 
 
+_PREVIOUS_LEASE_SQL = """
+    SELECT l.id FROM adjudication_lease l JOIN adjudication_queueitem qi ON qi.id = l.item_id
+    WHERE l.annotator_id = %(annotator)s AND qi.queue_id = %(queue)s AND l.completed_at IS NOT NULL{before}
+    ORDER BY l.completed_at DESC, l.id DESC LIMIT 1"""
+_PREVIOUS_ANY = _PREVIOUS_LEASE_SQL.format(before="")
+_PREVIOUS_BEFORE = _PREVIOUS_LEASE_SQL.format(before=" AND l.completed_at < %(before)s")
+
+
 def previous_lease_id(*, annotator: User, queue_id: int, before: datetime | None) -> int | None:
     """The annotator's last finished item in this queue before `before` (a completion time; None: the
-    newest), so that Back and Backspace walk back through their own labels one by one."""
-    done = Lease.objects.filter(annotator=annotator, item__queue_id=queue_id, completed_at__isnull=False)
-    if before is not None:
-        done = done.filter(completed_at__lt=before)
-    return done.order_by("-completed_at", "-id").values_list("id", flat=True).first()
+    newest), so that Back and Backspace walk back through their own labels one by one. Hand-written
+    SQL: the item page is the review loop's hot path (see docs/review.md, Performance)."""
+    params: dict = {"annotator": annotator.pk, "queue": queue_id}
+    if before is None:
+        row = raw_one(_PREVIOUS_ANY, params)
+    else:
+        row = raw_one(_PREVIOUS_BEFORE, {**params, "before": connection.ops.adapt_datetimefield_value(before)})
+    return None if row is None else row[0]
 
 
 def pick_value(label: Label | None) -> str:
@@ -240,16 +253,17 @@ def item_page(*, leased: LeasedItem, annotator: User) -> dict:
     }
 
 
+_PACE_SQL = """
+    SELECT lab.seconds_spent FROM adjudication_label lab
+    WHERE lab.queue_id = %(queue)s AND lab.annotator_id = %(annotator)s AND lab.revises_id IS NULL
+      AND lab.kind <> 'skipped' AND lab.seconds_spent IS NOT NULL AND lab.invalidated_at IS NULL
+    ORDER BY lab.created_at DESC LIMIT %(last)s"""
+
+
 def own_pace(*, queue_id: int, annotator: User, last: int = 50) -> float | None:
     """Median seconds the annotator spent on each of their last labels in this queue (skips and
     revisions aside: they measure something else)."""
-    seconds = list(
-        Label.objects.filter(queue_id=queue_id, annotator=annotator, revises__isnull=True)
-        .exclude(kind=Label.Kind.SKIPPED)
-        .exclude(seconds_spent__isnull=True)
-        .order_by("-created_at")
-        .values_list("seconds_spent", flat=True)[:last]
-    )
+    seconds = [row[0] for row in raw_all(_PACE_SQL, {"queue": queue_id, "annotator": annotator.pk, "last": last})]
     return statistics.median(seconds) if seconds else None
 
 
@@ -259,12 +273,23 @@ class ShownGuidelines:
     html: str
 
 
+_GUIDELINES_SQL = """
+    SELECT g.version, g.text FROM adjudication_guidelines g WHERE g.queue_id = %(queue)s
+    ORDER BY g.version DESC LIMIT 1"""
+
+
+@functools.lru_cache(maxsize=64)
+def _guidelines_html(text: str) -> str:
+    # Guidelines change rarely and every item page shows them: render each text once per process.
+    return text_html(text)
+
+
 def current_guidelines(*, queue_id: int) -> ShownGuidelines | None:
     """The queue's newest guidelines, rendered (escaped Markdown with maths)."""
-    row = Guidelines.objects.filter(queue_id=queue_id).order_by("-version").values_list("version", "text").first()
+    row = raw_one(_GUIDELINES_SQL, {"queue": queue_id})
     if row is None:
         return None
-    return ShownGuidelines(version=row[0], html=mark_safe(text_html(row[1])))  # noqa: S308
+    return ShownGuidelines(version=row[0], html=mark_safe(_guidelines_html(row[1])))  # noqa: S308
 
 
 def guidelines_versions(*, queue: ReviewQueue) -> list[Guidelines]:

@@ -29,7 +29,7 @@ from adjudication.models import (
     ReviewQueue,
     RoutingPolicy,
 )
-from adjudication.rawsql import convert_row, fetch_one, raw_one
+from adjudication.rawsql import convert_row, fetch_one, raw_all, raw_one
 from adjudication.review.guidelines import default_guidelines
 from adjudication.review.labels import LabelEntry, agreement
 from adjudication.review.selectors import current_labels
@@ -175,6 +175,14 @@ _CURRENT_LEASE_SQL = """
     WHERE qi.queue_id = %(queue)s AND l.annotator_id = %(annotator)s
       AND l.completed_at IS NULL AND l.expires_at > %(now)s
     ORDER BY l.claimed_at, l.id LIMIT 1"""
+# Per-row lookups (NOT EXISTS on the item's primary key) over the annotator's few live leases, not
+# an anti-join against every item of the queue.
+_GIVE_BACK_ELSEWHERE_SQL = """
+    UPDATE adjudication_lease SET expires_at = %(now)s
+    WHERE annotator_id = %(annotator)s AND completed_at IS NULL AND expires_at > %(now)s
+      AND NOT EXISTS (SELECT 1 FROM adjudication_queueitem qi
+                      WHERE qi.id = adjudication_lease.item_id AND qi.queue_id = %(queue)s)
+    RETURNING id"""
 _WITH_ROOM_SQL = """
     SELECT qi.id FROM adjudication_queueitem qi
     WHERE qi.queue_id = %(queue)s AND qi.status = 'open' AND qi.label_count < %(overlap)s
@@ -218,9 +226,7 @@ def lease_claim_next(*, queue: ReviewQueue, annotator: User) -> Claim:
     with transaction.atomic():
         # Working in this queue gives back what the annotator holds unlabelled in the others: an
         # item reserved there would otherwise wait out its lease while they label here.
-        Lease.objects.filter(annotator=annotator, completed_at__isnull=True, expires_at__gt=now).exclude(
-            item__queue_id=queue.pk
-        ).update(expires_at=now)
+        raw_all(_GIVE_BACK_ELSEWHERE_SQL, params)
         row = raw_one(_CURRENT_LEASE_SQL, params)
         if row is not None:
             return Claim(Lease.objects.get(pk=row[0]))
