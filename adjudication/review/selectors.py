@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 
 from django.contrib.auth.models import User
 from django.db import connection
-from django.db.models import Count, F, IntegerField, OuterRef, Q, Subquery, Sum, Value
+from django.db.models import Count, F, IntegerField, OuterRef, Q, QuerySet, Subquery, Sum, Value
 from django.utils import timezone
 from django.utils.safestring import mark_safe
 
@@ -464,15 +464,7 @@ def queue_status(*, queue: ReviewQueue) -> dict:
     leased = queue.items.filter(leases__completed_at__isnull=True, leases__expires_at__gt=now).distinct().count()
     open_items = counts.get(QueueItem.Status.OPEN, 0)
     labelled = queue.items.filter(label_count__gt=0).count()
-    # Open items someone skipped (a current skip): the ones that can get stuck, when every
-    # annotator left has labelled or skipped them.
-    skipped = (
-        Label.objects.filter(item__queue=queue, kind=Label.Kind.SKIPPED, item__status=QueueItem.Status.OPEN)
-        .exclude(revisions__isnull=False)
-        .values("item_id")
-        .distinct()
-        .count()
-    )
+    skipped = open_item_skips(queue=queue).values("item_id").distinct().count()
     return {
         "items": sum(counts.values()),
         "pending": open_items,
@@ -484,6 +476,14 @@ def queue_status(*, queue: ReviewQueue) -> dict:
         "skipped": skipped,
         **queue_eta(queue=queue, now=now),
     }
+
+
+def open_item_skips(*, queue: ReviewQueue) -> QuerySet[Label]:
+    """Current skips (not revised into a label) on the queue's open items: the ones that can leave an
+    item stuck, when every annotator left has labelled or skipped it."""
+    return Label.objects.filter(item__queue=queue, kind=Label.Kind.SKIPPED, item__status=QueueItem.Status.OPEN).exclude(
+        revisions__isnull=False
+    )
 
 
 def queue_eta(*, queue: ReviewQueue, now: datetime) -> dict:

@@ -32,7 +32,7 @@ from adjudication.models import (
 from adjudication.rawsql import convert_row, fetch_one, raw_all, raw_one
 from adjudication.review.guidelines import default_guidelines
 from adjudication.review.labels import LabelEntry, agreement
-from adjudication.review.selectors import current_labels
+from adjudication.review.selectors import current_labels, open_item_skips
 from adjudication.routing.services import (
     queue_items_sync,
     review_items_route,
@@ -498,10 +498,8 @@ def skips_reopen(*, queue: ReviewQueue) -> int:
     a settled item changed nothing. Returns the number of skips re-opened."""
     now = timezone.now()
     with transaction.atomic():
-        skips = Label.objects.filter(
-            item__queue=queue, kind=Label.Kind.SKIPPED, item__status=QueueItem.Status.OPEN
-        ).exclude(revisions__isnull=False)
-        return Label.objects.filter(pk__in=list(skips.values_list("pk", flat=True))).update(invalidated_at=now)
+        skips = open_item_skips(queue=queue).values_list("pk", flat=True)
+        return Label.objects.filter(pk__in=list(skips)).update(invalidated_at=now)
 
 
 @dataclass
