@@ -23,6 +23,20 @@ class Dataset(models.Model):
         return self.name
 
 
+class DatasetRevision(models.Model):
+    """A counter per dataset, raised by every write that changes what the analytics read (responses,
+    readings, routing, labels, final labels): a stored report is current while it carries the
+    dataset's number. A row of its own, not a column of Dataset: an import holds the dataset row
+    for its whole transaction, and labelling must not wait for that."""
+
+    dataset = models.OneToOneField(Dataset, primary_key=True, on_delete=models.CASCADE, related_name="revision")
+    number = models.BigIntegerField(default=0)
+    changed_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.dataset_id} r{self.number}"
+
+
 class Run(models.Model):
     """One generation run: a model checkpoint answering one benchmark with one prompt."""
 
@@ -222,6 +236,11 @@ class ReviewItem(models.Model):
 class ReviewQueue(models.Model):
     """Human review of a routing policy's items: each item labelled by `overlap` annotators."""
 
+    class State(models.TextChoices):
+        ACTIVE = "active", "active"
+        PAUSED = "paused", "paused (no new claims)"
+        CLOSED = "closed", "closed (hidden from annotators)"
+
     name = models.CharField(max_length=200, unique=True, validators=[validate_name])
     dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="review_queues")
     policy = models.ForeignKey(RoutingPolicy, on_delete=models.PROTECT, related_name="queues")
@@ -245,6 +264,11 @@ class ReviewQueue(models.Model):
     # model names, so it never reaches an annotator-facing page or API.
     title = models.CharField(
         max_length=200, blank=True, default="", help_text='shown to annotators (default "Queue N")'
+    )
+    state = models.CharField(max_length=8, choices=State.choices, default=State.ACTIVE)
+    # Who may label it; nobody assigned means every annotator.
+    annotators = models.ManyToManyField(
+        "auth.User", blank=True, related_name="assigned_queues", help_text="empty: every annotator"
     )
     created_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -473,6 +497,42 @@ class AuditRun(models.Model):
 
     def __str__(self) -> str:
         return f"audit #{self.pk} of {self.dataset.name} ({self.status})"
+
+
+class AnalyticsReport(models.Model):
+    """The analytics page's whole report for one dataset, one set of parameters and one data version
+    (DatasetRevision.number), computed once by a Celery task and read by the page and its downloads.
+    Claimed by compare-and-set on `attempts` like an AuditRun."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="analytics_reports")
+    params = models.JSONField(default=dict, help_text="the report parameters (analytics.report.Params)")
+    params_key = models.CharField(max_length=64, help_text="sha256 of the canonical parameters")
+    data_version = models.BigIntegerField(help_text="DatasetRevision.number the report was computed for")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    body = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    elapsed_s = models.FloatField(null=True, blank=True, help_text="seconds the computation took")
+
+    class Meta:
+        ordering = ["-data_version", "-id"]
+        constraints = [
+            UniqueConstraint(fields=["dataset", "params_key", "data_version"], name="analytics_report_once"),
+        ]
+        indexes = [models.Index(fields=["dataset", "params_key", "status", "-data_version"])]
+
+    def __str__(self) -> str:
+        return f"analytics report #{self.pk} of dataset {self.dataset_id} r{self.data_version} ({self.status})"
 
 
 class TaskBatch(models.Model):
