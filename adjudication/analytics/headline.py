@@ -1,0 +1,150 @@
+"""The platform's headline: how much of each benchmark's base→RL gain the harness reader reports,
+how much a fixed reader finds, and the format share between them (seed 000). One pure function
+builds it from a format-share result pooled by benchmark, so that the quickstart's printed block,
+the managers' landing cards and the top of the analytics page show the same numbers as
+`manage.py format_share --dataset NAME --by benchmark --json` (same readers, resamples and seed)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+HEADLINE_KEYS = (
+    "reported_gain",
+    "reported_gain_ci",
+    "fixed_gain",
+    "fixed_gain_ci",
+    "format_share",
+    "format_share_ci",
+    "n_eligible",
+    "n_comparisons",
+    "box_rate_base",
+    "box_rate_rl",
+    "error",
+)
+
+
+def _pool(group: Mapping[str, Any]) -> dict[str, Any]:
+    """One pool of a format-share result (overall, or one benchmark's group) as headline numbers."""
+    pooled = group.get("pooled") or {}
+    box = group.get("box_rate") or {}
+    n_eligible = group.get("n_eligible", 0)
+    share = pooled.get("format_share")
+    if not n_eligible:
+        error = "no eligible comparison (a base checkpoint beside an RL one with a positive reported gain)"
+    elif share is None:
+        error = pooled.get("format_share_error") or "the pooled reported gain is not positive: no share"
+    else:
+        error = None
+    return {
+        "reported_gain": pooled.get("reported_gain"),
+        "reported_gain_ci": pooled.get("reported_gain_ci"),
+        "fixed_gain": pooled.get("fixed_gain"),
+        "fixed_gain_ci": pooled.get("fixed_gain_ci"),
+        "format_share": share,
+        "format_share_ci": pooled.get("format_share_ci"),
+        "n_eligible": n_eligible,
+        "n_comparisons": group.get("n_comparisons", 0),
+        "box_rate_base": (box.get("base") or {}).get("rate"),
+        "box_rate_rl": (box.get("rl") or {}).get("rate"),
+        "error": error,
+    }
+
+
+def format_share_headline(
+    result: Mapping[str, Any] | None,
+    *,
+    reported: str,
+    fixed: str,
+    base: str = "base",
+    disputed: Mapping[str, int] | None = None,
+    error: str = "",
+) -> dict[str, Any]:
+    """{reported_reader, fixed_reader, base_checkpoint, overall: {...}, by_benchmark: [{benchmark, ...}]}
+    from `format_share.compute(..., by="benchmark")` (jsonable, private keys stripped). `disputed`
+    ({benchmark: responses the review panel disputes}) is added per benchmark when given. `error`
+    (the format share could not be computed at all, e.g. an unknown reader) stands in for numbers."""
+    out: dict[str, Any] = {
+        "reported_reader": reported,
+        "fixed_reader": fixed,
+        "base_checkpoint": base,
+        "error": error or None,
+        "overall": None,
+        "by_benchmark": [],
+    }
+    if result is None or error:
+        return out
+    if result.get("by") not in (None, "benchmark"):
+        raise ValueError(f"the headline is pooled by benchmark, not by {result.get('by')!r}")
+    out["overall"] = _pool(result)
+    groups: Mapping[str, Any] = result.get("groups") or {}
+    benchmarks = sorted(set(groups) | {c["benchmark"] for c in result.get("comparisons", [])})
+    for benchmark in benchmarks:
+        row: dict[str, Any] = {"benchmark": benchmark}
+        if benchmark in groups:
+            row.update(_pool(groups[benchmark]))
+        else:
+            # A benchmark none of whose comparisons is eligible has no group of its own.
+            row.update(dict.fromkeys(HEADLINE_KEYS))
+            row.update(n_eligible=0, error="no eligible comparison")
+            row["n_comparisons"] = sum(c["benchmark"] == benchmark for c in result.get("comparisons", []))
+        task_types = result.get("task_types") or {}
+        row["task_type"] = (task_types.get(benchmark) or {}).get("task_type")
+        if disputed is not None:
+            row["disputed"] = disputed.get(benchmark, 0)
+        out["by_benchmark"].append(row)
+    return out
+
+
+def _points(value: float | None, ci: list[float] | None) -> str:
+    if value is None:
+        return "–"
+    text = f"{value:+.1f}"
+    if ci:
+        text += f" [{ci[0]:+.1f}, {ci[1]:+.1f}]"
+    return text
+
+
+def _share(value: float | None, ci: list[float] | None) -> str:
+    if value is None:
+        return "–"
+    text = f"{value:.0%}"
+    if ci:
+        text += f" [{ci[0]:.0%}, {ci[1]:.0%}]"
+    return text
+
+
+def _rate(value: float | None) -> str:
+    return "–" if value is None else f"{value:.0%}"
+
+
+def headline_lines(headline: Mapping[str, Any]) -> list[str]:
+    """The headline as plain-text lines (the quickstart prints them): one line per benchmark and
+    one for every eligible comparison pooled, gains in accuracy points with 95 % intervals."""
+    rep, fix = headline["reported_reader"], headline["fixed_reader"]
+    if headline.get("error"):
+        return [f"format share ({rep} vs {fix}): {headline['error']}"]
+    lines = [
+        f"Gain of each RL checkpoint over {headline['base_checkpoint']!r}, in accuracy points [95 % bootstrap]:",
+        (
+            f"  reported = under {rep!r} (the harness reader); fixed = under {fix!r}; "
+            "format share = (reported - fixed) / reported"
+        ),
+    ]
+    rows = [(row["benchmark"], row) for row in headline["by_benchmark"]]
+    if headline.get("overall"):
+        rows.append(("all", headline["overall"]))
+    width = max([len(name) for name, _ in rows] + [9])
+    for name, row in rows:
+        text = (
+            f"  {name:<{width}}  reported {_points(row['reported_gain'], row['reported_gain_ci'])}"
+            f"  fixed {_points(row['fixed_gain'], row['fixed_gain_ci'])}"
+            f"  format share {_share(row['format_share'], row['format_share_ci'])}"
+            f"  boxed base {_rate(row['box_rate_base'])} -> RL {_rate(row['box_rate_rl'])}"
+        )
+        if "disputed" in row:
+            text += f"  disputed {row['disputed']}"
+        if row.get("error"):
+            text += f"  ({row['error']})"
+        lines.append(text)
+    return lines
