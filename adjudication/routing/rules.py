@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 MISSING = frozenset({"no_answer", "timeout", "error"})
 Compare = Literal["either", "answer", "verdict"]
+# What routing does with one response: wait for a missing panel reading, route it as disputed,
+# route it as a control (undisputed, drawn at random), or leave it (undisputed).
+Outcome = Literal["pending", "disputed", "control", "agreeing"]
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,34 @@ def decide(
     else:
         disputed = len(answers) > 1 or len(verdicts) > 1
     return Decision(disputed=disputed, distinct_answers=len(answers), distinct_verdicts=len(verdicts))
+
+
+@dataclass(frozen=True)
+class Route:
+    outcome: Outcome
+    decision: Decision | None  # None while a panel reading is missing
+
+
+def route_response(
+    readings: Sequence[PanelReading],
+    *,
+    panel_size: int,
+    compare: Compare = "either",
+    missing_is_disagreement: bool = False,
+    control_fraction: float = 0.0,
+    seed: int = 0,
+    response_key: str,
+) -> Route:
+    """The one routing decision per response, shared by the routing itself and its read-only
+    preview, so that what a manager is told a queue will hold is what creating it routes."""
+    if len(readings) < panel_size:
+        return Route("pending", None)
+    decision = decide(readings, compare=compare, missing_is_disagreement=missing_is_disagreement)
+    if decision.disputed:
+        return Route("disputed", decision)
+    if is_control(seed=seed, response_key=response_key, fraction=control_fraction):
+        return Route("control", decision)
+    return Route("agreeing", decision)
 
 
 def is_control(*, seed: int, response_key: str, fraction: float) -> bool:

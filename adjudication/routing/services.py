@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from django.core.exceptions import ValidationError
@@ -16,25 +16,18 @@ from adjudication.models import (
     Dataset,
     QueueItem,
     ReaderSpec,
-    Reading,
-    Response,
     ReviewItem,
     ReviewQueue,
     RoutingPolicy,
 )
 from adjudication.pipeline.readings import reader_spec_for
-from adjudication.routing.rules import PanelReading, comparable_answer, decide, is_control, random_priority
+from adjudication.routing.rules import Decision, PanelReading, random_priority, route_response
+from adjudication.routing.selectors import RouteCounts, dataset_readers, panel_readings
 from readers import registry as reader_registry
-
-CHUNK = 2000
 
 
 @dataclass
-class RouteReport:
-    disputed: int = 0
-    controls: int = 0
-    agreeing: int = 0
-    pending: int = 0  # responses still missing a reading by some panel reader
+class RouteReport(RouteCounts):
     created: int = 0
     refreshed: int = 0  # items whose response was replaced, routed again on the new readings
     queued: int = 0  # queue items added to the queues built on the policy
@@ -47,17 +40,37 @@ def validation_message(exc: ValidationError) -> str:
     return " ".join(exc.messages)
 
 
+def panel_spec(*, dataset: Dataset, reader: str | ReaderSpec) -> ReaderSpec:
+    """A panel member: a spec as given; a name of the reader registry as its current version; any
+    other name (an LLM judge, a regeneration) as the one spec of that name that has read the dataset."""
+    if isinstance(reader, ReaderSpec):
+        return reader
+    try:
+        return reader_spec_for(reader=reader_registry.get(reader))
+    except reader_registry.UnknownReader:
+        found = [s for s in dataset_readers(dataset=dataset) if s.name == reader]
+        if len(found) == 1:
+            return found[0]
+        if found:
+            raise ValueError(
+                f"several versions of reader {reader!r} have read dataset {dataset.name!r}; "
+                "choose one on the queue form (/queues/new/)"
+            ) from None
+        raise
+
+
 def routing_policy_create(
     *,
     dataset: Dataset,
     name: str,
-    panel: list[str],
+    panel: Sequence[str | ReaderSpec],
     compare: str = "either",
     missing_is_disagreement: bool = False,
     control_fraction: float = 0.0,
     seed: int = 0,
     priority: str = "disagreement",
 ) -> RoutingPolicy:
+    """A routing policy over `panel`: reader names (see panel_spec) or the specs themselves."""
     if len(panel) < 2:
         raise ValueError("a routing panel needs at least two readers to disagree")
     if not (
@@ -81,7 +94,9 @@ def routing_policy_create(
         policy.full_clean()
     except ValidationError as exc:
         raise ValueError(validation_message(exc)) from None
-    specs = [reader_spec_for(reader=reader_registry.get(n)) for n in panel]
+    specs = [panel_spec(dataset=dataset, reader=member) for member in panel]
+    if len({s.pk for s in specs}) < 2:
+        raise ValueError("a routing panel needs at least two readers to disagree")
     try:
         with transaction.atomic():
             policy.save()
@@ -117,11 +132,11 @@ def queue_items_sync(*, queue: ReviewQueue) -> int:
     return len(items)
 
 
-def _reason(panel_readings: list[PanelReading], decision) -> dict:
+def _reason(readings: list[PanelReading], decision: Decision) -> dict:
     # Reader answers are model text: NUL and lone surrogates cannot go into a jsonb column.
     return json_safe(
         {
-            "readings": {r.reader: {"answer": r.answer, "verdict": r.verdict} for r in panel_readings},
+            "readings": {r.reader: {"answer": r.answer, "verdict": r.verdict} for r in readings},
             "distinct_answers": decision.distinct_answers,
             "distinct_verdicts": decision.distinct_verdicts,
         }
@@ -135,43 +150,35 @@ def review_items_route(*, policy: RoutingPolicy) -> RouteReport:
     its reason and priority from the new readings once they are all in."""
     report = RouteReport()
     specs: list[ReaderSpec] = list(policy.panel.all())
-    spec_names = {s.id: s.name for s in specs}
-    ids = list(Response.objects.filter(dataset=policy.dataset).order_by("id").values_list("id", "external_id"))
     replaced = dict(
         ReviewItem.objects.filter(policy=policy, replaced_at__isnull=False).values_list("response_id", "reason")
     )
     replaced = {rid: reason for rid, reason in replaced.items() if "readings" not in reason}
     before = ReviewItem.objects.filter(policy=policy).count()
-    for start in range(0, len(ids), CHUNK):
-        chunk = ids[start : start + CHUNK]
-        by_response: dict[int, list[PanelReading]] = defaultdict(list)
-        readings = Reading.objects.filter(response_id__in=[i for i, _ in chunk], reader_spec__in=specs)
-        for rid, spec_id, answer, normalized, canonical, verdict in readings.values_list(
-            "response_id", "reader_spec_id", "answer", "normalized", "canonical", "verdict"
-        ):
-            by_response[rid].append(
-                PanelReading(
-                    spec_names[spec_id],
-                    comparable_answer(canonical=canonical, normalized=normalized, answer=answer),
-                    verdict,
-                )
-            )
+    for chunk in panel_readings(dataset=policy.dataset, specs=specs):
         items = []
-        for rid, external_id in chunk:
-            panel_readings = by_response.get(rid, [])
-            if len(panel_readings) < len(specs):
+        for response in chunk:
+            rid, external_id = response.response_id, response.external_id
+            route = route_response(
+                response.readings,
+                panel_size=len(specs),
+                compare=policy.compare,
+                missing_is_disagreement=policy.missing_is_disagreement,
+                control_fraction=policy.control_fraction,
+                seed=policy.seed,
+                response_key=external_id,
+            )
+            decision = route.decision
+            if decision is None:
                 report.pending += 1
                 continue
-            decision = decide(
-                panel_readings, compare=policy.compare, missing_is_disagreement=policy.missing_is_disagreement
-            )
             if rid in replaced:
                 # Already in review (its labels were invalidated and it was re-opened when the text
                 # changed): it stays, with the new readings as its reason and the old one kept.
                 priority = _priority(policy, rid, external_id, decision)
                 ReviewItem.objects.filter(policy=policy, response_id=rid).update(
                     reason={
-                        **_reason(panel_readings, decision),
+                        **_reason(response.readings, decision),
                         "before_replacement": replaced[rid].get("before_replacement"),
                     },
                     priority=priority,
@@ -181,23 +188,16 @@ def review_items_route(*, policy: RoutingPolicy) -> RouteReport:
                 )
                 report.refreshed += 1
                 continue
-            control = False
-            if not decision.disputed:
-                report.agreeing += 1
-                control = is_control(seed=policy.seed, response_key=external_id, fraction=policy.control_fraction)
-                if not control:
-                    continue
-            if decision.disputed:
-                report.disputed += 1
-            else:
-                report.controls += 1
+            report.count(route)
+            if route.outcome == "agreeing":
+                continue
             items.append(
                 ReviewItem(
                     policy=policy,
                     response_id=rid,
-                    is_control=control,
+                    is_control=route.outcome == "control",
                     priority=_priority(policy, rid, external_id, decision),
-                    reason=_reason(panel_readings, decision),
+                    reason=_reason(response.readings, decision),
                 )
             )
         ReviewItem.objects.bulk_create(items, ignore_conflicts=True, batch_size=1000)
@@ -207,7 +207,7 @@ def review_items_route(*, policy: RoutingPolicy) -> RouteReport:
     return report
 
 
-def _priority(policy: RoutingPolicy, rid: int, external_id: str, decision) -> float:
+def _priority(policy: RoutingPolicy, rid: int, external_id: str, decision: Decision) -> float:
     if policy.priority == RoutingPolicy.Priority.RANDOM:
         return random_priority(seed=policy.seed, response_key=external_id)
     if policy.priority == RoutingPolicy.Priority.ORDER:
