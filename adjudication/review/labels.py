@@ -36,6 +36,12 @@ def _label_key(label: Label | FinalLabel, judge_correctness: bool) -> tuple:
     return key + ((label.correctness,) if judge_correctness else ())
 
 
+def label_category(kind: str, answer: str, correctness: str, judge_correctness: bool) -> str:
+    """A label as one nominal category for agreement statistics (κ, α): kind and normalised answer,
+    and the correctness when the queue judges it; the form analytics.selectors.annotator_ratings uses."""
+    return f"{kind}:{normalise_answer(kind, answer)}" + (f":{correctness}" if judge_correctness else "")
+
+
 def agreement(labels: list[Label], judge_correctness: bool) -> float:
     if not labels:
         return 1.0

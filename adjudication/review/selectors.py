@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 
 from django.contrib.auth.models import User
 from django.db import connection
-from django.db.models import Count, F, IntegerField, OuterRef, Q, QuerySet, Subquery, Sum, Value
+from django.db.models import Count, Exists, F, IntegerField, OuterRef, Q, QuerySet, Subquery, Sum, Value
 from django.utils import timezone
 from django.utils.safestring import mark_safe
 
@@ -296,15 +296,54 @@ def guidelines_versions(*, queue: ReviewQueue) -> list[Guidelines]:
     return list(queue.guidelines.order_by("-version").select_related("created_by"))
 
 
+def annotator_visible_queues(*, annotator: User) -> QuerySet[ReviewQueue]:
+    """The queues an annotator sees: not closed, and either assigned to nobody (every annotator) or
+    to them. Paused queues are seen (with their progress) but hand out nothing new."""
+    assigned = ReviewQueue.annotators.through.objects.filter(reviewqueue_id=OuterRef("pk"))
+    return ReviewQueue.objects.exclude(state=ReviewQueue.State.CLOSED).filter(
+        ~Exists(assigned) | Exists(assigned.filter(user_id=annotator.pk))
+    )
+
+
+def annotator_candidates(*, queue: ReviewQueue | None = None) -> QuerySet[User]:
+    """The users a queue can be assigned to: active members of the annotator group, and whoever the
+    queue is assigned to now (so that someone who lost the role can still be unassigned)."""
+    users = Q(is_active=True, groups__name="annotator")
+    if queue is not None:
+        users |= Q(assigned_queues=queue)
+    return User.objects.filter(pk__in=User.objects.filter(users).values("pk")).order_by("username")
+
+
+def users_named(*, usernames: Sequence[str]) -> tuple[list[User], list[str]]:
+    """The users of these usernames (each once, sorted) and the usernames nobody has."""
+    wanted = set(usernames)
+    found = list(User.objects.filter(username__in=wanted).order_by("username"))
+    return found, sorted(wanted - {u.username for u in found})
+
+
+def queue_visible_to(*, queue: ReviewQueue, annotator: User) -> bool:
+    return annotator_visible_queues(annotator=annotator).filter(pk=queue.pk).exists()
+
+
 def annotator_queues(*, annotator: User) -> list[dict]:
-    """Each queue as its annotators see it on their landing page: display title and their own
-    progress (labelled, remaining for them, capped), oldest queue first."""
+    """Each queue as its annotators see it on their landing page: display title, whether it is
+    paused, and their own progress (labelled, remaining for them, capped), oldest queue first.
+    Closed queues and queues assigned to others are not listed."""
     rows = []
-    for queue_id, title, overlap in ReviewQueue.objects.order_by("created_at", "id").values_list(
-        "id", "title", "overlap"
+    for queue_id, title, overlap, state in (
+        annotator_visible_queues(annotator=annotator)
+        .order_by("created_at", "id")
+        .values_list("id", "title", "overlap", "state")
     ):
         progress = progress_counts(queue_id=queue_id, overlap=overlap, annotator_id=annotator.pk)
-        rows.append({"id": queue_id, "title": title.strip() or f"Queue {queue_id}", **progress})
+        rows.append(
+            {
+                "id": queue_id,
+                "title": title.strip() or f"Queue {queue_id}",
+                "paused": state == ReviewQueue.State.PAUSED,
+                **progress,
+            }
+        )
     return rows
 
 

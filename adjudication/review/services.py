@@ -7,6 +7,7 @@ happens while holding that QueueItem row's lock (SELECT … FOR UPDATE). So "lab
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timedelta
 
@@ -24,11 +25,13 @@ from adjudication.models import (
     Lease,
     Question,
     QueueItem,
+    ReaderSpec,
     Reading,
     ReviewItem,
     ReviewQueue,
     RoutingPolicy,
 )
+from adjudication.permissions import has_role
 from adjudication.rawsql import convert_row, fetch_one, raw_all, raw_one
 from adjudication.review.guidelines import default_guidelines
 from adjudication.review.labels import LabelEntry, agreement
@@ -39,7 +42,7 @@ from adjudication.routing.services import (
     routing_policy_create,
     validation_message,
 )
-from adjudication.validators import free_text_problem
+from adjudication.validators import free_text_problem, unprintable
 from readers.options import letters as option_letters
 
 CLAIM_ATTEMPTS = 25  # rows tried (one locked at a time) per claim before reporting "busy"
@@ -54,6 +57,21 @@ class ReviewError(Exception):
 class Claim:
     lease: Lease | None
     busy: bool = False  # items remain but were momentarily locked by other claims: try again
+    # Why no new item was handed out although the queue may hold some: "paused", "closed" or
+    # "not_assigned" (the queue has assigned annotators and this is not one of them); "" otherwise.
+    refused: str = ""
+
+    @property
+    def refusal(self) -> str:
+        """The refusal as a sentence for the annotator (never the queue's name)."""
+        return CLAIM_REFUSALS.get(self.refused, "")
+
+
+CLAIM_REFUSALS = {
+    "paused": "This queue is paused: no new items are handed out for now. Come back later.",
+    "closed": "This queue is closed: it hands out no more items.",
+    "not_assigned": "This queue is assigned to other annotators.",
+}
 
 
 def queue_create(
@@ -61,7 +79,7 @@ def queue_create(
     dataset: Dataset,
     name: str,
     policy: RoutingPolicy | None = None,
-    panel: list[str] | None = None,
+    panel: Sequence[str | ReaderSpec] | None = None,
     overlap: int = 2,
     lease_seconds: int = 900,
     show_candidates: bool = True,
@@ -73,10 +91,12 @@ def queue_create(
     created_by: User | None = None,
     title: str = "",
     guidelines: str | None = None,
+    annotators: Sequence[User] = (),
 ) -> ReviewQueue:
-    """A queue over a routing policy's items. Without a policy, one is made from `panel` (default:
-    every rule reader that has read this dataset) and routed now. All or nothing: a queue that
-    cannot be filled is not left behind half made."""
+    """A queue over a routing policy's items. Without a policy, one is made from `panel` (reader
+    names or specs; default: every rule reader that has read this dataset) and routed now. With
+    `annotators`, only they see and claim it. All or nothing: a queue that cannot be filled is not
+    left behind half made."""
     queue = ReviewQueue(
         name=name,
         dataset=dataset,
@@ -94,6 +114,8 @@ def queue_create(
         queue.full_clean(exclude=["policy"], validate_unique=False)
     except ValidationError as exc:
         raise ReviewError(validation_message(exc)) from None
+    _check_title(queue.title)
+    _check_annotators(annotators)
     if ReviewQueue.objects.filter(name=name).exists():
         raise ReviewError(f"a queue named {name!r} exists already")
     try:
@@ -126,6 +148,7 @@ def queue_create(
             elif policy.dataset_id != dataset.pk:
                 raise ReviewError(f"policy {policy.name!r} belongs to another dataset")
             queue.save()
+            queue.annotators.set(annotators)
             guidelines_update(
                 queue=queue,
                 text=default_guidelines(judge_correctness=judge_correctness) if guidelines is None else guidelines,
@@ -137,6 +160,50 @@ def queue_create(
     except IntegrityError:
         # The name check above raced with another creation of the same name.
         raise ReviewError(f"a queue named {name!r} exists already") from None
+    return queue
+
+
+def _check_title(title: str) -> None:
+    if len(title) > TITLE_MAX:
+        raise ReviewError(f"title: at most {TITLE_MAX} characters")
+    bad = unprintable(title)
+    if bad:
+        raise ReviewError(f"title: must be one line of printable text (found {bad})")
+
+
+def _check_annotators(annotators: Sequence[User]) -> None:
+    refused = sorted(u.username for u in annotators if not (u.is_active and has_role(u, "annotator")))
+    if refused:
+        raise ReviewError(f"annotators: {', '.join(refused)} do not hold the annotator role")
+
+
+TITLE_MAX = ReviewQueue._meta.get_field("title").max_length
+
+
+def queue_state_set(*, queue: ReviewQueue, state: str) -> ReviewQueue:
+    """Pause (no new claims), close (hidden from annotators, no claims) or re-open a queue. Live
+    leases stay: an annotator who holds an item can still submit it."""
+    if state not in ReviewQueue.State.values:
+        raise ReviewError(f"state: one of {', '.join(ReviewQueue.State.values)}")
+    ReviewQueue.objects.filter(pk=queue.pk).update(state=state)
+    queue.state = state
+    return queue
+
+
+def queue_title_set(*, queue: ReviewQueue, title: str) -> ReviewQueue:
+    """The title annotators see (blank: "Queue N"); the name stays the managers' handle."""
+    title = title.strip()
+    _check_title(title)
+    ReviewQueue.objects.filter(pk=queue.pk).update(title=title)
+    queue.title = title
+    return queue
+
+
+def queue_annotators_set(*, queue: ReviewQueue, annotators: Sequence[User]) -> ReviewQueue:
+    """Who may see and claim the queue: exactly these annotators (nobody: every annotator). Someone
+    unassigned keeps their live lease (it can be submitted) but is handed nothing new."""
+    _check_annotators(annotators)
+    queue.annotators.set(annotators)
     return queue
 
 
@@ -169,12 +236,20 @@ def _live(now):
 
 # Raw SQL: the claim runs on every "next item", and building these statements through the ORM
 # cost more CPU than PostgreSQL spends executing them (bench/review_bench.py).
-_CURRENT_LEASE_SQL = """
-    SELECT l.id FROM adjudication_lease l
-    JOIN adjudication_queueitem qi ON qi.id = l.item_id
-    WHERE qi.queue_id = %(queue)s AND l.annotator_id = %(annotator)s
-      AND l.completed_at IS NULL AND l.expires_at > %(now)s
-    ORDER BY l.claimed_at, l.id LIMIT 1"""
+# The queue's state, whether the annotator may claim in it (nobody assigned, or they are), and their
+# unfinished live lease there: one statement, the one the claim always ran for the lease, so that
+# enforcing state and assignment costs the claim no extra round trip.
+_ACCESS_AND_CURRENT_LEASE_SQL = """
+    SELECT q.state,
+           NOT EXISTS (SELECT 1 FROM adjudication_reviewqueue_annotators a WHERE a.reviewqueue_id = q.id)
+           OR EXISTS (SELECT 1 FROM adjudication_reviewqueue_annotators a
+                      WHERE a.reviewqueue_id = q.id AND a.user_id = %(annotator)s),
+           (SELECT l.id FROM adjudication_lease l
+            JOIN adjudication_queueitem qi ON qi.id = l.item_id
+            WHERE qi.queue_id = q.id AND l.annotator_id = %(annotator)s
+              AND l.completed_at IS NULL AND l.expires_at > %(now)s
+            ORDER BY l.claimed_at, l.id LIMIT 1)
+    FROM adjudication_reviewqueue q WHERE q.id = %(queue)s"""
 # Per-row lookups (NOT EXISTS on the item's primary key) over the annotator's few live leases, not
 # an anti-join against every item of the queue.
 _GIVE_BACK_ELSEWHERE_SQL = """
@@ -209,6 +284,10 @@ def lease_claim_next(*, queue: ReviewQueue, annotator: User) -> Claim:
     """The annotator's next item: an unfinished live lease first; else the highest-priority open
     item they have not labelled or skipped, whose labels + live leases leave room.
 
+    Nothing new is handed out in a paused or closed queue (an unfinished live lease is still
+    returned: it may be submitted), nor to an annotator the queue is not assigned to (`refused`
+    says which). State and assignment are read in the statement that looks for the live lease.
+
     One row is locked per attempt (LIMIT 1 FOR UPDATE SKIP LOCKED over the items with room), so
     concurrent claims and label submissions do not queue behind a window of locked rows; the room
     is re-counted under the lock, since the query's snapshot may predate a lease committed since."""
@@ -224,12 +303,19 @@ def lease_claim_next(*, queue: ReviewQueue, annotator: User) -> Claim:
     }
     lock = " FOR UPDATE SKIP LOCKED" if connection.features.has_select_for_update_skip_locked else ""
     with transaction.atomic():
+        access = raw_one(_ACCESS_AND_CURRENT_LEASE_SQL, params)
+        if access is None:
+            raise ReviewQueue.DoesNotExist(f"review queue {queue.pk}")
+        state, allowed, current = access
+        if not allowed:
+            return Claim(None, refused="not_assigned")
+        if current is None and state != ReviewQueue.State.ACTIVE:
+            return Claim(None, refused=state)
         # Working in this queue gives back what the annotator holds unlabelled in the others: an
         # item reserved there would otherwise wait out its lease while they label here.
         raw_all(_GIVE_BACK_ELSEWHERE_SQL, params)
-        row = raw_one(_CURRENT_LEASE_SQL, params)
-        if row is not None:
-            return Claim(Lease.objects.get(pk=row[0]))
+        if current is not None:
+            return Claim(Lease.objects.get(pk=current))
         tried: list[int] = []
 
         def with_room() -> str:
