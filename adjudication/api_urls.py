@@ -10,6 +10,7 @@ urlpatterns = [
     path("datasets/<int:dataset_id>/progress/", api.DatasetProgressApi.as_view(), name="api-dataset-progress"),
     path("datasets/<int:dataset_id>/run-readers/", api.RunReadersApi.as_view(), name="api-run-readers"),
     path("queues/", review_api.QueueListApi.as_view(), name="api-queues"),
+    path("queues/<int:queue_id>/", review_api.QueueDetailApi.as_view(), name="api-queue"),
     path("queues/<int:queue_id>/claim/", review_api.ClaimApi.as_view(), name="api-claim"),
     path("queues/<int:queue_id>/status/", review_api.QueueStatusApi.as_view(), name="api-queue-status"),
     path("queues/<int:queue_id>/final-labels/", review_api.FinalLabelsApi.as_view(), name="api-final-labels"),

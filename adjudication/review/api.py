@@ -3,33 +3,48 @@ prompt or reader identity, no other annotators' labels."""
 
 from __future__ import annotations
 
+from django.db import transaction
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
-from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.exceptions import APIException, PermissionDenied, ValidationError
 from rest_framework.response import Response as ApiResponse
 from rest_framework.views import APIView
 
 from adjudication.exports import table_download
-from adjudication.models import Dataset, Label, Lease, ReviewQueue
+from adjudication.models import Dataset, Label, Lease, ReviewQueue, RoutingPolicy
 from adjudication.permissions import IsAnnotator, IsManager
 from adjudication.review.labels import LabelEntry
 from adjudication.review.selectors import (
     FINAL_LABEL_COLUMNS,
     annotator_progress,
+    annotator_visible_queues,
     candidates_for,
     final_labels,
     queue_status,
+    users_named,
 )
-from adjudication.review.services import ReviewError, label_revise, label_submit, lease_claim_next, queue_create
+from adjudication.review.services import (
+    ReviewError,
+    label_revise,
+    label_submit,
+    lease_claim_next,
+    queue_annotators_set,
+    queue_create,
+    queue_state_set,
+    queue_title_set,
+)
 from adjudication.validators import INT_MAX, INT_MIN, SMALLINT_MAX, validate_name
 from readers.options import LETTERS
 
 
 class QueueSerializer(serializers.ModelSerializer):
+    # Usernames of the assigned annotators; empty: every annotator.
+    annotators = serializers.SlugRelatedField(slug_field="username", many=True, read_only=True)
+
     class Meta:
         model = ReviewQueue
-        fields = ["id", "name", "title", "overlap", "show_candidates", "judge_correctness"]
+        fields = ["id", "name", "title", "overlap", "show_candidates", "judge_correctness", "state", "annotators"]
 
 
 class AnnotatorQueueSerializer(serializers.Serializer):
@@ -39,6 +54,7 @@ class AnnotatorQueueSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     title = serializers.CharField()
     judge_correctness = serializers.BooleanField()
+    state = serializers.ChoiceField(choices=["active", "paused"])  # closed queues are not listed
 
 
 class QueueCreateSerializer(serializers.Serializer):
@@ -52,8 +68,13 @@ class QueueCreateSerializer(serializers.Serializer):
     judge_correctness = serializers.BooleanField(default=False)
     control_fraction = serializers.FloatField(min_value=0, max_value=1, default=0.0)
     seed = serializers.IntegerField(min_value=INT_MIN, max_value=INT_MAX, default=0)
+    compare = serializers.ChoiceField(choices=RoutingPolicy.Compare.values, default=RoutingPolicy.Compare.EITHER)
+    missing_is_disagreement = serializers.BooleanField(default=False)
     title = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
     guidelines = serializers.CharField(required=False, allow_null=True, default=None, trim_whitespace=False)
+    annotators = serializers.ListField(
+        child=serializers.CharField(max_length=150), required=False, default=list, max_length=10_000
+    )
 
 
 class BlindedItemSerializer(serializers.Serializer):
@@ -93,10 +114,15 @@ class QueueListApi(APIView):
 
     @extend_schema(responses=QueueSerializer(many=True))
     def get(self, request):
-        queues = ReviewQueue.objects.order_by("created_at", "id")
         if IsManager().has_permission(request, self):
+            queues = ReviewQueue.objects.order_by("created_at", "id").prefetch_related("annotators")
             return ApiResponse(QueueSerializer(queues, many=True).data)
-        shown = [{"id": q.pk, "title": q.display_title, "judge_correctness": q.judge_correctness} for q in queues]
+        # Annotators: the queues they see (not closed; assigned to nobody or to them).
+        queues = annotator_visible_queues(annotator=request.user).order_by("created_at", "id")
+        shown = [
+            {"id": q.pk, "title": q.display_title, "judge_correctness": q.judge_correctness, "state": q.state}
+            for q in queues
+        ]
         return ApiResponse(AnnotatorQueueSerializer(shown, many=True).data)
 
     @extend_schema(request=QueueCreateSerializer, responses={201: QueueSerializer})
@@ -107,6 +133,7 @@ class QueueListApi(APIView):
         data.is_valid(raise_exception=True)
         v = dict(data.validated_data)
         dataset = get_object_or_404(Dataset, name=v.pop("dataset"))
+        v["annotators"] = _annotators_named(v.get("annotators", []))
         try:
             queue = queue_create(dataset=dataset, created_by=request.user, **v)
         except (ReviewError, KeyError) as exc:
@@ -123,6 +150,10 @@ class ClaimApi(APIView):
     def post(self, request, queue_id: int):
         queue = get_object_or_404(ReviewQueue, pk=queue_id)
         claim = lease_claim_next(queue=queue, annotator=request.user)
+        if claim.refused == "not_assigned":
+            raise PermissionDenied(claim.refusal)
+        if claim.refused:
+            raise QueueNotOpen(claim.refusal)
         if claim.lease is None:
             return ApiResponse({"busy": claim.busy}, status=status.HTTP_409_CONFLICT if claim.busy else 204)
         return ApiResponse(BlindedItemSerializer(blinded_item(claim.lease, request.user)).data)
@@ -212,3 +243,60 @@ class FinalLabelsApi(APIView):
             rows=final_labels(queue=queue),
             columns=FINAL_LABEL_COLUMNS,
         )
+
+
+# -- queue management (state, title, assigned annotators) ------------------------------------------
+
+
+class QueueNotOpen(APIException):
+    """A claim on a paused or closed queue: nothing new is handed out (a live lease still is)."""
+
+    status_code = status.HTTP_409_CONFLICT
+    default_detail = "the queue hands out no new items"
+    default_code = "queue_not_open"
+
+
+def _annotators_named(usernames: list[str]) -> list:
+    users, unknown = users_named(usernames=usernames)
+    if unknown:
+        raise ValidationError({"annotators": [f"no user named {', '.join(map(repr, unknown))}"]})
+    return users
+
+
+class QueuePatchSerializer(serializers.Serializer):
+    """What a manager changes on a queue; fields left out stay as they are."""
+
+    state = serializers.ChoiceField(choices=ReviewQueue.State.values, required=False)
+    title = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    # Usernames, the whole assignment (an empty list: every annotator).
+    annotators = serializers.ListField(child=serializers.CharField(max_length=150), required=False, max_length=10_000)
+
+
+class QueueDetailApi(APIView):
+    """One queue for managers: GET it, PATCH its state (active / paused / closed), title or
+    assigned annotators."""
+
+    permission_classes = [IsManager]
+
+    @extend_schema(responses=QueueSerializer)
+    def get(self, request, queue_id: int):
+        return ApiResponse(QueueSerializer(get_object_or_404(ReviewQueue, pk=queue_id)).data)
+
+    @extend_schema(request=QueuePatchSerializer, responses={200: QueueSerializer})
+    def patch(self, request, queue_id: int):
+        queue = get_object_or_404(ReviewQueue, pk=queue_id)
+        data = QueuePatchSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        annotators = _annotators_named(v["annotators"]) if "annotators" in v else None
+        try:
+            with transaction.atomic():
+                if "state" in v:
+                    queue_state_set(queue=queue, state=v["state"])
+                if "title" in v:
+                    queue_title_set(queue=queue, title=v["title"])
+                if annotators is not None:
+                    queue_annotators_set(queue=queue, annotators=annotators)
+        except ReviewError as exc:
+            raise ValidationError(str(exc)) from exc
+        return ApiResponse(QueueSerializer(ReviewQueue.objects.get(pk=queue.pk)).data)

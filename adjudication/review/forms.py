@@ -5,9 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.contrib.auth.models import User
+from django.db.models import QuerySet
 
 from adjudication.forms import free_text_field, model_bounds
-from adjudication.models import Dataset, FinalLabel, Label, ReviewQueue
+from adjudication.models import Dataset, FinalLabel, Label, ReaderSpec, ReviewQueue, RoutingPolicy
 
 
 class LabelForm(forms.Form):
@@ -47,22 +49,81 @@ class AdjudicationForm(forms.Form):
         return data
 
 
-class QueueForm(forms.Form):
+class DatasetPickForm(forms.Form):
+    """The first step of creating a queue: the dataset, whose readers make the panel's choices."""
+
     dataset = forms.ModelChoiceField(
-        queryset=Dataset.objects.all(),
+        queryset=Dataset.objects.order_by("name"),
         error_messages={"required": "choose a dataset", "invalid_choice": "choose a dataset"},
     )
+
+
+class QueueForm(forms.Form):
+    """A new queue over one dataset: its routing (panel, comparison, controls) and its review
+    settings. `readers` are the dataset's reader specs, the panel's choices."""
+
     name = forms.CharField(
         max_length=ReviewQueue._meta.get_field("name").max_length,
         validators=ReviewQueue._meta.get_field("name").validators,
+        required=False,
     )
+    title = forms.CharField(max_length=ReviewQueue._meta.get_field("title").max_length, required=False)
+    panel = forms.ModelMultipleChoiceField(
+        queryset=ReaderSpec.objects.none(),
+        error_messages={
+            "required": "tick at least two readers",
+            "invalid_choice": "tick readers that have read this dataset",
+            "invalid_pk_value": "tick readers that have read this dataset",
+        },
+    )
+    compare = forms.ChoiceField(choices=RoutingPolicy.Compare.choices, initial=RoutingPolicy.Compare.EITHER)
+    missing_is_disagreement = forms.BooleanField(required=False)
+    control_fraction = forms.FloatField(initial=0.0, min_value=0.0, max_value=1.0, required=False)
+    seed = forms.IntegerField(initial=0, required=False, **model_bounds(RoutingPolicy, "seed"))
     overlap = forms.IntegerField(initial=2, **model_bounds(ReviewQueue, "overlap"))
     lease_seconds = forms.IntegerField(initial=900, **model_bounds(ReviewQueue, "lease_seconds"))
-    control_fraction = forms.FloatField(initial=0.0, min_value=0.0, max_value=1.0, required=False)
-    show_candidates = forms.BooleanField(required=False)
+    show_candidates = forms.BooleanField(required=False, initial=True)
     judge_correctness = forms.BooleanField(required=False)
-    title = forms.CharField(max_length=200, required=False)
+
+    def __init__(self, *args: Any, readers: list[ReaderSpec], creating: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["panel"].queryset = ReaderSpec.objects.filter(pk__in=[r.pk for r in readers])
+        # A preview needs no name yet; creating does.
+        self.fields["name"].required = creating
+
+    def clean_panel(self) -> list[ReaderSpec]:
+        panel = list(self.cleaned_data["panel"])
+        if len(panel) < 2:
+            raise forms.ValidationError("tick at least two readers: a panel of one cannot disagree")
+        return panel
 
 
 class GuidelinesForm(forms.Form):
     text = forms.CharField(strip=False, error_messages={"required": "the guidelines are empty"})
+
+
+class QueueStateForm(forms.Form):
+    state = forms.ChoiceField(
+        choices=ReviewQueue.State.choices, error_messages={"invalid_choice": "active, paused or closed"}
+    )
+
+
+class QueueTitleForm(forms.Form):
+    title = forms.CharField(max_length=ReviewQueue._meta.get_field("title").max_length, required=False)
+
+
+class QueueAnnotatorsForm(forms.Form):
+    """Who may label the queue: the ticked annotators; none ticked, every annotator."""
+
+    annotators = forms.ModelMultipleChoiceField(
+        queryset=User.objects.none(),
+        required=False,
+        error_messages={
+            "invalid_choice": "tick users who hold the annotator role",
+            "invalid_pk_value": "tick users who hold the annotator role",
+        },
+    )
+
+    def __init__(self, *args: Any, candidates: QuerySet[User], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["annotators"].queryset = candidates

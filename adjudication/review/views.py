@@ -14,17 +14,30 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from adjudication.exports import table_download
 from adjudication.forms import form_errors
-from adjudication.models import Dataset, FinalLabel, Label, Lease, QueueItem, ReviewQueue
-from adjudication.permissions import role_required
-from adjudication.review.forms import AdjudicationForm, GuidelinesForm, LabelForm, QueueForm, SkipForm
+from adjudication.models import FinalLabel, Label, Lease, QueueItem, ReaderSpec, ReviewQueue
+from adjudication.permissions import has_role, is_manager, role_required
+from adjudication.review.agreement import queue_agreement
+from adjudication.review.forms import (
+    AdjudicationForm,
+    DatasetPickForm,
+    GuidelinesForm,
+    LabelForm,
+    QueueAnnotatorsForm,
+    QueueForm,
+    QueueStateForm,
+    QueueTitleForm,
+    SkipForm,
+)
 from adjudication.review.labels import LabelEntry
 from adjudication.review.selectors import (
     FINAL_LABEL_COLUMNS,
     LeasedItem,
     adjudication_page,
     adjudication_queue,
+    annotator_candidates,
     annotator_queues,
     annotator_stats,
+    annotator_visible_queues,
     current_guidelines,
     final_labels,
     guidelines_versions,
@@ -34,6 +47,7 @@ from adjudication.review.selectors import (
     own_label,
     policy_items_missing,
     queue_status,
+    queue_visible_to,
     revisit_page,
     unresolved_items,
 )
@@ -45,10 +59,14 @@ from adjudication.review.services import (
     label_submit,
     lease_claim_next,
     may_adjudicate,
+    queue_annotators_set,
     queue_create,
+    queue_state_set,
     queue_sync,
+    queue_title_set,
     skips_reopen,
 )
+from adjudication.routing.selectors import dataset_readers, route_preview
 
 
 # never_cache (Cache-Control: no-store): Back must ask the server again, never replay a page or a
@@ -61,26 +79,28 @@ def review_home(request: HttpRequest) -> HttpResponse:
     pick, and its next item opens at once."""
     wanted = request.GET.get("queue", "")
     if wanted:
-        if not wanted.isdigit():
+        if not wanted.isdigit() or len(wanted) > 18:
             raise Http404("no such queue")
         queue = get_object_or_404(ReviewQueue, pk=int(wanted))
     else:
         queues = annotator_queues(annotator=request.user)
-        with_work = [q for q in queues if q["remaining"]]
+        with_work = [q for q in queues if q["remaining"] and not q["paused"]]
         if len(with_work) != 1:
             return render(request, "review/home.html", {"queues": queues})
         queue = ReviewQueue.objects.get(pk=with_work[0]["id"])
     claim = lease_claim_next(queue=queue, annotator=request.user)
     if claim.lease is not None:
         return redirect("review:item", lease_id=claim.lease.pk)
-    return render(request, "review/done.html", {"busy": claim.busy, "queue_id": queue.pk})
+    context = {"busy": claim.busy, "queue_id": queue.pk, "refusal": claim.refusal, "refused": claim.refused}
+    return render(request, "review/done.html", context, status=403 if claim.refused == "not_assigned" else 200)
 
 
 @never_cache
 @role_required("annotator")
 def review_mine(request: HttpRequest, queue_id: int) -> HttpResponse:
-    """My labels in one queue, each reopening its item to revise it while not adjudicated."""
-    queue = get_object_or_404(ReviewQueue, pk=queue_id)
+    """My labels in one queue, each reopening its item to revise it while not adjudicated. A closed
+    queue, or one assigned to others, is not found: annotators do not see it."""
+    queue = get_object_or_404(annotator_visible_queues(annotator=request.user), pk=queue_id)
     return render(
         request,
         "review/mine.html",
@@ -95,8 +115,13 @@ def review_mine(request: HttpRequest, queue_id: int) -> HttpResponse:
 @never_cache
 @role_required("annotator", "adjudicator", "manager")
 def guidelines_page(request: HttpRequest, queue_id: int) -> HttpResponse:
-    """A queue's current guidelines, for everyone who labels or decides its items."""
+    """A queue's current guidelines, for everyone who labels or decides its items (an annotator
+    only for the queues they see)."""
     queue = get_object_or_404(ReviewQueue, pk=queue_id)
+    if not (is_manager(request.user) or has_role(request.user, "adjudicator")) and not queue_visible_to(
+        queue=queue, annotator=request.user
+    ):
+        raise Http404("no such queue")
     return render(
         request,
         "review/guidelines.html",
@@ -234,40 +259,161 @@ def adjudicate_item(request: HttpRequest, item_id: int) -> HttpResponse:
 @role_required("manager")
 def queue_list(request: HttpRequest) -> HttpResponse:
     queues = [
-        {
-            "queue": q,
-            "status": queue_status(queue=q),
-            "annotators": annotator_stats(queue=q),
-            "missing": policy_items_missing(queue=q),
-        }
+        {"queue": q, "status": queue_status(queue=q), "missing": policy_items_missing(queue=q)}
         for q in ReviewQueue.objects.select_related("dataset").order_by("name")
     ]
-    return render(request, "review/queues.html", {"queues": queues, "datasets": Dataset.objects.order_by("name")})
+    return render(request, "review/queues.html", {"queues": queues, "pick": DatasetPickForm()})
 
 
-@require_POST
+def _panel_initial(readers: list[ReaderSpec]) -> list[int]:
+    # The default panel, as the command and the API have it: every rule reader of the dataset.
+    return [r.pk for r in readers if r.kind == "rule"]
+
+
+def _reader_groups(readers: list[ReaderSpec]) -> list[tuple[str, list[ReaderSpec]]]:
+    kinds = dict(ReaderSpec.KIND_CHOICES)
+    groups: dict[str, list[ReaderSpec]] = {}
+    for reader in readers:
+        groups.setdefault(kinds.get(reader.kind, reader.kind), []).append(reader)
+    return list(groups.items())
+
+
+@require_http_methods(["GET", "POST"])
 @role_required("manager")
 def queue_new(request: HttpRequest) -> HttpResponse:
-    form = QueueForm(request.POST)
+    """Two steps: the dataset (GET ?dataset=), then the panel and the rest. "Preview" shows what the
+    queue would route, without writing anything; "Create" makes it and opens its page."""
+    if request.method == "GET" and not request.GET.get("dataset"):
+        return render(request, "review/queue_new.html", {"pick": DatasetPickForm()})
+    pick = DatasetPickForm(request.POST if request.method == "POST" else request.GET)
+    if not pick.is_valid():
+        messages.error(request, form_errors(pick))
+        return render(request, "review/queue_new.html", {"pick": DatasetPickForm()})
+    dataset = pick.cleaned_data["dataset"]
+    readers = dataset_readers(dataset=dataset)
+    creating = request.POST.get("action") == "create"
+    if request.method == "POST":
+        form = QueueForm(request.POST, readers=readers, creating=creating)
+    else:
+        form = QueueForm(readers=readers, initial={"panel": _panel_initial(readers)})
+    context = {"dataset": dataset, "form": form, "reader_groups": _reader_groups(readers), "preview": None}
+    if request.method == "GET":
+        context["chosen"] = {str(pk) for pk in _panel_initial(readers)}
+        return render(request, "review/queue_new.html", context)
+    context["chosen"] = set(request.POST.getlist("panel"))
     if not form.is_valid():
         messages.error(request, form_errors(form))
-        return redirect("review:queues")
+        return render(request, "review/queue_new.html", context)
     data = form.cleaned_data
+    routing = {
+        "panel": data["panel"],
+        "compare": data["compare"],
+        "missing_is_disagreement": data["missing_is_disagreement"],
+        "control_fraction": data["control_fraction"] or 0.0,
+        "seed": data["seed"] or 0,
+    }
+    if not creating:
+        context["preview"] = route_preview(dataset=dataset, **routing)
+        return render(request, "review/queue_new.html", context)
     try:
-        queue_create(
-            dataset=data["dataset"],
+        queue = queue_create(
+            dataset=dataset,
             name=data["name"],
             overlap=data["overlap"],
             lease_seconds=data["lease_seconds"],
             show_candidates=data["show_candidates"],
             judge_correctness=data["judge_correctness"],
-            control_fraction=data["control_fraction"] or 0.0,
             created_by=request.user,
             title=data["title"],
+            **routing,
         )
     except ReviewError as exc:
         messages.error(request, str(exc))
-    return redirect("review:queues")
+        return render(request, "review/queue_new.html", context)
+    n = queue.items.count()
+    messages.success(request, f"Queue {queue.name} created with {n} item{'s' if n != 1 else ''}.")
+    return redirect("review:queue", queue_id=queue.pk)
+
+
+@role_required("manager")
+def queue_detail(request: HttpRequest, queue_id: int) -> HttpResponse:
+    """One queue for its managers: progress, state, who may label it, its title, routing, exports,
+    and how much its annotators agree (each number linked to the disagreeing items)."""
+    queue = get_object_or_404(ReviewQueue.objects.select_related("dataset", "policy"), pk=queue_id)
+    assigned = set(queue.annotators.values_list("pk", flat=True))
+    return render(
+        request,
+        "review/queue_detail.html",
+        {
+            "queue": queue,
+            "status": queue_status(queue=queue),
+            "annotators": annotator_stats(queue=queue),
+            "missing": policy_items_missing(queue=queue),
+            "panel": list(queue.policy.panel.order_by("name", "version")),
+            "candidates": [{"user": u, "assigned": u.pk in assigned} for u in annotator_candidates(queue=queue)],
+            "assigned_count": len(assigned),
+            "agreement": queue_agreement(queue=queue),
+            "states": ReviewQueue.State,
+        },
+    )
+
+
+def _back_to_queue(queue: ReviewQueue) -> HttpResponse:
+    return redirect("review:queue", queue_id=queue.pk)
+
+
+@require_POST
+@role_required("manager")
+def queue_state(request: HttpRequest, queue_id: int) -> HttpResponse:
+    queue = get_object_or_404(ReviewQueue, pk=queue_id)
+    form = QueueStateForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, form_errors(form))
+        return _back_to_queue(queue)
+    before = queue.state
+    queue_state_set(queue=queue, state=form.cleaned_data["state"])
+    if before == queue.state:
+        messages.info(request, f"{queue.name} is {queue.get_state_display()} already.")
+    else:
+        messages.success(request, f"{queue.name} is now {queue.get_state_display()}.")
+    return _back_to_queue(queue)
+
+
+@require_POST
+@role_required("manager")
+def queue_title(request: HttpRequest, queue_id: int) -> HttpResponse:
+    queue = get_object_or_404(ReviewQueue, pk=queue_id)
+    form = QueueTitleForm(request.POST)
+    try:
+        if not form.is_valid():
+            raise ReviewError(form_errors(form))
+        queue_title_set(queue=queue, title=form.cleaned_data["title"])
+    except ReviewError as exc:
+        messages.error(request, str(exc))
+        return _back_to_queue(queue)
+    messages.success(request, f"Annotators now see {queue.name} as “{queue.display_title}”.")
+    return _back_to_queue(queue)
+
+
+@require_POST
+@role_required("manager")
+def queue_annotators(request: HttpRequest, queue_id: int) -> HttpResponse:
+    queue = get_object_or_404(ReviewQueue, pk=queue_id)
+    form = QueueAnnotatorsForm(request.POST, candidates=annotator_candidates(queue=queue))
+    try:
+        if not form.is_valid():
+            raise ReviewError(form_errors(form))
+        chosen = list(form.cleaned_data["annotators"])
+        queue_annotators_set(queue=queue, annotators=chosen)
+    except ReviewError as exc:
+        messages.error(request, str(exc))
+        return _back_to_queue(queue)
+    if chosen:
+        names = ", ".join(sorted(u.username for u in chosen))
+        messages.success(request, f"{queue.name} is assigned to {names}.")
+    else:
+        messages.success(request, f"{queue.name} is open to every annotator.")
+    return _back_to_queue(queue)
 
 
 @require_POST
@@ -276,7 +422,7 @@ def queue_reopen_skips(request: HttpRequest, queue_id: int) -> HttpResponse:
     queue = get_object_or_404(ReviewQueue, pk=queue_id)
     n = skips_reopen(queue=queue)
     messages.success(request, f"{queue.name}: {n} skip{'s' if n != 1 else ''} re-opened for their annotators.")
-    return redirect("review:queues")
+    return _back_to_queue(queue)
 
 
 @require_POST
@@ -285,7 +431,7 @@ def queue_sync_view(request: HttpRequest, queue_id: int) -> HttpResponse:
     queue = get_object_or_404(ReviewQueue.objects.select_related("policy"), pk=queue_id)
     added = queue_sync(queue=queue)
     messages.info(request, f"queue {queue.name}: {added} new item(s) from its policy")
-    return redirect("review:queues")
+    return _back_to_queue(queue)
 
 
 @role_required("manager")

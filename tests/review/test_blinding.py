@@ -121,3 +121,33 @@ def test_every_annotator_facing_page_and_api_response_is_blind(canary_queue):
     # the candidate answers are there, anonymously
     item_html = pages[1][1].content.decode()
     assert "Candidate 1" in item_html and "Candidate 2" in item_html
+
+
+def test_a_paused_closed_or_assigned_queue_never_shows_its_name_to_annotators(canary_queue):
+    from adjudication.models import ReviewQueue
+    from adjudication.review.services import queue_annotators_set, queue_state_set
+
+    ann, other = make_user("ann", "annotator"), make_user("other", "annotator")
+    second = ReviewQueue.objects.exclude(pk=canary_queue.pk).get()
+    client = Client()
+    client.force_login(ann)
+    pages = []
+    for state in ("paused", "closed"):
+        queue_state_set(queue=canary_queue, state=state)
+        pages += [
+            (f"{state} landing", client.get("/review/")),
+            (f"{state} queue", client.get(f"/review/?queue={canary_queue.pk}")),
+            (f"{state} API queues", client.get("/api/queues/")),
+            (f"{state} API claim", client.post(f"/api/queues/{canary_queue.pk}/claim/")),
+            (f"{state} my labels", client.get(f"/review/queues/{canary_queue.pk}/mine/")),
+        ]
+    queue_annotators_set(queue=second, annotators=[other])
+    pages += [
+        ("assigned landing", client.get("/review/")),
+        ("assigned queue", client.get(f"/review/?queue={second.pk}")),
+        ("assigned API claim", client.post(f"/api/queues/{second.pk}/claim/")),
+        ("assigned guidelines", client.get(f"/review/queues/{second.pk}/guidelines/")),
+    ]
+    assert [r.status_code for where, r in pages if "claim" in where] == [409, 409, 403]
+    for where, response in pages:
+        assert_blind(response.content.decode(), where)

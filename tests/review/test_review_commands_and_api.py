@@ -79,5 +79,6 @@ def test_the_api_flow_claim_label_and_export(write_jsonl):
     assert csv_body.splitlines()[0].startswith("response_id,") and len(csv_body.splitlines()) == 3
     page = manager.get(f"/queues/{queue_id}/final-labels.csv")
     assert page.status_code == 200 and b"unanimous" in page.content
-    queues_page = manager.get("/queues/").content.decode()
-    assert "2 labelled" in queues_page and "ann" in queues_page
+    assert "2 labelled" in manager.get("/queues/").content.decode()
+    queue_page = manager.get(f"/queues/{queue_id}/").content.decode()
+    assert "<tr><td>ann</td><td>2</td>" in queue_page  # the per-annotator table moved to the queue's page

@@ -6,6 +6,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from adjudication.management.arguments import dataset_named
 from adjudication.models import RoutingPolicy
+from adjudication.review.selectors import users_named
 from adjudication.review.services import ReviewError, queue_create
 
 
@@ -25,7 +26,15 @@ class Command(BaseCommand):
         parser.add_argument("--hide-candidates", action="store_true", help="do not show the readers' answers")
         parser.add_argument("--judge-correctness", action="store_true", help="annotators also judge vs the gold")
         parser.add_argument("--control-fraction", type=float, default=0.0)
-        parser.add_argument("--missing-disagrees", action="store_true")
+        parser.add_argument(
+            "--compare",
+            choices=RoutingPolicy.Compare.values,
+            default="either",
+            help="what a dispute is: a different answer or verdict (either, the default), answer, or verdict",
+        )
+        parser.add_argument(
+            "--missing-disagrees", action="store_true", help="a reader that found no answer disputes one that did"
+        )
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--title", default="", help='what annotators see (default "Queue N")')
         parser.add_argument(
@@ -33,6 +42,13 @@ class Command(BaseCommand):
             type=Path,
             default=None,
             help="the annotators' guidelines, Markdown (default: the built-in ones for the task)",
+        )
+        parser.add_argument(
+            "--annotator",
+            action="append",
+            default=[],
+            dest="annotators",
+            help="only this user sees and claims the queue (repeatable; default: every annotator)",
         )
 
     def handle(
@@ -47,13 +63,18 @@ class Command(BaseCommand):
         hide_candidates: bool,
         judge_correctness: bool,
         control_fraction: float,
+        compare: str,
         missing_disagrees: bool,
         seed: int,
         title: str,
         guidelines_file: Path | None,
+        annotators: list[str],
         **options,
     ) -> None:
         ds = dataset_named(dataset)
+        users, unknown = users_named(usernames=annotators)
+        if unknown:
+            raise CommandError(f"--annotator: no user named {', '.join(map(repr, unknown))}")
         guidelines = None
         if guidelines_file is not None:
             try:
@@ -76,11 +97,15 @@ class Command(BaseCommand):
                 show_candidates=not hide_candidates,
                 judge_correctness=judge_correctness,
                 control_fraction=control_fraction,
+                compare=compare,
                 missing_is_disagreement=missing_disagrees,
                 seed=seed,
                 title=title,
                 guidelines=guidelines,
+                annotators=users,
             )
         except (ReviewError, KeyError) as exc:
             raise CommandError(str(exc)) from exc
         self.stdout.write(f"queue {queue.name}: {queue.items.count()} items, overlap {queue.overlap}")
+        if users:
+            self.stdout.write(f"assigned to {', '.join(u.username for u in users)}")
