@@ -190,7 +190,7 @@ def test_bad_input_is_a_message_naming_the_field_and_no_queue(panel_dataset, cha
 
 
 def test_a_reader_of_another_dataset_is_not_a_panel_choice(panel_dataset, write_jsonl):
-    dataset, specs = panel_dataset
+    _dataset, specs = panel_dataset
     other = disputed_dataset(write_jsonl, 2, name="other")  # read by strict-match and boxed
     manager = logged_in(make_user("man", "manager"))
     page = manager.post("/queues/new/", form_data(other, [specs["strict"], specs["judge"]], name="x", action="create"))

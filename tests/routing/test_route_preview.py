@@ -97,8 +97,8 @@ def test_route_response_waits_for_missing_readings_and_draws_controls_only_from_
     assert route_response(split, panel_size=2, response_key="r", control_fraction=1.0).outcome == "disputed"
 
 
-def test_the_dataset_readers_are_the_specs_that_read_it_rule_readers_and_llm_readers(three_readers, write_jsonl):
-    dataset, specs = three_readers
+def test_the_dataset_readers_are_the_specs_that_read_it_rule_readers_and_llm_readers(three_readers):
+    dataset, _specs = three_readers
     judge_spec(name="judge-elsewhere", config_hash="b" * 64)  # no reading of this dataset
     assert {s.name for s in dataset_readers(dataset=dataset)} == {"strict-match", "fixed", "boxed", "judge-qwen"}
     assert [s.kind for s in dataset_readers(dataset=dataset)] == ["judge", "rule", "rule", "rule"]
