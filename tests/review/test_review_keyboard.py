@@ -222,6 +222,8 @@ def test_a_skip_that_left_an_item_stuck_is_flagged_and_reopened(overlap_two, pla
             assert "Nothing left for you to label" in page.inner_text("main")  # and nobody else is left
         with logged_in(browser, plain_live_server, "man", "/queues/") as page:
             assert "1 skipped" in page.inner_text("main")
+            with page.expect_navigation():  # the queue's own page has the button
+                page.click("text=sk-q")
             with page.expect_navigation():
                 page.click("text=Re-open the 1 skipped item")
             assert "1 skip re-opened" in page.inner_text(".messages") and "0 skipped" in page.inner_text("main")
