@@ -129,8 +129,7 @@ def test_the_queue_agreement_matrix(labelled_queue, plain_live_server):
             page.click("text=matrix-q")
         assert page.url.endswith(f"/queues/{q}/")
         summary = {
-            key: page.locator(f"#agreement-{key}")
-            for key in ("items", "percent", "disagreeing", "kappa", "alpha")
+            key: page.locator(f"#agreement-{key}") for key in ("items", "percent", "disagreeing", "kappa", "alpha")
         }
         assert summary["items"].inner_text() == "4 items"
         assert summary["percent"].inner_text() == "50.0 %"
