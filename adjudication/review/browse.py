@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from django.db.models import Case, Exists, IntegerField, OuterRef, Q, QuerySet, Subquery, Value, When
+from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Substr
 
 from adjudication.fields import SENTINEL
@@ -42,6 +42,7 @@ PREVIEW_CHARS = 160
 # What the preview reads of each text from the database (a response may be megabytes): enough for
 # the preview after whitespace is collapsed, and for a JSON-escaped (verbatim-stored) text's prefix.
 _PREVIEW_READ = 1_000
+_MAX_EXACT = 1_000  # external ids are unique per dataset: one exact match per dataset at most
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _SPACES = re.compile(r"\s+")
 
@@ -126,31 +127,30 @@ class _Current(NamedTuple):
     correctness: str
 
 
-def disagreeing_responses(*, queue: ReviewQueue, pair: tuple[int, int] | None) -> set[int]:
-    """Responses of the queue whose annotators' current labels (each annotator's newest valid label,
-    skips aside: what agreement reads) are not all equal; with `pair` (two user ids), those on which
-    both of them have a current label and the two differ. Equality is review.labels.label_key, with
-    the queue's judge_correctness, as the queue's agreement."""
+def disagreeing_items(*, queue: ReviewQueue, pair: tuple[int, int] | None) -> set[int]:
+    """Queue items whose annotators' current labels (each annotator's newest valid label, skips
+    aside: what agreement reads) are not all equal; with `pair` (two user ids, either order), those
+    on which both of them have a current label and the two differ. Equality is
+    review.labels.label_key with the queue's judge_correctness, as in the queue's agreement. One
+    statement: the queue's labels, five columns each, from the (queue, annotator, item) index."""
     labels = Label.objects.filter(queue_id=queue.pk)
     if pair is not None:
         labels = labels.filter(annotator_id__in=pair)
-    newest: dict[tuple[int, int], tuple[int, _Current]] = {}
+    newest: dict[tuple[int, int], _Current] = {}
     rows = labels.order_by("item_id", "annotator_id", "created_at", "id").values_list(
-        "item_id", "annotator_id", "kind", "answer", "correctness", "item__review_item__response_id"
+        "item_id", "annotator_id", "kind", "answer", "correctness"
     )
-    for item_id, annotator_id, kind, answer, correctness, response_id in rows.iterator(chunk_size=5_000):
-        newest[(item_id, annotator_id)] = (response_id, _Current(kind, answer, correctness))
+    for item_id, annotator_id, kind, answer, correctness in rows:
+        newest[(item_id, annotator_id)] = _Current(kind, answer, correctness)
     by_item: dict[int, list[_Current]] = defaultdict(list)
-    response_of: dict[int, int] = {}
-    for (item_id, _annotator), (response_id, current) in newest.items():
+    for (item_id, _annotator), current in newest.items():
         if current.kind != Label.Kind.SKIPPED:
             by_item[item_id].append(current)
-            response_of[item_id] = response_id
     judge = queue.judge_correctness
     if pair is None:
-        return {response_of[i] for i, current in by_item.items() if agreement(current, judge) < 1.0}
+        return {i for i, current in by_item.items() if agreement(current, judge) < 1.0}
     return {
-        response_of[i]
+        i
         for i, current in by_item.items()
         if len(current) == 2 and label_key(current[0], judge) != label_key(current[1], judge)
     }
@@ -160,8 +160,19 @@ def disagreeing_responses(*, queue: ReviewQueue, pair: tuple[int, int] | None) -
 
 
 def items_filtered(*, filters: ItemFilters) -> QuerySet[Response]:
-    """The responses matching every filter, exact external-id matches of `q` first, then import order."""
-    responses = Response.objects.all()
+    """The responses matching every filter, in import order (items_page puts exact ids of `q` first)."""
+    return _searched(_filtered(filters), filters.q)
+
+
+def _searched(responses: QuerySet[Response], q: str) -> QuerySet[Response]:
+    if not q:
+        return responses
+    return responses.filter(Q(external_id__icontains=q) | Q(text__icontains=q))
+
+
+def _filtered(filters: ItemFilters) -> QuerySet[Response]:
+    """Every filter but `q`. `disagree` is computed here, once: the queryset carries its item ids."""
+    responses = Response.objects.order_by("id")
     if filters.dataset_id is not None:
         responses = responses.filter(dataset_id=filters.dataset_id)
     for column in ("model", "checkpoint", "benchmark"):
@@ -182,13 +193,27 @@ def items_filtered(*, filters: ItemFilters) -> QuerySet[Response]:
         responses = responses.filter(Exists(said))
     if (filters.disagree_any or filters.disagree_pair) and filters.queue_id is not None:
         queue = ReviewQueue.objects.filter(pk=filters.queue_id).first()
-        ids = set() if queue is None else disagreeing_responses(queue=queue, pair=filters.disagree_pair)
-        responses = responses.filter(pk__in=sorted(ids))
-    if filters.q:
-        responses = responses.filter(Q(external_id__icontains=filters.q) | Q(text__icontains=filters.q))
-        exact = Case(When(external_id__iexact=filters.q, then=Value(0)), default=Value(1), output_field=IntegerField())
-        return responses.annotate(exact_id=exact).order_by("exact_id", "id")
-    return responses.order_by("id")
+        ids = set() if queue is None else disagreeing_items(queue=queue, pair=filters.disagree_pair)
+        disputed = QueueItem.objects.filter(pk__in=sorted(ids), review_item__response=OuterRef("pk"))
+        responses = responses.filter(Exists(disputed))
+    return responses
+
+
+def _page_ids(without_q: QuerySet[Response], q: str, offset: int, limit: int) -> list[int]:
+    """Ids of rows offset..offset+limit of the listing: responses whose external id is `q` (in any
+    case; at most one per dataset) first, then the other matches in import order. Not one ORDER BY
+    over a "matches exactly" expression: that sorts every match, so a common word would be searched
+    for in every text, where import order stops at the page's last match."""
+    matching = _searched(without_q, q)
+    if not q:
+        return list(matching.values_list("id", flat=True)[offset : offset + limit])
+    exact = list(without_q.filter(external_id__iexact=q).values_list("id", flat=True)[:_MAX_EXACT])
+    head = exact[offset : offset + limit]
+    if len(head) == limit:
+        return head
+    start = max(0, offset - len(exact))
+    rest = matching.exclude(pk__in=exact) if exact else matching
+    return head + list(rest.values_list("id", flat=True)[start : start + limit - len(head)])
 
 
 def _decode_prefix(body: str) -> str:
@@ -277,24 +302,30 @@ def _verdicts_of(response_ids: Sequence[int], readers: Iterable[str]) -> dict[in
 
 
 def items_page(*, filters: ItemFilters, page: int = 1, page_size: int | None = None) -> ItemsPage:
-    """One page of the filtered responses with what the list shows of each: four statements (the
-    page, its queue items with their states, the named readers' verdicts, a count capped at
-    COUNT_CAP, skipped when the first page is not full)."""
+    """One page of the filtered responses with what the list shows of each, in a fixed number of
+    statements whatever the page size: the page's ids (two with `q`: the exact ids first), their
+    rows, their queue items with their states, the named readers' verdicts, a count capped at
+    COUNT_CAP (skipped when the first page is not full), and with `disagree` the queue's labels."""
     page_size = page_size or PAGE_SIZE
-    matching = items_filtered(filters=filters)
     offset = (page - 1) * page_size
-    rows = list(
-        matching.annotate(text_prefix=Substr("text", 1, _PREVIEW_READ)).values_list(
+    without_q = _filtered(filters)
+    ids = _page_ids(without_q, filters.q, offset, page_size + 1)
+    has_next = len(ids) > page_size
+    ids = ids[:page_size]
+    # The page's rows by their ids: a deep page skips ids only, never reads the texts it skips.
+    by_id = {
+        row[0]: row
+        for row in Response.objects.filter(pk__in=ids)
+        .annotate(text_prefix=Substr("text", 1, _PREVIEW_READ))
+        .values_list(
             "id", "external_id", "dataset__name", "run__model", "run__checkpoint", "run__benchmark", "text_prefix"
-        )[offset : offset + page_size + 1]
-    )
-    has_next = len(rows) > page_size
-    rows = rows[:page_size]
+        )
+    }
+    rows = [by_id[pk] for pk in ids if pk in by_id]
     if offset == 0 and not has_next:
         total = len(rows)
     else:
-        total = matching.order_by()[: COUNT_CAP + 1].count()
-    ids = [row[0] for row in rows]
+        total = _searched(without_q, filters.q).order_by()[: COUNT_CAP + 1].count()
     queue_items = _queue_items_of(ids) if ids else {}
     verdicts = _verdicts_of(ids, (c.reader for c in filters.verdicts)) if ids and filters.verdicts else {}
     items = [

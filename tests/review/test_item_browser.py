@@ -231,6 +231,13 @@ def test_search_by_id_ranks_the_exact_id_first_then_other_matches_in_import_orde
     assert listed(boss, "q=A-1") == ["a-1", "b-0"]
 
 
+def test_the_exact_id_stays_first_across_pages(world):
+    filters = browse.ItemFilters(q="A-1")
+    pages = [browse.items_page(filters=filters, page=n, page_size=1) for n in (1, 2, 3)]
+    assert [[it.external_id for it in p.items] for p in pages] == [["a-1"], ["b-0"], []]
+    assert pages[0].has_next and not pages[1].has_next and pages[0].total == 2
+
+
 def test_search_by_text_finds_a_substring_of_the_response_in_any_case(boss):
     assert listed(boss, "q=durkheim%27s+anomie") == ["a-2"]
     assert listed(boss, "q=no+such+words") == []
@@ -352,10 +359,11 @@ def test_disagreeing_responses_agrees_with_the_queue_agreement(world):
     from adjudication.review.labels import agreement
     from adjudication.review.selectors import current_labels
 
-    found = browse.disagreeing_responses(queue=world.q2, pair=None)
-    for item in QueueItem.objects.filter(queue=world.q2).select_related("review_item"):
-        disputed = agreement(current_labels(item), world.q2.judge_correctness) < 1.0
-        assert (item.review_item.response_id in found) == disputed
+    for queue in (world.q1, world.q2):
+        found = browse.disagreeing_items(queue=queue, pair=None)
+        assert found
+        for item in QueueItem.objects.filter(queue=queue):
+            assert (item.pk in found) == (agreement(current_labels(item), queue.judge_correctness) < 1.0)
 
 
 # -- bad input --------------------------------------------------------------------------------------
