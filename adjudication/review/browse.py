@@ -4,9 +4,10 @@ response with everything stored about it. Manager-facing: model, checkpoint, pro
 annotator identities are shown here, and nowhere an annotator looks.
 
 Every filter is SQL on the responses (review states and reader verdicts as EXISTS subqueries), so a
-page of 100,000 responses costs one page of rows, a capped count and two batched look-ups; only
-`disagree` reads one queue's labels in Python, because label equality is `review.labels`' rule
-(normalised answers), the same one the queue's agreement is computed with."""
+page over 100,000 responses costs its ids, its rows, a capped count and two batched look-ups
+(items_page); only `disagree` reads one queue's labels into Python, because label equality is
+`review.labels`' rule (normalised answers), the same one the queue's agreement is computed with.
+The text search has no index: one pass over the texts (bench/items_bench.py; docs/review.md)."""
 
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ STATES: dict[str, str] = {
 }
 PAGE_SIZE = 50
 # Counting every match of a broad filter over 100,000 responses costs more than the page itself;
-# beyond this many the page says "10,000+".
+# beyond this many the page says "more than 10000 items".
 COUNT_CAP = 10_000
 PREVIEW_CHARS = 160
 # What the preview reads of each text from the database (a response may be megabytes): enough for
