@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
+from typing import Protocol
 
 from adjudication.models import FinalLabel, Label
 
@@ -31,7 +32,21 @@ def normalise_answer(kind: str, answer: str) -> str:
     return ""
 
 
-def _label_key(label: Label | FinalLabel, judge_correctness: bool) -> tuple:
+class LabelValues(Protocol):
+    """What label equality reads: a Label, a FinalLabel, or the same three columns loaded as values."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def answer(self) -> str: ...
+    @property
+    def correctness(self) -> str: ...
+
+
+def label_key(label: Label | FinalLabel | LabelValues, judge_correctness: bool) -> tuple:
+    """Two labels are equal when their keys are: same kind, same normalised answer, and (on a queue
+    that judges correctness) the same correctness. Agreement, settling and the item browser's
+    `disagree` filter all compare labels by this key."""
     key = (label.kind, normalise_answer(label.kind, label.answer))
     return key + ((label.correctness,) if judge_correctness else ())
 
@@ -42,8 +57,8 @@ def label_category(kind: str, answer: str, correctness: str, judge_correctness: 
     return f"{kind}:{normalise_answer(kind, answer)}" + (f":{correctness}" if judge_correctness else "")
 
 
-def agreement(labels: list[Label], judge_correctness: bool) -> float:
+def agreement(labels: list[Label] | list[LabelValues], judge_correctness: bool) -> float:
     if not labels:
         return 1.0
-    counts = Counter(_label_key(lab, judge_correctness) for lab in labels)
+    counts = Counter(label_key(lab, judge_correctness) for lab in labels)
     return counts.most_common(1)[0][1] / len(labels)

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from adjudication.review import views
+from adjudication.review import browse_views, views
 
 app_name = "review"
 urlpatterns = [
@@ -20,4 +20,8 @@ urlpatterns = [
     path("queues/<int:queue_id>/sync/", views.queue_sync_view, name="queue-sync"),
     path("queues/<int:queue_id>/reopen-skips/", views.queue_reopen_skips, name="queue-reopen-skips"),
     path("queues/<int:queue_id>/final-labels.<str:fmt>", views.queue_export, name="queue-export"),
+]
+urlpatterns += [
+    path("items/", browse_views.item_list, name="items"),
+    path("items/<int:response_id>/", browse_views.item_view, name="item-detail"),
 ]

@@ -50,6 +50,8 @@ MATRIX: dict[str, tuple[str, str, dict[str, str]]] = {
     "queues/<int:queue_id>/sync/": ("post", "/queues/{queue}/sync/", {"manager": "redirect"}),
     "queues/<int:queue_id>/reopen-skips/": ("post", "/queues/{queue}/reopen-skips/", {"manager": "redirect"}),
     "queues/<int:queue_id>/final-labels.<str:fmt>": ("get", "/queues/{queue}/final-labels.jsonl", {"manager": OK}),
+    "items/": ("get", "/items/", {"manager": OK}),
+    "items/<int:response_id>/": ("get", "/items/{response}/", {"manager": OK}),
     "api/schema/": ("get", "/api/schema/", {"annotator": OK, "adjudicator": OK, "manager": OK}),
     "api/datasets/": ("get", "/api/datasets/", {"manager": OK}),
     "api/datasets/<int:dataset_id>/progress/": ("get", "/api/datasets/{dataset}/progress/", {"manager": OK}),
@@ -109,6 +111,7 @@ def world(queue):
     lease = lease_claim_next(queue=queue, annotator=users["annotator"]).lease
     ids = {"dataset": Dataset.objects.get().pk, "queue": queue.pk, "lease": lease.pk, "item": conflict.item_id}
     ids["label"] = label.pk
+    ids["response"] = conflict.item.review_item.response_id
     ids["audit"] = AuditRun.objects.create(dataset_id=ids["dataset"], readers=["strip-string"]).pk
     return users, ids
 
