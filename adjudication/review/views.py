@@ -12,27 +12,26 @@ from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
-from adjudication.exports import table_download
+from adjudication.exports import FORMATS, table_download
 from adjudication.forms import form_errors
 from adjudication.models import Dataset, FinalLabel, Label, Lease, QueueItem, ReviewQueue
 from adjudication.permissions import role_required
 from adjudication.review.forms import AdjudicationForm, GuidelinesForm, LabelForm, QueueForm, SkipForm
 from adjudication.review.labels import LabelEntry
 from adjudication.review.selectors import (
-    FINAL_LABEL_COLUMNS,
     LeasedItem,
     adjudication_page,
     adjudication_queue,
     annotator_queues,
     annotator_stats,
     current_guidelines,
-    final_labels,
     guidelines_versions,
     item_page,
     leased_item,
     my_labels,
     own_label,
     policy_items_missing,
+    queue_export_table,
     queue_status,
     revisit_page,
     unresolved_items,
@@ -290,9 +289,19 @@ def queue_sync_view(request: HttpRequest, queue_id: int) -> HttpResponse:
 
 @role_required("manager")
 def queue_export(request: HttpRequest, queue_id: int, fmt: str) -> HttpResponse:
-    if fmt not in ("jsonl", "csv"):
-        raise Http404("export formats: jsonl, csv")
+    """The final labels of a queue, one row per decided item (JSONL also nests its labels)."""
+    return _queue_download(queue_id, fmt, "final-labels")
+
+
+@role_required("manager")
+def queue_labels_export(request: HttpRequest, queue_id: int, fmt: str) -> HttpResponse:
+    """Every individual label of a queue, one row each, history included."""
+    return _queue_download(queue_id, fmt, "labels")
+
+
+def _queue_download(queue_id: int, fmt: str, table: str) -> HttpResponse:
+    if fmt not in FORMATS:
+        raise Http404("export formats: " + ", ".join(FORMATS))
     queue = get_object_or_404(ReviewQueue, pk=queue_id)
-    return table_download(
-        fmt=fmt, filename_stem=f"{queue.name}-final-labels", rows=final_labels(queue=queue), columns=FINAL_LABEL_COLUMNS
-    )
+    rows, columns = queue_export_table(queue=queue, table=table)
+    return table_download(fmt=fmt, filename_stem=f"{queue.name}-{table}", rows=rows, columns=columns)
