@@ -27,6 +27,7 @@ from adjudication.review.services import (
 )
 from adjudication.text import unescape_text
 
+from ..conftest import run_command
 from .conftest import disputed_dataset, make_user
 
 pytestmark = pytest.mark.django_db
@@ -286,3 +287,21 @@ def test_an_empty_queue_exports_headers_and_schemas(write_jsonl):
         assert header == ",".join(c.name for c in columns)
         empty = parquet_table(download(manager, queue, table, "parquet"))
         assert empty.num_rows == 0 and empty.column_names == [c.name for c in columns]
+
+
+def test_the_export_labels_command_writes_the_same_tables(labelled, tmp_path):
+    import pyarrow.parquet as pq
+    from django.core.management.base import CommandError
+
+    queue, items, manager = labelled
+    out = tmp_path / "labels.parquet"
+    run_command("export_labels", queue=queue.name, table="labels", fmt="parquet", out=out)
+    from_command = pq.read_table(out).to_pylist()
+    from_page = parquet_table(download(manager, queue, "labels", "parquet")).to_pylist()
+    assert from_command == from_page and len(from_command) == 9
+    printed = run_command("export_labels", queue=queue.name, fmt="jsonl")
+    assert [json.loads(line)["item_id"] for line in printed.splitlines()] == [items[0], items[1], items[3]]
+    with pytest.raises(CommandError, match="no queue named 'nope'"):
+        run_command("export_labels", queue="nope")
+    with pytest.raises(CommandError, match="--out"):
+        run_command("export_labels", queue=queue.name, fmt="parquet")
