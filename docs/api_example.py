@@ -20,7 +20,6 @@ import csv
 import io
 import json
 import os
-import string
 import sys
 import time
 import urllib.error
@@ -91,17 +90,25 @@ def claim(api: Api, queue_id: int, attempts: int = 5) -> dict | None:
     return None
 
 
+def _letter(answer: str, letters: set[str]) -> str | None:
+    letter = answer.strip().strip("()").upper()
+    return letter if letter in letters else None
+
+
 def label_for(item: dict, answer: str | None) -> dict:
-    """The label to send: the answer given on the command line, else the first candidate answer;
-    an option letter for a multiple-choice question, free text otherwise."""
+    """The label to send: the answer given on the command line, else the first candidate answer (for
+    a multiple-choice question, the first that is an option letter); an option letter for a
+    multiple-choice question, free text otherwise."""
     letters = {o["letter"] for o in item["options"]}
-    chosen = answer if answer is not None else (item["candidates"][0]["answer"] if item["candidates"] else None)
-    if chosen is None:
+    candidates = [c["answer"] for c in item["candidates"]]
+    if answer is None and letters:
+        answer = next((c for c in candidates if _letter(c, letters)), None)
+    if answer is None and candidates:
+        answer = candidates[0]
+    if answer is None:
         return {"kind": "skipped", "skip_reason": "the example script had no answer to give"}
-    letter = chosen.strip().strip("()").upper()
-    if letters and letter in letters and letter in string.ascii_uppercase:
-        return {"kind": "option", "answer": letter}
-    return {"kind": "text", "answer": chosen}
+    letter = _letter(answer, letters)
+    return {"kind": "option", "answer": letter} if letter else {"kind": "text", "answer": answer}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -146,7 +153,8 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         status = api.json("GET", f"/api/queues/{queue_id}/status/")
-        print("status: " + ", ".join(f"{key} {value}" for key, value in status.items() if value is not None))
+        shown = [f"{k} {v:.3g}" if isinstance(v, float) else f"{k} {v}" for k, v in status.items()]
+        print("status: " + ", ".join(shown))
         fmt = args.out.rsplit(".", 1)[-1] if "." in args.out else "csv"
         query = urllib.parse.urlencode({"fmt": fmt})
         _, body = api.call("GET", f"/api/queues/{queue_id}/final-labels/?{query}")
