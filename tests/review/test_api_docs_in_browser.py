@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from .test_browser_flow import add_user, chromium_browser, log_in, require_chromium
+from .test_browser_flow import SCREENSHOTS, add_user, chromium_browser, log_in, require_chromium
 from .test_csp_in_browser import Violations
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -31,6 +31,11 @@ def test_the_swagger_page_renders_the_operations_under_the_policy(plain_live_ser
         # Open the claim and its responses: the 409 "busy" and the shared error body are documented.
         page.locator(".opblock-post .opblock-summary", has_text="/claim/").first.click()
         page.wait_for_selector(".responses-table .response[data-code='409']")
+        page.screenshot(path=str(SCREENSHOTS / "api-docs.png"))
         watch.check("API docs", response)
+        policy = response.headers["content-security-policy"]
+        # Only images are widened here (Swagger UI's stylesheet draws its icons as data: URLs).
+        assert "script-src 'self';" in policy + ";" and "style-src 'self';" in policy + ";"
+        assert "img-src 'self' data:" in policy
         assert all(url.startswith(base) for url in requested), [u for u in requested if not u.startswith(base)]
         context.close()
