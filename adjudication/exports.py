@@ -29,7 +29,6 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
-from itertools import islice
 from pathlib import Path
 from typing import IO, Any
 
@@ -155,19 +154,28 @@ def write_parquet(target: str | Path | IO[bytes], columns: ColumnsLike, rows: It
 
     cols = as_columns(columns)
     schema = parquet_schema(cols)
+    types = [_arrow_type(c.type) for c in cols]
     n, groups = 0, 0
-    source = iter(rows)
+    # Column lists, filled a row at a time: a batch holds its values, not a dict per row.
+    values: list[list[Any]] = [[] for _ in cols]
+
+    def flush(writer: Any) -> None:
+        nonlocal groups
+        arrays = [pa.array(column, kind) for column, kind in zip(values, types)]
+        writer.write_table(pa.Table.from_arrays(arrays, schema=schema))
+        groups += 1
+        for column in values:
+            column.clear()
+
     with pq.ParquetWriter(target, schema, compression="zstd") as writer:
-        while True:
-            batch = list(islice(source, PARQUET_BATCH_ROWS))
-            if batch or not groups:  # an empty table is still a file with its schema
-                arrays = [
-                    pa.array([_parquet_value(r.get(c.name), c.type) for r in batch], _arrow_type(c.type)) for c in cols
-                ]
-                writer.write_table(pa.Table.from_arrays(arrays, schema=schema))
-                n, groups = n + len(batch), groups + 1
-            if len(batch) < PARQUET_BATCH_ROWS:
-                break
+        for row in rows:
+            for column, c in zip(values, cols):
+                column.append(_parquet_value(row.get(c.name), c.type))
+            n += 1
+            if n % PARQUET_BATCH_ROWS == 0:
+                flush(writer)
+        if n % PARQUET_BATCH_ROWS or not groups:  # the rest; an empty table is still a file with its schema
+            flush(writer)
     return n
 
 
