@@ -115,6 +115,8 @@ def jsonl_lines(rows: Iterable[Any]) -> Iterator[str]:
 
 
 def _arrow_type(kind: str) -> Any:
+    # pyarrow is imported on the first Parquet export, not with this module: every web worker loads
+    # exports.py, and pyarrow.parquet adds some 45 MB to each of them and slows their start.
     import pyarrow as pa
 
     types = {
