@@ -138,7 +138,10 @@ class QueueListApi(APIView):
         data = QueueCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         v = dict(data.validated_data)
-        dataset = get_object_or_404(Dataset, name=v.pop("dataset"))
+        name = v.pop("dataset")
+        dataset = Dataset.objects.filter(name=name).first()
+        if dataset is None:  # a field of the body, not the URL: 400 naming it, not 404
+            raise ValidationError({"dataset": [f"no dataset named {name!r}"]})
         try:
             queue = queue_create(dataset=dataset, created_by=request.user, **v)
         except (ReviewError, KeyError) as exc:

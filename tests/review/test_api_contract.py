@@ -89,7 +89,7 @@ def test_a_session_write_still_needs_its_csrf_token():
     allowed = client.post(
         "/api/queues/", {"dataset": "none", "name": "q"}, content_type="application/json", HTTP_X_CSRFTOKEN=token
     )
-    error_of(allowed, 404, "not_found")  # past authentication: the dataset does not exist
+    assert "dataset" in error_of(allowed, 400, "invalid")["fields"]  # past authentication: no such dataset
 
 
 def test_a_token_needs_no_csrf_token_and_drives_the_whole_flow(write_jsonl):
