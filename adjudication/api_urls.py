@@ -1,11 +1,13 @@
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView
 
+from adjudication.api_docs import ApiDocsView
 from adjudication.pipeline import api
 from adjudication.review import api as review_api
 
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("docs/", ApiDocsView.as_view(), name="api-docs"),
     path("datasets/", api.DatasetListApi.as_view(), name="api-datasets"),
     path("datasets/<int:dataset_id>/progress/", api.DatasetProgressApi.as_view(), name="api-dataset-progress"),
     path("datasets/<int:dataset_id>/run-readers/", api.RunReadersApi.as_view(), name="api-run-readers"),
@@ -14,6 +16,7 @@ urlpatterns = [
     path("queues/<int:queue_id>/claim/", review_api.ClaimApi.as_view(), name="api-claim"),
     path("queues/<int:queue_id>/status/", review_api.QueueStatusApi.as_view(), name="api-queue-status"),
     path("queues/<int:queue_id>/final-labels/", review_api.FinalLabelsApi.as_view(), name="api-final-labels"),
+    path("queues/<int:queue_id>/labels/", review_api.LabelsApi.as_view(), name="api-labels"),
     path("leases/<int:lease_id>/", review_api.LeaseApi.as_view(), name="api-lease"),
     path("leases/<int:lease_id>/label/", review_api.LabelApi.as_view(), name="api-label"),
     path("labels/<int:label_id>/revise/", review_api.ReviseApi.as_view(), name="api-label-revise"),

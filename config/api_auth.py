@@ -1,4 +1,5 @@
-"""HTTP Basic auth that refuses impossible usernames before they reach the database."""
+"""HTTP Basic auth that refuses impossible usernames before they reach the database, and says so
+when django-axes has locked the account or address out (429, not a plain 401)."""
 
 from __future__ import annotations
 
@@ -12,12 +13,28 @@ _USERNAME_MAX = get_user_model()._meta.get_field(get_user_model().USERNAME_FIELD
 
 class BoundedBasicAuthentication(BasicAuthentication):
     """A NUL in a Basic username made PostgreSQL refuse the lookup (a 500), and django-axes would
-    store any length in its 255-character column: no account can have such a name anyway."""
+    store any length in its 255-character column: no account can have such a name anyway.
+
+    django-axes refuses a locked-out attempt before any password is hashed, and marks the request it
+    was given: DRF's Request, which the axes middleware never sees. So the lockout is turned into its
+    answer here: 429 with Retry-After (the cool-off), code "locked_out"."""
 
     def authenticate_credentials(self, userid, password, request=None):
         if "\x00" in userid or len(userid) > _USERNAME_MAX:
             raise exceptions.AuthenticationFailed("Invalid username/password.")
-        return super().authenticate_credentials(userid, password, request)
+        try:
+            return super().authenticate_credentials(userid, password, request)
+        except exceptions.AuthenticationFailed:
+            if request is not None and getattr(request, "axes_locked_out", False):
+                from axes.helpers import get_cool_off, get_lockout_message
+
+                cool_off = get_cool_off(request)
+                raise exceptions.Throttled(
+                    wait=cool_off.total_seconds() if cool_off else None,
+                    detail=str(get_lockout_message()),
+                    code="locked_out",
+                ) from None
+            raise
 
 
 class BoundedBasicScheme(BasicScheme):

@@ -10,3 +10,7 @@ urlpatterns = [
     path("api/", include("adjudication.api_urls")),
     path("", include("adjudication.urls")),
 ]
+
+# Under /api/ a missing URL or a crash answers in the API's error body; pages keep Django's.
+handler404 = "adjudication.api_errors.not_found"
+handler500 = "adjudication.api_errors.server_error"

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from django.db.models import QuerySet
 
+from adjudication.exports import Column
 from adjudication.models import Dataset, ReaderSpec, Reading, TaskBatch
 from readers import registry as reader_registry
 from readers.summary import Row as SummaryRow
@@ -94,23 +95,24 @@ def readings_for_export(*, dataset: Dataset) -> QuerySet:
 
 # `canonical` (the platform's one form of the answer, readers.canonical) sits beside `answer` (the raw
 # text the reader extracted) and its span; `normalized` is the reader's own compared form.
-EXPORT_FIELDS = (
-    "response_id",
-    "model",
-    "checkpoint",
-    "benchmark",
-    "prompt",
-    "reader",
-    "version",
-    "config_hash",
-    "canonical",
-    "answer",
-    "span_start",
-    "span_end",
-    "normalized",
-    "verdict",
-    "elapsed_ms",
+EXPORT_COLUMNS = (
+    Column("response_id"),
+    Column("model"),
+    Column("checkpoint"),
+    Column("benchmark"),
+    Column("prompt"),
+    Column("reader"),
+    Column("version"),
+    Column("config_hash"),
+    Column("canonical"),
+    Column("answer"),
+    Column("span_start", "int"),
+    Column("span_end", "int"),
+    Column("normalized"),
+    Column("verdict"),
+    Column("elapsed_ms", "float"),
 )
+EXPORT_FIELDS = tuple(c.name for c in EXPORT_COLUMNS)
 
 
 def export_rows(*, dataset: Dataset) -> Iterator[dict]:

@@ -5,22 +5,25 @@ from __future__ import annotations
 
 from django.db import transaction
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, PolymorphicProxySerializer, extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import APIException, PermissionDenied, ValidationError
 from rest_framework.response import Response as ApiResponse
 from rest_framework.views import APIView
 
-from adjudication.exports import table_download
+from adjudication.api_errors import Busy, ErrorSerializer
+from adjudication.api_schema import download_responses, rows_serializer
+from adjudication.exports import FORMATS, table_download
 from adjudication.models import Dataset, Label, Lease, ReviewQueue, RoutingPolicy
 from adjudication.permissions import IsAnnotator, IsManager
 from adjudication.review.labels import LabelEntry
 from adjudication.review.selectors import (
     FINAL_LABEL_COLUMNS,
+    LABEL_COLUMNS,
     annotator_progress,
     annotator_visible_queues,
     candidates_for,
-    final_labels,
+    queue_export_table,
     queue_status,
     users_named,
 )
@@ -77,15 +80,35 @@ class QueueCreateSerializer(serializers.Serializer):
     )
 
 
+class OptionSerializer(serializers.Serializer):
+    letter = serializers.CharField()
+    text = serializers.CharField()
+
+
+class CandidateSerializer(serializers.Serializer):
+    number = serializers.IntegerField(help_text="1, 2, …: shuffled per (item, annotator); means nothing across items")
+    answer = serializers.CharField()
+    spans = serializers.ListField(
+        child=serializers.ListField(child=serializers.IntegerField(), min_length=2, max_length=2),
+        help_text="[start, end) character offsets in the response where a reader found this answer",
+    )
+
+
+class AnnotatorProgressSerializer(serializers.Serializer):
+    done = serializers.IntegerField()
+    remaining = serializers.IntegerField(help_text="capped; see remaining_more")
+    remaining_more = serializers.BooleanField(help_text="more remain than `remaining` says")
+
+
 class BlindedItemSerializer(serializers.Serializer):
     lease = serializers.IntegerField()
     expires_at = serializers.DateTimeField()
     question = serializers.CharField()
-    options = serializers.ListField(child=serializers.DictField())
+    options = OptionSerializer(many=True)
     response = serializers.CharField()
-    candidates = serializers.ListField(child=serializers.DictField())
-    gold = serializers.CharField(allow_null=True)
-    progress = serializers.DictField()
+    candidates = CandidateSerializer(many=True)
+    gold = serializers.CharField(allow_null=True, help_text="only when the queue asks annotators to judge correctness")
+    progress = AnnotatorProgressSerializer()
 
 
 def blinded_item(lease: Lease, user) -> dict:
@@ -112,7 +135,16 @@ def blinded_item(lease: Lease, user) -> dict:
 class QueueListApi(APIView):
     permission_classes = [IsAnnotator | IsManager]
 
-    @extend_schema(responses=QueueSerializer(many=True))
+    @extend_schema(
+        responses=PolymorphicProxySerializer(
+            component_name="QueueListEntry",
+            serializers=[QueueSerializer, AnnotatorQueueSerializer],
+            resource_type_field_name=None,
+            many=True,
+        ),
+        description="Managers get every field (Queue); annotators a queue's id, display title and whether it "
+        "judges correctness (AnnotatorQueue).",
+    )
     def get(self, request):
         if IsManager().has_permission(request, self):
             queues = ReviewQueue.objects.order_by("created_at", "id").prefetch_related("annotators")
@@ -132,7 +164,10 @@ class QueueListApi(APIView):
         data = QueueCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         v = dict(data.validated_data)
-        dataset = get_object_or_404(Dataset, name=v.pop("dataset"))
+        name = v.pop("dataset")
+        dataset = Dataset.objects.filter(name=name).first()
+        if dataset is None:  # a field of the body, not the URL: 400 naming it, not 404
+            raise ValidationError({"dataset": [f"no dataset named {name!r}"]})
         v["annotators"] = _annotators_named(v.get("annotators", []))
         try:
             queue = queue_create(dataset=dataset, created_by=request.user, **v)
@@ -146,7 +181,18 @@ class ClaimApi(APIView):
 
     permission_classes = [IsAnnotator]
 
-    @extend_schema(request=None, responses={200: BlindedItemSerializer, 204: None})
+    @extend_schema(
+        request=None,
+        responses={
+            200: OpenApiResponse(BlindedItemSerializer, description="The item, leased to you until `expires_at`."),
+            204: OpenApiResponse(description="Nothing left for you in this queue."),
+            409: OpenApiResponse(
+                ErrorSerializer,
+                description='Busy (code "busy"): every item left is leased to someone else right now; retry '
+                "after `Retry-After` seconds.",
+            ),
+        },
+    )
     def post(self, request, queue_id: int):
         queue = get_object_or_404(ReviewQueue, pk=queue_id)
         claim = lease_claim_next(queue=queue, annotator=request.user)
@@ -155,7 +201,9 @@ class ClaimApi(APIView):
         if claim.refused:
             raise QueueNotOpen(claim.refusal)
         if claim.lease is None:
-            return ApiResponse({"busy": claim.busy}, status=status.HTTP_409_CONFLICT if claim.busy else 204)
+            if claim.busy:
+                raise Busy()
+            return ApiResponse(status=status.HTTP_204_NO_CONTENT)
         return ApiResponse(BlindedItemSerializer(blinded_item(claim.lease, request.user)).data)
 
 
@@ -183,10 +231,19 @@ class LabelSerializer(ReviseSerializer):
     skip_reason = serializers.CharField(required=False, allow_blank=True, default="")
 
 
+class LabelCreatedSerializer(serializers.Serializer):
+    label = serializers.IntegerField(help_text="the new label's id")
+
+
+class RevisedSerializer(serializers.Serializer):
+    label = serializers.IntegerField(help_text="the new label's id")
+    revises = serializers.IntegerField(help_text="the label it revises (kept as history)")
+
+
 class LabelApi(APIView):
     permission_classes = [IsAnnotator]
 
-    @extend_schema(request=LabelSerializer, responses={201: None})
+    @extend_schema(request=LabelSerializer, responses={201: LabelCreatedSerializer})
     def post(self, request, lease_id: int):
         lease = get_object_or_404(Lease, pk=lease_id, annotator=request.user)
         data = LabelSerializer(data=request.data)
@@ -207,7 +264,7 @@ class ReviseApi(APIView):
 
     permission_classes = [IsAnnotator]
 
-    @extend_schema(request=ReviseSerializer, responses={201: None})
+    @extend_schema(request=ReviseSerializer, responses={201: RevisedSerializer})
     def post(self, request, label_id: int):
         label = get_object_or_404(Label, pk=label_id, annotator=request.user)
         data = ReviseSerializer(data=request.data)
@@ -219,30 +276,95 @@ class ReviseApi(APIView):
         return ApiResponse({"label": new.pk, "revises": label.pk}, status=status.HTTP_201_CREATED)
 
 
+class QueueStatusSerializer(serializers.Serializer):
+    items = serializers.IntegerField()
+    pending = serializers.IntegerField(help_text="open: still needing labels")
+    leased = serializers.IntegerField(help_text="with a live lease right now")
+    labelled = serializers.IntegerField(help_text="with at least one label")
+    conflicting = serializers.IntegerField()
+    agreed = serializers.IntegerField()
+    adjudicated = serializers.IntegerField()
+    skipped = serializers.IntegerField(help_text="open items someone skipped")
+    labels_wanted = serializers.IntegerField()
+    eta_hours = serializers.FloatField(allow_null=True, help_text="at the recent pace; null without one")
+    active_annotators = serializers.IntegerField(help_text="who labelled in the last 24 hours")
+
+
 class QueueStatusApi(APIView):
     permission_classes = [IsManager]
 
+    @extend_schema(responses=QueueStatusSerializer)
     def get(self, request, queue_id: int):
-        return ApiResponse(queue_status(queue=get_object_or_404(ReviewQueue, pk=queue_id)))
+        status_ = queue_status(queue=get_object_or_404(ReviewQueue, pk=queue_id))
+        return ApiResponse(QueueStatusSerializer(status_).data)
+
+
+_FMT = OpenApiParameter(
+    "fmt",
+    str,
+    enum=list(FORMATS),
+    default="jsonl",
+    description="jsonl (lossless, nested), csv (flat) or parquet (flat, typed columns)",
+)
+_LABEL_ROW = rows_serializer("LabelRow", LABEL_COLUMNS)
+_NESTED_LABEL = rows_serializer("ItemLabel", [c for c in LABEL_COLUMNS if c.name not in ("item_id", "response_id")])
+
+
+class DecisionSerializer(serializers.Serializer):
+    kind = serializers.CharField(help_text='"unresolved" when the adjudicator marked it so')
+    answer = serializers.CharField()
+    correctness = serializers.CharField()
+    provenance = serializers.CharField()
+    error_type = serializers.CharField()
+    notes = serializers.CharField()
+    decided_by = serializers.CharField(allow_null=True)
+    decided_at = serializers.DateTimeField()
+    invalidated_at = serializers.DateTimeField(allow_null=True)
+
+
+_FINAL_ROW_JSONL = rows_serializer(
+    "FinalLabelRow",
+    FINAL_LABEL_COLUMNS,
+    extra={
+        "labels": _NESTED_LABEL(many=True),
+        "decision_history": DecisionSerializer(many=True),
+        "routing_reason": serializers.DictField(help_text="which readers said what (the routing policy's reason)"),
+    },
+)
+
+
+def _queue_download(request, queue_id: int, table: str):
+    queue = get_object_or_404(ReviewQueue, pk=queue_id)
+    fmt = request.query_params.get("fmt", "jsonl")
+    if fmt not in FORMATS:
+        raise ValidationError({"fmt": [f"one of {', '.join(FORMATS)}"]})
+    rows, columns = queue_export_table(queue=queue, table=table)
+    return table_download(fmt=fmt, filename_stem=f"{queue.name}-{table}", rows=rows, columns=columns)
 
 
 class FinalLabelsApi(APIView):
-    """Final labels with provenance and every individual label (JSONL or CSV), for managers."""
+    """One row per item that has left "needs labels": the final label (kind "unresolved" for an
+    unresolved item), provenance, error type, the adjudicator's notes, who decided and when, the
+    response's model, checkpoint and benchmark. JSONL also nests every label of the item and every
+    decision made on it; CSV and Parquet are flat (the labels are GET …/labels/)."""
 
     permission_classes = [IsManager]
 
-    @extend_schema(parameters=[OpenApiParameter("fmt", str, enum=["jsonl", "csv"])], responses={200: None})
+    @extend_schema(parameters=[_FMT], responses=download_responses(jsonl=_FINAL_ROW_JSONL, columns=FINAL_LABEL_COLUMNS))
     def get(self, request, queue_id: int):
-        queue = get_object_or_404(ReviewQueue, pk=queue_id)
-        fmt = request.query_params.get("fmt", "jsonl")
-        if fmt not in ("jsonl", "csv"):
-            raise ValidationError({"fmt": "jsonl or csv"})
-        return table_download(
-            fmt=fmt,
-            filename_stem=f"{queue.name}-final-labels",
-            rows=final_labels(queue=queue),
-            columns=FINAL_LABEL_COLUMNS,
-        )
+        return _queue_download(request, queue_id, "final-labels")
+
+
+class LabelsApi(APIView):
+    """One row per individual label of the queue, history included: author, time, kind, answer,
+    correctness, confidence, note, skip reason, guideline version, seconds spent, the label it
+    revises, when it was invalidated, and whether it is its annotator's current label."""
+
+    permission_classes = [IsManager]
+
+    @extend_schema(parameters=[_FMT], responses=download_responses(jsonl=_LABEL_ROW, columns=LABEL_COLUMNS))
+    def get(self, request, queue_id: int):
+        return _queue_download(request, queue_id, "labels")
 
 
 # -- queue management (state, title, assigned annotators) ------------------------------------------

@@ -6,17 +6,32 @@ from __future__ import annotations
 import functools
 import random
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.contrib.auth.models import User
 from django.db import connection
-from django.db.models import Count, Exists, F, IntegerField, OuterRef, Q, QuerySet, Subquery, Sum, Value
+from django.db.models import (
+    BooleanField,
+    Count,
+    Exists,
+    ExpressionWrapper,
+    F,
+    IntegerField,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Sum,
+    Value,
+)
 from django.utils import timezone
 from django.utils.safestring import mark_safe
 
+from adjudication.exports import Column
 from adjudication.models import (
+    FinalLabel,
     Guidelines,
     Label,
     Lease,
@@ -417,8 +432,6 @@ def adjudication_page(*, item: QueueItem, adjudicator: User) -> dict:
 def unresolved_items(*, adjudicator: User) -> list[QueueItem]:
     """Items whose newest final label says "unresolved", for a second look (not the adjudicator's
     own labelled items: those are another adjudicator's to decide)."""
-    from adjudication.models import FinalLabel
-
     newest = FinalLabel.objects.filter(item=OuterRef("pk")).order_by("-created_at", "-id").values("provenance")[:1]
     mine = Label.objects.filter(annotator=adjudicator).values("item_id")
     return list(
@@ -566,69 +579,175 @@ def annotator_stats(*, queue: ReviewQueue) -> list[dict]:
     return rows
 
 
+# The final-labels export: one row per item that has left "needs labels", flat (CSV, Parquet). The
+# JSONL rows also nest the item's labels ("labels": LABEL_COLUMNS less the item's own columns), every
+# decision made on it ("decision_history", invalidated ones included) and the routing reason.
 FINAL_LABEL_COLUMNS = (
-    "response_id",
-    "model",
-    "checkpoint",
-    "benchmark",
-    "is_control",
-    "status",
-    "final_kind",
-    "final_answer",
-    "final_correctness",
-    "provenance",
-    "error_type",
-    "replaced_at",
-    "labels",
+    Column("response_id"),
+    Column("item_id", "int"),
+    Column("model"),
+    Column("checkpoint"),
+    Column("benchmark"),
+    Column("prompt"),
+    Column("is_control", "bool"),
+    Column("priority", "float"),
+    Column("status"),
+    Column("final_kind"),
+    Column("final_answer"),
+    Column("final_correctness"),
+    Column("provenance"),
+    Column("error_type"),
+    Column("final_notes"),
+    Column("decided_by"),
+    Column("decided_at", "time"),
+    Column("decision_count", "int"),
+    Column("label_count", "int"),
+    Column("replaced_at", "time"),
 )
+
+# The labels export: one row per individual label of a queue, history included (revised rows, and
+# rows invalidated when the response text was replaced or a skip re-opened).
+LABEL_COLUMNS = (
+    Column("label_id", "int"),
+    Column("item_id", "int"),
+    Column("response_id"),
+    Column("annotator"),
+    Column("created_at", "time"),
+    Column("kind"),
+    Column("answer"),
+    Column("correctness"),
+    Column("confidence", "int"),
+    Column("note"),
+    Column("skip_reason"),
+    Column("guidelines_version", "int"),
+    Column("seconds_spent", "float"),
+    Column("revises", "int"),
+    Column("invalidated_at", "time"),
+    Column("current", "bool"),
+)
+_LABEL_FIELDS = (
+    "id",
+    "item_id",
+    "item__review_item__response__external_id",
+    "annotator__username",
+    "created_at",
+    "kind",
+    "answer",
+    "correctness",
+    "confidence",
+    "note",
+    "skip_reason",
+    "guidelines_version",
+    "seconds_spent",
+    "revises_id",
+    "invalidated_at",
+    "is_current",
+)
+_ITEM_OWN = ("item_id", "response_id")
+
+# What an export says of a final label whose provenance is "unresolved": no answer was decided (the
+# row stores kind "ambiguous" with an empty answer; the export does not pretend that was a verdict).
+UNRESOLVED = "unresolved"
+
+
+def label_rows(*, queue: ReviewQueue) -> Iterator[dict]:
+    """Every label of the queue (LABEL_COLUMNS), history included, by item and time. `current`: the
+    row is its annotator's standing label of the item (valid, and no valid row of theirs is newer)."""
+    newer = Label.objects.filter(item_id=OuterRef("item_id"), annotator_id=OuterRef("annotator_id")).filter(
+        Q(created_at__gt=OuterRef("created_at")) | Q(created_at=OuterRef("created_at"), id__gt=OuterRef("id"))
+    )
+    rows = (
+        Label.all_objects.filter(queue=queue)
+        .annotate(
+            is_current=ExpressionWrapper(Q(invalidated_at__isnull=True) & ~Exists(newer), output_field=BooleanField())
+        )
+        .order_by("item_id", "created_at", "id")
+        .values_list(*_LABEL_FIELDS)
+    )
+    names = [c.name for c in LABEL_COLUMNS]
+    for values in rows.iterator(chunk_size=5000):
+        yield dict(zip(names, values))
+
+
+def _decision(final: FinalLabel) -> dict:
+    unresolved = final.provenance == FinalLabel.Provenance.UNRESOLVED
+    return {
+        "kind": UNRESOLVED if unresolved else final.kind,
+        "answer": final.answer,
+        "correctness": final.correctness,
+        "provenance": final.provenance,
+        "error_type": final.error_type,
+        "notes": final.notes,
+        "decided_by": final.decided_by.username if final.decided_by else None,
+        "decided_at": final.created_at,
+        "invalidated_at": final.invalidated_at,
+    }
 
 
 def final_labels(*, queue: ReviewQueue) -> list[dict]:
-    """Every item with a final label: the newest final label, its provenance and the individual labels."""
-    out = []
+    """Every item with a final label (FINAL_LABEL_COLUMNS): its newest standing final label with who
+    decided it and when, and (nested, for JSONL) every label of the item and every decision made."""
+    labels: dict[int, list[dict]] = {}
+    for row in label_rows(queue=queue):
+        labels.setdefault(row["item_id"], []).append({k: v for k, v in row.items() if k not in _ITEM_OWN})
+    decisions: dict[int, list[FinalLabel]] = {}
+    finals = FinalLabel.all_objects.filter(item__queue=queue).select_related("decided_by").order_by("created_at", "id")
+    for final in finals:
+        decisions.setdefault(final.item_id, []).append(final)
     items = (
         queue.items.filter(~Q(status=QueueItem.Status.OPEN))
         .select_related("review_item__response__run")
-        .prefetch_related("final_labels", "labels__annotator")
+        .defer("review_item__response__text", "review_item__response__prompt_text", "review_item__response__meta")
+        .order_by("id")
     )
-    for item in items.order_by("id"):
-        finals = sorted(item.final_labels.all(), key=lambda f: (f.created_at, f.id))
-        response = item.review_item.response
-        row = {
-            "response_id": response.external_id,
-            "model": response.run.model,
-            "checkpoint": response.run.checkpoint,
-            "benchmark": response.run.benchmark,
-            "is_control": item.review_item.is_control,
-            "status": item.status,
-            "replaced_at": item.review_item.replaced_at.isoformat() if item.review_item.replaced_at else None,
-            "labels": [
-                {
-                    "annotator": lab.annotator.username,
-                    "kind": lab.kind,
-                    "answer": lab.answer,
-                    "correctness": lab.correctness,
-                    "confidence": lab.confidence,
-                    "created_at": lab.created_at.isoformat(),
-                    "revises": lab.revises_id,
-                    "id": lab.id,
-                }
-                for lab in sorted(item.labels.all(), key=lambda x: (x.created_at, x.id))
-            ],
-        }
-        if finals:
-            f = finals[-1]
-            row.update(
-                final_kind=f.kind,
-                final_answer=f.answer,
-                final_correctness=f.correctness,
-                provenance=f.provenance,
-                error_type=f.error_type,
-            )
-        else:
-            row.update(final_kind=None, final_answer=None, final_correctness=None, provenance=None, error_type="")
-        out.append(row)
+    out = []
+    for item in items:
+        review_item, response = item.review_item, item.review_item.response
+        history = decisions.get(item.pk, [])
+        standing = [f for f in history if f.invalidated_at is None]
+        newest = _decision(standing[-1]) if standing else {}
+        item_labels = labels.get(item.pk, [])
+        out.append(
+            {
+                "item_id": item.pk,
+                "response_id": response.external_id,
+                "model": response.run.model,
+                "checkpoint": response.run.checkpoint,
+                "benchmark": response.run.benchmark,
+                "prompt": response.run.prompt,
+                "is_control": review_item.is_control,
+                "priority": item.priority,
+                "status": item.status,
+                "final_kind": newest.get("kind"),
+                "final_answer": newest.get("answer"),
+                "final_correctness": newest.get("correctness"),
+                "provenance": newest.get("provenance"),
+                "error_type": newest.get("error_type", ""),
+                "final_notes": newest.get("notes", ""),
+                "decided_by": newest.get("decided_by"),
+                "decided_at": newest.get("decided_at"),
+                "decision_count": len(standing),
+                "label_count": len(item_labels),
+                "replaced_at": review_item.replaced_at,
+                "labels": item_labels,
+                "decision_history": [_decision(f) for f in history],
+                "routing_reason": review_item.reason,
+            }
+        )
     return out
+
+
+QUEUE_TABLES = ("final-labels", "labels")
+
+
+def queue_export_table(*, queue: ReviewQueue, table: str) -> tuple[Iterable[dict], tuple[Column, ...]]:
+    """A queue's export table and its columns: "final-labels" (one row per decided item) or "labels"
+    (one row per individual label)."""
+    if table == "final-labels":
+        return final_labels(queue=queue), FINAL_LABEL_COLUMNS
+    if table == "labels":
+        return label_rows(queue=queue), LABEL_COLUMNS
+    raise ValueError(f"unknown queue table {table!r}")
 
 
 def current_labels(item: QueueItem) -> list[Label]:

@@ -20,6 +20,7 @@ urlpatterns = [
     path("queues/<int:queue_id>/sync/", views.queue_sync_view, name="queue-sync"),
     path("queues/<int:queue_id>/reopen-skips/", views.queue_reopen_skips, name="queue-reopen-skips"),
     path("queues/<int:queue_id>/final-labels.<str:fmt>", views.queue_export, name="queue-export"),
+    path("queues/<int:queue_id>/labels.<str:fmt>", views.queue_labels_export, name="queue-labels-export"),
 ]
 urlpatterns += [
     path("items/", browse_views.item_list, name="items"),

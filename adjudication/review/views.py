@@ -12,7 +12,7 @@ from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
-from adjudication.exports import table_download
+from adjudication.exports import FORMATS, table_download
 from adjudication.forms import form_errors
 from adjudication.models import FinalLabel, Label, Lease, QueueItem, ReaderSpec, ReviewQueue
 from adjudication.permissions import has_role, is_manager, role_required
@@ -30,7 +30,6 @@ from adjudication.review.forms import (
 )
 from adjudication.review.labels import LabelEntry
 from adjudication.review.selectors import (
-    FINAL_LABEL_COLUMNS,
     LeasedItem,
     adjudication_page,
     adjudication_queue,
@@ -39,13 +38,13 @@ from adjudication.review.selectors import (
     annotator_stats,
     annotator_visible_queues,
     current_guidelines,
-    final_labels,
     guidelines_versions,
     item_page,
     leased_item,
     my_labels,
     own_label,
     policy_items_missing,
+    queue_export_table,
     queue_status,
     queue_visible_to,
     revisit_page,
@@ -436,9 +435,19 @@ def queue_sync_view(request: HttpRequest, queue_id: int) -> HttpResponse:
 
 @role_required("manager")
 def queue_export(request: HttpRequest, queue_id: int, fmt: str) -> HttpResponse:
-    if fmt not in ("jsonl", "csv"):
-        raise Http404("export formats: jsonl, csv")
+    """The final labels of a queue, one row per decided item (JSONL also nests its labels)."""
+    return _queue_download(queue_id, fmt, "final-labels")
+
+
+@role_required("manager")
+def queue_labels_export(request: HttpRequest, queue_id: int, fmt: str) -> HttpResponse:
+    """Every individual label of a queue, one row each, history included."""
+    return _queue_download(queue_id, fmt, "labels")
+
+
+def _queue_download(queue_id: int, fmt: str, table: str) -> HttpResponse:
+    if fmt not in FORMATS:
+        raise Http404("export formats: " + ", ".join(FORMATS))
     queue = get_object_or_404(ReviewQueue, pk=queue_id)
-    return table_download(
-        fmt=fmt, filename_stem=f"{queue.name}-final-labels", rows=final_labels(queue=queue), columns=FINAL_LABEL_COLUMNS
-    )
+    rows, columns = queue_export_table(queue=queue, table=table)
+    return table_download(fmt=fmt, filename_stem=f"{queue.name}-{table}", rows=rows, columns=columns)

@@ -12,6 +12,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI's files, served as static files (no CDN)
     "axes",
     "csp",
     "adjudication",

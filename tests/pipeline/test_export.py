@@ -6,6 +6,8 @@ import csv
 import json
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from adjudication.models import ReaderSpec, Reading, Response
 
@@ -92,3 +94,96 @@ def test_exports_to_a_file_are_valid_utf8_and_formulas_are_defused(hostile_readi
     cells = [r["answer"] for r in csv.DictReader(table.open(encoding="utf-8"))]
     assert cells == ["x\\ud800y", "nul\x00here", "'=cmd|' /C calc'!A0"]
     assert not list(tmp_path.glob("*.partial"))
+
+
+# -- Parquet (issue 17, item 6) ------------------------------------------------------------------------
+
+
+def test_parquet_export_has_typed_columns(two_readings, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    out = tmp_path / "readings.parquet"
+    run_command("export_readings", dataset="e", fmt="parquet", out=out)
+    table = pq.read_table(out)
+    assert table.num_rows == 2
+    types = {f.name: f.type for f in table.schema}
+    assert types["span_start"] == types["span_end"] == pa.int64()
+    assert types["elapsed_ms"] == pa.float64() and types["answer"] == pa.string()
+    rows = table.to_pylist()
+    assert {(r["response_id"], r["checkpoint"]) for r in rows} == {("mc-0", "base"), ("mc-1", "rl")}
+    assert all((r["reader"], r["span_start"], r["span_end"], r["verdict"]) == ("boxed", 3, 4, "correct") for r in rows)
+    assert not list(tmp_path.glob("*.partial"))
+
+
+def test_parquet_export_gives_model_text_back_verbatim(hostile_readings, tmp_path):
+    import pyarrow.parquet as pq
+
+    from adjudication.text import unescape_text
+
+    out = tmp_path / "r.parquet"
+    run_command("export_readings", dataset="h", fmt="parquet", out=out)
+    table = pq.read_table(out)
+    stored = table.column("answer").to_pylist()
+    assert stored[1] == "nul\x00here" and stored[2] == "=cmd|' /C calc'!A0"  # NUL kept, no apostrophe
+    assert [unescape_text(a) for a in stored] == hostile_readings
+    assert b"unescape_text" in table.schema.metadata[b"adjudication.text"]
+
+
+def test_parquet_export_is_written_in_bounded_row_groups(hostile_readings, tmp_path, monkeypatch):
+    import pyarrow.parquet as pq
+
+    from adjudication import exports
+
+    monkeypatch.setattr(exports, "PARQUET_BATCH_ROWS", 2)
+    out = tmp_path / "r.parquet"
+    run_command("export_readings", dataset="h", fmt="parquet", out=out)
+    meta = pq.ParquetFile(out).metadata
+    assert (meta.num_rows, meta.num_row_groups) == (3, 2)
+    assert [meta.row_group(i).num_rows for i in range(2)] == [2, 1]
+
+
+def test_parquet_export_needs_an_output_file(two_readings):
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match="--out"):
+        run_command("export_readings", dataset="e", fmt="parquet")
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "csv", "jsonl"])
+def test_an_export_that_fails_midway_leaves_the_old_file_and_no_partial_one(two_readings, tmp_path, monkeypatch, fmt):
+    def broken(*, dataset):
+        yield {"response_id": "mc-0", "answer": "half"}
+        raise RuntimeError("database went away")
+
+    monkeypatch.setattr("adjudication.management.commands.export_readings.export_rows", broken)
+    out = tmp_path / f"r.{fmt}"
+    out.write_bytes(b"the previous export")
+    with pytest.raises(RuntimeError, match="went away"):
+        run_command("export_readings", dataset="e", fmt=fmt, out=out)
+    assert out.read_bytes() == b"the previous export"
+    assert not list(tmp_path.glob("*.partial")) and not list(tmp_path.glob(".export-*"))
+
+
+# -- the one escape of CSV cells and Parquet strings -------------------------------------------------
+
+# Text made of what the escape has to tell apart: backslashes, the letters of an escape, surrogates.
+_TRICKY = st.text(alphabet=st.sampled_from(["\\", "u", "d", "8", "f", "0", "\ud800", "\udfff", "\x00", "é", "x"]))
+
+
+@given(st.one_of(_TRICKY, st.text()))
+def test_escaped_text_is_valid_utf8_and_unescapes_to_itself(text):
+    from adjudication.text import escape_text, unescape_text
+
+    escaped = escape_text(text)
+    escaped.encode("utf-8")
+    assert unescape_text(escaped) == text
+
+
+def test_the_escape_leaves_ordinary_text_alone():
+    from adjudication.text import escape_text
+
+    for text in ("\\frac{1}{2} and \\boxed{C}", "nul\x00kept", "\\uD800 upper case", "plain"):
+        assert escape_text(text) == text
+    assert escape_text("x\ud800") == "x\\ud800"
+    assert escape_text("\\ud800 typed by the model") == "\\\\ud800 typed by the model"

@@ -16,6 +16,7 @@ pytestmark = pytest.mark.django_db
 
 ROLES = ("anonymous", "annotator", "adjudicator", "manager")
 OK, DENIED, LOGIN = "ok", "denied", "login"
+UNAUTHENTICATED = "401"  # the API: no credentials, so a challenge (WWW-Authenticate), not a login page
 
 # route pattern -> (method, path template, {role: expected}); a role missing from the map is DENIED
 MATRIX: dict[str, tuple[str, str, dict[str, str]]] = {
@@ -52,7 +53,10 @@ MATRIX: dict[str, tuple[str, str, dict[str, str]]] = {
     "queues/<int:queue_id>/final-labels.<str:fmt>": ("get", "/queues/{queue}/final-labels.jsonl", {"manager": OK}),
     "items/": ("get", "/items/", {"manager": OK}),
     "items/<int:response_id>/": ("get", "/items/{response}/", {"manager": OK}),
+    "queues/<int:queue_id>/labels.<str:fmt>": ("get", "/queues/{queue}/labels.parquet", {"manager": OK}),
     "api/schema/": ("get", "/api/schema/", {"annotator": OK, "adjudicator": OK, "manager": OK}),
+    # A page for people: anonymous visitors are sent to the login form, like every other page.
+    "api/docs/": ("get", "/api/docs/", {"anonymous": LOGIN, "annotator": OK, "adjudicator": OK, "manager": OK}),
     "api/datasets/": ("get", "/api/datasets/", {"manager": OK}),
     "api/datasets/<int:dataset_id>/progress/": ("get", "/api/datasets/{dataset}/progress/", {"manager": OK}),
     "api/datasets/<int:dataset_id>/run-readers/": ("post", "/api/datasets/{dataset}/run-readers/", {"manager": OK}),
@@ -61,6 +65,7 @@ MATRIX: dict[str, tuple[str, str, dict[str, str]]] = {
     "api/queues/<int:queue_id>/claim/": ("post", "/api/queues/{queue}/claim/", {"annotator": OK}),
     "api/queues/<int:queue_id>/status/": ("get", "/api/queues/{queue}/status/", {"manager": OK}),
     "api/queues/<int:queue_id>/final-labels/": ("get", "/api/queues/{queue}/final-labels/", {"manager": OK}),
+    "api/queues/<int:queue_id>/labels/": ("get", "/api/queues/{queue}/labels/?fmt=csv", {"manager": OK}),
     "api/leases/<int:lease_id>/": ("get", "/api/leases/{lease}/", {"annotator": OK}),
     "api/leases/<int:lease_id>/label/": ("post", "/api/leases/{lease}/label/", {"annotator": "client_error"}),
     "api/labels/<int:label_id>/revise/": ("post", "/api/labels/{label}/revise/", {"annotator": "client_error"}),
@@ -118,7 +123,10 @@ def world(queue):
 
 def outcome(response, role: str) -> str:
     code = response.status_code
-    if code in (401, 403):
+    if code == 401:
+        assert response.get("WWW-Authenticate"), "a 401 without its challenge"
+        return UNAUTHENTICATED
+    if code == 403:
         return DENIED
     if code == 302 and "/accounts/login/" in response["Location"]:
         return LOGIN
@@ -140,8 +148,8 @@ def test_authorization_matrix(world, route, role):
     if role != "anonymous":
         client.force_login(users[role])
     response = getattr(client, method)(template.format(**ids))
-    want = expected.get(role, LOGIN if role == "anonymous" else DENIED)
+    # Anonymous: pages redirect to the login form; the API answers 401 with WWW-Authenticate.
+    default = (UNAUTHENTICATED if route.startswith("api/") else LOGIN) if role == "anonymous" else DENIED
+    want = expected.get(role, default)
     got = outcome(response, role)
-    if role == "anonymous" and want == LOGIN and route.startswith("api/"):
-        want = DENIED  # the API answers 401/403 instead of redirecting to a login page
     assert got == want, f"{role} {method.upper()} {template}: {got}, want {want}"

@@ -82,7 +82,7 @@ def test_the_queue_api_refuses_numbers_that_do_not_fit_their_column(write_jsonl,
     disputed_dataset(write_jsonl, 2)
     manager = logged_in(make_user("man", "manager"))
     reply = manager.post("/api/queues/", {"dataset": "rv", "name": "q", field: value}, content_type="application/json")
-    assert reply.status_code == 400 and field in reply.json()
+    assert reply.status_code == 400 and field in reply.json()["error"]["fields"]
     assert not ReviewQueue.objects.exists()
 
 
@@ -527,7 +527,7 @@ def test_the_run_readers_api_refuses_an_empty_reader_list_instead_of_running_all
     reply = logged_in(make_user("man", "manager")).post(
         f"/api/datasets/{ds.pk}/run-readers/", {"readers": []}, content_type="application/json"
     )
-    assert reply.status_code == 400 and "readers" in reply.json()
+    assert reply.status_code == 400 and "readers" in reply.json()["error"]["fields"]
     assert not Reading.objects.exists()
 
 
