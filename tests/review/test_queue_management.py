@@ -647,7 +647,7 @@ def test_the_api_creates_a_queue_with_a_comparison_and_annotators(panel_dataset)
     bad = manager.post(
         "/api/queues/", {"dataset": "pd", "name": "x", "compare": "both"}, content_type="application/json"
     )
-    assert bad.status_code == 400 and "compare" in bad.json()
+    assert bad.status_code == 400 and "compare" in bad.json()["error"]["fields"]
 
 
 # -- the claim's cost ----------------------------------------------------------------------------------
