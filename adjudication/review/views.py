@@ -14,7 +14,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from adjudication.exports import FORMATS, table_download
 from adjudication.forms import form_errors
-from adjudication.models import FinalLabel, Label, Lease, QueueItem, ReaderSpec, ReviewQueue
+from adjudication.models import Dataset, FinalLabel, Label, Lease, QueueItem, ReaderSpec, ReviewQueue
 from adjudication.permissions import has_role, is_manager, role_required
 from adjudication.review.agreement import queue_agreement
 from adjudication.review.forms import (
@@ -257,11 +257,16 @@ def adjudicate_item(request: HttpRequest, item_id: int) -> HttpResponse:
 
 @role_required("manager")
 def queue_list(request: HttpRequest) -> HttpResponse:
-    queues = [
-        {"queue": q, "status": queue_status(queue=q), "missing": policy_items_missing(queue=q)}
-        for q in ReviewQueue.objects.select_related("dataset").order_by("name")
-    ]
-    return render(request, "review/queues.html", {"queues": queues, "pick": DatasetPickForm()})
+    """Every queue, or one dataset's (?dataset=<id>, the landing card's link), with the new-queue
+    form's dataset already picked."""
+    listed = ReviewQueue.objects.select_related("dataset").order_by("name")
+    wanted = request.GET.get("dataset", "")
+    dataset = Dataset.objects.filter(pk=int(wanted)).first() if wanted.isdigit() and len(wanted) < 12 else None
+    if dataset is not None:
+        listed = listed.filter(dataset=dataset)
+    queues = [{"queue": q, "status": queue_status(queue=q), "missing": policy_items_missing(queue=q)} for q in listed]
+    pick = DatasetPickForm(initial={"dataset": dataset.pk} if dataset else None)
+    return render(request, "review/queues.html", {"queues": queues, "pick": pick, "dataset": dataset})
 
 
 def _panel_initial(readers: list[ReaderSpec]) -> list[int]:

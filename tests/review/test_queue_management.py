@@ -403,6 +403,17 @@ def test_the_list_links_each_queue_to_its_page_which_has_the_actions(queue):
     assert "6 items: 6 pending" in page and "panel boxed, strict-match" in page
 
 
+def test_the_list_can_show_one_datasets_queues_with_it_picked_for_a_new_one(queue, write_jsonl):
+    other = disputed_dataset(write_jsonl, 3, name="other-ds")
+    theirs = queue_create(dataset=other, name="other-q", overlap=1)
+    manager = logged_in(make_user("man", "manager"))
+    listing = manager.get(f"/queues/?dataset={other.pk}").content.decode()
+    assert f'href="/queues/{theirs.pk}/"' in listing and f'href="/queues/{queue.pk}/"' not in listing
+    assert re.search(rf'<option value="{other.pk}" selected>', listing)
+    everything = manager.get("/queues/?dataset=x%00").content.decode()
+    assert f'href="/queues/{theirs.pk}/"' in everything and f'href="/queues/{queue.pk}/"' in everything
+
+
 def test_an_unknown_queue_page_is_not_found(queue):
     manager = logged_in(make_user("man", "manager"))
     assert manager.get("/queues/999999/").status_code == 404
