@@ -60,7 +60,10 @@ def label(queue: ReviewQueue, user, answer: str = "B", kind: str = "option") -> 
     lease = lease_claim_next(queue=queue, annotator=user).lease
     assert lease is not None
     return label_submit(
-        lease=lease, annotator=user, entry=LabelEntry(kind=kind, answer=answer), skip_reason="unclear" * (kind == "skipped")
+        lease=lease,
+        annotator=user,
+        entry=LabelEntry(kind=kind, answer=answer),
+        skip_reason="unclear" * (kind == "skipped"),
     )
 
 
