@@ -120,25 +120,46 @@ def human_verdict(
 # ---------------------------------------------------------------------------------------------
 
 
-def reader_overview(obs: Iterable[ReaderObs], by: str | None = None) -> dict[str, dict[str, Any]]:
-    """{reader: {group: {n, verdicts, accuracy, extraction_rate, coverage (each with k/n/rate/ci)}}}."""
-    counts: dict[str, dict[str, Counter]] = defaultdict(lambda: defaultdict(Counter))
-    for o in obs:
-        group = (getattr(o, by) or "-") if by else "all"
-        counts[o.reader][group][o.verdict] += 1
+@dataclass(frozen=True)
+class VerdictCount:
+    """How many readings of one reader, on one run's responses, had one verdict (a grouped row of
+    the database, or one reading counted once)."""
+
+    reader: str
+    verdict: str
+    n: int
+    model: str = ""
+    checkpoint: str = ""
+    benchmark: str = ""
+
+
+def overview_from_counts(counts: Iterable[VerdictCount], by: str | None = None) -> dict[str, dict[str, Any]]:
+    """{reader: {group: {n, verdicts, accuracy, extraction_rate, coverage (each with k/n/rate/ci)}}}
+    from verdict counts; `by` (model, checkpoint or benchmark) groups them, else one group "all"."""
+    totals: dict[str, dict[str, Counter]] = defaultdict(lambda: defaultdict(Counter))
+    for c in counts:
+        group = (getattr(c, by) or "-") if by else "all"
+        totals[c.reader][group][c.verdict] += c.n
     out: dict[str, dict[str, Any]] = {}
-    for reader in sorted(counts):
+    for reader in sorted(totals):
         out[reader] = {}
-        for group, c in sorted(counts[reader].items()):
-            n = sum(c.values())
+        for group, v in sorted(totals[reader].items()):
+            n = sum(v.values())
             out[reader][group] = {
                 "n": n,
-                "verdicts": dict(sorted(c.items())),
-                "accuracy": proportion(c["correct"], n),
-                "extraction_rate": proportion(c["correct"] + c["incorrect"], n),
-                "coverage": proportion(n - c["error"] - c["timeout"], n),
+                "verdicts": dict(sorted((k, x) for k, x in v.items() if x)),
+                "accuracy": proportion(v["correct"], n),
+                "extraction_rate": proportion(v["correct"] + v["incorrect"], n),
+                "coverage": proportion(n - v["error"] - v["timeout"], n),
             }
     return out
+
+
+def reader_overview(obs: Iterable[ReaderObs], by: str | None = None) -> dict[str, dict[str, Any]]:
+    """The same as overview_from_counts, each reading counted once."""
+    return overview_from_counts(
+        (VerdictCount(o.reader, o.verdict, 1, o.model, o.checkpoint, o.benchmark) for o in obs), by=by
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -333,19 +354,25 @@ def report(
     obs: list[ReaderObs],
     human: Mapping[str, HumanObs],
     *,
+    counts: list[VerdictCount] | None = None,
     annotator_ratings: Mapping[str, Mapping[str, str]] | None = None,
     control_ids: set[str] | None = None,
     strata: list[dict[str, Any]] | None = None,
     seed: int = 0,
 ) -> dict[str, Any]:
+    """The whole agreement report. The readers' overview (no humans) comes from `counts` when given
+    (the database groups them), else from `obs`; everything against humans reads only the readings
+    of labelled responses, so `obs` may be just those."""
     note = selection_note(human)
+    if counts is None:
+        counts = [VerdictCount(o.reader, o.verdict, 1, o.model, o.checkpoint, o.benchmark) for o in obs]
     scopes = ["reviewed"] + (
         ["disputed", "controls"] if note["labelled_controls"] and note["labelled_disputed"] else []
     )
     out: dict[str, Any] = {
         "selection": note,
-        "readers": reader_overview(obs),
-        "readers_by": {d: reader_overview(obs, by=d) for d in DIMENSIONS},
+        "readers": overview_from_counts(counts),
+        "readers_by": {d: overview_from_counts(counts, by=d) for d in DIMENSIONS},
         "vs_human": {s: vs_human(obs, human, scope=s, seed=seed) for s in scopes},
         "vs_human_by": {d: vs_human(obs, human, scope=note["preferred_scope"], by=d, seed=seed) for d in DIMENSIONS},
         "population": [stratified(obs, human, seed=seed, **s) for s in (strata or [])],
