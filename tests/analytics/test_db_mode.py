@@ -202,8 +202,10 @@ def test_format_share_on_the_database(labelled):
         run_command("format_share", dataset="an", fixed_reader="nobody")
 
 
-def test_the_manager_page_has_plots_tables_and_downloads(labelled):
+def test_the_manager_page_has_plots_tables_and_downloads(labelled, computed):
     ds, _ = labelled
+    for query in ({}, {"fixed": "human"}, {"reported": "strict-match", "fixed": "human"}):
+        computed(ds, **query)
     client = Client()
     client.force_login(make_user("boss", "manager"))
     page = client.get(f"/analytics/{ds.pk}/")
@@ -242,7 +244,7 @@ def test_the_page_is_for_managers_only(labelled):
     assert client.get(f"/analytics/{ds.pk}/readers.csv").status_code == 403
 
 
-def test_the_page_works_before_any_label_or_reading(write_jsonl):
+def test_the_page_works_before_any_label_or_reading(write_jsonl, computed):
     run_command(
         "import_responses",
         str(
@@ -253,14 +255,17 @@ def test_the_page_works_before_any_label_or_reading(write_jsonl):
         dataset="empty",
         no_progress=True,
     )
+    computed(Dataset.objects.get(name="empty"))
     client = Client()
     client.force_login(make_user("boss", "manager"))
     page = client.get(f"/analytics/{Dataset.objects.get(name='empty').pk}/")
     assert page.status_code == 200 and b"No final human labels yet" in page.content
 
 
-def test_format_share_on_the_database_pools_by_task_type_and_warns_on_zero_thresholds(labelled):
+def test_format_share_on_the_database_pools_by_task_type_and_warns_on_zero_thresholds(labelled, computed):
     ds, _ = labelled
+    for query in ({}, {"pool_by": "task_type"}, {"min_gain": 80, "min_extraction": 0.5}):
+        computed(ds, **query)
     out = json.loads(run_command("format_share", dataset="an", json=True, bootstrap=0, by="task_type"))
     assert out["task_types"]["mmlu"] == {**out["task_types"]["mmlu"], "task_type": "multiple_choice", "source": "items"}
     group = out["groups"]["multiple_choice"]
@@ -279,8 +284,9 @@ def test_format_share_on_the_database_pools_by_task_type_and_warns_on_zero_thres
     assert pairs["rows"][0]["model"] == "orca-7b" and pairs["rows"][0]["pool"] == "all"
 
 
-def test_every_judge_bias_figure_names_the_judges_template(labelled):
+def test_every_judge_bias_figure_names_the_judges_template(labelled, computed):
     ds, _ = labelled
+    computed(ds)  # one stored report serves every breakdown (`by` only changes what the page shows)
     client = Client()
     client.force_login(make_user("boss", "manager"))
     page = client.get(f"/analytics/{ds.pk}/?by=checkpoint").content.decode()
