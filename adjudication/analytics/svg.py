@@ -92,8 +92,9 @@ def _gain_note(c: dict[str, Any]) -> str:
     else:
         note += "share undefined: reported gain ≤ 0" if (c.get("reported_gain") or 0) <= 0 else "share undefined"
     if not c.get("eligible"):
-        reason = c.get("ineligible_reason") or ""
-        note += " · not eligible" + (f" ({reason})" if reason and "reported gain ≤ 0" not in reason else "")
+        # The reasons not said already (a share undefined because the reported gain is ≤ 0).
+        reasons = [r for r in (c.get("ineligible_reason") or "").split("; ") if r and r != "reported gain ≤ 0"]
+        note += " · not eligible" + (f" ({'; '.join(reasons)})" if reasons else "")
     return note
 
 
@@ -190,7 +191,7 @@ def slope_chart(rankings: dict[str, list[dict[str, Any]]], *, flipped: set[str],
     left, right, row_h = 210, 210, 26
     # Columns share at most MAX_WIDTH, so that 26 readers fit a laptop screen as well as 3 do;
     # when they get narrow the reader names turn (at 50 degrees) rather than overlap.
-    col_w = max(28.0, min(130.0, (SLOPE_MAX_WIDTH - left - right) / max(len(readers) - 1, 1)))
+    col_w = max(20.0, min(130.0, (SLOPE_MAX_WIDTH - left - right) / max(len(readers) - 1, 1)))
     turned = col_w < 100
     top = 44 if not turned else 30 + 0.77 * max(_text_width(_short(r, 22)) for r in readers)
     width = left + col_w * (len(readers) - 1) + right
