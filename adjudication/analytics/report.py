@@ -114,12 +114,14 @@ class Report:
     flips_summary: dict[str, Any] = field(default_factory=dict)
 
     def body(self) -> dict[str, Any]:
-        """Everything the page and the downloads show, as JSON (what an AnalyticsReport stores)."""
+        """Everything the page and the downloads show, as JSON (what an AnalyticsReport stores).
+        Each table carries its columns: jsonb keeps no key order, and a CSV needs one."""
+        tables = {name: {**t, "columns": columns(t["rows"])} for name, t in self.tables.items()}
         return json_safe(
             {
                 "dataset": self.dataset.name,
                 "params": self.params.canonical(),
-                "tables": self.tables,
+                "tables": tables,
                 "agreement": self.agreement,
                 "format_share": self.format_share,
                 "format_share_error": self.format_share_error,
@@ -510,6 +512,7 @@ def flips_summary(rows: list[dict[str, Any]], top: int = TOP_FLIPS) -> dict[str,
     return {
         "n": len(rows),
         "n_separated": sum(bool(r["separated"]) for r in rows),
+        "models": sorted({m for r in rows for m in (r["ahead_under_x"], r["ahead_under_y"])}),
         "pairs": sorted(pairs.values(), key=lambda p: (-p["n"], p["reader_x"], p["reader_y"])),
         "top": largest,
         "more": max(len(rows) - top, 0),

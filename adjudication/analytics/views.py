@@ -14,12 +14,39 @@ from django.utils.safestring import mark_safe
 from adjudication.analytics import svg
 from adjudication.analytics.format_share import POOL_BY
 from adjudication.analytics.report import HUMAN, TABLES, Params, columns
-from adjudication.analytics.selectors import StoredReport, dataset_checkpoints, known_readers, resolve_reader
+from adjudication.analytics.selectors import (
+    StoredReport,
+    dataset_checkpoints,
+    known_readers,
+    report_parts,
+    report_parts_json,
+    resolve_reader,
+)
 from adjudication.analytics.services import report_for_view
 from adjudication.exports import CONTENT_TYPES, attachment, download_name, json_text, table_download
 from adjudication.models import AnalyticsReport, Dataset
 from adjudication.permissions import role_required
 
+# What the page shows of a stored report (the rest, every flip and τ among them, is downloads).
+PAGE_PARTS = (
+    "params",
+    "kinds",
+    "readers",
+    "headline",
+    "flips_summary",
+    "format_share",
+    "format_share_error",
+    "tables__readers",
+    "tables__agreement",
+    "tables__agreement-by",
+    "tables__population",
+    "tables__human-agreement",
+    "agreement__selection",
+    "agreement__vs_human",
+    "agreement__population",
+    "ranking__rankings",
+)
+REPORT_JSON_PARTS = ("params", "headline", "agreement", "format_share", "ranking", "flips_summary")
 REFRESH_SECONDS = 5  # how often a page waiting for its report reloads itself (a meta refresh)
 RETRY_AFTER_SECONDS = 10
 HEADLINE_ROWS = 8  # producers shown in the headline's bias and ranking tables; the rest download
@@ -203,7 +230,7 @@ def _plots(body: dict[str, Any], scope: str) -> tuple[dict[str, str], list[dict[
         plots["format_share"] = svg.gain_bars(fs["comparisons"])
     ranking = body["ranking"]
     if ranking.get("rankings"):
-        flipped = {m for f in ranking.get("flips", []) for m in f["models"]}
+        flipped = set(body["flips_summary"].get("models") or [])
         plots["ranking"] = svg.slope_chart(ranking["rankings"], flipped=flipped)
     return {k: mark_safe(v) for k, v in plots.items()}, heatmaps
 
@@ -239,12 +266,24 @@ def _format_share_pools(res: dict | None) -> list[dict]:
     return pools
 
 
+def _page_body(report: AnalyticsReport) -> dict[str, Any]:
+    """The parts of the stored body the page shows, nested as in the body."""
+    body: dict[str, Any] = {"tables": {}, "agreement": {}, "ranking": {}}
+    for path, value in report_parts(report=report, parts=PAGE_PARTS).items():
+        head, _, rest = path.partition("__")
+        if rest:
+            body[head][rest] = value
+        else:
+            body[head] = value
+    return body
+
+
 def _report_context(body: dict[str, Any], params: Params) -> dict[str, Any]:
     ag = body["agreement"]
     tables = body["tables"]
     scope = ag["selection"]["preferred_scope"]
     plots, heatmaps = _plots(body, scope)
-    flipped = sorted({m for f in body["ranking"].get("flips", []) for m in f["models"]})
+    flipped = body["flips_summary"].get("models") or []
     return {
         "body": body,
         "ag": ag,
@@ -312,7 +351,7 @@ def analytics_page(request: HttpRequest, dataset_id: int) -> HttpResponse:
         # Reload until the current version's report is there (no script: a meta refresh).
         context["refresh"] = REFRESH_SECONDS if stored.failed is None else None
     if stored.report is not None:
-        context.update(_report_context(stored.report.body, params))
+        context.update(_report_context(_page_body(stored.report), params))
     else:
         context["readers"] = known_readers(dataset=dataset)
     return render(request, "analytics/dataset.html", context)
@@ -348,29 +387,28 @@ def analytics_export(request: HttpRequest, dataset_id: int, table: str, fmt: str
     report: AnalyticsReport | None = stored.report
     if report is None:
         return _waiting(stored)
-    body = report.body
     meta = _report_meta(stored)
     stamp = {k: meta[k] for k in ("computed_at", "data_version", "dataset_data_version", "current")}
     if table == "report":
-        out = {
-            "dataset": dataset.name,
-            **stamp,
-            "params": body["params"],
-            "headline": body["headline"],
-            "agreement": body["agreement"],
-            "format_share": body["format_share"],
-            "format_share_error": body["format_share_error"] or None,
-            "ranking": body["ranking"],
-            "flips_summary": body["flips_summary"],
-        }
-    elif fmt == "json":
-        out = {"dataset": dataset.name, "table": table, **stamp, "rows": body["tables"][table]["rows"]}
-    else:
-        rows = body["tables"][table]["rows"]
-        response = table_download(fmt="csv", filename_stem=f"{dataset.name}-{table}", rows=rows, columns=columns(rows))
+        # Assembled from the stored parts as JSON text: a report runs to megabytes, and parsing it
+        # only to write it out again would cost most of the request.
+        texts = report_parts_json(report=report, parts=REPORT_JSON_PARTS)
+        error = report_parts(report=report, parts=["format_share_error"])["format_share_error"]
+        fields = [(k, json_text(v)) for k, v in {"dataset": dataset.name, **stamp}.items()]
+        fields += [(k, texts[k]) for k in REPORT_JSON_PARTS] + [("format_share_error", json_text(error or None))]
+        response = HttpResponse(
+            "{" + ", ".join(f"{json_text(k)}: {v}" for k, v in fields) + "}\n", content_type=CONTENT_TYPES["json"]
+        )
+        return attachment(response, download_name(f"{dataset.name}-{table}", fmt))
+    stored_table = report_parts(report=report, parts=[f"tables__{table}"])[f"tables__{table}"] or {}
+    cols = stored_table.get("columns") or columns(stored_table.get("rows") or [])
+    rows = [{c: r.get(c) for c in cols} for r in stored_table.get("rows") or []]
+    if fmt == "csv":
+        response = table_download(fmt="csv", filename_stem=f"{dataset.name}-{table}", rows=rows, columns=cols)
         response["X-Report-Computed-At"] = stamp["computed_at"] or ""
         response["X-Report-Data-Version"] = str(stamp["data_version"])
         response["X-Report-Current"] = "true" if stamp["current"] else "false"
         return response
+    out = {"dataset": dataset.name, "table": table, **stamp, "rows": rows}
     response = HttpResponse(json_text(out, indent=2), content_type=CONTENT_TYPES["json"])
     return attachment(response, download_name(f"{dataset.name}-{table}", fmt))
