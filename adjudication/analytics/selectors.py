@@ -417,7 +417,7 @@ def _parts_on_postgresql(report: AnalyticsReport, parts: Sequence[str], *, as_te
     )
     row = raw_one(sql, [*params, report.pk])
     if row is None:
-        return [None] * len(parts)
+        raise AnalyticsReport.DoesNotExist(f"analytics report {report.pk}")
     if as_text:
         return list(row)
     return [json.loads(v) if isinstance(v, str) else v for v in row]
@@ -426,7 +426,8 @@ def _parts_on_postgresql(report: AnalyticsReport, parts: Sequence[str], *, as_te
 def report_parts(*, report: AnalyticsReport, parts: Sequence[str]) -> dict[str, Any]:
     """Parts of a stored report's body, parsed, by key path ("headline", "tables__readers",
     "agreement__selection"); a missing part is None. Only these leave the database: a body holds
-    every table, and the rank flips alone can run to megabytes."""
+    every table, and the rank flips alone can run to megabytes. Raises AnalyticsReport.DoesNotExist
+    when the report is gone (a newer one of the same parameters replaced it meanwhile)."""
     if connection.vendor == "postgresql":
         return dict(zip(parts, _parts_on_postgresql(report, parts, as_text=False), strict=True))
     row = (
@@ -434,7 +435,9 @@ def report_parts(*, report: AnalyticsReport, parts: Sequence[str]) -> dict[str, 
         .values(**{f"part{i}": F(f"body__{path}") for i, path in enumerate(parts)})
         .first()
     )
-    return {path: (row or {}).get(f"part{i}") for i, path in enumerate(parts)}
+    if row is None:
+        raise AnalyticsReport.DoesNotExist(f"analytics report {report.pk}")
+    return {path: row.get(f"part{i}") for i, path in enumerate(parts)}
 
 
 def report_parts_json(*, report: AnalyticsReport, parts: Sequence[str]) -> dict[str, str]:
@@ -447,7 +450,9 @@ def report_parts_json(*, report: AnalyticsReport, parts: Sequence[str]) -> dict[
             AnalyticsReport.objects.filter(pk=report.pk)
             .values(**{f"part{i}": KT(f"body__{path}") for i, path in enumerate(parts)})
             .first()
-        ) or {}
+        )
+        if row is None:
+            raise AnalyticsReport.DoesNotExist(f"analytics report {report.pk}")
         texts = [row.get(f"part{i}") for i in range(len(parts))]
     return {path: text or "null" for path, text in zip(parts, texts, strict=True)}
 

@@ -20,6 +20,7 @@ from adjudication.analytics.selectors import (
     known_readers,
     report_parts,
     report_parts_json,
+    report_stored,
     resolve_reader,
 )
 from adjudication.analytics.services import report_for_view
@@ -346,12 +347,20 @@ def analytics_page(request: HttpRequest, dataset_id: int) -> HttpResponse:
         context.update(param_errors=errors, readers=known_readers(dataset=dataset))
         return render(request, "analytics/dataset.html", context, status=400)
     stored = report_for_view(dataset=dataset, params=params)
+    body = None
+    if stored.report is not None:
+        try:
+            body = _page_body(stored.report)
+        except AnalyticsReport.DoesNotExist:
+            # Replaced by a newer report between the two reads: show that one.
+            stored = report_stored(dataset=dataset, params=params)
+            body = _page_body(stored.report) if stored.report is not None else None
     context.update(stored=stored, meta=_report_meta(stored))
     if not stored.current:
         # Reload until the current version's report is there (no script: a meta refresh).
         context["refresh"] = REFRESH_SECONDS if stored.failed is None else None
-    if stored.report is not None:
-        context.update(_report_context(_page_body(stored.report), params))
+    if body is not None:
+        context.update(_report_context(body, params))
     else:
         context["readers"] = known_readers(dataset=dataset)
     return render(request, "analytics/dataset.html", context)
@@ -384,6 +393,14 @@ def analytics_export(request: HttpRequest, dataset_id: int, table: str, fmt: str
     if errors:
         return HttpResponse("\n".join(errors) + "\n", status=400, content_type="text/plain; charset=utf-8")
     stored = report_for_view(dataset=dataset, params=params)
+    try:
+        return _download(dataset, table, fmt, stored)
+    except AnalyticsReport.DoesNotExist:
+        # Replaced by a newer report between the two reads: serve that one.
+        return _download(dataset, table, fmt, report_stored(dataset=dataset, params=params))
+
+
+def _download(dataset: Dataset, table: str, fmt: str, stored: StoredReport) -> HttpResponse:
     report: AnalyticsReport | None = stored.report
     if report is None:
         return _waiting(stored)

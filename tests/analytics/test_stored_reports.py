@@ -325,3 +325,20 @@ def test_parameters_naming_what_the_dataset_lacks_are_refused_without_a_computat
     download = manager.get(f"/analytics/{ds.pk}/readers.csv?{query}")
     assert download.status_code == 400 and field in download.content.decode()
     assert enqueued == [] and not AnalyticsReport.objects.exists()
+
+
+def test_a_report_replaced_between_two_reads_is_served_from_its_successor(labelled, computed, manager, monkeypatch):
+    from adjudication.analytics import views
+
+    ds, queue = labelled
+    old = computed(ds)
+    seen = report_stored(dataset=ds, params=Params())  # what a request read just before ...
+    label = queue.items.filter(status="agreed").first().labels.first()
+    label_revise(label=label, annotator=label.annotator, entry=LabelEntry(kind="option", answer="D"))
+    new = computed(ds)  # ... the newer report was stored and the old one deleted
+    assert not AnalyticsReport.objects.filter(pk=old.pk).exists()
+    monkeypatch.setattr(views, "report_for_view", lambda **kw: seen)
+    page = manager.get(f"/analytics/{ds.pk}/")
+    assert page.status_code == 200 and f"for data version {new.data_version}" in page.content.decode()
+    download = manager.get(f"/analytics/{ds.pk}/readers.csv")
+    assert download.status_code == 200 and download["X-Report-Data-Version"] == str(new.data_version)
