@@ -43,3 +43,19 @@ def run_audit(self, audit_run_id: int) -> str:
         visibility = settings.CELERY_BROKER_TRANSPORT_OPTIONS.get("visibility_timeout", 3600)
         run_audit.apply_async((audit_run_id,), countdown=min(outcome.recheck_in, visibility / 2))
     return outcome.status
+
+
+@shared_task(bind=True, acks_late=True)
+def compute_report(self, report_id: int) -> str:
+    """Compute one stored analytics report (default queue) unless it is gone or no longer needed:
+    done already, or a report of the same parameters for this data version or a later one is."""
+    from adjudication.analytics.selectors import report_still_needed
+    from adjudication.analytics.services import MISSING, report_compute
+    from adjudication.models import AnalyticsReport
+
+    report = AnalyticsReport.objects.defer("body").filter(pk=report_id).first()
+    if report is None:
+        return MISSING
+    if not report_still_needed(report):
+        return "not needed"
+    return report_compute(report_id=report_id).status

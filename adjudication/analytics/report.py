@@ -1,27 +1,42 @@
 """The manager page's numbers for one dataset, as flat tables (the CSV / JSON downloads) plus the
 nested results the plots are drawn from. Database reads go through analytics.selectors; every
-number comes from the pure modules."""
+number comes from the pure modules.
+
+`build` computes a Report; `Report.body()` is what an AnalyticsReport stores (JSON: everything the
+page and every download show), so that neither the page nor a download computes anything."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import hashlib
+import json
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from adjudication.analytics import agreement as ag
 from adjudication.analytics import format_share as fs
 from adjudication.analytics import ranking
+from adjudication.analytics.headline import format_share_headline
 from adjudication.analytics.selectors import (
+    HUMAN,
+    ReadingSummary,
     agreement_inputs,
+    disputed_by_benchmark,
     format_share_observations,
     ranking_tables,
-    reader_spec_kinds,
+    reading_summary,
 )
 from adjudication.analytics.stats import jsonable
+from adjudication.fields import json_safe
 from adjudication.models import Dataset
 
 RATES = ("accuracy", "extraction_rate", "coverage")
 BIAS_RATES = ("accuracy", "judge_correct_rate", "human_correct_rate", "false_accept_rate", "false_reject_rate")
 DIMENSIONS = ag.DIMENSIONS
+
+
+# Fields that change only how the page shows a report, not what it holds: not in the key.
+DISPLAY_ONLY = ("by",)
+TOP_FLIPS = 10
 
 
 @dataclass
@@ -40,15 +55,39 @@ class Params:
     @classmethod
     def from_query(cls, q: Any) -> Params:
         p = cls()
-        p.reported = (q.get("reported") or p.reported)[:200]
-        p.fixed = (q.get("fixed") or p.fixed)[:200]
-        p.base = (q.get("base") or p.base)[:100]
+        # json_safe: a NUL or lone surrogate in a name cannot go into the stored (jsonb) parameters;
+        # such a name matches no reader and the page says so.
+        p.reported = json_safe((q.get("reported") or p.reported)[:200])
+        p.fixed = json_safe((q.get("fixed") or p.fixed)[:200])
+        p.base = json_safe((q.get("base") or p.base)[:100])
         p.by = q.get("by") if q.get("by") in DIMENSIONS else p.by
-        p.reference = (q.get("reference") or "")[:200]
+        p.reference = json_safe((q.get("reference") or "")[:200])
         p.min_gain = _number(q.get("min_gain"), low=0.0, high=100.0)
         p.min_extraction = _number(q.get("min_extraction"), low=0.0, high=1.0)
         p.pool_by = q.get("pool_by") if q.get("pool_by") in fs.POOL_BY else ""
         return p
+
+    def canonical(self) -> dict[str, Any]:
+        """The parameters that decide a report's content, in one normal form (types included)."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            if f.name in DISPLAY_ONLY:
+                continue
+            value = getattr(self, f.name)
+            out[f.name] = float(value) if f.type == "float" else int(value) if f.type == "int" else str(value)
+        return out
+
+    @property
+    def key(self) -> str:
+        """sha256 of the canonical parameters as JSON: one stored report per key and data version."""
+        text = json.dumps(self.canonical(), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    @classmethod
+    def from_stored(cls, stored: dict[str, Any], *, by: str = "model") -> Params:
+        """Back from AnalyticsReport.params (what canonical() gave), with a display choice."""
+        known = {f.name for f in fields(cls)} - set(DISPLAY_ONLY)
+        return cls(**{k: v for k, v in stored.items() if k in known}, by=by if by in DIMENSIONS else "model")
 
 
 def _number(value: Any, *, low: float, high: float) -> float:
@@ -71,6 +110,28 @@ class Report:
     ranking: dict[str, Any] = field(default_factory=dict)
     kinds: dict[str, str] = field(default_factory=dict)
     readers: list[str] = field(default_factory=list)
+    headline: dict[str, Any] = field(default_factory=dict)
+    flips_summary: dict[str, Any] = field(default_factory=dict)
+
+    def body(self) -> dict[str, Any]:
+        """Everything the page and the downloads show, as JSON (what an AnalyticsReport stores).
+        Each table carries its columns: jsonb keeps no key order, and a CSV needs one."""
+        tables = {name: {**t, "columns": columns(t["rows"])} for name, t in self.tables.items()}
+        return json_safe(
+            {
+                "dataset": self.dataset.name,
+                "params": self.params.canonical(),
+                "tables": tables,
+                "agreement": self.agreement,
+                "format_share": self.format_share,
+                "format_share_error": self.format_share_error,
+                "ranking": self.ranking,
+                "kinds": self.kinds,
+                "readers": self.readers,
+                "headline": self.headline,
+                "flips_summary": self.flips_summary,
+            }
+        )
 
 
 def _rate_cols(prefix: str, p: dict[str, Any] | None) -> dict[str, Any]:
@@ -103,14 +164,19 @@ def _bias_cols(s: dict[str, Any]) -> dict[str, Any]:
 
 
 def build(dataset: Dataset, params: Params) -> Report:
+    """The whole report. Reads through the selectors: grouped verdict counts for the readers'
+    overview and ranking, readings one by one only for labelled responses, and the two format-share
+    readers' verdicts per response."""
     rep = Report(dataset=dataset, params=params)
-    rep.kinds = reader_spec_kinds(dataset=dataset)
+    summary = reading_summary(dataset=dataset)
+    rep.kinds = summary.kinds
     rep.readers = sorted(rep.kinds)
-    inputs = agreement_inputs(dataset=dataset)
+    inputs = agreement_inputs(dataset=dataset, summary=summary)
     result = jsonable(
         ag.report(
             inputs["obs"],
             inputs["human"],
+            counts=inputs["counts"],
             annotator_ratings=inputs["annotator_ratings"],
             control_ids=inputs["control_ids"],
             strata=inputs["strata"],
@@ -217,33 +283,40 @@ def build(dataset: Dataset, params: Params) -> Report:
             )
     t["human-agreement"] = {"title": "Human–human agreement", "rows": rows}
 
-    _format_share(rep)
-    _ranking(rep)
+    obs = _format_share(rep, summary, inputs["human"])
+    _ranking(rep, summary)
+    rep.headline = _headline(rep, obs)
     return rep
 
 
-def _format_share(rep: Report) -> None:
-    p = rep.params
-    try:
-        obs = format_share_observations(dataset=rep.dataset, reported=p.reported, fixed=p.fixed)
-    except LookupError as exc:
-        rep.format_share_error = str(exc.args[0])
-        rep.tables["format-share"] = {"title": "Format share", "rows": []}
-        rep.tables["format-share-pairs"] = {"title": "Format share: summed reported gain per model pair", "rows": []}
-        return
-    res = jsonable(
+def _format_share_result(obs: list[fs.Observation], p: Params, by: str | None) -> dict[str, Any]:
+    return jsonable(
         fs.strip_private(
             fs.compute(
                 obs,
                 base_checkpoint=p.base,
                 min_reported_gain=p.min_gain,
                 min_extraction_rate=p.min_extraction,
-                by=p.pool_by or None,
+                by=by,
                 n_boot=p.n_boot,
                 seed=p.seed,
             )
         )
     )
+
+
+def _format_share(rep: Report, summary: ReadingSummary, human: dict[str, ag.HumanObs]) -> list[fs.Observation] | None:
+    p = rep.params
+    try:
+        obs = format_share_observations(
+            dataset=rep.dataset, reported=p.reported, fixed=p.fixed, labels=summary.labels, human=human
+        )
+    except LookupError as exc:
+        rep.format_share_error = str(exc.args[0])
+        rep.tables["format-share"] = {"title": "Format share", "rows": []}
+        rep.tables["format-share-pairs"] = {"title": "Format share: summed reported gain per model pair", "rows": []}
+        return None
+    res = _format_share_result(obs, p, p.pool_by or None)
     rep.format_share = res
     if not res["comparisons"]:
         rep.format_share_error = (
@@ -298,10 +371,72 @@ def _format_share(rep: Report) -> None:
         "title": "Format share: summed reported gain per model pair (eligible comparisons)",
         "rows": [{"pool": scope, **c} for scope, g in pools for c in g["pair_contributions"]],
     }
+    return obs
 
 
-def _ranking(rep: Report) -> None:
-    tables = ranking_tables(dataset=rep.dataset)
+def _headline(rep: Report, obs: list[fs.Observation] | None) -> dict[str, Any]:
+    """The top of the page: format share per benchmark and overall (the numbers of `format_share
+    --dataset NAME --by benchmark --json` with the report's readers, thresholds, resamples and
+    seed), each producer's bias against the final labels, and the readers ranked by agreement."""
+    p = rep.params
+    if obs is None:
+        by_benchmark = None
+    elif p.pool_by == "benchmark" and rep.format_share is not None:
+        by_benchmark = rep.format_share
+    else:
+        by_benchmark = _format_share_result(obs, p, "benchmark")
+    headline = format_share_headline(
+        by_benchmark,
+        reported=p.reported,
+        fixed=p.fixed,
+        base=p.base,
+        disputed=disputed_by_benchmark(dataset=rep.dataset),
+        error=rep.format_share_error if obs is None else "",
+    )
+    scope = rep.agreement["selection"]["preferred_scope"]
+    producers = [(reader, groups["all"]) for reader, groups in rep.agreement["vs_human"].get(scope, {}).items()]
+    bias = [
+        {
+            "reader": reader,
+            "kind": rep.kinds.get(reader, ""),
+            "scope": scope,
+            "n": s["n"],
+            "bias": s.get("bias"),
+            "bias_ci": s.get("bias_ci"),
+            "lean": s.get("lean"),
+            "false_accept_rate": s.get("false_accept_rate"),
+            "false_accept_rate_ci": s.get("false_accept_rate_ci"),
+            "false_reject_rate": s.get("false_reject_rate"),
+            "false_reject_rate_ci": s.get("false_reject_rate_ci"),
+        }
+        for reader, s in producers
+    ]
+    # Judges first; then the largest lean either way (undefined last).
+    bias.sort(key=lambda r: (r["kind"] != "judge", r["bias"] is None, -abs(r["bias"] or 0), r["reader"]))
+    ranked = [
+        {
+            "reader": reader,
+            "kind": rep.kinds.get(reader, ""),
+            "n": s["n"],
+            "agreement": s.get("accuracy"),
+            "agreement_ci": s.get("accuracy_ci"),
+        }
+        for reader, s in producers
+    ]
+    ranked.sort(key=lambda r: (r["agreement"] is None, -(r["agreement"] or 0), -r["n"], r["reader"]))
+    headline["judge_bias"] = bias if any(r["n"] for r in bias) else []
+    headline["reader_ranking"] = ranked if any(r["n"] for r in ranked) else []
+    if not headline["reader_ranking"]:
+        headline["reader_ranking_note"] = (
+            "No final human labels yet: readers are ranked by their verdict agreement with the final labels "
+            "once review items are labelled (route disagreements into a review queue)."
+        )
+    headline["scope"] = scope
+    return headline
+
+
+def _ranking(rep: Report, summary: ReadingSummary) -> None:
+    tables = ranking_tables(dataset=rep.dataset, summary=summary)
     reference = rep.params.reference if rep.params.reference in tables else None
     res = (
         jsonable(ranking.compare(tables, reference=reference))
@@ -340,10 +475,14 @@ def _ranking(rep: Report) -> None:
                 "x_accuracy_b": f[x][b]["accuracy"],
                 "y_accuracy_a": f[y][a]["accuracy"],
                 "y_accuracy_b": f[y][b]["accuracy"],
+                # The swing, in accuracy points: how far ahead a is under X plus how far behind under Y.
+                "size": 100
+                * ((f[x][a]["accuracy"] - f[x][b]["accuracy"]) + (f[y][b]["accuracy"] - f[y][a]["accuracy"])),
                 "separated": f["separated"],
             }
         )
     rep.tables["flips"] = {"title": "Rank flips between readers", "rows": rows}
+    rep.flips_summary = flips_summary(rows)
     rows = [
         {
             "reader_x": tau["readers"][0],
@@ -356,6 +495,28 @@ def _ranking(rep: Report) -> None:
         for tau in res["kendall_tau"]
     ]
     rep.tables["kendall-tau"] = {"title": "Kendall's τ between readers' rankings", "rows": rows}
+
+
+def flips_summary(rows: list[dict[str, Any]], top: int = TOP_FLIPS) -> dict[str, Any]:
+    """The flips table in brief: how many, how many per reader pair (most first), the `top`
+    largest by size, and how many more the download holds."""
+    pairs: dict[tuple[str, str], dict[str, Any]] = {}
+    for r in rows:
+        entry = pairs.setdefault(
+            (r["reader_x"], r["reader_y"]),
+            {"reader_x": r["reader_x"], "reader_y": r["reader_y"], "n": 0, "separated": 0},
+        )
+        entry["n"] += 1
+        entry["separated"] += bool(r["separated"])
+    largest = sorted(rows, key=lambda r: (-r["size"], r["reader_x"], r["reader_y"], r["ahead_under_x"]))[:top]
+    return {
+        "n": len(rows),
+        "n_separated": sum(bool(r["separated"]) for r in rows),
+        "models": sorted({m for r in rows for m in (r["ahead_under_x"], r["ahead_under_y"])}),
+        "pairs": sorted(pairs.values(), key=lambda p: (-p["n"], p["reader_x"], p["reader_y"])),
+        "top": largest,
+        "more": max(len(rows) - top, 0),
+    }
 
 
 TABLES = (
@@ -382,4 +543,4 @@ def columns(rows: list[dict[str, Any]]) -> list[str]:
     return cols
 
 
-__all__ = ["TABLES", "Params", "Report", "build", "columns"]
+__all__ = ["HUMAN", "TABLES", "Params", "Report", "build", "columns", "flips_summary"]

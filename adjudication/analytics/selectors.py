@@ -1,6 +1,12 @@
 """Database mode: turn a dataset's readings, review items and labels into the plain records the
 analytics functions take. Reads only; every statistic is computed elsewhere (no ORM there).
 
+What is aggregated where: the readers' overview and their ranking need only how many readings of
+each reader had each verdict on each run, which PostgreSQL counts (`reading_summary`, a few hundred
+grouped rows for millions of readings); only the readings of labelled responses come back one by
+one (`reader_observations(labelled_only=True)`), for the comparisons with humans; format share
+reads the per-response verdicts of its two readers.
+
 Which label counts: per queue item, the newest FinalLabel (append-only); per response, the
 newest final label over every queue that reviewed it. Per annotator and item, the newest Label
 (skips excluded), as services.review.current_labels does.
@@ -8,14 +14,22 @@ newest final label over every queue that reviewed it. Per annotator and item, th
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
-from typing import Any
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
-from django.db.models import BooleanField, Case, Count, Q, QuerySet, Value, When
+from django.conf import settings
+from django.db import connection
+from django.db.models import BooleanField, Case, Count, F, Q, QuerySet, Value, When
+from django.db.models.fields.json import KT
 
-from adjudication.analytics.agreement import HumanObs, ReaderObs, human_verdict
+from adjudication.analytics.agreement import HumanObs, ReaderObs, VerdictCount, human_verdict
 from adjudication.analytics.format_share import Observation, item_task_type
 from adjudication.models import (
+    AnalyticsReport,
     Dataset,
     FinalLabel,
     Label,
@@ -25,21 +39,28 @@ from adjudication.models import (
     Response,
     ReviewItem,
     RoutingPolicy,
+    Run,
 )
+from adjudication.rawsql import raw_one
 from adjudication.review.labels import normalise_answer
+from adjudication.revisions import dataset_version
 from adjudication.routing.rules import comparable_answer
+
+if TYPE_CHECKING:  # report.py imports this module
+    from adjudication.analytics.report import Params
 
 HUMAN = "human"
 
 
-def reader_labels(*, dataset: Dataset) -> dict[int, str]:
+def reader_labels(*, dataset: Dataset, spec_ids: Iterable[int] | None = None) -> dict[int, str]:
     """{reader_spec_id: display name}: the reader's name, or "name version (hash)" when several
-    versions or configs of one name have read this dataset."""
-    specs = list(
-        ReaderSpec.objects.filter(readings__response__dataset=dataset)
-        .distinct()
-        .values_list("id", "name", "version", "config_hash")
-    )
+    versions or configs of one name have read this dataset. `spec_ids`: the specs with readings
+    of the dataset, when the caller has them already (reading_summary does)."""
+    if spec_ids is None:
+        found = ReaderSpec.objects.filter(readings__response__dataset=dataset).distinct()
+    else:
+        found = ReaderSpec.objects.filter(id__in=list(spec_ids))
+    specs = list(found.values_list("id", "name", "version", "config_hash"))
     per_name: dict[str, int] = defaultdict(int)
     for _, name, _, _ in specs:
         per_name[name] += 1
@@ -49,16 +70,60 @@ def reader_labels(*, dataset: Dataset) -> dict[int, str]:
     }
 
 
-def reader_spec_kinds(*, dataset: Dataset) -> dict[str, str]:
-    labels = reader_labels(dataset=dataset)
+def reader_spec_kinds(*, dataset: Dataset, labels: dict[int, str] | None = None) -> dict[str, str]:
+    labels = reader_labels(dataset=dataset) if labels is None else labels
     kinds = dict(ReaderSpec.objects.filter(id__in=labels).values_list("id", "kind"))
     return {labels[sid]: kinds[sid] for sid in labels}
 
 
-def reader_observations(*, dataset: Dataset) -> list[ReaderObs]:
-    labels = reader_labels(dataset=dataset)
+@dataclass(frozen=True)
+class ReadingSummary:
+    """A dataset's readings, counted in the database: per reader spec, run and verdict."""
+
+    labels: dict[int, str]  # reader spec id -> display name
+    kinds: dict[str, str]  # display name -> kind (rule, regeneration, judge)
+    counts: list[VerdictCount]
+    runs: dict[int, tuple[str, str, str]]  # run id -> (model, checkpoint, benchmark)
+
+
+def reading_summary(*, dataset: Dataset) -> ReadingSummary:
+    grouped = (
+        Reading.objects.filter(response__dataset=dataset)
+        .values("reader_spec_id", "response__run_id", "verdict")
+        .annotate(n=Count("id"))
+        .order_by()
+        .values_list("reader_spec_id", "response__run_id", "verdict", "n")
+    )
+    rows = list(grouped)
+    runs = {
+        rid: (m, c, b)
+        for rid, m, c, b in Run.objects.filter(dataset=dataset).values_list("id", "model", "checkpoint", "benchmark")
+    }
+    labels = reader_labels(dataset=dataset, spec_ids={sid for sid, _, _, _ in rows})
+    counts = [
+        VerdictCount(labels[sid], verdict, n, *runs.get(run_id, ("", "", ""))) for sid, run_id, verdict, n in rows
+    ]
+    return ReadingSummary(
+        labels=labels, kinds=reader_spec_kinds(dataset=dataset, labels=labels), counts=counts, runs=runs
+    )
+
+
+def _labelled_responses(dataset: Dataset) -> QuerySet:
+    """The ids of the dataset's responses with a standing final label (a subquery, not a list)."""
+    return FinalLabel.objects.filter(item__queue__dataset=dataset).values("item__review_item__response_id")
+
+
+def reader_observations(
+    *, dataset: Dataset, labelled_only: bool = False, labels: dict[int, str] | None = None
+) -> list[ReaderObs]:
+    """Every reading of the dataset as a record; `labelled_only`: only those of responses with a
+    final label (all that a comparison with humans reads)."""
+    labels = reader_labels(dataset=dataset) if labels is None else labels
     kinds = dict(ReaderSpec.objects.filter(id__in=labels).values_list("id", "kind"))
-    rows = Reading.objects.filter(response__dataset=dataset).values_list(
+    readings = Reading.objects.filter(response__dataset=dataset)
+    if labelled_only:
+        readings = readings.filter(response_id__in=_labelled_responses(dataset))
+    rows = readings.values_list(
         "response_id",
         "reader_spec_id",
         "verdict",
@@ -166,24 +231,40 @@ def policy_strata(*, dataset: Dataset) -> list[dict[str, Any]]:
     return out
 
 
-def judge_template_hashes(*, dataset: Dataset) -> dict[str, str]:
+def judge_template_hashes(*, dataset: Dataset, labels: dict[int, str] | None = None) -> dict[str, str]:
     """{display name: template hash} of the LLM judges that read this dataset: a judge's bias is a
     property of its prompt as much as of its model, so every bias figure shows which prompt."""
-    labels = reader_labels(dataset=dataset)
+    labels = reader_labels(dataset=dataset) if labels is None else labels
     specs = ReaderSpec.objects.filter(id__in=labels, kind="judge").values_list("id", "config")
     return {labels[sid]: str((config or {}).get("template_hash") or "") for sid, config in specs}
 
 
-def agreement_inputs(*, dataset: Dataset) -> dict[str, Any]:
+def agreement_inputs(*, dataset: Dataset, summary: ReadingSummary | None = None) -> dict[str, Any]:
+    """What agreement.report takes: the verdict counts of every reading (`counts`), the readings of
+    labelled responses only (`obs`), the final labels, the annotators' labels and the strata."""
+    summary = reading_summary(dataset=dataset) if summary is None else summary
     ratings, controls = annotator_ratings(dataset=dataset)
     return {
-        "obs": reader_observations(dataset=dataset),
+        "counts": summary.counts,
+        "obs": reader_observations(dataset=dataset, labelled_only=True, labels=summary.labels),
         "human": human_observations(dataset=dataset),
         "annotator_ratings": ratings,
         "control_ids": controls,
         "strata": policy_strata(dataset=dataset),
-        "templates": judge_template_hashes(dataset=dataset),
+        "templates": judge_template_hashes(dataset=dataset, labels=summary.labels),
     }
+
+
+def disputed_by_benchmark(*, dataset: Dataset) -> dict[str, int]:
+    """{benchmark: responses some routing panel disputes} (controls are not disputes)."""
+    rows = (
+        ReviewItem.objects.filter(policy__dataset=dataset, is_control=False)
+        .values("response__run__benchmark")
+        .annotate(n=Count("response_id", distinct=True))
+        .order_by()
+        .values_list("response__run__benchmark", "n")
+    )
+    return dict(rows)
 
 
 def _box_annotation():
@@ -194,12 +275,12 @@ def _box_annotation():
     )
 
 
-def resolve_reader(*, dataset: Dataset, name: str) -> int | str:
+def resolve_reader(*, dataset: Dataset, name: str, labels: dict[int, str] | None = None) -> int | str:
     """The reader spec of `name` among the dataset's readings (its display name; a plain name that
     several versions share means the newest of them), or HUMAN for the final human labels."""
     if name == HUMAN:
         return HUMAN
-    labels = reader_labels(dataset=dataset)
+    labels = reader_labels(dataset=dataset) if labels is None else labels
     exact = [sid for sid, label in labels.items() if label == name]
     if exact:
         return exact[0]
@@ -215,15 +296,26 @@ def resolve_reader(*, dataset: Dataset, name: str) -> int | str:
     )
 
 
-def format_share_observations(*, dataset: Dataset, reported: str, fixed: str) -> list[Observation]:
-    rep, fix = resolve_reader(dataset=dataset, name=reported), resolve_reader(dataset=dataset, name=fixed)
-    human = human_observations(dataset=dataset) if HUMAN in (rep, fix) else {}
+def format_share_observations(
+    *,
+    dataset: Dataset,
+    reported: str,
+    fixed: str,
+    labels: dict[int, str] | None = None,
+    human: dict[str, HumanObs] | None = None,
+) -> list[Observation]:
+    """One record per response: its run, question, box and the verdicts of the two readers (the
+    only readings format share needs). `labels` and `human`: when the caller has them already."""
+    labels = reader_labels(dataset=dataset) if labels is None else labels
+    rep, fix = (resolve_reader(dataset=dataset, name=n, labels=labels) for n in (reported, fixed))
+    if HUMAN in (rep, fix) and human is None:
+        human = human_observations(dataset=dataset)
     verdicts: dict[int | str, dict[int, str]] = {}
     for spec in {rep, fix} - {HUMAN}:
         verdicts[spec] = dict(
             Reading.objects.filter(response__dataset=dataset, reader_spec_id=spec).values_list("response_id", "verdict")
         )
-    if HUMAN in (rep, fix):
+    if human is not None and HUMAN in (rep, fix):
         verdicts[HUMAN] = {int(k): h.verdict for k, h in human.items() if h.verdict}
     types = {
         qid: item_task_type(gold, choices or ())
@@ -250,26 +342,164 @@ def format_share_observations(*, dataset: Dataset, reported: str, fixed: str) ->
     ]
 
 
-def ranking_tables(*, dataset: Dataset, by_checkpoint: bool | None = None) -> dict[str, dict[str, tuple[int, int]]]:
+def ranking_tables(
+    *, dataset: Dataset, by_checkpoint: bool | None = None, summary: ReadingSummary | None = None
+) -> dict[str, dict[str, tuple[int, int]]]:
     """{reader: {model: (correct, n)}}; a model is "model@checkpoint" when the dataset has several
-    checkpoints of one model (unless `by_checkpoint` says otherwise)."""
-    labels = reader_labels(dataset=dataset)
+    checkpoints of one model (unless `by_checkpoint` says otherwise). From the grouped counts."""
+    summary = reading_summary(dataset=dataset) if summary is None else summary
     if by_checkpoint is None:
         per_model = defaultdict(set)
-        for m, c in dataset.runs.values_list("model", "checkpoint"):
+        for m, c, _ in summary.runs.values():
             per_model[m].add(c)
         by_checkpoint = any(len(c) > 1 for c in per_model.values())
-    counts = (
-        Reading.objects.filter(response__dataset=dataset)
-        .values("reader_spec_id", "response__run__model", "response__run__checkpoint")
-        .annotate(n=Count("id"), k=Count("id", filter=Q(verdict="correct")))
-    )
     tables: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
-    for row in counts:
-        model = row["response__run__model"] or "-"
+    for row in summary.counts:
+        model = row.model or "-"
         if by_checkpoint:
-            model = f"{model}@{row['response__run__checkpoint'] or '-'}"
-        cell = tables[labels[row["reader_spec_id"]]][model]
-        cell[0] += row["k"]
-        cell[1] += row["n"]
+            model = f"{model}@{row.checkpoint or '-'}"
+        cell = tables[row.reader][model]
+        cell[0] += row.n if row.verdict == "correct" else 0
+        cell[1] += row.n
     return {r: {m: (k, n) for m, (k, n) in sorted(t.items())} for r, t in sorted(tables.items())}
+
+
+# ---------------------------------------------------------------------------------------------
+# stored reports (adjudication.analytics.services computes them)
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class StoredReport:
+    """What is stored for one dataset and one set of report parameters."""
+
+    report: AnalyticsReport | None  # the newest DONE report for these params (any data version); None if none yet
+    current: bool  # report is not None and report.data_version == the dataset's current version
+    pending: AnalyticsReport | None  # a queued/running computation for the current version, if any
+    failed: AnalyticsReport | None  # the current version's computation, if it failed
+    data_version: int  # the dataset's current data version
+
+
+def report_stored(*, dataset: Dataset, params: Params) -> StoredReport:
+    """The stored report for these parameters and the state of the current version's computation
+    (read only: report_for_view in analytics.services requests one). Two or three key lookups."""
+    version = dataset_version(dataset_id=dataset.pk)
+    # The bodies stay in the database: readers take the parts they show (report_parts).
+    rows = AnalyticsReport.objects.filter(dataset=dataset, params_key=params.key).defer("body")
+    # At most one row per data version (analytics_report_once); its body is null unless done.
+    this = rows.filter(data_version=version).first()
+    if this is not None and this.status == AnalyticsReport.Status.DONE:
+        report: AnalyticsReport | None = this
+    else:
+        report = rows.filter(status=AnalyticsReport.Status.DONE).order_by("-data_version").first()
+    running = (AnalyticsReport.Status.QUEUED, AnalyticsReport.Status.RUNNING)
+    return StoredReport(
+        report=report,
+        current=report is not None and report.data_version == version,
+        pending=this if this is not None and this.status in running else None,
+        failed=this if this is not None and this.status == AnalyticsReport.Status.FAILED else None,
+        data_version=version,
+    )
+
+
+def _parts_on_postgresql(report: AnalyticsReport, parts: Sequence[str], *, as_text: bool) -> list[Any]:
+    # A body is one TOASTed jsonb value, and PostgreSQL decompresses it again for every `body -> key`
+    # of a select list (7 ms each for a 2 MB body): the subquery decompresses it once, and the
+    # parts are taken from that copy (OFFSET 0 keeps the planner from folding it away).
+    exprs, params = [], []
+    for path in parts:
+        keys = path.split("__")
+        exprs.append("(s.b" + " -> %s" * len(keys) + ")" + ("::text" if as_text else ""))
+        params += keys
+    sql = (
+        f"SELECT {', '.join(exprs)} FROM (SELECT body || '{{}}'::jsonb AS b "
+        "FROM adjudication_analyticsreport WHERE id = %s OFFSET 0) s"
+    )
+    row = raw_one(sql, [*params, report.pk])
+    if row is None:
+        raise AnalyticsReport.DoesNotExist(f"analytics report {report.pk}")
+    if as_text:
+        return list(row)
+    return [json.loads(v) if isinstance(v, str) else v for v in row]
+
+
+def report_parts(*, report: AnalyticsReport, parts: Sequence[str]) -> dict[str, Any]:
+    """Parts of a stored report's body, parsed, by key path ("headline", "tables__readers",
+    "agreement__selection"); a missing part is None. Only these leave the database: a body holds
+    every table, and the rank flips alone can run to megabytes. Raises AnalyticsReport.DoesNotExist
+    when the report is gone (a newer one of the same parameters replaced it meanwhile)."""
+    if connection.vendor == "postgresql":
+        return dict(zip(parts, _parts_on_postgresql(report, parts, as_text=False), strict=True))
+    row = (
+        AnalyticsReport.objects.filter(pk=report.pk)
+        .values(**{f"part{i}": F(f"body__{path}") for i, path in enumerate(parts)})
+        .first()
+    )
+    if row is None:
+        raise AnalyticsReport.DoesNotExist(f"analytics report {report.pk}")
+    return {path: row.get(f"part{i}") for i, path in enumerate(parts)}
+
+
+def report_parts_json(*, report: AnalyticsReport, parts: Sequence[str]) -> dict[str, str]:
+    """The same for parts that are objects or arrays, as JSON text straight from the database (not
+    parsed and dumped again); a missing or null part is "null"."""
+    if connection.vendor == "postgresql":
+        texts = _parts_on_postgresql(report, parts, as_text=True)
+    else:
+        row = (
+            AnalyticsReport.objects.filter(pk=report.pk)
+            .values(**{f"part{i}": KT(f"body__{path}") for i, path in enumerate(parts)})
+            .first()
+        )
+        if row is None:
+            raise AnalyticsReport.DoesNotExist(f"analytics report {report.pk}")
+        texts = [row.get(f"part{i}") for i in range(len(parts))]
+    return {path: text or "null" for path, text in zip(parts, texts, strict=True)}
+
+
+def analytics_lease_seconds() -> float:
+    return float(settings.ANALYTICS_LEASE_SECONDS)
+
+
+def report_last_seen(report: AnalyticsReport) -> datetime:
+    """When a queued report was last handed to the queue, or a running one claimed."""
+    return report.heartbeat_at or report.started_at or report.created_at
+
+
+def report_is_stale(report: AnalyticsReport, *, now: datetime) -> bool:
+    """Queued or running, and nothing has been heard of it for a lease: its task message or its
+    worker was lost (a computation takes seconds to minutes; the lease is much longer)."""
+    if report.status not in (AnalyticsReport.Status.QUEUED, AnalyticsReport.Status.RUNNING):
+        return False
+    return (now - report_last_seen(report)).total_seconds() > analytics_lease_seconds()
+
+
+def report_retryable(report: AnalyticsReport) -> bool:
+    return report.status == AnalyticsReport.Status.FAILED and report.attempts < settings.ANALYTICS_MAX_ATTEMPTS
+
+
+def report_still_needed(report: AnalyticsReport) -> bool:
+    """Not done, and no report of the same parameters for this data version or a later one is."""
+    if report.status == AnalyticsReport.Status.DONE:
+        return False
+    return not AnalyticsReport.objects.filter(
+        dataset_id=report.dataset_id,
+        params_key=report.params_key,
+        status=AnalyticsReport.Status.DONE,
+        data_version__gte=report.data_version,
+    ).exists()
+
+
+def known_readers(*, dataset: Dataset) -> list[str]:
+    """The readers of the newest stored report of the dataset (any parameters); [] before any."""
+    row = (
+        AnalyticsReport.objects.filter(dataset=dataset, status=AnalyticsReport.Status.DONE)
+        .order_by("-data_version", "-id")
+        .values_list("body__readers", flat=True)
+        .first()
+    )
+    return list(row or [])
+
+
+def dataset_checkpoints(*, dataset: Dataset) -> set[str]:
+    return set(Run.objects.filter(dataset=dataset).values_list("checkpoint", flat=True))

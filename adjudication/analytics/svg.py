@@ -13,10 +13,12 @@ from typing import Any
 FONT = 'font-family="system-ui, sans-serif" font-size="12"'
 INK, MUTED, GRID = "#1d2330", "#6b7383", "#d6dae2"
 REPORTED, FIXED, ACCENT = "#d9822b", "#1f6fb2", "#a61b1b"
+SLOPE_MAX_WIDTH = 1100  # the analytics page's column at a 1366 px window
 
 
-def _t(x: float, y: float, text: str, anchor: str = "start", fill: str = INK, extra: str = "") -> str:
-    return f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}" fill="{fill}" {extra}>{escape(str(text))}</text>'
+def _t(x: float, y: float, text: str, anchor: str = "start", fill: str = INK, extra: str = "", title: str = "") -> str:
+    tip = f"<title>{escape(title)}</title>" if title else ""
+    return f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}" fill="{fill}" {extra}>{tip}{escape(str(text))}</text>'
 
 
 def _svg(width: float, height: float, body: list[str], title: str) -> str:
@@ -30,12 +32,21 @@ def _short(text: str, n: int = 34) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
+def _text_width(text: str) -> float:
+    """A safe upper estimate of the width of `text` at 12 px (system-ui averages about 6.5 px a
+    character): every chart sizes itself to its longest text, so nothing is clipped at its edge."""
+    return 7.0 * len(text) + 4
+
+
 def interval_chart(rows: Sequence[dict[str, Any]], *, title: str, label_width: int = 230, plot_width: int = 380) -> str:
     """Dots with whiskers on a 0–100 % axis: rows of {"label", "value", "ci": [lo, hi] | None,
     "note"} (values are fractions)."""
     row_h, top = 22, 26
     height = top + row_h * max(len(rows), 1) + 24
-    width = label_width + plot_width + 120
+    notes = [
+        f"{r['value']:.1%}" + (f"  {r['note']}" if r.get("note") else "") for r in rows if r.get("value") is not None
+    ]
+    width = label_width + plot_width + 10 + max([_text_width(n) for n in notes] + [60])
     x0 = label_width
 
     def x(v: float) -> float:
@@ -72,15 +83,32 @@ def interval_chart(rows: Sequence[dict[str, Any]], *, title: str, label_width: i
     return _svg(width, height, body, title)
 
 
+def _gain_note(c: dict[str, Any]) -> str:
+    """The text beside a comparison's bars: its share, or why there is none, in full."""
+    share = c.get("format_share")
+    note = f"n={c.get('n_questions')} · "
+    if share is not None:
+        note += f"share {share:.1%}"
+    else:
+        note += "share undefined: reported gain ≤ 0" if (c.get("reported_gain") or 0) <= 0 else "share undefined"
+    if not c.get("eligible"):
+        # The reasons not said already (a share undefined because the reported gain is ≤ 0).
+        reasons = [r for r in (c.get("ineligible_reason") or "").split("; ") if r and r != "reported gain ≤ 0"]
+        note += " · not eligible" + (f" ({'; '.join(reasons)})" if reasons else "")
+    return note
+
+
 def gain_bars(comparisons: Sequence[dict[str, Any]], *, title: str = "Reported vs fixed gain per comparison") -> str:
-    """Per comparison: the reported gain (orange) and the fixed gain (blue), in points, and the share."""
+    """Per comparison: the reported gain (orange) and the fixed gain (blue), in points, each with
+    its value, and the share (or why it is undefined) beside them, never clipped."""
     label_w, plot_w, group_h, top = 250, 360, 34, 34
     comps = list(comparisons)
     values = [v for c in comps for v in (c.get("reported_gain"), c.get("fixed_gain")) if v is not None]
     lo, hi = min([0.0, *values]), max([1.0, *values])
     span = hi - lo or 1.0
     height = top + group_h * max(len(comps), 1) + 26
-    width = label_w + plot_w + 150
+    notes = [_gain_note(c) for c in comps]
+    width = label_w + plot_w + 10 + max([_text_width(n) for n in notes] + [80])
 
     def x(v: float) -> float:
         return label_w + (v - lo) / span * plot_w
@@ -94,10 +122,10 @@ def gain_bars(comparisons: Sequence[dict[str, Any]], *, title: str = "Reported v
         _t(x(lo), height - 8, f"{lo:+.0f}", "middle", MUTED),
         _t(x(hi), height - 8, f"{hi:+.0f} pts", "middle", MUTED),
     ]
-    for i, c in enumerate(comps):
+    for i, (c, note) in enumerate(zip(comps, notes, strict=True)):
         y = top + group_h * i
         label = f"{c['model']} · {c['benchmark']} · {c['prompt'] or '-'} · {c['rl_checkpoint']}"
-        body.append(_t(label_w - 8, y + 17, _short(label, 40), "end", INK if c.get("eligible") else MUTED))
+        body.append(_t(label_w - 8, y + 17, _short(label, 34), "end", INK if c.get("eligible") else MUTED, title=label))
         for j, (key, colour) in enumerate((("reported_gain", REPORTED), ("fixed_gain", FIXED))):
             v = c.get(key)
             if v is None:
@@ -107,11 +135,7 @@ def gain_bars(comparisons: Sequence[dict[str, Any]], *, title: str = "Reported v
                 f'<rect x="{x1:.1f}" y="{y + 4 + 13 * j:.1f}" width="{max(x2 - x1, 1):.1f}" height="11" '
                 f'fill="{colour}"><title>{escape(key)}: {v:+.2f} points</title></rect>'
             )
-        share = c.get("format_share")
-        note = f"share {share:.1%}" if share is not None else "share undefined"
-        if not c.get("eligible"):
-            note += " (not eligible)"
-        body.append(_t(label_w + plot_w + 10, y + 19, note, fill=INK if share is not None else ACCENT))
+        body.append(_t(label_w + plot_w + 10, y + 19, note, fill=INK if c.get("format_share") is not None else ACCENT))
     return _svg(width, height, body, title)
 
 
@@ -164,7 +188,12 @@ def slope_chart(rankings: dict[str, list[dict[str, Any]]], *, flipped: set[str],
     models = sorted({r["model"] for rows in rankings.values() for r in rows})
     if not readers or not models:
         return _svg(300, 40, [_t(8, 24, "no rankings", fill=MUTED)], title)
-    col_w, left, right, top, row_h = 130, 210, 210, 44, 26
+    left, right, row_h = 210, 210, 26
+    # Columns share at most MAX_WIDTH, so that 26 readers fit a laptop screen as well as 3 do;
+    # when they get narrow the reader names turn (at 50 degrees) rather than overlap.
+    col_w = max(20.0, min(130.0, (SLOPE_MAX_WIDTH - left - right) / max(len(readers) - 1, 1)))
+    turned = col_w < 100
+    top = 44 if not turned else 30 + 0.77 * max(_text_width(_short(r, 22)) for r in readers)
     width = left + col_w * (len(readers) - 1) + right
     height = top + row_h * len(models) + 10
     rank_of = {reader: {r["model"]: r["rank"] for r in rows} for reader, rows in rankings.items()}
@@ -183,8 +212,12 @@ def slope_chart(rankings: dict[str, list[dict[str, Any]]], *, flipped: set[str],
     body = []
     for i, reader in enumerate(readers):
         x = left + col_w * i
-        body.append(f'<line x1="{x}" y1="{top - 10}" x2="{x}" y2="{height - 10}" stroke="{GRID}"/>')
-        body.append(_t(x, 16 + (i % 2) * 13, _short(reader, 22), "middle"))
+        body.append(f'<line x1="{x:.1f}" y1="{top - 10:.1f}" x2="{x:.1f}" y2="{height - 10:.1f}" stroke="{GRID}"/>')
+        if turned:
+            y = top - 16
+            body.append(_t(x, y, _short(reader, 22), "start", extra=f'transform="rotate(-50 {x:.1f} {y:.1f})"'))
+        else:
+            body.append(_t(x, 16 + (i % 2) * 13, _short(reader, 22), "middle"))
     for model in models:
         pts = [pos(i, model) for i, r in enumerate(readers) if model in rank_of[r]]
         hot = model in flipped

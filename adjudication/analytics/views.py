@@ -1,6 +1,11 @@
-"""Manager pages: /analytics/<dataset_id>/ (tables and inline SVG plots) and its downloads."""
+"""Manager pages: /analytics/<dataset_id>/ (headline, tables and inline SVG plots) and its downloads.
+
+Both read the stored report (analytics.services.report_for_view): nothing is computed in the
+request, except that the embedded default (eager Celery) computes a missing report inline."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
@@ -8,10 +13,44 @@ from django.utils.safestring import mark_safe
 
 from adjudication.analytics import svg
 from adjudication.analytics.format_share import POOL_BY
-from adjudication.analytics.report import TABLES, Params, build, columns
+from adjudication.analytics.report import HUMAN, TABLES, Params, columns
+from adjudication.analytics.selectors import (
+    StoredReport,
+    dataset_checkpoints,
+    known_readers,
+    report_parts,
+    report_parts_json,
+    report_stored,
+    resolve_reader,
+)
+from adjudication.analytics.services import report_for_view
 from adjudication.exports import CONTENT_TYPES, attachment, download_name, json_text, table_download
-from adjudication.models import Dataset
+from adjudication.models import AnalyticsReport, Dataset
 from adjudication.permissions import role_required
+
+# What the page shows of a stored report (the rest, every flip and τ among them, is downloads).
+PAGE_PARTS = (
+    "params",
+    "kinds",
+    "readers",
+    "headline",
+    "flips_summary",
+    "format_share",
+    "format_share_error",
+    "tables__readers",
+    "tables__agreement",
+    "tables__agreement-by",
+    "tables__population",
+    "tables__human-agreement",
+    "agreement__selection",
+    "agreement__vs_human",
+    "agreement__population",
+    "ranking__rankings",
+)
+REPORT_JSON_PARTS = ("params", "headline", "agreement", "format_share", "ranking", "flips_summary")
+REFRESH_SECONDS = 5  # how often a page waiting for its report reloads itself (a meta refresh)
+RETRY_AFTER_SECONDS = 10
+HEADLINE_ROWS = 8  # producers shown in the headline's bias and ranking tables; the rest download
 
 
 def _f(value, lo=None, hi=None, digits: int = 3, signed: bool = False) -> str:
@@ -23,6 +62,22 @@ def _f(value, lo=None, hi=None, digits: int = 3, signed: bool = False) -> str:
     if lo is not None and hi is not None:
         text += f" [{fmt.format(lo)}, {fmt.format(hi)}]"
     return text
+
+
+def _ci(value, ci, **kw) -> str:
+    return _f(value, *(ci or (None, None)), **kw)
+
+
+def _points(value, ci) -> str:
+    """A gain in accuracy points with its interval: "+28.7 [+21.0, +36.1]"."""
+    return _f(value, *(ci or (None, None)), digits=1, signed=True)
+
+
+def _share(value, ci) -> str:
+    if value is None:
+        return "–"
+    text = f"{value:.0%}"
+    return text + (f" [{ci[0]:.0%}, {ci[1]:.0%}]" if ci else "")
 
 
 def _agreement_display(rows: list[dict], preferred: str) -> list[dict]:
@@ -50,14 +105,89 @@ def _agreement_display(rows: list[dict], preferred: str) -> list[dict]:
     return out
 
 
-@role_required("manager")
-def analytics_page(request: HttpRequest, dataset_id: int) -> HttpResponse:
-    dataset = get_object_or_404(Dataset, pk=dataset_id)
-    params = Params.from_query(request.GET)
-    rep = build(dataset, params)
-    ag = rep.agreement
+def _param_errors(dataset: Dataset, params: Params, given: Any) -> list[str]:
+    """Parameters the query names (`given`) that name a reader or checkpoint the dataset does not
+    have: refused (400) before a report is requested, since every distinct set of parameters is a
+    computation of its own. The defaults are not checked: their report says what is missing."""
+    errors: list[str] = []
+    named = [(f, getattr(params, f)) for f in ("reported", "fixed", "reference") if given.get(f)]
+    readers = set(known_readers(dataset=dataset)) | {HUMAN} if named else set()
+    for field, name in named:
+        if field == "reference" and name == HUMAN:
+            errors.append("reference: the ranking reference must be a reader, not the human labels")
+        elif name not in readers:
+            try:
+                # A reader that read the dataset after the newest stored report was computed.
+                resolve_reader(dataset=dataset, name=name)
+            except LookupError as exc:
+                errors.append(f"{field}: {exc.args[0]}")
+    checkpoints = dataset_checkpoints(dataset=dataset) if given.get("base") else set()
+    if checkpoints and params.base not in checkpoints:
+        errors.append(
+            f"base: the dataset has no checkpoint {params.base!r} (checkpoints: {', '.join(sorted(checkpoints))})"
+        )
+    return errors
+
+
+def _report_meta(stored: StoredReport) -> dict[str, Any]:
+    report = stored.report
+    waiting = stored.pending or stored.failed
+    return {
+        "computed_at": report.finished_at.isoformat() if report and report.finished_at else None,
+        "data_version": report.data_version if report else None,
+        "dataset_data_version": stored.data_version,
+        "current": stored.current,
+        "elapsed_s": report.elapsed_s if report else None,
+        "status": "done" if stored.current else (waiting.status if waiting else "queued"),
+        "error": stored.failed.error if stored.failed else None,
+    }
+
+
+def _headline_context(headline: dict[str, Any]) -> dict[str, Any]:
+    fs_rows = []
+    pools = [(row["benchmark"], row) for row in headline.get("by_benchmark") or []]
+    if headline.get("overall"):
+        pools.append(("all benchmarks", headline["overall"]))
+    for name, row in pools:
+        fs_rows.append(
+            {
+                "name": name,
+                "task_type": row.get("task_type") or "",
+                "reported": _points(row["reported_gain"], row["reported_gain_ci"]),
+                "fixed": _points(row["fixed_gain"], row["fixed_gain_ci"]),
+                "share": _share(row["format_share"], row["format_share_ci"]),
+                "n": f"{row['n_eligible']} of {row['n_comparisons']}",
+                "box": f"{_share(row['box_rate_base'], None)} → {_share(row['box_rate_rl'], None)}",
+                "disputed": row.get("disputed"),
+                "error": row.get("error") or "",
+                "overall": name == "all benchmarks",
+            }
+        )
+    bias = headline.get("judge_bias") or []
+    ranking = headline.get("reader_ranking") or []
+    return {
+        "fs_rows": fs_rows,
+        "bias_rows": [
+            {
+                **r,
+                "bias_s": _ci(r["bias"], r["bias_ci"], signed=True),
+                "fa": _ci(r["false_accept_rate"], r.get("false_accept_rate_ci")),
+                "fr": _ci(r["false_reject_rate"], r.get("false_reject_rate_ci")),
+            }
+            for r in bias[:HEADLINE_ROWS]
+        ],
+        "bias_more": max(len(bias) - HEADLINE_ROWS, 0),
+        "ranking_rows": [
+            {**r, "position": i + 1, "agree": _ci(r["agreement"], r["agreement_ci"])}
+            for i, r in enumerate(ranking[:HEADLINE_ROWS])
+        ],
+        "ranking_more": max(len(ranking) - HEADLINE_ROWS, 0),
+    }
+
+
+def _plots(body: dict[str, Any], scope: str) -> tuple[dict[str, str], list[dict[str, Any]]]:
+    tables, ag, kinds = body["tables"], body["agreement"], body["kinds"]
     plots: dict[str, str] = {}
-    # accuracy by reader, with Wilson intervals
     plots["accuracy"] = svg.interval_chart(
         [
             {
@@ -66,11 +196,10 @@ def analytics_page(request: HttpRequest, dataset_id: int) -> HttpResponse:
                 "ci": [row["accuracy_lo"], row["accuracy_hi"]] if row["accuracy"] is not None else None,
                 "note": f"n={row['n']}",
             }
-            for row in rep.tables["readers"]["rows"]
+            for row in tables["readers"]["rows"]
         ],
         title="Accuracy by reader (Wilson 95 %)",
     )
-    scope = ag["selection"]["preferred_scope"]
     vs = ag["vs_human"].get(scope, {})
     if vs:
         plots["agreement"] = svg.interval_chart(
@@ -86,71 +215,44 @@ def analytics_page(request: HttpRequest, dataset_id: int) -> HttpResponse:
             title="Verdict agreement with final human labels (Wilson 95 %)",
         )
     heatmaps = []
-    for reader, groups in sorted(vs.items(), key=lambda kv: (rep.kinds.get(kv[0]) != "judge", kv[0])):
+    for reader, groups in sorted(vs.items(), key=lambda kv: (kinds.get(kv[0]) != "judge", kv[0])):
         s = groups["all"]
         if s["n"]:
             heatmaps.append(
                 {
                     "reader": reader,
-                    "kind": rep.kinds.get(reader, ""),
+                    "kind": kinds.get(reader, ""),
                     "stats": s,
                     "svg": mark_safe(svg.heatmap(s["confusion"]["matrix"], title=f"{reader} vs human")),
                 }
             )
-    if rep.format_share and rep.format_share["comparisons"]:
-        plots["format_share"] = svg.gain_bars(rep.format_share["comparisons"])
-    flipped = {m for f in rep.ranking.get("flips", []) for m in f["models"]}
-    if rep.ranking.get("rankings"):
-        plots["ranking"] = svg.slope_chart(rep.ranking["rankings"], flipped=flipped)
-    return render(
-        request,
-        "analytics/dataset.html",
+    fs = body["format_share"]
+    if fs and fs["comparisons"]:
+        plots["format_share"] = svg.gain_bars(fs["comparisons"])
+    ranking = body["ranking"]
+    if ranking.get("rankings"):
+        flipped = set(body["flips_summary"].get("models") or [])
+        plots["ranking"] = svg.slope_chart(ranking["rankings"], flipped=flipped)
+    return {k: mark_safe(v) for k, v in plots.items()}, heatmaps
+
+
+def _flip_matrix(summary: dict[str, Any], order: list[str]) -> dict[str, Any]:
+    """Flips per reader pair as a symmetric matrix over the readers in any flip (one row each:
+    26 readers make 26 short rows, where a list of their pairs would run to hundreds of lines)."""
+    counts: dict[frozenset[str], int] = {}
+    for p in summary.get("pairs") or []:
+        counts[frozenset((p["reader_x"], p["reader_y"]))] = p["n"]
+    involved = {r for pair in counts for r in pair}
+    readers = [r for r in order if r in involved] + sorted(involved - set(order))
+    rows = [
         {
-            "dataset": dataset,
-            "params": params,
-            "rep": rep,
-            "ag": ag,
-            "scope": scope,
-            "plots": {k: mark_safe(v) for k, v in plots.items()},
-            "heatmaps": heatmaps,
-            "tables": [(name, rep.tables[name]["title"]) for name in TABLES],
-            "dimensions": ["model", "checkpoint", "benchmark"],
-            "flipped": sorted(flipped),
-            "by_rows": _agreement_display(
-                [r for r in rep.tables["agreement-by"]["rows"] if r["dimension"] == params.by], scope
-            ),
-            "agreement_rows": _agreement_display(rep.tables["agreement"]["rows"], scope),
-            "reader_rows": [
-                {
-                    **r,
-                    "acc": _f(r["accuracy"], r["accuracy_lo"], r["accuracy_hi"]),
-                    "ext": _f(r["extraction_rate"], r["extraction_rate_lo"], r["extraction_rate_hi"]),
-                    "cov": _f(r["coverage"], r["coverage_lo"], r["coverage_hi"]),
-                }
-                for r in rep.tables["readers"]["rows"]
-            ],
-            "population_rows": [
-                {
-                    **r,
-                    "acc": _f(r.get("accuracy"), r.get("accuracy_lo"), r.get("accuracy_hi")),
-                    "bias_s": _f(r.get("bias"), r.get("bias_lo"), r.get("bias_hi"), signed=True),
-                }
-                for r in rep.tables["population"]["rows"]
-            ],
-            "hh_rows": [
-                {
-                    **r,
-                    "agree": _f(r.get("agreement"), r.get("agreement_lo"), r.get("agreement_hi")),
-                    "kappa": _f(r.get("cohen_kappa")),
-                    "alpha": _f(r.get("krippendorff_alpha")),
-                }
-                for r in rep.tables["human-agreement"]["rows"]
-            ],
-            "readers": rep.readers,
-            "pool_dimensions": POOL_BY,
-            "fs_pools": _format_share_pools(rep.format_share),
-        },
-    )
+            "reader": r,
+            "total": sum(n for pair, n in counts.items() if r in pair),
+            "cells": [counts.get(frozenset((r, c)), "") if c != r else "·" for c in readers],
+        }
+        for r in readers
+    ]
+    return {"readers": readers, "rows": rows}
 
 
 def _format_share_pools(res: dict | None) -> list[dict]:
@@ -165,24 +267,165 @@ def _format_share_pools(res: dict | None) -> list[dict]:
     return pools
 
 
+def _page_body(report: AnalyticsReport) -> dict[str, Any]:
+    """The parts of the stored body the page shows, nested as in the body."""
+    body: dict[str, Any] = {"tables": {}, "agreement": {}, "ranking": {}}
+    for path, value in report_parts(report=report, parts=PAGE_PARTS).items():
+        head, _, rest = path.partition("__")
+        if rest:
+            body[head][rest] = value
+        else:
+            body[head] = value
+    return body
+
+
+def _report_context(body: dict[str, Any], params: Params) -> dict[str, Any]:
+    ag = body["agreement"]
+    tables = body["tables"]
+    scope = ag["selection"]["preferred_scope"]
+    plots, heatmaps = _plots(body, scope)
+    flipped = body["flips_summary"].get("models") or []
+    return {
+        "body": body,
+        "ag": ag,
+        "scope": scope,
+        "plots": plots,
+        "heatmaps": heatmaps,
+        "flipped": flipped,
+        "flips": body["flips_summary"],
+        "flip_matrix": _flip_matrix(body["flips_summary"], body["readers"]),
+        "headline": body["headline"],
+        **_headline_context(body["headline"]),
+        "by_rows": _agreement_display(
+            [r for r in tables["agreement-by"]["rows"] if r["dimension"] == params.by], scope
+        ),
+        "agreement_rows": _agreement_display(tables["agreement"]["rows"], scope),
+        "reader_rows": [
+            {
+                **r,
+                "acc": _f(r["accuracy"], r["accuracy_lo"], r["accuracy_hi"]),
+                "ext": _f(r["extraction_rate"], r["extraction_rate_lo"], r["extraction_rate_hi"]),
+                "cov": _f(r["coverage"], r["coverage_lo"], r["coverage_hi"]),
+            }
+            for r in tables["readers"]["rows"]
+        ],
+        "population_rows": [
+            {
+                **r,
+                "acc": _f(r.get("accuracy"), r.get("accuracy_lo"), r.get("accuracy_hi")),
+                "bias_s": _f(r.get("bias"), r.get("bias_lo"), r.get("bias_hi"), signed=True),
+            }
+            for r in tables["population"]["rows"]
+        ],
+        "hh_rows": [
+            {
+                **r,
+                "agree": _f(r.get("agreement"), r.get("agreement_lo"), r.get("agreement_hi")),
+                "kappa": _f(r.get("cohen_kappa")),
+                "alpha": _f(r.get("krippendorff_alpha")),
+            }
+            for r in tables["human-agreement"]["rows"]
+        ],
+        "readers": body["readers"],
+        "fs_pools": _format_share_pools(body["format_share"]),
+    }
+
+
+@role_required("manager")
+def analytics_page(request: HttpRequest, dataset_id: int) -> HttpResponse:
+    dataset = get_object_or_404(Dataset, pk=dataset_id)
+    params = Params.from_query(request.GET)
+    context: dict[str, Any] = {
+        "dataset": dataset,
+        "params": params,
+        "dimensions": ["model", "checkpoint", "benchmark"],
+        "pool_dimensions": POOL_BY,
+        "tables": TABLES,
+    }
+    errors = _param_errors(dataset, params, request.GET)
+    if errors:
+        context.update(param_errors=errors, readers=known_readers(dataset=dataset))
+        return render(request, "analytics/dataset.html", context, status=400)
+    stored = report_for_view(dataset=dataset, params=params)
+    body = None
+    if stored.report is not None:
+        try:
+            body = _page_body(stored.report)
+        except AnalyticsReport.DoesNotExist:
+            # Replaced by a newer report between the two reads: show that one.
+            stored = report_stored(dataset=dataset, params=params)
+            body = _page_body(stored.report) if stored.report is not None else None
+    context.update(stored=stored, meta=_report_meta(stored))
+    if not stored.current:
+        # Reload until the current version's report is there (no script: a meta refresh).
+        context["refresh"] = REFRESH_SECONDS if stored.failed is None else None
+    if body is not None:
+        context.update(_report_context(body, params))
+    else:
+        context["readers"] = known_readers(dataset=dataset)
+    return render(request, "analytics/dataset.html", context)
+
+
+def _waiting(stored: StoredReport) -> HttpResponse:
+    """503 with Retry-After: no report for these parameters has been computed yet."""
+    if stored.failed is not None:
+        text = (
+            f"The analytics report for these parameters could not be computed: {stored.failed.error}\n"
+            f"(attempt {stored.failed.attempts}; the page retries it until it has had its attempts).\n"
+        )
+    else:
+        text = (
+            f"The analytics report for these parameters (data version {stored.data_version}) is being "
+            f"computed; try again in {RETRY_AFTER_SECONDS} seconds.\n"
+        )
+    response = HttpResponse(text, status=503, content_type="text/plain; charset=utf-8")
+    response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    return response
+
+
 @role_required("manager")
 def analytics_export(request: HttpRequest, dataset_id: int, table: str, fmt: str) -> HttpResponse:
     dataset = get_object_or_404(Dataset, pk=dataset_id)
     if fmt not in ("csv", "json") or (table not in TABLES and not (table == "report" and fmt == "json")):
         raise Http404("unknown table or format")
-    rep = build(dataset, Params.from_query(request.GET))
+    params = Params.from_query(request.GET)
+    errors = _param_errors(dataset, params, request.GET)
+    if errors:
+        return HttpResponse("\n".join(errors) + "\n", status=400, content_type="text/plain; charset=utf-8")
+    stored = report_for_view(dataset=dataset, params=params)
+    try:
+        return _download(dataset, table, fmt, stored)
+    except AnalyticsReport.DoesNotExist:
+        # Replaced by a newer report between the two reads: serve that one.
+        return _download(dataset, table, fmt, report_stored(dataset=dataset, params=params))
+
+
+def _download(dataset: Dataset, table: str, fmt: str, stored: StoredReport) -> HttpResponse:
+    report: AnalyticsReport | None = stored.report
+    if report is None:
+        return _waiting(stored)
+    meta = _report_meta(stored)
+    stamp = {k: meta[k] for k in ("computed_at", "data_version", "dataset_data_version", "current")}
     if table == "report":
-        body = {
-            "dataset": dataset.name,
-            "agreement": rep.agreement,
-            "format_share": rep.format_share,
-            "format_share_error": rep.format_share_error or None,
-            "ranking": rep.ranking,
-        }
-    elif fmt == "json":
-        body = {"dataset": dataset.name, "table": table, "rows": rep.tables[table]["rows"]}
-    else:
-        rows = rep.tables[table]["rows"]
-        return table_download(fmt="csv", filename_stem=f"{dataset.name}-{table}", rows=rows, columns=columns(rows))
-    response = HttpResponse(json_text(body, indent=2), content_type=CONTENT_TYPES["json"])
+        # Assembled from the stored parts as JSON text: a report runs to megabytes, and parsing it
+        # only to write it out again would cost most of the request.
+        texts = report_parts_json(report=report, parts=REPORT_JSON_PARTS)
+        error = report_parts(report=report, parts=["format_share_error"])["format_share_error"]
+        fields = [(k, json_text(v)) for k, v in {"dataset": dataset.name, **stamp}.items()]
+        fields += [(k, texts[k]) for k in REPORT_JSON_PARTS] + [("format_share_error", json_text(error or None))]
+        response = HttpResponse(
+            "{" + ", ".join(f"{json_text(k)}: {v}" for k, v in fields) + "}\n", content_type=CONTENT_TYPES["json"]
+        )
+        return attachment(response, download_name(f"{dataset.name}-{table}", fmt))
+    stored_table = report_parts(report=report, parts=[f"tables__{table}"])[f"tables__{table}"] or {}
+    cols = stored_table.get("columns") or columns(stored_table.get("rows") or [])
+    rows = [{c: r.get(c) for c in cols} for r in stored_table.get("rows") or []]
+    if fmt == "csv":
+        response = table_download(fmt="csv", filename_stem=f"{dataset.name}-{table}", rows=rows, columns=cols)
+        response["X-Report-Computed-At"] = stamp["computed_at"] or ""
+        response["X-Report-Data-Version"] = str(stamp["data_version"])
+        response["X-Report-Current"] = "true" if stamp["current"] else "false"
+        return response
+    out = {"dataset": dataset.name, "table": table, **stamp, "rows": rows}
+    response = HttpResponse(json_text(out, indent=2), content_type=CONTENT_TYPES["json"])
     return attachment(response, download_name(f"{dataset.name}-{table}", fmt))

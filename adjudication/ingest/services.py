@@ -13,6 +13,7 @@ from django.db import transaction
 from adjudication.ingest.formats import Row, RowError, count_lines, identity_problem, iter_rows
 from adjudication.models import Dataset, Question, Reading, Response, Run
 from adjudication.review.services import InvalidationReport, review_invalidate_replaced
+from adjudication.revisions import dataset_changed
 
 BATCH = 1000
 
@@ -76,7 +77,11 @@ def responses_import(
             # then see all the first committed. NO KEY: rows that merely reference the dataset (audits,
             # policies) are still created meanwhile.
             dataset = Dataset.objects.select_for_update(no_key=True).get(pk=dataset.pk)
-            return _import_rows(dataset, rows, path=path, replace=replace, progress=progress)
+            report = _import_rows(dataset, rows, path=path, replace=replace, progress=progress)
+            if report.created or report.replaced:
+                # Once per import, last: the analytics of this dataset are out of date from its commit on.
+                dataset_changed(dataset_id=dataset.pk)
+            return report
     except RowError as exc:
         raise ImportFailed(str(exc)) from exc
 
@@ -215,7 +220,7 @@ class _Importer:
         if old_hash != row.content_hash or old_question != question_id:
             # Labels judged the old text against the old question and gold: they no longer stand
             # (a change of model name or meta alone leaves them be).
-            found = review_invalidate_replaced(response_ids=[pk])
+            found = review_invalidate_replaced(response_ids=[pk], record_change=False)
             self.report.review.labels += found.labels
             self.report.review.final_labels += found.final_labels
             self.report.review.items_reopened += found.items_reopened

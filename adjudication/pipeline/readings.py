@@ -12,6 +12,7 @@ from django.db import transaction
 from adjudication.fields import json_safe
 from adjudication.models import ReaderSpec, Reading, Response
 from adjudication.pipeline.selectors import missing_pairs
+from adjudication.revisions import dataset_changed
 from readers import Item
 from readers import registry as reader_registry
 from readers.base import Reader
@@ -106,4 +107,7 @@ def readings_create(*, reader_specs: Sequence[ReaderSpec], response_ids: Sequenc
             )
     with transaction.atomic():
         Reading.objects.bulk_create(rows, ignore_conflicts=True, batch_size=1000)
+        # Last, in id order (adjudication.revisions): the readings first, then each dataset's counter.
+        for dataset_id in sorted({responses[r.response_id].dataset_id for r in rows}):
+            dataset_changed(dataset_id=dataset_id)
     return len(rows)

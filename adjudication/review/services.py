@@ -27,6 +27,7 @@ from adjudication.models import (
     QueueItem,
     ReaderSpec,
     Reading,
+    Response,
     ReviewItem,
     ReviewQueue,
     RoutingPolicy,
@@ -36,6 +37,7 @@ from adjudication.rawsql import convert_row, fetch_one, raw_all, raw_one
 from adjudication.review.guidelines import default_guidelines
 from adjudication.review.labels import LabelEntry, agreement
 from adjudication.review.selectors import current_labels, open_item_skips
+from adjudication.revisions import dataset_changed
 from adjudication.routing.services import (
     queue_items_sync,
     review_items_route,
@@ -340,7 +342,7 @@ def lease_claim_next(*, queue: ReviewQueue, annotator: User) -> Claim:
 
 _LOCK_ITEM_SQL = """
     SELECT qi.id, qi.queue_id, qi.review_item_id, qi.priority, qi.label_count, qi.status,
-           q.id, q.name, q.overlap, q.judge_correctness, qu.choices, ri.replaced_at
+           q.id, q.name, q.dataset_id, q.overlap, q.judge_correctness, qu.choices, ri.replaced_at
     FROM adjudication_queueitem qi
     JOIN adjudication_reviewqueue q ON q.id = qi.queue_id
     JOIN adjudication_reviewitem ri ON ri.id = qi.review_item_id
@@ -348,10 +350,12 @@ _LOCK_ITEM_SQL = """
     JOIN adjudication_question qu ON qu.id = r.question_id
     WHERE qi.id = %s"""
 _ITEM_COLUMNS = ["id", "queue_id", "review_item_id", "priority", "label_count", "status"]
-_QUEUE_COLUMNS = ["id", "name", "overlap", "judge_correctness"]
+# In the model's field order (Model.from_db assigns a partial row's values in that order).
+# dataset_id: every label write raises the dataset's data version, without a query of its own.
+_QUEUE_COLUMNS = ["id", "name", "dataset_id", "overlap", "judge_correctness"]
 _LOCK_ITEM_FIELDS = [
     *(QueueItem._meta.get_field(n.removesuffix("_id")) for n in _ITEM_COLUMNS),
-    *(ReviewQueue._meta.get_field(n) for n in _QUEUE_COLUMNS),
+    *(ReviewQueue._meta.get_field(n.removesuffix("_id")) for n in _QUEUE_COLUMNS),
     Question._meta.get_field("choices"),
     ReviewItem._meta.get_field("replaced_at"),
 ]
@@ -469,6 +473,8 @@ def label_submit(*, lease: Lease, annotator: User, entry: LabelEntry, skip_reaso
             item.label_count += 1
             _settle(item, queue)
             item.save(update_fields=["label_count", "status"])
+        # Last: the item rows are locked first, the dataset's counter last (adjudication.revisions).
+        dataset_changed(dataset_id=queue.dataset_id)
         return label
 
 
@@ -501,6 +507,7 @@ def label_revise(*, label: Label, annotator: User, entry: LabelEntry) -> Label:
             item.label_count += 1
         _settle(item, item.queue)
         item.save(update_fields=["label_count", "status"])
+        dataset_changed(dataset_id=item.queue.dataset_id)
         return new
 
 
@@ -575,6 +582,7 @@ def final_label_adjudicate(
         )
         item.status = QueueItem.Status.ADJUDICATED
         item.save(update_fields=["status"])
+        dataset_changed(dataset_id=item.queue.dataset_id)
         return final
 
 
@@ -585,7 +593,10 @@ def skips_reopen(*, queue: ReviewQueue) -> int:
     now = timezone.now()
     with transaction.atomic():
         skips = open_item_skips(queue=queue).values_list("pk", flat=True)
-        return Label.objects.filter(pk__in=list(skips)).update(invalidated_at=now)
+        reopened = Label.objects.filter(pk__in=list(skips)).update(invalidated_at=now)
+        if reopened:
+            dataset_changed(dataset_id=queue.dataset_id)
+        return reopened
 
 
 @dataclass
@@ -595,11 +606,15 @@ class InvalidationReport:
     items_reopened: int = 0
 
 
-def review_invalidate_replaced(*, response_ids: list[int]) -> InvalidationReport:
+def review_invalidate_replaced(*, response_ids: list[int], record_change: bool = True) -> InvalidationReport:
     """The responses' texts were replaced: labels and final labels made on the old text are kept as
     history but invalidated, their queue items re-opened (no labels, open), live leases on them
     ended, and their review items marked replaced with the old routing reason kept. The routing
-    gives the items a new reason once the new readings are in."""
+    gives the items a new reason once the new readings are in.
+
+    `record_change=False` leaves the data version to the caller: an import invalidates response by
+    response as it goes and raises the version once, last, so that it never holds the counter
+    while it still locks queue items (adjudication.revisions: item rows first, the counter last)."""
     report = InvalidationReport()
     if not response_ids:
         return report
@@ -615,10 +630,16 @@ def review_invalidate_replaced(*, response_ids: list[int]) -> InvalidationReport
             .update(status=QueueItem.Status.OPEN, label_count=0)
         )
         Lease.objects.filter(_live(now), item_id__in=item_ids).update(expires_at=now)
+        marked = 0
         for review_item in ReviewItem.objects.filter(response_id__in=response_ids).only("id", "reason"):
             reason = review_item.reason or {}
             previous = reason.get("before_replacement") if "readings" not in reason else reason
-            ReviewItem.objects.filter(pk=review_item.pk).update(
+            marked += ReviewItem.objects.filter(pk=review_item.pk).update(
                 replaced_at=now, reason={"before_replacement": previous}
             )
+        if record_change and (item_ids or marked):
+            datasets = Response.objects.filter(id__in=response_ids).values_list("dataset_id", flat=True).distinct()
+            # In id order: two writers that raise several datasets' counters take them in one order.
+            for dataset_id in sorted(set(datasets)):
+                dataset_changed(dataset_id=dataset_id)
     return report

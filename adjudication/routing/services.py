@@ -21,6 +21,7 @@ from adjudication.models import (
     RoutingPolicy,
 )
 from adjudication.pipeline.readings import reader_spec_for
+from adjudication.revisions import dataset_changed
 from adjudication.routing.rules import Decision, PanelReading, random_priority, route_response
 from adjudication.routing.selectors import RouteCounts, dataset_readers, panel_readings
 from readers import registry as reader_registry
@@ -114,6 +115,15 @@ def tiebreak(*, queue: ReviewQueue, review_item_id: int) -> int:
 
 def queue_items_sync(*, queue: ReviewQueue) -> int:
     """Add to the queue every item of its policy it does not hold yet; returns how many."""
+    with transaction.atomic():
+        added = _queue_items_add(queue)
+        if added:
+            # Last (adjudication.revisions): the new items first, then the dataset's counter.
+            dataset_changed(dataset_id=queue.dataset_id)
+    return added
+
+
+def _queue_items_add(queue: ReviewQueue) -> int:
     missing = (
         ReviewItem.objects.filter(policy_id=queue.policy_id)
         .exclude(queue_items__queue=queue)
@@ -147,7 +157,18 @@ def review_items_route(*, policy: RoutingPolicy) -> RouteReport:
     """Create a review item for every response the panel disputes, plus controls, and add them to
     every queue built on the policy. Idempotent: each (policy, response) becomes an item at most
     once, however often this runs. An item whose response was replaced since it was routed gets
-    its reason and priority from the new readings once they are all in."""
+    its reason and priority from the new readings once they are all in.
+
+    One transaction: the data version is raised with the items (last, after them), so a crash
+    half way leaves neither items nor a version that claims them."""
+    with transaction.atomic():
+        report = _route(policy)
+        if report.created or report.refreshed or report.queued:
+            dataset_changed(dataset_id=policy.dataset_id)
+    return report
+
+
+def _route(policy: RoutingPolicy) -> RouteReport:
     report = RouteReport()
     specs: list[ReaderSpec] = list(policy.panel.all())
     replaced = dict(
@@ -203,7 +224,7 @@ def review_items_route(*, policy: RoutingPolicy) -> RouteReport:
         ReviewItem.objects.bulk_create(items, ignore_conflicts=True, batch_size=1000)
     report.created = ReviewItem.objects.filter(policy=policy).count() - before
     for queue in ReviewQueue.objects.filter(policy=policy):
-        report.queued += queue_items_sync(queue=queue)
+        report.queued += _queue_items_add(queue)
     return report
 
 

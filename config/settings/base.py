@@ -87,3 +87,9 @@ READER_BATCH_SIZE = int(env_str("READER_BATCH_SIZE", default="200"))
 AUDIT_LEASE_SECONDS = float(env_str("AUDIT_LEASE_SECONDS", default="120"))
 AUDIT_MAX_ATTEMPTS = int(env_str("AUDIT_MAX_ATTEMPTS", default="3"))
 AUDIT_OUTPUT_DIR = BASE_DIR / env_str("AUDIT_OUTPUT_DIR", default="var/audit")  # an absolute path wins
+
+# Stored analytics reports (adjudication.analytics.services): a computation still running after
+# this long is taken to have lost its worker and is handed out again, at most
+# ANALYTICS_MAX_ATTEMPTS times; a failed one is retried on the next view until then.
+ANALYTICS_LEASE_SECONDS = float(env_str("ANALYTICS_LEASE_SECONDS", default="900"))
+ANALYTICS_MAX_ATTEMPTS = int(env_str("ANALYTICS_MAX_ATTEMPTS", default="3"))

@@ -14,6 +14,7 @@ from django.db import DataError, IntegrityError, transaction
 from adjudication.fields import json_safe
 from adjudication.models import ReaderSpec, Reading, Response
 from adjudication.pipeline.selectors import missing_pairs
+from adjudication.revisions import dataset_changed
 from judges.models import Judgement, LLMAttempt
 from judges.redaction import redact
 from judges.services.calls import AttemptEvent, Finished
@@ -155,7 +156,8 @@ def write(attempts: list[AttemptEvent], finished: list[Finished], *, tag: str = 
     bulk insert fails, row by row; a refused attempt is kept with what could be stored, a refused
     result becomes an error reading saying why (see `_unstorable`)."""
     ids = {e.key[0] for e in attempts} | {f.result.response_id for f in finished}  # type: ignore[index]
-    alive = set(Response.objects.filter(id__in=ids).values_list("id", flat=True))  # deleted meanwhile: skipped
+    # Deleted meanwhile: skipped. The dataset of each: its data version is raised with the readings.
+    alive = dict(Response.objects.filter(id__in=ids).values_list("id", "dataset_id"))
     attempts = [e for e in attempts if e.key[0] in alive]  # type: ignore[index]
     finished = [f for f in finished if f.result.response_id in alive]
     fresh = [f for f in finished if f.result.replace_id is None]
@@ -167,6 +169,9 @@ def write(attempts: list[AttemptEvent], finished: list[Finished], *, tag: str = 
             _save_fresh(fresh, tag)
         for f in retried:
             _save_retried(f, tag)
+        # Last, in id order (adjudication.revisions): the readings first, then each dataset's counter.
+        for dataset_id in sorted({alive[f.result.response_id] for f in finished}):
+            dataset_changed(dataset_id=dataset_id)
 
 
 def _save_attempts(events: list[AttemptEvent]) -> None:

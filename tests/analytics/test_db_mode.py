@@ -14,101 +14,13 @@ import pytest
 from django.core.management.base import CommandError
 from django.test import Client
 
-from adjudication.models import Dataset, FinalLabel, QueueItem, ReaderSpec, Reading, Response
-from adjudication.pipeline.readings import reader_spec_by_name, readings_create
-from adjudication.review.labels import LabelEntry
-from adjudication.review.selectors import adjudication_queue
-from adjudication.review.services import final_label_adjudicate, label_submit, lease_claim_next, queue_create
+from adjudication.models import Dataset, FinalLabel, QueueItem, Reading, Response
 
 from ..conftest import run_command
 from ..review.conftest import make_user
+from .conftest import JUDGE_TEMPLATE, N
 
 pytestmark = pytest.mark.django_db
-CHOICES = ["Durkheim", "Weber", "Merton", "Parsons"]
-N = 12
-
-
-def truth(i: int) -> tuple[str, str, str | None]:
-    """(gold, what the base says, what RL says): both checkpoints mostly right; base writes prose,
-    RL boxes; the first three RL responses say one letter in prose and box another (disputes)."""
-    gold = "ABCD"[i % 4]
-    base = gold if i < 7 else "ABCD"[(i + 1) % 4]
-    rl = gold if i < 8 else "ABCD"[(i + 1) % 4]
-    return gold, base, rl
-
-
-def response_text(ckpt: str, i: int) -> str:
-    _, base, rl = truth(i)
-    if ckpt == "base":
-        return f"Considering each sociologist in turn. The answer is {base}. [{i}]"
-    if i < 3:
-        other = "ABCD"[(i + 2) % 4]
-        return f"The answer is {other}. On reflection, \\boxed{{{rl}}} [{i}]"
-    return f"Quick check done. \\boxed{{{rl}}} [{i}]"
-
-
-JUDGE_TEMPLATE = "063c04ea798f91c4"
-
-
-@pytest.fixture
-def labelled(write_jsonl):
-    rows = []
-    for i in range(N):
-        for ckpt in ("base", "rl"):
-            rows.append(
-                {
-                    "id": f"{ckpt}-{i}",
-                    "question": f"Who fits description {i}?",
-                    "choices": CHOICES,
-                    "gold": truth(i)[0],
-                    "response": response_text(ckpt, i),
-                    "model": "orca-7b",
-                    "checkpoint": ckpt,
-                    "benchmark": "mmlu",
-                    "prompt": "cot-v1",
-                }
-            )
-    run_command("import_responses", str(write_jsonl(rows, name="an.jsonl")), dataset="an", no_progress=True)
-    ds = Dataset.objects.get(name="an")
-    ids = list(Response.objects.filter(dataset=ds).values_list("id", flat=True))
-    specs = [reader_spec_by_name(name=n) for n in ("boxed", "strict-match", "fixed")]
-    readings_create(reader_specs=specs, response_ids=ids)
-    # An LLM judge's verdicts, stored as readings of a judge spec: it accepts everything from RL.
-    judge = ReaderSpec.objects.create(
-        name="judge-x",
-        version="1",
-        kind="judge",
-        config_hash="j" * 16,
-        config={"template": "simpleqa-upstream", "template_hash": JUDGE_TEMPLATE},
-    )
-    for r in Response.objects.filter(dataset=ds).select_related("question", "run"):
-        gold, base, rl = truth(int(r.external_id.split("-")[1]))
-        said = base if r.run.checkpoint == "base" else rl
-        verdict = "correct" if r.run.checkpoint == "rl" or said == gold else "incorrect"
-        Reading.objects.create(response=r, reader_spec=judge, verdict=verdict)
-    queue = queue_create(
-        dataset=ds, name="aq", panel=["boxed", "strict-match"], overlap=2, control_fraction=0.5, seed=1
-    )
-    a, b = make_user("ann", "annotator"), make_user("bob", "annotator")
-    first = None
-    for annotator in (a, b):
-        while (lease := lease_claim_next(queue=queue, annotator=annotator).lease) is not None:
-            response = lease.item.review_item.response
-            i = int(response.external_id.split("-")[1])
-            gold, base, rl = truth(i)
-            said = base if response.run.checkpoint == "base" else rl
-            if annotator == b and first is None:
-                first = lease.item_id
-                said = "ABCD"[("ABCD".index(said) + 1) % 4]  # one disagreement, adjudicated below
-            label_submit(lease=lease, annotator=annotator, entry=LabelEntry(kind="option", answer=said))
-    adj = make_user("judy", "adjudicator")
-    for item, _ in adjudication_queue(queue=queue, adjudicator=adj):
-        response = item.review_item.response
-        gold, base, rl = truth(int(response.external_id.split("-")[1]))
-        final_label_adjudicate(
-            item=item, adjudicator=adj, kind="option", answer=base if response.run.checkpoint == "base" else rl
-        )
-    return ds, queue
 
 
 def expected_vs_human(ds, reader, *, controls):
@@ -202,8 +114,10 @@ def test_format_share_on_the_database(labelled):
         run_command("format_share", dataset="an", fixed_reader="nobody")
 
 
-def test_the_manager_page_has_plots_tables_and_downloads(labelled):
+def test_the_manager_page_has_plots_tables_and_downloads(labelled, computed):
     ds, _ = labelled
+    for query in ({}, {"fixed": "human"}, {"reported": "strict-match", "fixed": "human"}):
+        computed(ds, **query)
     client = Client()
     client.force_login(make_user("boss", "manager"))
     page = client.get(f"/analytics/{ds.pk}/")
@@ -242,7 +156,7 @@ def test_the_page_is_for_managers_only(labelled):
     assert client.get(f"/analytics/{ds.pk}/readers.csv").status_code == 403
 
 
-def test_the_page_works_before_any_label_or_reading(write_jsonl):
+def test_the_page_works_before_any_label_or_reading(write_jsonl, computed):
     run_command(
         "import_responses",
         str(
@@ -253,14 +167,17 @@ def test_the_page_works_before_any_label_or_reading(write_jsonl):
         dataset="empty",
         no_progress=True,
     )
+    computed(Dataset.objects.get(name="empty"))
     client = Client()
     client.force_login(make_user("boss", "manager"))
     page = client.get(f"/analytics/{Dataset.objects.get(name='empty').pk}/")
     assert page.status_code == 200 and b"No final human labels yet" in page.content
 
 
-def test_format_share_on_the_database_pools_by_task_type_and_warns_on_zero_thresholds(labelled):
+def test_format_share_on_the_database_pools_by_task_type_and_warns_on_zero_thresholds(labelled, computed):
     ds, _ = labelled
+    for query in ({}, {"pool_by": "task_type"}, {"min_gain": 80, "min_extraction": 0.5}):
+        computed(ds, **query)
     out = json.loads(run_command("format_share", dataset="an", json=True, bootstrap=0, by="task_type"))
     assert out["task_types"]["mmlu"] == {**out["task_types"]["mmlu"], "task_type": "multiple_choice", "source": "items"}
     group = out["groups"]["multiple_choice"]
@@ -279,8 +196,9 @@ def test_format_share_on_the_database_pools_by_task_type_and_warns_on_zero_thres
     assert pairs["rows"][0]["model"] == "orca-7b" and pairs["rows"][0]["pool"] == "all"
 
 
-def test_every_judge_bias_figure_names_the_judges_template(labelled):
+def test_every_judge_bias_figure_names_the_judges_template(labelled, computed):
     ds, _ = labelled
+    computed(ds)  # one stored report serves every breakdown (`by` only changes what the page shows)
     client = Client()
     client.force_login(make_user("boss", "manager"))
     page = client.get(f"/analytics/{ds.pk}/?by=checkpoint").content.decode()

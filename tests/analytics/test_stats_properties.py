@@ -259,3 +259,20 @@ def test_bootstrap_is_seeded_and_equals_a_manual_percentile_bootstrap(values, se
 def test_jsonable_turns_undefined_into_null_with_a_reason():
     out = stats.jsonable({"kappa": Undefined("no items"), "x": np.float64(0.5), "y": float("nan"), "t": (1, 2)})
     assert out == {"kappa": None, "kappa_reason": "no items", "x": 0.5, "y": None, "t": [1, 2]}
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.booleans(), st.booleans(), st.booleans()), min_size=1, max_size=60),
+    st.integers(min_value=1, max_value=50),
+    st.integers(min_value=0, max_value=2**32 - 1),
+)
+def test_counted_resamples_give_the_means_that_indexing_the_draws_gives(rows, n_boot, seed):
+    import numpy as np
+
+    from adjudication.analytics.agreement import resample_counts
+
+    a = np.array(rows, dtype=float).reshape(-1, 3)
+    want = a[np.random.default_rng(seed).integers(0, len(a), size=(n_boot, len(a)))].mean(axis=1)
+    counts = resample_counts(np.random.default_rng(seed), len(a), n_boot)
+    assert np.array_equal((counts @ a) / len(a), want)  # the same floats, not merely close

@@ -130,7 +130,8 @@ def visit(browser, base: str, username: str, path: str):
     return context, page, watch
 
 
-def test_item_adjudication_analytics_and_audit_pages_run_under_the_policy(pages, plain_live_server):
+def test_item_adjudication_analytics_and_audit_pages_run_under_the_policy(pages, plain_live_server, eager):
+    # eager: the analytics page's first view computes its stored report inline, as on the embedded default.
     base = plain_live_server
     with chromium_browser() as browser:
         context, page, watch = visit(browser, base, "ann", "/review/")

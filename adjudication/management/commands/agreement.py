@@ -103,11 +103,12 @@ class Command(BaseCommand):
 
         ds = dataset_named(name)
         inputs = agreement_inputs(dataset=ds)
-        if not inputs["obs"]:
+        if not inputs["counts"]:
             raise CommandError(f"dataset {name!r} has no readings yet (run_readers first)")
         result = ag.report(
             inputs["obs"],
             inputs["human"],
+            counts=inputs["counts"],
             annotator_ratings=inputs["annotator_ratings"],
             control_ids=inputs["control_ids"],
             strata=inputs["strata"],

@@ -1,0 +1,63 @@
+"""The analytics page in headless Chromium at 1366 x 768, on the quickstart's data (320 responses,
+every rule reader) with a review queue and a few final labels: no horizontal overflow, and no
+table or chart wider than the page's column, with each choice of reader and breakdown."""
+
+from __future__ import annotations
+
+import pytest
+
+from adjudication.analytics.report import Params
+from adjudication.analytics.services import report_request
+from adjudication.models import AnalyticsReport, Dataset
+from adjudication.review.labels import LabelEntry
+from adjudication.review.services import label_submit, lease_claim_next, queue_create
+
+from ..conftest import ROOT, manage, run_command
+from ..review.conftest import make_user
+from ..review.test_browser_flow import add_user, chromium_browser, logged_in, require_chromium
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+SAMPLE = ROOT / "adjudication" / "sample_data" / "quickstart.jsonl"
+QUERIES = ("", "?fixed=human", "?by=checkpoint&pool_by=benchmark", "?reported=strict-match&fixed=human")
+
+OVERFLOW = """() => {
+  const column = document.querySelector("main").getBoundingClientRect().right;
+  return [...document.querySelectorAll("main table, main svg, main .plot, main form, main ul")]
+    .filter(e => e.getBoundingClientRect().right > column + 0.5)
+    .map(e => `${e.tagName}#${e.id} ends at ${Math.round(e.getBoundingClientRect().right)} > ${Math.round(column)}`);
+}"""
+
+
+def test_the_page_fits_a_1366_pixel_window(service_env, plain_live_server, monkeypatch, eager):
+    require_chromium()
+    run_command("import_responses", str(SAMPLE), dataset="quickstart", no_progress=True)
+    env = {k: v for k, v in service_env.items() if k not in ("CELERY_BROKER_URL", "REDIS_URL")}
+    done = manage("run_readers", "--dataset", "quickstart", env=env, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    ds = Dataset.objects.get(name="quickstart")
+    queue = queue_create(
+        dataset=ds, name="qs", panel=["boxed", "fixed", "strict-match"], overlap=2, control_fraction=0.1
+    )
+    for name in ("ann", "bob"):
+        annotator = make_user(name, "annotator")
+        for _ in range(12):
+            lease = lease_claim_next(queue=queue, annotator=annotator).lease
+            if lease is None:
+                break
+            label_submit(lease=lease, annotator=annotator, entry=LabelEntry(kind="option", answer="B"))
+    for query in QUERIES:
+        # Committed at once (a transactional test), so the eager task has run when this returns.
+        report = report_request(
+            dataset=ds, params=Params.from_query(dict(p.split("=") for p in query[1:].split("&") if p))
+        )
+        report.refresh_from_db()
+        assert report.status == AnalyticsReport.Status.DONE, report.error
+    add_user(monkeypatch, "boss", "manager")
+    with chromium_browser() as browser, logged_in(browser, plain_live_server, "boss", f"/analytics/{ds.pk}/") as page:
+        page.set_viewport_size({"width": 1366, "height": 768})
+        for query in QUERIES:
+            page.goto(f"{plain_live_server}/analytics/{ds.pk}/{query}")
+            assert page.locator("#headline").count() == 1 and page.locator("#flip-matrix").count() == 1, query
+            assert page.evaluate("document.documentElement.scrollWidth") <= 1366, query
+            assert page.evaluate(OVERFLOW) == [], query
