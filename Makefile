@@ -22,8 +22,11 @@ $(VENV)/.installed: $(REQS)
 
 venv: $(VENV)/.installed
 
+# Where the UI is served: `make demo ADDRPORT=0.0.0.0:8001` (runserver's PORT or HOST:PORT).
+ADDRPORT ?= 127.0.0.1:8000
+
 demo: venv
-	env -u DATABASE_URL -u CELERY_BROKER_URL -u REDIS_URL $(PY) manage.py quickstart
+	env -u DATABASE_URL -u CELERY_BROKER_URL -u REDIS_URL $(PY) manage.py quickstart --addrport $(ADDRPORT)
 
 services:
 	bash scripts/ensure-services.sh

@@ -96,7 +96,8 @@ def format_share_headline(
     return out
 
 
-def _points(value: float | None, ci: list[float] | None) -> str:
+def points_text(value: float | None, ci: list[float] | None = None) -> str:
+    """A gain in accuracy points with its interval: "+28.7 [+21.3, +36.3]"; "–" when undefined."""
     if value is None:
         return "–"
     text = f"{value:+.1f}"
@@ -105,7 +106,8 @@ def _points(value: float | None, ci: list[float] | None) -> str:
     return text
 
 
-def _share(value: float | None, ci: list[float] | None) -> str:
+def share_text(value: float | None, ci: list[float] | None = None) -> str:
+    """A share as a percentage with its interval: "86% [65%, 107%]"; "–" when undefined."""
     if value is None:
         return "–"
     text = f"{value:.0%}"
@@ -114,7 +116,7 @@ def _share(value: float | None, ci: list[float] | None) -> str:
     return text
 
 
-def _rate(value: float | None) -> str:
+def rate_text(value: float | None) -> str:
     return "–" if value is None else f"{value:.0%}"
 
 
@@ -137,10 +139,10 @@ def headline_lines(headline: Mapping[str, Any]) -> list[str]:
     width = max([len(name) for name, _ in rows] + [9])
     for name, row in rows:
         text = (
-            f"  {name:<{width}}  reported {_points(row['reported_gain'], row['reported_gain_ci'])}"
-            f"  fixed {_points(row['fixed_gain'], row['fixed_gain_ci'])}"
-            f"  format share {_share(row['format_share'], row['format_share_ci'])}"
-            f"  boxed base {_rate(row['box_rate_base'])} -> RL {_rate(row['box_rate_rl'])}"
+            f"  {name:<{width}}  reported {points_text(row['reported_gain'], row['reported_gain_ci'])}"
+            f"  fixed {points_text(row['fixed_gain'], row['fixed_gain_ci'])}"
+            f"  format share {share_text(row['format_share'], row['format_share_ci'])}"
+            f"  boxed base {rate_text(row['box_rate_base'])} -> RL {rate_text(row['box_rate_rl'])}"
         )
         if "disputed" in row:
             text += f"  disputed {row['disputed']}"

@@ -41,6 +41,10 @@ def audit_home(request: HttpRequest) -> HttpResponse:
     errors: list[str] = []
     selected_dataset = None
     selected = default_audit_readers()
+    wanted = request.GET.get("dataset", "")
+    if request.method == "GET" and wanted.isdigit():
+        # A dataset's card links here with its id: the form opens with that dataset chosen.
+        selected_dataset = Dataset.objects.filter(pk=int(wanted)).first()
     if request.method == "POST":
         selected = [n for n in request.POST.getlist("reader") if n in choices]
         dataset_id = request.POST.get("dataset", "")
@@ -53,10 +57,10 @@ def audit_home(request: HttpRequest) -> HttpResponse:
             run = audit_run_start(dataset=selected_dataset, reader_names=selected, user=request.user)
             return redirect("audit:report", audit_id=run.pk)
     now = timezone.now()
-    runs = [
-        (run, audit_claim_is_stale(run, now=now))
-        for run in AuditRun.objects.select_related("dataset").order_by("-created_at", "-id")[:50]
-    ]
+    listed = AuditRun.objects.select_related("dataset").order_by("-created_at", "-id")
+    if request.method == "GET" and selected_dataset is not None:
+        listed = listed.filter(dataset=selected_dataset)
+    runs = [(run, audit_claim_is_stale(run, now=now)) for run in listed[:50]]
     return render(
         request,
         "audit/home.html",

@@ -189,3 +189,86 @@ def missing_pairs(*, reader_specs: Sequence[ReaderSpec], response_ids: Sequence[
     ).values_list("reader_spec_id", "response_id"):
         have[spec_id].add(response_id)
     return {spec.id: [rid for rid in response_ids if rid not in have[spec.id]] for spec in reader_specs}
+
+
+@dataclass(frozen=True)
+class DatasetCounts:
+    """What a dataset holds at each stage: responses, readings, responses routed to review as
+    disputed, responses in some review queue, responses with a final human label."""
+
+    responses: int = 0
+    readings: int | None = None  # None: not counted here (see dataset_counts)
+    disputed: int = 0
+    queued: int = 0
+    labelled: int = 0
+
+
+def dataset_counts(*, dataset_ids: Sequence[int], readings: dict[int, int] | None = None) -> dict[int, DatasetCounts]:
+    """Counts per dataset in one grouped statement per stage, whatever the number of datasets.
+    Readings are the one table of millions of rows: counting them joins every reading to its
+    response, so the caller passes the counts it already has (a stored report's) where it can;
+    only the datasets missing from `readings` are counted here."""
+    from django.db.models import Count
+
+    from adjudication.models import FinalLabel, QueueItem, Response, ReviewItem
+
+    ids = list(dataset_ids)
+    per: dict[str, dict[int, int]] = {
+        "responses": dict(
+            Response.objects.filter(dataset_id__in=ids)
+            .values("dataset_id")
+            .annotate(n=Count("id"))
+            .values_list("dataset_id", "n")
+        ),
+        "disputed": dict(
+            ReviewItem.objects.filter(policy__dataset_id__in=ids, is_control=False)
+            .values("policy__dataset_id")
+            .annotate(n=Count("response_id", distinct=True))
+            .values_list("policy__dataset_id", "n")
+        ),
+        "queued": dict(
+            QueueItem.objects.filter(queue__dataset_id__in=ids)
+            .values("queue__dataset_id")
+            .annotate(n=Count("review_item__response_id", distinct=True))
+            .values_list("queue__dataset_id", "n")
+        ),
+        "labelled": dict(
+            FinalLabel.objects.filter(item__queue__dataset_id__in=ids)
+            .values("item__queue__dataset_id")
+            .annotate(n=Count("item__review_item__response_id", distinct=True))
+            .values_list("item__queue__dataset_id", "n")
+        ),
+    }
+    known = dict(readings or {})
+    unknown = [i for i in ids if i not in known]
+    if unknown:
+        known.update(
+            Reading.objects.filter(response__dataset_id__in=unknown)
+            .values("response__dataset_id")
+            .annotate(n=Count("id"))
+            .values_list("response__dataset_id", "n")
+        )
+    return {
+        i: DatasetCounts(
+            responses=per["responses"].get(i, 0),
+            readings=known.get(i, 0),
+            disputed=per["disputed"].get(i, 0),
+            queued=per["queued"].get(i, 0),
+            labelled=per["labelled"].get(i, 0),
+        )
+        for i in ids
+    }
+
+
+def disputed_by_benchmark(*, dataset: Dataset) -> dict[str, int]:
+    """{benchmark: responses routed to review as disputed (by any policy)}."""
+    from django.db.models import Count
+
+    from adjudication.models import ReviewItem
+
+    return dict(
+        ReviewItem.objects.filter(policy__dataset=dataset, is_control=False)
+        .values("response__run__benchmark")
+        .annotate(n=Count("response_id", distinct=True))
+        .values_list("response__run__benchmark", "n")
+    )

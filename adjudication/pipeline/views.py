@@ -8,16 +8,21 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
+from adjudication.analytics.report import Params
+from adjudication.analytics.selectors import report_for_view, report_readings
 from adjudication.forms import form_errors
 from adjudication.models import Dataset
 from adjudication.permissions import has_role, is_manager, role_required
 from adjudication.pipeline.forms import RunReadersForm
-from adjudication.pipeline.selectors import SUMMARY_GROUPS, default_panel, reader_summary
+from adjudication.pipeline.selectors import SUMMARY_GROUPS, dataset_counts, default_panel, reader_summary
 from adjudication.pipeline.services import dataset_read
 from readers import registry as reader_registry
 
 
 def home(request: HttpRequest) -> HttpResponse:
+    """The managers' landing page: a card per dataset with its counts, its headline numbers (from
+    the stored analytics report; a missing or stale one is requested, never computed here) and
+    links to its analytics, queues, items and audits."""
     # Dataset pages name models and checkpoints: managers only. Others go to their own work.
     if not is_manager(request.user):
         return redirect(
@@ -25,8 +30,14 @@ def home(request: HttpRequest) -> HttpResponse:
             if has_role(request.user, "adjudicator") and not has_role(request.user, "annotator")
             else "review:home"
         )
-    datasets = Dataset.objects.order_by("name")
-    return render(request, "pipeline/home.html", {"datasets": datasets})
+    datasets = list(Dataset.objects.order_by("name"))
+    reports = {d.pk: report_for_view(dataset=d, params=Params()) for d in datasets}
+    counts = dataset_counts(
+        dataset_ids=[d.pk for d in datasets],
+        readings={pk: n for pk, state in reports.items() if (n := report_readings(state)) is not None},
+    )
+    cards = [{"dataset": d, "counts": counts[d.pk], "report": reports[d.pk]} for d in datasets]
+    return render(request, "pipeline/home.html", {"cards": cards})
 
 
 @role_required("manager")

@@ -4,7 +4,9 @@ from kombu import Queue
 
 from .env import BROKER_URL, env_str
 
-CELERY_BROKER_URL = BROKER_URL or "memory://"
+# Eager Celery still opens a producer on the broker to serialise arguments: an in-memory one, named
+# with a host so that kombu does not warn on every run that none was supplied.
+CELERY_BROKER_URL = BROKER_URL or "memory://localhost/"
 # Results travel through the database (readings), never through a result backend.
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ALWAYS_EAGER = BROKER_URL is None

@@ -1,45 +1,132 @@
 from __future__ import annotations
 
+from io import StringIO
 from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from adjudication.pipeline.selectors import dataset_get, reader_summary
+from adjudication.analytics.headline import headline_lines
+from adjudication.analytics.report import Params
+from adjudication.analytics.selectors import report_for_view
+from adjudication.analytics.services import report_compute
+from adjudication.ingest.services import ImportFailed, responses_import
+from adjudication.models import Reading, ReviewQueue
+from adjudication.pipeline.selectors import dataset_get, disputed_by_benchmark, reader_summary
+from adjudication.review.services import ReviewError, queue_create, queue_sync
 from readers.summary import render
 
 SAMPLE = Path(__file__).resolve().parents[2] / "sample_data" / "quickstart.jsonl"
+DEMO_USER = ("demo", "demo")
+
+
+def _base_url(addrport: str) -> str:
+    """What a browser on this machine opens for runserver's ADDRPORT ("8001", "0.0.0.0:8000", "[::1]:8000")."""
+    host, _, port = addrport.rpartition(":")
+    if not host:
+        host = "127.0.0.1"
+    if host in ("0.0.0.0", "[::]", "::"):
+        host = "localhost"
+    return f"http://{host}:{port}"
 
 
 class Command(BaseCommand):
     help = (
-        "The quickstart: migrate, import the bundled sample data, run the reader panel, print the "
-        "per-reader table, and serve the UI on localhost."
+        "The quickstart on the embedded default: migrate, import the bundled sample, read it with the rule-reader "
+        "panel, route the responses on which the harness reader (boxed) and the fixed reader disagree into a "
+        "review queue, compute the analytics report, print the headline (reported vs fixed gain, format share, "
+        "box rates, disputed responses per benchmark) and the URLs, and serve the UI."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--dataset", default="quickstart")
-        parser.add_argument("--addrport", default="127.0.0.1:8000")
-        parser.add_argument("--no-serve", action="store_true", help="stop after printing the table")
+        parser.add_argument(
+            "--addrport",
+            default="127.0.0.1:8000",
+            help="where the UI is served, as runserver takes it: PORT or HOST:PORT (default 127.0.0.1:8000)",
+        )
+        parser.add_argument("--no-serve", action="store_true", help="stop after printing the headline")
+        parser.add_argument("--table", action="store_true", help="also print the per-reader table")
 
-    def handle(self, *args, dataset: str, addrport: str, no_serve: bool, **options) -> None:
+    def handle(self, *args, dataset: str, addrport: str, no_serve: bool, table: bool, **options) -> None:
         call_command("migrate", verbosity=0, interactive=False)
-        call_command("import_responses", str(SAMPLE), dataset=dataset, no_progress=True, stdout=self.stdout)
-        call_command("run_readers", dataset=dataset, stdout=self.stdout)
+        try:
+            imported = responses_import(path=SAMPLE, dataset_name=dataset)
+        except ImportFailed as exc:
+            raise CommandError(str(exc)) from exc
         ds = dataset_get(name=dataset)
         self.stdout.write(
-            "\nPer-reader summary (coverage = returned a verdict; extracted = found an answer; "
-            "accuracy = correct / all):\n"
+            f"Dataset {dataset!r}: {imported.created} responses imported, {imported.unchanged} already there "
+            f"({ds.runs.count()} runs: models x checkpoints x benchmarks; {ds.questions.count()} questions)."
         )
-        self.stdout.write(render(reader_summary(dataset=ds), group_label="benchmark/ckpt"))
-        user_model = get_user_model()
-        # A known password is only acceptable on the embedded local default, never with a real database.
-        if settings.EMBEDDED and not user_model.objects.filter(username="demo").exists():
-            user_model.objects.create_superuser("demo", "demo@localhost", "demo")
-            self.stdout.write("\nCreated the local superuser demo / demo (embedded default only).")
+        before = Reading.objects.filter(response__dataset=ds).count()
+        # run_readers prints a line per reader; the quickstart says it in one.
+        call_command("run_readers", dataset=dataset, stdout=StringIO())
+        readings = Reading.objects.filter(response__dataset=ds).count()
+        n_readers = Reading.objects.filter(response__dataset=ds).values("reader_spec").distinct().count()
+        self.stdout.write(f"Read by {n_readers} rule readers: {readings - before} new readings, {readings} in all.")
+        queue = self._review_queue(ds)
+        if settings.EMBEDDED and not get_user_model().objects.filter(username=DEMO_USER[0]).exists():
+            # A known password is only acceptable on the embedded local default, never with a real database.
+            get_user_model().objects.create_superuser(DEMO_USER[0], "demo@localhost", DEMO_USER[1])
+        params = Params()
+        state = report_for_view(dataset=ds, params=params)
+        if state.pending is not None:
+            # Real workers would compute it; the quickstart wants the numbers now (the claim is a
+            # compare-and-set, so a worker that picks the same report up meanwhile is harmless).
+            report_compute(report_id=state.pending.pk)
+            state = report_for_view(dataset=ds, params=params)
+        if state.report is None:
+            reason = state.failed.error if state.failed else "no report"
+            raise CommandError(f"the analytics report could not be computed: {reason}")
+        headline = dict(state.report.body["headline"])
+        disputed = disputed_by_benchmark(dataset=ds)
+        headline["by_benchmark"] = [{**row, "disputed": disputed.get(row["benchmark"], 0)} for row in headline["by_benchmark"]]
+        self.stdout.write("")
+        for line in headline_lines(headline):
+            self.stdout.write(line)
+        self.stdout.write(
+            f"  disputed = responses on which {' and '.join(queue.policy.panel.values_list('name', flat=True))} "
+            f"disagree (or one found no answer): {queue.items.count()} items in review queue {queue.name!r}."
+        )
+        if table:
+            self.stdout.write(
+                "\nPer-reader summary (coverage = returned a verdict; extracted = found an answer; "
+                "accuracy = correct / all):"
+            )
+            self.stdout.write(render(reader_summary(dataset=ds), group_label="benchmark/ckpt"))
+        base = _base_url(addrport)
+        login = f"log in as {DEMO_USER[0]} / {DEMO_USER[1]}" if settings.EMBEDDED else "log in as a manager"
+        self.stdout.write(f"\nOpen ({login}):")
+        self.stdout.write(f"  analytics  {base}/analytics/{ds.pk}/")
+        self.stdout.write(f"  review     {base}/review/?queue={queue.pk}")
+        self.stdout.write(f"  datasets   {base}/   (the per-reader table: {base}/datasets/{ds.pk}/ or --table)")
         if no_serve:
             return
-        self.stdout.write(f"\nServing the UI on http://{addrport}/  (log in as demo / demo; Ctrl-C stops)\n")
+        self.stdout.write(f"\nServing the UI on {base}/ (Ctrl-C stops)\n")
         call_command("runserver", addrport, use_reloader=False)
+
+    def _review_queue(self, ds) -> ReviewQueue:
+        """The quickstart's queue: the responses the harness reader and the fixed reader dispute
+        (one finding no answer counts), plus a random tenth of the rest as controls; made once,
+        brought up to date on later runs."""
+        params = Params()
+        name = f"{ds.name}-review"
+        queue = ReviewQueue.objects.filter(name=name, dataset=ds).first()
+        if queue is not None:
+            queue_sync(queue=queue)
+            return queue
+        try:
+            return queue_create(
+                dataset=ds,
+                name=name,
+                panel=[params.reported, params.fixed],
+                missing_is_disagreement=True,
+                control_fraction=0.1,
+                overlap=1,
+                title="Quickstart: which answer did the response give?",
+            )
+        except ReviewError as exc:
+            raise CommandError(f"the quickstart's review queue could not be made: {exc}") from exc
