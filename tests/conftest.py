@@ -12,7 +12,9 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Callable
+import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from time import time_ns
 from typing import TYPE_CHECKING, Any
@@ -279,11 +281,42 @@ class FakeClock:
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float = 120, interval: float = 0.25) -> bool:
-    import time
-
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
             return True
         time.sleep(interval)
     return predicate()
+
+
+@pytest.fixture
+def plain_live_server(transactional_db, settings) -> Iterator[str]:
+    """A live server started for this test, after the suite's plain-HTTP settings are in place.
+
+    pytest-django's `live_server` is session-scoped: its handler loads the middleware once, and
+    SecurityMiddleware reads SECURE_SSL_REDIRECT (on by default with a PostgreSQL URL) at that
+    moment, before any per-test settings, so Chromium would be redirected to https. This server's
+    handler is built after `_plain_http` turned the redirect off.
+    """
+    from django.contrib.staticfiles.handlers import StaticFilesHandler
+    from django.test.testcases import LiveServerThread
+
+    settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "127.0.0.1"]
+    settings.DEBUG = False
+    thread = LiveServerThread("127.0.0.1", StaticFilesHandler, port=0)
+    thread.daemon = True
+    thread.start()
+    thread.is_ready.wait()
+    if thread.error:
+        raise thread.error
+    try:
+        yield f"http://127.0.0.1:{thread.port}"
+    finally:
+        thread.terminate()
+        # Request threads (daemons, one per keep-alive connection) close their database connection
+        # when their socket closes; wait for them so the test database can be dropped afterwards.
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(
+            "process_request_thread" in t.name and t.is_alive() for t in threading.enumerate()
+        ):
+            time.sleep(0.05)

@@ -112,6 +112,7 @@ def test_the_quickstart_ends_with_the_headline_and_where_to_look(quickstart):
     assert "Per-reader summary" not in out
     assert "read now" not in out
     assert re.search(r"Read by \d+ rule readers: 8320 new readings, 8320 in all\.", out), out
+    assert "(2 models x 2 checkpoints x 2 benchmarks; 80 questions)" in out
 
 
 def test_the_embedded_default_prints_no_broker_warning(quickstart):
@@ -142,10 +143,11 @@ def test_the_printed_headline_is_format_share_json(quickstart):
 def test_disputed_counts_are_the_review_queue_items(quickstart):
     rows = headline_rows(quickstart.output)
     total = sum(int(rows[b]["disputed"]) for b in ("math", "mmlu"))
-    queue = re.search(r": (\d+) items in review queue 'quickstart-review'", quickstart.output)
+    queue = re.search(
+        r"review queue 'quickstart-review' holds them and (\d+) controls .*: (\d+) items\.", quickstart.output
+    )
     assert queue is not None, quickstart.output
-    # The queue also holds the controls (a tenth of the undisputed responses), so it is the larger.
-    assert 0 < total <= int(queue.group(1))
+    assert total > 0 and total + int(queue.group(1)) == int(queue.group(2))
 
 
 @pytest.mark.browser
@@ -166,7 +168,9 @@ def test_the_browser_shows_the_headline_format_share_json_computes(quickstart):
         card = page.locator("section.card[data-dataset='quickstart']")
         seen = {}
         for row in card.locator("table.headline tbody tr").all():
-            cells = {c.get_attribute("data-key"): c.get_attribute("data-value") for c in row.locator("td[data-key]").all()}
+            cells = {
+                c.get_attribute("data-key"): c.get_attribute("data-value") for c in row.locator("td[data-key]").all()
+            }
             seen[row.get_attribute("data-benchmark")] = cells
         assert set(seen) == set(want)
         for bench, pooled in want.items():

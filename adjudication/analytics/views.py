@@ -13,6 +13,7 @@ from django.utils.safestring import mark_safe
 
 from adjudication.analytics import svg
 from adjudication.analytics.format_share import POOL_BY
+from adjudication.analytics.headline import points_text, rate_text, share_text
 from adjudication.analytics.report import HUMAN, TABLES, Params, columns
 from adjudication.analytics.selectors import (
     StoredReport,
@@ -66,18 +67,6 @@ def _f(value, lo=None, hi=None, digits: int = 3, signed: bool = False) -> str:
 
 def _ci(value, ci, **kw) -> str:
     return _f(value, *(ci or (None, None)), **kw)
-
-
-def _points(value, ci) -> str:
-    """A gain in accuracy points with its interval: "+28.7 [+21.0, +36.1]"."""
-    return _f(value, *(ci or (None, None)), digits=1, signed=True)
-
-
-def _share(value, ci) -> str:
-    if value is None:
-        return "–"
-    text = f"{value:.0%}"
-    return text + (f" [{ci[0]:.0%}, {ci[1]:.0%}]" if ci else "")
 
 
 def _agreement_display(rows: list[dict], preferred: str) -> list[dict]:
@@ -153,11 +142,13 @@ def _headline_context(headline: dict[str, Any]) -> dict[str, Any]:
             {
                 "name": name,
                 "task_type": row.get("task_type") or "",
-                "reported": _points(row["reported_gain"], row["reported_gain_ci"]),
-                "fixed": _points(row["fixed_gain"], row["fixed_gain_ci"]),
-                "share": _share(row["format_share"], row["format_share_ci"]),
+                "reported": points_text(row["reported_gain"], row["reported_gain_ci"]),
+                "fixed": points_text(row["fixed_gain"], row["fixed_gain_ci"]),
+                "share": share_text(row["format_share"], row["format_share_ci"]),
                 "n": f"{row['n_eligible']} of {row['n_comparisons']}",
-                "box": f"{_share(row['box_rate_base'], None)} → {_share(row['box_rate_rl'], None)}",
+                "box": f"{rate_text(row['box_rate_base'])} → {rate_text(row['box_rate_rl'])}",
+                "benchmark": row.get("benchmark", "(all)"),
+                "values": {k: row.get(k) for k in ("reported_gain", "fixed_gain", "format_share")},
                 "disputed": row.get("disputed"),
                 "error": row.get("error") or "",
                 "overall": name == "all benchmarks",

@@ -258,17 +258,3 @@ def dataset_counts(*, dataset_ids: Sequence[int], readings: dict[int, int] | Non
         )
         for i in ids
     }
-
-
-def disputed_by_benchmark(*, dataset: Dataset) -> dict[str, int]:
-    """{benchmark: responses routed to review as disputed (by any policy)}."""
-    from django.db.models import Count
-
-    from adjudication.models import ReviewItem
-
-    return dict(
-        ReviewItem.objects.filter(policy__dataset=dataset, is_control=False)
-        .values("response__run__benchmark")
-        .annotate(n=Count("response_id", distinct=True))
-        .values_list("response__run__benchmark", "n")
-    )

@@ -9,7 +9,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from adjudication.analytics.report import Params
-from adjudication.analytics.selectors import report_for_view, report_readings
+from adjudication.analytics.selectors import StoredReport, report_parts
+from adjudication.analytics.services import report_for_view
 from adjudication.forms import form_errors
 from adjudication.models import Dataset
 from adjudication.permissions import has_role, is_manager, role_required
@@ -32,12 +33,29 @@ def home(request: HttpRequest) -> HttpResponse:
         )
     datasets = list(Dataset.objects.order_by("name"))
     reports = {d.pk: report_for_view(dataset=d, params=Params()) for d in datasets}
+    parts = {pk: _card_parts(state) for pk, state in reports.items()}
     counts = dataset_counts(
         dataset_ids=[d.pk for d in datasets],
-        readings={pk: n for pk, state in reports.items() if (n := report_readings(state)) is not None},
+        readings={pk: p["readings"] for pk, p in parts.items() if p["readings"] is not None},
     )
-    cards = [{"dataset": d, "counts": counts[d.pk], "report": reports[d.pk]} for d in datasets]
+    cards = [
+        {"dataset": d, "counts": counts[d.pk], "report": reports[d.pk], "headline": parts[d.pk]["headline"]}
+        for d in datasets
+    ]
     return render(request, "pipeline/home.html", {"cards": cards})
+
+
+def _card_parts(state: StoredReport) -> dict:
+    """A card's part of the stored report: its headline, and (when the report is current) the
+    readings it counted, so the landing page never counts millions of readings itself."""
+    if state.report is None:
+        return {"headline": None, "readings": None}
+    try:
+        got = report_parts(report=state.report, parts=["headline", "tables__readers__rows"])
+    except type(state.report).DoesNotExist:  # replaced by a newer report meanwhile: show none
+        return {"headline": None, "readings": None}
+    rows = got["tables__readers__rows"] or []
+    return {"headline": got["headline"], "readings": sum(r["n"] for r in rows) if state.current else None}
 
 
 @role_required("manager")

@@ -17,10 +17,7 @@ from adjudication.review.selectors import adjudication_queue
 from adjudication.review.services import final_label_adjudicate, label_submit, lease_claim_next, queue_create
 
 from ..conftest import run_command
-from ..review.conftest import (
-    make_user,
-    plain_live_server,  # noqa: F401 - the browser tests' live server, shared
-)
+from ..review.conftest import make_user
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from ..review.conftest import make_user
 READERS = ("boxed", "fixed")
 
 
-def build_dataset(write_jsonl, service_env, name: str, *, questions: int, maths: int) -> Dataset:
+def build_dataset(write_jsonl, service_env, name: str, *, questions: int, maths: int, read: bool = True) -> Dataset:
     """Base checkpoints answer in prose, RL checkpoints box the same right answer: boxed finds
     nothing on base and everything on RL, fixed finds everything (a 100-point reported gain, 0 fixed)."""
     rows = []
@@ -31,7 +31,7 @@ def build_dataset(write_jsonl, service_env, name: str, *, questions: int, maths:
         for ckpt, text in (("base", "#### 72"), ("rl", "Hence \\boxed{72}")):
             rows.append(math_row(q, id=f"{name}-m-{q}-{ckpt}", checkpoint=ckpt, response=f"Q{q}. {text}"))
     run_command("import_responses", str(write_jsonl(rows, name=f"{name}.jsonl")), dataset=name, no_progress=True)
-    if questions + maths:
+    if read:
         # Eager, in a child process: the isolation pool's forks must not inherit this test's sockets.
         env = {k: v for k, v in service_env.items() if k not in ("CELERY_BROKER_URL", "REDIS_URL")}
         done = manage("run_readers", "--dataset", name, *[a for r in READERS for a in ("--reader", r)], env=env)
@@ -42,7 +42,7 @@ def build_dataset(write_jsonl, service_env, name: str, *, questions: int, maths:
 @pytest.fixture
 def two_datasets(write_jsonl, service_env, eager):
     big = build_dataset(write_jsonl, service_env, "cards-a", questions=4, maths=2)
-    empty = build_dataset(write_jsonl, service_env, "cards-b", questions=0, maths=0)
+    unread = build_dataset(write_jsonl, service_env, "cards-b", questions=1, maths=0, read=False)
     queue = queue_create(dataset=big, name="cards-q", panel=list(READERS), missing_is_disagreement=True, overlap=1)
     annotator = make_user("carla", "annotator")
     for _ in range(2):
@@ -52,7 +52,7 @@ def two_datasets(write_jsonl, service_env, eager):
         entry = LabelEntry(kind="option", answer="B") if choices else LabelEntry(kind="text", answer="72")
         label_submit(lease=lease, annotator=annotator, entry=entry)
     make_user("mona", "manager")
-    return big, empty
+    return big, unread
 
 
 def format_share_json(dataset: str) -> dict:
@@ -64,7 +64,7 @@ def format_share_json(dataset: str) -> dict:
 def test_each_dataset_is_a_card_with_its_counts_headline_and_links(two_datasets, plain_live_server):
     from ..review.test_browser_flow import chromium_browser
 
-    big, empty = two_datasets
+    big, _ = two_datasets
     fs = format_share_json(big.name)
     want_headline = {"(all)": fs["pooled"], **{b: g["pooled"] for b, g in fs["groups"].items()}}
     with chromium_browser() as browser:
@@ -83,7 +83,7 @@ def test_each_dataset_is_a_card_with_its_counts_headline_and_links(two_datasets,
         # 12 responses, each read by both readers; boxed finds nothing in the 6 base responses, which
         # is a dispute (missing disagrees); two of them labelled.
         assert counts(cards["cards-a"]) == {"responses": 12, "readings": 24, "disputed": 6, "queued": 6, "labelled": 2}
-        assert counts(cards["cards-b"]) == {"responses": 0, "readings": 0, "disputed": 0, "queued": 0, "labelled": 0}
+        assert counts(cards["cards-b"]) == {"responses": 2, "readings": 0, "disputed": 0, "queued": 0, "labelled": 0}
         seen = {
             row.get_attribute("data-benchmark"): {
                 c.get_attribute("data-key"): float(c.get_attribute("data-value"))
@@ -98,7 +98,9 @@ def test_each_dataset_is_a_card_with_its_counts_headline_and_links(two_datasets,
             assert seen[bench]["format_share"] == pytest.approx(pooled["format_share"], abs=1e-12)
         assert seen["(all)"]["reported_gain"] == pytest.approx(100.0)
         assert seen["(all)"]["format_share"] == pytest.approx(1.0)
+        # Nothing read yet: no numbers, and the card says why.
         assert cards["cards-b"].locator("table.headline").count() == 0
+        assert "boxed" in cards["cards-b"].locator("p.headline-error").inner_text()
         links = {a.inner_text(): a.get_attribute("href") for a in cards["cards-a"].locator("p.links a").all()}
         assert links["analytics"] == f"/analytics/{big.pk}/"
         assert set(links) >= {"analytics", "review queues", "items", "audit"}
@@ -108,7 +110,7 @@ def test_each_dataset_is_a_card_with_its_counts_headline_and_links(two_datasets,
             assert str(big.name) in page.content(), f"{text} page does not show the dataset"
 
 
-NAV = re.compile(r'<nav>(.*?)</nav>', re.S)
+NAV = re.compile(r"<nav>(.*?)</nav>", re.S)
 HREF = re.compile(r'href="([^"]+)"')
 
 

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import threading
-import time
-from collections.abc import Iterator
-
 import pytest
 from django.contrib.auth.models import Group, User
 
@@ -42,36 +38,3 @@ def disputed_dataset(write_jsonl, n: int, name: str = "rv") -> Dataset:
 def queue(db, write_jsonl):
     ds = disputed_dataset(write_jsonl, 6)
     return queue_create(dataset=ds, name="q", overlap=2, lease_seconds=600)
-
-
-@pytest.fixture
-def plain_live_server(transactional_db, settings) -> Iterator[str]:
-    """A live server started for this test, after the suite's plain-HTTP settings are in place.
-
-    pytest-django's `live_server` is session-scoped: its handler loads the middleware once, and
-    SecurityMiddleware reads SECURE_SSL_REDIRECT (on by default with a PostgreSQL URL) at that
-    moment, before any per-test settings, so Chromium would be redirected to https. This server's
-    handler is built after `_plain_http` turned the redirect off.
-    """
-    from django.contrib.staticfiles.handlers import StaticFilesHandler
-    from django.test.testcases import LiveServerThread
-
-    settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "127.0.0.1"]
-    settings.DEBUG = False
-    thread = LiveServerThread("127.0.0.1", StaticFilesHandler, port=0)
-    thread.daemon = True
-    thread.start()
-    thread.is_ready.wait()
-    if thread.error:
-        raise thread.error
-    try:
-        yield f"http://127.0.0.1:{thread.port}"
-    finally:
-        thread.terminate()
-        # Request threads (daemons, one per keep-alive connection) close their database connection
-        # when their socket closes; wait for them so the test database can be dropped afterwards.
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and any(
-            "process_request_thread" in t.name and t.is_alive() for t in threading.enumerate()
-        ):
-            time.sleep(0.05)

@@ -10,11 +10,11 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from adjudication.analytics.headline import headline_lines
 from adjudication.analytics.report import Params
-from adjudication.analytics.selectors import report_for_view
-from adjudication.analytics.services import report_compute
+from adjudication.analytics.selectors import report_parts
+from adjudication.analytics.services import report_compute, report_for_view
 from adjudication.ingest.services import ImportFailed, responses_import
 from adjudication.models import Reading, ReviewQueue
-from adjudication.pipeline.selectors import dataset_get, disputed_by_benchmark, reader_summary
+from adjudication.pipeline.selectors import dataset_get, reader_summary
 from adjudication.review.services import ReviewError, queue_create, queue_sync
 from readers.summary import render
 
@@ -57,9 +57,11 @@ class Command(BaseCommand):
         except ImportFailed as exc:
             raise CommandError(str(exc)) from exc
         ds = dataset_get(name=dataset)
+        runs = ds.runs.all()
+        shape = " x ".join(f"{len({getattr(r, f) for r in runs})} {f}s" for f in ("model", "checkpoint", "benchmark"))
         self.stdout.write(
             f"Dataset {dataset!r}: {imported.created} responses imported, {imported.unchanged} already there "
-            f"({ds.runs.count()} runs: models x checkpoints x benchmarks; {ds.questions.count()} questions)."
+            f"({shape}; {ds.questions.count()} questions)."
         )
         before = Reading.objects.filter(response__dataset=ds).count()
         # run_readers prints a line per reader; the quickstart says it in one.
@@ -81,15 +83,16 @@ class Command(BaseCommand):
         if state.report is None:
             reason = state.failed.error if state.failed else "no report"
             raise CommandError(f"the analytics report could not be computed: {reason}")
-        headline = dict(state.report.body["headline"])
-        disputed = disputed_by_benchmark(dataset=ds)
-        headline["by_benchmark"] = [{**row, "disputed": disputed.get(row["benchmark"], 0)} for row in headline["by_benchmark"]]
+        headline = report_parts(report=state.report, parts=["headline"])["headline"]
         self.stdout.write("")
         for line in headline_lines(headline):
             self.stdout.write(line)
+        panel = " and ".join(sorted(queue.policy.panel.values_list("name", flat=True)))
+        controls = queue.items.filter(review_item__is_control=True).count()
         self.stdout.write(
-            f"  disputed = responses on which {' and '.join(queue.policy.panel.values_list('name', flat=True))} "
-            f"disagree (or one found no answer): {queue.items.count()} items in review queue {queue.name!r}."
+            f"  disputed = responses on which {panel} disagree (or one found no answer); review queue "
+            f"{queue.name!r} holds them and {controls} controls (a random tenth of the rest): "
+            f"{queue.items.count()} items."
         )
         if table:
             self.stdout.write(
