@@ -42,7 +42,7 @@ from adjudication.models import (
     Run,
 )
 from adjudication.rawsql import raw_one
-from adjudication.review.labels import normalise_answer
+from adjudication.review.labels import label_category
 from adjudication.revisions import dataset_version
 from adjudication.routing.rules import comparable_answer
 
@@ -207,7 +207,7 @@ def annotator_ratings(*, dataset: Dataset) -> tuple[dict[str, dict[str, str]], s
             ratings[user].pop(key, None)
             continue
         skipped.discard((user, key))
-        ratings[user][key] = f"{kind}:{normalise_answer(kind, answer)}" + (f":{correctness}" if judged else "")
+        ratings[user][key] = label_category(kind, answer, correctness, judged)
     return {u: r for u, r in ratings.items() if r}, controls
 
 

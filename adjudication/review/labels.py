@@ -54,7 +54,8 @@ def label_key(label: Label | FinalLabel | LabelValues, judge_correctness: bool) 
 def label_category(kind: str, answer: str, correctness: str, judge_correctness: bool) -> str:
     """A label as one nominal category for agreement statistics (κ, α): kind and normalised answer,
     and the correctness when the queue judges it; the form analytics.selectors.annotator_ratings uses."""
-    return f"{kind}:{normalise_answer(kind, answer)}" + (f":{correctness}" if judge_correctness else "")
+    entry = LabelEntry(kind=kind, answer=answer, correctness=correctness)
+    return ":".join(label_key(entry, judge_correctness))
 
 
 def agreement(labels: list[Label] | list[LabelValues], judge_correctness: bool) -> float:

@@ -2,33 +2,23 @@
 
 The item browser's URL contract: `/items/?queue=<queue id>&disagree=<username>,<username>` (items on
 which those two annotators' current labels differ) and `/items/?queue=<queue id>&disagree=any`
-(items whose current labels are not all equal). Its path comes from `reverse("review:items")`
-once that URL exists, and is `/items/` until then."""
+(items whose current labels are not all equal), under whatever path `review:items` has."""
 
 from __future__ import annotations
 
 from urllib.parse import urlencode
 
 from django import template
-from django.urls import NoReverseMatch, reverse
+from django.urls import reverse
 
 register = template.Library()
-
-ITEMS_FALLBACK = "/items/"
-
-
-def items_path() -> str:
-    try:
-        return reverse("review:items")
-    except NoReverseMatch:
-        return ITEMS_FALLBACK
 
 
 def disagreeing_items_url(*, queue_id: int, annotators: tuple[str, ...] = ()) -> str:
     """The item browser's list of a queue's disagreeing items: between two annotators, or (none
     given) among all. Usernames cannot hold a comma (Django's validator), so the pair is unambiguous."""
     disagree = ",".join(annotators) if annotators else "any"
-    return f"{items_path()}?{urlencode({'queue': queue_id, 'disagree': disagree}, safe=',@')}"
+    return f"{reverse('review:items')}?{urlencode({'queue': queue_id, 'disagree': disagree}, safe=',@')}"
 
 
 @register.simple_tag

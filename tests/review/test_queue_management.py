@@ -517,7 +517,7 @@ def test_the_queue_page_shows_the_matrix_and_links_every_number_to_the_disagreei
         assert all(f'href="{href}"' == link for href, _ in links), pair
 
 
-def test_the_items_link_uses_the_item_browsers_url_name_once_it_exists(settings):
+def test_the_items_link_follows_the_item_browsers_url_name(settings):
     assert disagreeing_items_url(queue_id=3) == "/items/?queue=3&disagree=any"
     assert disagreeing_items_url(queue_id=3, annotators=("ann", "b.o+b@x")) == (
         "/items/?queue=3&disagree=ann,b.o%2Bb@x"
