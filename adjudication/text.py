@@ -3,7 +3,8 @@
 Responses may hold lone surrogates (stored losslessly by VerbatimTextField). A page is UTF-8 and
 cannot carry them: encoding the rendered page fails and the annotator gets a 500 after the claim
 already leased the item. Each one is shown as U+FFFD instead, one code point for one, so reader
-spans (character offsets) still point at the same text. JSON APIs escape them instead (\\udXXX),
+spans (character offsets) still point at the same text; so is NUL, which an HTML parser drops
+(the page would then silently show a different text than the one stored). JSON APIs escape them instead (\\udXXX),
 which keeps them verbatim for the client.
 
 Files that hold plain UTF-8 strings (CSV cells, Parquet string columns) use `escape_text`, which
@@ -17,13 +18,14 @@ from __future__ import annotations
 import re
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_UNDISPLAYABLE = re.compile("[\x00\ud800-\udfff]")
 # A backslash run, then either a lone surrogate or (the run non-empty) what reads as its escape.
 _ESCAPE = re.compile(r"(\\*)([\ud800-\udfff])|(\\+)(?=ud[89a-f][0-9a-f]{2})")
 _UNESCAPE = re.compile(r"(\\+)u(d[89a-f][0-9a-f]{2})")
 
 
 def displayable(text: str) -> str:
-    return _LONE_SURROGATE.sub("\ufffd", text) if text else text
+    return _UNDISPLAYABLE.sub("\ufffd", text) if text else text
 
 
 def escape_surrogates(text: str) -> str:

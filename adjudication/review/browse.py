@@ -49,9 +49,9 @@ _SPACES = re.compile(r"\s+")
 
 
 def shown(text: str) -> str:
-    """Model text made displayable: lone surrogates (adjudication.text.displayable) and NUL, which an
-    HTML parser drops, become U+FFFD; one code point for one, so reader spans still line up."""
-    return displayable(text).replace("\x00", "\ufffd") if text else text
+    """Model text made displayable (adjudication.text.displayable: lone surrogates and NUL become
+    U+FFFD, one code point for one, so reader spans still line up)."""
+    return displayable(text)
 
 
 @dataclass(frozen=True)

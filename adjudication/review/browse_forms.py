@@ -184,4 +184,4 @@ class ItemFilterForm(forms.Form):
 
 
 def _shown(value: str) -> str:
-    return displayable(value[:1_000]).replace("\x00", "\ufffd")
+    return displayable(value[:1_000])

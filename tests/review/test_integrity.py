@@ -341,20 +341,24 @@ def test_a_queue_that_cannot_be_filled_is_not_left_behind(write_jsonl):
     assert not ReviewQueue.objects.exists() and not RoutingPolicy.objects.exists()
 
 
-def test_lone_surrogates_in_model_text_render_replaced_on_every_annotator_and_adjudicator_page(write_jsonl):
+@pytest.mark.parametrize("bad", ["\ud800", "\x00"], ids=["lone surrogate", "NUL"])
+def test_undisplayable_model_text_renders_replaced_on_every_annotator_and_adjudicator_page(write_jsonl, bad):
+    """A lone surrogate cannot be encoded and a NUL is dropped by the HTML parser: both are shown as
+    U+FFFD (one for one, so spans line up), while the API keeps the text verbatim."""
     ds = disputed_dataset(write_jsonl, 1)
-    Response.objects.update(text="Reasoning \ud800 x. The answer is B. Then again \\boxed{C}")
-    ds.questions.update(text="Which \udfff?")
+    Response.objects.update(text=f"Reasoning {bad} x. The answer is B. Then again \\boxed{{C}}")
+    ds.questions.update(text=f"Which {bad}?")
     queue = queue_create(dataset=ds, name="q")
     ann, other, judge = make_user("a", "annotator"), make_user("b", "annotator"), make_user("j", "adjudicator")
     client = logged_in(ann)
     page = client.get("/review/", follow=True)
     assert page.status_code == 200 and "Reasoning \ufffd x" in page.content.decode()
+    assert "\x00" not in page.content.decode()
     lease_id = int(page.redirect_chain[-1][0].rstrip("/").rsplit("/", 1)[1])
     api = client.get(f"/api/leases/{lease_id}/")
-    assert api.status_code == 200 and json.loads(api.content)["response"].startswith("Reasoning \ud800 x")
+    assert api.status_code == 200 and json.loads(api.content)["response"].startswith(f"Reasoning {bad} x")
     claimed = logged_in(other).post(f"/api/queues/{queue.pk}/claim/")
-    assert claimed.status_code == 200 and json.loads(claimed.content)["question"] == "Which \udfff?"
+    assert claimed.status_code == 200 and json.loads(claimed.content)["question"] == f"Which {bad}?"
     label_submit(
         lease=lease_claim_next(queue=queue, annotator=ann).lease,
         annotator=ann,
