@@ -49,7 +49,8 @@ def embedded_env(db: Path) -> dict[str, str]:
 @dataclass
 class Quickstart:
     base_url: str
-    output: str
+    output: str  # stdout
+    errors: str  # stderr (progress bars, warnings)
     env: dict[str, str]
 
     def manage(self, *args: str) -> subprocess.CompletedProcess:
@@ -68,13 +69,13 @@ def quickstart(tmp_path_factory) -> Iterator[Quickstart]:
     tmp = tmp_path_factory.mktemp("quickstart")
     env = embedded_env(tmp / "quick.sqlite3")
     port = free_port()
-    with open(tmp / "quickstart.log", "w+") as log:
+    with open(tmp / "quickstart.log", "w+") as log, open(tmp / "quickstart.err", "w+") as err:
         proc = subprocess.Popen(
             [sys.executable, "manage.py", "quickstart", "--addrport", f"127.0.0.1:{port}"],
             cwd=ROOT,
             env=env,
             stdout=log,
-            stderr=subprocess.STDOUT,
+            stderr=err,
             start_new_session=True,
         )
         try:
@@ -88,9 +89,10 @@ def quickstart(tmp_path_factory) -> Iterator[Quickstart]:
                 except OSError:
                     time.sleep(1)
             log.seek(0)
-            output = log.read()
-            assert answered, f"UI never answered; output:\n{output[-3000:]}"
-            yield Quickstart(base_url=f"http://127.0.0.1:{port}", output=output, env=env)
+            err.seek(0)
+            output, errors = log.read(), err.read()
+            assert answered, f"UI never answered; output:\n{output[-3000:]}\n{errors[-3000:]}"
+            yield Quickstart(base_url=f"http://127.0.0.1:{port}", output=output, errors=errors, env=env)
         finally:
             os.killpg(proc.pid, signal.SIGTERM)
             proc.wait(timeout=30)
@@ -116,8 +118,9 @@ def test_the_quickstart_ends_with_the_headline_and_where_to_look(quickstart):
 
 
 def test_the_embedded_default_prints_no_broker_warning(quickstart):
-    assert "kombu" not in quickstart.output
-    assert "No hostname was supplied" not in quickstart.output
+    for stream in (quickstart.output, quickstart.errors):
+        assert "kombu" not in stream
+        assert "No hostname was supplied" not in stream
 
 
 def test_the_printed_headline_is_format_share_json(quickstart):
@@ -194,3 +197,21 @@ def test_a_second_run_changes_nothing_and_can_print_the_table(quickstart):
     for reader in ("fixed", "boxed", "strict-match", "math-verify-latex", "sympy-cascade"):
         assert f"\n{reader} " in done.stdout, f"{reader} missing from the table"
     assert headline_rows(done.stdout) == headline_rows(quickstart.output)
+
+
+def test_the_readme_shows_what_the_quickstart_prints(quickstart):
+    """The README's `make demo` transcript, from the import line to the URLs, is this run's output
+    (only the port differs: the test serves on a free one)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = readme.split("```text\n$ make demo\n", 1)[1].split("```", 1)[0]
+
+    def quickstart_part(text: str) -> list[str]:
+        lines = text.splitlines()
+        start = next(i for i, line in enumerate(lines) if line.startswith("Dataset 'quickstart'"))
+        end = next(i for i, line in enumerate(lines) if line.startswith("Serving the UI"))
+        return lines[start:end]
+
+    printed = [
+        line.replace(quickstart.base_url, "http://127.0.0.1:8000") for line in quickstart_part(quickstart.output)
+    ]
+    assert quickstart_part(block) == printed
