@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlparse, urlunparse
@@ -97,6 +98,13 @@ def stop(proc: subprocess.Popen, timeout: float = 20) -> None:
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+
+
+def import_timed(path: Path, *, rows: int, env: dict[str, str], dataset: str = "bench") -> None:
+    """import_responses of a generated file into `dataset`, timed (the benches' setup, not measured)."""
+    started = time.perf_counter()
+    manage("import_responses", str(path), "--dataset", dataset, "--no-progress", env=env, stdout=subprocess.DEVNULL)
+    print(f"imported {rows} responses in {time.perf_counter() - started:.0f}s", flush=True)
 
 
 def result(name: str, value: float) -> None:

@@ -51,7 +51,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import fresh_database, manage, result, service_env, stop  # noqa: E402
+from _common import fresh_database, import_timed, manage, result, service_env, stop  # noqa: E402
 from review_bench import PASSWORD, Browser, free_port, generate, p95, start_server, vacuum_analyze  # noqa: E402
 
 N = int(os.environ.get("BENCH_ROWS", "100000"))
@@ -258,9 +258,7 @@ def main() -> None:
         tmp_path = Path(tmp)
         path = tmp_path / "rows.jsonl"
         generate(path, N)
-        t = time.perf_counter()
-        manage("import_responses", str(path), "--dataset", "bench", "--no-progress", env=env, stdout=subprocess.DEVNULL)
-        print(f"imported {N} responses in {time.perf_counter() - t:.0f}s", flush=True)
+        import_timed(path, rows=N, env=env)
         t = time.perf_counter()
         manage("shell", "--no-imports", "-c", READINGS_SCRIPT.format(readers=json.dumps(READERS)), env=env)
         print(f"bulk-wrote the readings of {len(READERS)} readers in {time.perf_counter() - t:.0f}s", flush=True)

@@ -22,14 +22,12 @@ BENCH_REPEAT override; BENCH_REUSE=1 times again on the last run's database)
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import DEFAULT_SERVER, fresh_database, manage, service_env  # noqa: E402
+from _common import DEFAULT_SERVER, fresh_database, import_timed, manage, service_env  # noqa: E402
 from review_bench import PANEL, READINGS_SCRIPT, generate, vacuum_analyze  # noqa: E402
 
 N = int(os.environ.get("BENCH_ROWS", "100000"))
@@ -162,9 +160,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "rows.jsonl"
         generate(path, N)
-        t = time.perf_counter()
-        manage("import_responses", str(path), "--dataset", "bench", "--no-progress", env=env, stdout=subprocess.DEVNULL)
-        print(f"imported {N} responses in {time.perf_counter() - t:.0f}s", flush=True)
+        import_timed(path, rows=N, env=env)
     manage("shell", "--no-imports", "-c", READINGS_SCRIPT, env=env)
     args = ["create_queue", "--dataset", "bench", "--name", "bench-q", "--overlap", "2"]
     for name in PANEL:

@@ -54,7 +54,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, fresh_database, manage, result, service_env, spawn, stop, write_mc_rows  # noqa: E402
+from _common import ROOT, fresh_database, import_timed, manage, result, service_env, spawn, stop, write_mc_rows  # noqa: E402
 
 N = int(os.environ.get("BENCH_ROWS", "100000"))
 ANNOTATORS = int(os.environ.get("BENCH_ANNOTATORS", "10"))
@@ -362,9 +362,7 @@ def main() -> None:
         tmp_path = Path(tmp)
         path = tmp_path / "rows.jsonl"
         generate(path, N)
-        t = time.perf_counter()
-        manage("import_responses", str(path), "--dataset", "bench", "--no-progress", env=env, stdout=subprocess.DEVNULL)
-        print(f"imported {N} responses in {time.perf_counter() - t:.0f}s", flush=True)
+        import_timed(path, rows=N, env=env)
         t = time.perf_counter()
         manage("shell", "--no-imports", "-c", READINGS_SCRIPT, env=env)
         print(f"bulk-inserted readings in {time.perf_counter() - t:.0f}s", flush=True)

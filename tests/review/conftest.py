@@ -34,6 +34,34 @@ def disputed_dataset(write_jsonl, n: int, name: str = "rv") -> Dataset:
     return Dataset.objects.get(name=name)
 
 
+def panel_dataset_build(write_jsonl, name: str, *, with_judge: bool = False) -> tuple[Dataset, dict]:
+    """12 MC responses; strict-match reads B everywhere, fixed disputes it on 0-3 (C), boxed on 4-6
+    (D) and has not read 11 yet; `with_judge`: a judge reads A on 0 and 7. Returns the dataset and
+    the specs by short name (strict, fixed, boxed, judge)."""
+    from adjudication.pipeline.readings import reader_spec_get_or_create
+
+    run_command("import_responses", str(write_jsonl([mc_row(i) for i in range(12)])), dataset=name, no_progress=True)
+    names = {"strict": "strict-match", "fixed": "fixed", "boxed": "boxed"}
+    specs = {short: reader_spec_by_name(name=reader) for short, reader in names.items()}
+    if with_judge:
+        specs["judge"] = reader_spec_get_or_create(
+            name="judge-qwen", version="1", config={}, config_hash="j" * 64, kind="judge"
+        )
+    readings = []
+    for i, response in enumerate(Response.objects.filter(dataset__name=name).order_by("id")):
+        boxed = None if i == 11 else "D" if 4 <= i < 7 else "B"
+        answers = {"strict": "B", "fixed": "C" if i < 4 else "B", "boxed": boxed}
+        if with_judge:
+            answers["judge"] = "A" if i in (0, 7) else "B"
+        readings += [
+            Reading(response=response, reader_spec=specs[short], answer=answer, verdict="correct")
+            for short, answer in answers.items()
+            if answer is not None
+        ]
+    Reading.objects.bulk_create(readings)
+    return Dataset.objects.get(name=name), specs
+
+
 @pytest.fixture
 def queue(db, write_jsonl):
     ds = disputed_dataset(write_jsonl, 6)

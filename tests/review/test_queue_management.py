@@ -14,8 +14,7 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from adjudication.models import Label, Lease, ReaderSpec, Reading, Response, ReviewItem, ReviewQueue
-from adjudication.pipeline.readings import reader_spec_by_name, reader_spec_get_or_create
+from adjudication.models import Label, Lease, ReaderSpec, ReviewItem, ReviewQueue
 from adjudication.review.agreement import queue_agreement
 from adjudication.review.labels import LabelEntry
 from adjudication.review.services import (
@@ -30,8 +29,8 @@ from adjudication.review.services import (
 )
 from adjudication.templatetags.review_links import disagreeing_items_url
 
-from ..conftest import mc_row, project_table_counts, run_command
-from .conftest import disputed_dataset, make_user
+from ..conftest import project_table_counts, run_command
+from .conftest import disputed_dataset, make_user, panel_dataset_build
 
 pytestmark = pytest.mark.django_db
 
@@ -51,24 +50,7 @@ def messages_of(page) -> list[str]:
 
 @pytest.fixture
 def panel_dataset(write_jsonl):
-    """12 responses; strict-match reads B everywhere, fixed disputes it on 0-3 (C), boxed on 4-6 (D),
-    a judge on 0 and 7 (A); boxed has not read 11 yet."""
-    run_command("import_responses", str(write_jsonl([mc_row(i) for i in range(12)])), dataset="pd", no_progress=True)
-    strict, fixed, boxed = (reader_spec_by_name(name=n) for n in ("strict-match", "fixed", "boxed"))
-    judge = reader_spec_get_or_create(name="judge-qwen", version="1", config={}, config_hash="j" * 64, kind="judge")
-    readings = []
-    for i, response in enumerate(Response.objects.order_by("id")):
-        readings.append(Reading(response=response, reader_spec=strict, answer="B", verdict="correct"))
-        readings.append(Reading(response=response, reader_spec=fixed, answer="C" if i < 4 else "B", verdict="correct"))
-        if i != 11:
-            readings.append(
-                Reading(response=response, reader_spec=boxed, answer="D" if 4 <= i < 7 else "B", verdict="correct")
-            )
-        readings.append(
-            Reading(response=response, reader_spec=judge, answer="A" if i in (0, 7) else "B", verdict="correct")
-        )
-    Reading.objects.bulk_create(readings)
-    return Response.objects.first().dataset, {"strict": strict, "fixed": fixed, "boxed": boxed, "judge": judge}
+    return panel_dataset_build(write_jsonl, "pd", with_judge=True)
 
 
 def form_data(dataset, panel: list[ReaderSpec], **overrides) -> dict:

@@ -9,8 +9,7 @@ import re
 
 import pytest
 
-from ..conftest import mc_row, run_command
-from .conftest import make_user
+from .conftest import make_user, panel_dataset_build
 from .test_browser_flow import SCREENSHOTS, add_user, chromium_browser, logged_in, require_chromium
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -23,25 +22,11 @@ document.addEventListener('securitypolicyviolation', e => window.__csp.push(e.vi
 
 @pytest.fixture
 def readers_dataset(write_jsonl, monkeypatch):
-    """12 responses read by strict-match (B everywhere), fixed (C on 0-3) and boxed (D on 4-6, no
-    reading of 11 yet)."""
+    """conftest.panel_dataset_build's 12 responses (no judge): the specs' ids by reader name."""
     require_chromium()
-    from adjudication.models import Reading, Response
-    from adjudication.pipeline.readings import reader_spec_by_name
-
-    run_command("import_responses", str(write_jsonl([mc_row(i) for i in range(12)])), dataset="br", no_progress=True)
-    strict, fixed, boxed = (reader_spec_by_name(name=n) for n in ("strict-match", "fixed", "boxed"))
-    readings = []
-    for i, response in enumerate(Response.objects.order_by("id")):
-        readings.append(Reading(response=response, reader_spec=strict, answer="B", verdict="correct"))
-        readings.append(Reading(response=response, reader_spec=fixed, answer="C" if i < 4 else "B", verdict="correct"))
-        if i != 11:
-            readings.append(
-                Reading(response=response, reader_spec=boxed, answer="D" if 4 <= i < 7 else "B", verdict="correct")
-            )
-    Reading.objects.bulk_create(readings)
+    _, specs = panel_dataset_build(write_jsonl, "br")
     add_user(monkeypatch, "boss", "manager")
-    return {"strict-match": strict.pk, "fixed": fixed.pk, "boxed": boxed.pk}
+    return {spec.name: spec.pk for spec in specs.values()}
 
 
 def test_queue_creation_with_a_chosen_panel(readers_dataset, plain_live_server):
