@@ -110,7 +110,14 @@ class Response(models.Model):
 class ReaderSpec(models.Model):
     """The identity of what produced a verdict: reader name, version and config (hashed)."""
 
-    KIND_CHOICES = [("rule", "rule reader"), ("regeneration", "answer regeneration"), ("judge", "LLM judge")]
+    # "harness": what an evaluation harness (lighteval, inspect-ai) itself extracted and scored, imported
+    # with its log (adjudication.ingest.harnesses), so that the harness is one more reader in the panel.
+    KIND_CHOICES = [
+        ("rule", "rule reader"),
+        ("regeneration", "answer regeneration"),
+        ("judge", "LLM judge"),
+        ("harness", "harness scoring"),
+    ]
 
     name = models.CharField(max_length=200)
     version = models.CharField(max_length=50)
