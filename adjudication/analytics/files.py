@@ -61,7 +61,7 @@ def format_share_observations(
     from readers import Item
     from readers import registry as reader_registry
 
-    rows = list(iter_rows(path))
+    rows = list(iter_rows(path, fmt=None))  # canonical JSONL, lighteval details or an inspect-ai log
     if not rows:
         raise InputError(path, "no rows")
     for row in rows:

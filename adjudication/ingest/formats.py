@@ -1,4 +1,5 @@
-"""Parsing and validating input rows (canonical JSONL and lm-eval samples) into one shape.
+"""Parsing and validating input rows (canonical JSONL, lm-eval samples; lighteval and inspect-ai logs
+in harnesses.py) into one shape.
 
 Pure Python (no ORM): the file-only commands (`read`, `format_share --input`) use it too. Whatever a row
 holds is checked here against what the database can store, so that a bad file fails with a line and a
@@ -500,7 +501,7 @@ def _parse_json(text: str, path: Path, line_no: int) -> Any:
 def iter_rows(
     path: Path,
     *,
-    fmt: str = "canonical",
+    fmt: str | None = "canonical",
     model: str = "",
     checkpoint: str = "",
     task: str | None = None,
@@ -510,7 +511,19 @@ def iter_rows(
 
     `max_lengths` ({"id": 500, "model": 200, …}) bounds the identity fields to what the caller's columns
     hold; without it only their characters are checked. `model`, `checkpoint` and `task` come from the
-    caller (a command line), which checks them itself."""
+    caller (a command line), which checks them itself. `fmt=None` tells the format from the file
+    (adjudication.ingest.harnesses.detect_format); lighteval and inspect-ai logs are read there."""
+    if fmt is None:
+        from adjudication.ingest.harnesses import detect_format
+
+        fmt = detect_format(path)
+    if fmt in ("lighteval", "inspect"):
+        from adjudication.ingest import harnesses
+
+        yield from harnesses.iter_rows(
+            path, fmt=fmt, model=model, checkpoint=checkpoint, task=task, max_lengths=max_lengths
+        )
+        return
     if fmt not in ("canonical", "lm-eval"):
         raise ValueError(f"unknown format {fmt!r}")
     if fmt == "lm-eval":

@@ -11,6 +11,8 @@ from pathlib import Path
 from django.db import transaction
 
 from adjudication.ingest.formats import Row, RowError, count_lines, identity_problem, iter_rows
+from adjudication.ingest.harness_readings import harness_readings_store
+from adjudication.ingest.harnesses import HARNESS_FORMATS, detect_format
 from adjudication.models import Dataset, Question, Reading, Response, Run
 from adjudication.review.services import InvalidationReport, review_invalidate_replaced
 from adjudication.revisions import dataset_changed
@@ -47,6 +49,8 @@ class ImportReport:
     by_run: Counter = field(default_factory=Counter)
     # What review had decided about replaced texts, now invalidated (see review_invalidate_replaced).
     review: InvalidationReport = field(default_factory=InvalidationReport)
+    # lighteval / inspect-ai logs: the harness's own readings written (ingest/harness_readings.py).
+    harness_readings: int = 0
 
     @property
     def total(self) -> int:
@@ -57,15 +61,17 @@ def responses_import(
     *,
     path: Path,
     dataset_name: str,
-    fmt: str = "canonical",
+    fmt: str | None = "canonical",
     replace: bool = False,
     model: str = "",
     checkpoint: str = "",
     task: str | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> ImportReport:
-    """Import a file into a dataset in one transaction. Any bad line rolls everything back."""
+    """Import a file into a dataset in one transaction. Any bad line rolls everything back.
+    `fmt=None`: the format is told from the file (ingest.harnesses.detect_format)."""
     _check_names(dataset_name=dataset_name, model=model, checkpoint=checkpoint, task=task)
+    fmt = fmt or detect_format(path)
     rows = iter_rows(path, fmt=fmt, model=model, checkpoint=checkpoint, task=task, max_lengths=ROW_MAX_LENGTHS)
     try:
         with transaction.atomic():
@@ -78,7 +84,11 @@ def responses_import(
             # policies) are still created meanwhile.
             dataset = Dataset.objects.select_for_update(no_key=True).get(pk=dataset.pk)
             report = _import_rows(dataset, rows, path=path, replace=replace, progress=progress)
-            if report.created or report.replaced:
+            if fmt in HARNESS_FORMATS:
+                report.harness_readings = harness_readings_store(
+                    dataset=dataset, path=path, fmt=fmt, model=model, checkpoint=checkpoint, task=task
+                )
+            if report.created or report.replaced or report.harness_readings:
                 # Once per import, last: the analytics of this dataset are out of date from its commit on.
                 dataset_changed(dataset_id=dataset.pk)
             return report

@@ -4,19 +4,27 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from adjudication.ingest.harnesses import FORMATS, HARNESS_FORMATS, detect_format, record_count
 from adjudication.ingest.services import ImportFailed, progress_bar, responses_import
 
 
 class Command(BaseCommand):
     help = (
-        "Import model responses (canonical JSONL or lm-eval --log_samples output) into a dataset. "
+        "Import model responses (canonical JSONL, lm-eval --log_samples output, lighteval details, "
+        "inspect-ai eval logs) into a dataset. "
         "All-or-nothing: a bad line aborts the whole import and names the line and field."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("file", type=Path)
         parser.add_argument("--dataset", required=True, help="dataset name (created if absent)")
-        parser.add_argument("--format", dest="fmt", choices=["canonical", "lm-eval"], default="canonical")
+        parser.add_argument(
+            "--format",
+            dest="fmt",
+            choices=FORMATS,
+            default=None,
+            help="default: told from the file (parquet: lighteval, .eval / inspect JSON log: inspect, else canonical)",
+        )
         parser.add_argument(
             "--replace", action="store_true", help="overwrite responses whose content changed under an existing id"
         )
@@ -25,7 +33,10 @@ class Command(BaseCommand):
             "--checkpoint", default="", help="checkpoint label (base, rl, …) when the file does not carry it"
         )
         parser.add_argument(
-            "--task", default=None, help="lm-eval task name (default: from samples_<task>_<date>.jsonl)"
+            "--task",
+            default=None,
+            help="task name (default: lm-eval's samples_<task>_<date>.jsonl, lighteval's "
+            "details_<task>_<date>.parquet, inspect's eval.task)",
         )
         parser.add_argument("--no-progress", action="store_true")
 
@@ -34,7 +45,7 @@ class Command(BaseCommand):
         *args,
         file: Path,
         dataset: str,
-        fmt: str,
+        fmt: str | None,
         replace: bool,
         model: str,
         checkpoint: str,
@@ -44,7 +55,11 @@ class Command(BaseCommand):
     ) -> None:
         if not file.is_file():
             raise CommandError(f"{file}: no such file")
-        with progress_bar(file, enabled=not no_progress) as bar:
+        fmt = fmt or detect_format(file)
+        bar = progress_bar(file, enabled=not no_progress)
+        if fmt in HARNESS_FORMATS:
+            bar.total = record_count(file, fmt)  # the file's line count means nothing in parquet or zip
+        with bar:
             try:
                 report = responses_import(
                     path=file,
@@ -61,6 +76,7 @@ class Command(BaseCommand):
         self.stdout.write(
             f"dataset {report.dataset}: {report.created} new, {report.unchanged} unchanged, {report.replaced} replaced "
             f"({report.runs_created} new runs, {report.questions_created} new questions)"
+            + (f"; {_n(report.harness_readings, f'new {fmt} reading')}" if fmt in HARNESS_FORMATS else "")
         )
         review = report.review
         if review.labels or review.final_labels or review.items_reopened:

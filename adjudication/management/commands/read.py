@@ -16,7 +16,8 @@ from readers.summary import render, summarise
 
 class Command(BaseCommand):
     help = (
-        "Run readers on a canonical JSONL file without any database: one output line per (id, reader) "
+        "Run readers on a file (canonical JSONL, lighteval details, an inspect-ai log) without any database: "
+        "one output line per (id, reader) "
         "and a per-reader table of coverage, extraction rate and accuracy."
     )
     # No system checks and no ORM: this must work with no database server at all.
@@ -41,7 +42,7 @@ class Command(BaseCommand):
         except reader_registry.UnknownReader as exc:
             raise CommandError(str(exc)) from None
         try:
-            rows = list(iter_rows(input))
+            rows = list(iter_rows(input, fmt=None))  # canonical JSONL, lighteval details or an inspect-ai log
         except RowError as exc:
             raise CommandError(str(exc)) from exc
         items = [Item(response=r.response, gold=r.gold, choices=r.choices, question=r.question) for r in rows]
