@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from adjudication.ingest.formats import Row, RowError, canonical_row
+from adjudication.ingest.formats import Row, RowError, canonical_row, identity_problem
 from readers.base import Item
 from readers.canonical import canonical_answer
 
@@ -182,12 +182,25 @@ def iter_records(
             row = replace(row, model=model)
         if not row.checkpoint and checkpoint:
             row = replace(row, checkpoint=checkpoint)
+        row = _with_run_id(row, path, unit, max_lengths)
         if row.id in seen:
             raise RecordError(
                 path, row.line, "id", f"duplicate id {row.id!r} (first seen at {unit} {seen[row.id]})", unit=unit
             )
         seen[row.id] = row.line
         yield row, readings
+
+
+def _with_run_id(row: Row, path: Path, unit: str, max_lengths: Mapping[str, int] | None) -> Row:
+    """The id under the run's name: <model>:<checkpoint>:<task>:<sample> (empty parts left out). A
+    harness numbers the samples of a task, not of a run, and a dataset compares runs (base and RL
+    checkpoints, several models) on the same questions: without the run in the id the second run's
+    samples would collide with the first's."""
+    row_id = ":".join([p for p in (row.model, row.checkpoint) if p] + [row.id])
+    problem = identity_problem(row_id, (max_lengths or {}).get("id"))
+    if problem:
+        raise RecordError(path, row.line, "id", f"the id {row_id[:80]!r} {problem}", unit=unit)
+    return replace(row, id=row_id)
 
 
 def iter_rows(path: Path, **options: Any) -> Iterator[Row]:

@@ -12,12 +12,14 @@ from django.core.management.base import CommandError
 
 from adjudication.ingest.formats import RowError, iter_rows
 from adjudication.ingest.harnesses import detect_format
-from adjudication.models import Dataset, ReaderSpec, Reading, Response
+from adjudication.models import Dataset, Question, ReaderSpec, Reading, Response, Run
 from readers.base import config_hash
 
 from ..conftest import project_table_counts, run_command
 
 pytestmark = pytest.mark.django_db
+
+MC = "mockllm/model:sociology_mc"  # the ids' prefix: model (no checkpoint given) and task
 
 # What the mock model answers, by question: one right, one wrong, one without an answer line.
 ANSWERS = {
@@ -91,7 +93,8 @@ def _import_error(path: Path, **options) -> str:
 def test_an_eval_log_maps_samples_to_questions_choices_gold_responses_and_model(logs):
     out = _import(logs["mc"], fmt="inspect", checkpoint="rl")
     assert "3 new" in out
-    r = Response.objects.select_related("question", "run").get(external_id="sociology_mc:q1")
+    # The id is the run's (model, checkpoint) and the sample's (task, id).
+    r = Response.objects.select_related("question", "run").get(external_id="mockllm/model:rl:sociology_mc:q1")
     assert r.question.text == "Who wrote The Protestant Ethic?"
     assert r.question.choices == ["Durkheim", "Weber", "Merton"] and r.question.gold == "B"
     assert r.question.benchmark == "sociology_mc"
@@ -100,7 +103,7 @@ def test_an_eval_log_maps_samples_to_questions_choices_gold_responses_and_model(
     assert r.meta["inspect"]["sample_id"] == "q1" and r.meta["inspect"]["epoch"] == 1
     assert r.meta["inspect"]["metadata"] == {"subject": "sociology"}
     # An integer sample id is kept as the integer it was.
-    assert Response.objects.get(external_id="sociology_mc:7").meta["inspect"]["sample_id"] == 7
+    assert Response.objects.get(external_id="mockllm/model:rl:sociology_mc:7").meta["inspect"]["sample_id"] == 7
     # A chat-API log has no rendered text prompt.
     assert r.prompt_text is None
 
@@ -115,12 +118,20 @@ def test_inspect_scores_are_readings_of_a_harness_reader_with_name_version_and_c
     assert spec.config == {"harness": "inspect", "scorer": "choice", "options": {}}
     assert spec.config_hash == config_hash(spec.config)
     readings = {r.response.external_id: r for r in Reading.objects.filter(reader_spec=spec).select_related("response")}
-    right, wrong, none = readings["sociology_mc:q1"], readings["sociology_mc:7"], readings["sociology_mc:q3"]
+    right, wrong, none = (readings[f"{MC}:{sample}"] for sample in ("q1", "7", "q3"))
     assert (right.verdict, right.answer, right.canonical) == ("correct", "B", "B")
     assert (wrong.verdict, wrong.answer, wrong.canonical) == ("incorrect", "A", "A")
     # choice() scores a response with no ANSWER line as incorrect, answer "": the platform's no_answer.
     assert (none.verdict, none.answer) == ("no_answer", None)
     assert none.detail["value"] == "I" and none.detail["reason"] == "invalid_response_format"
+
+
+def test_two_checkpoints_logs_share_one_dataset_and_its_questions(logs):
+    _import(logs["mc"], checkpoint="base")
+    _import(logs["mc"], checkpoint="rl")
+    assert Response.objects.count() == 6 and Question.objects.count() == 3
+    assert set(Run.objects.values_list("checkpoint", flat=True)) == {"base", "rl"}
+    assert Reading.objects.filter(reader_spec__name="inspect:choice").count() == 6
 
 
 def test_a_match_scorer_keeps_its_options_in_the_reader_config(logs):
@@ -129,7 +140,7 @@ def test_a_match_scorer_keeps_its_options_in_the_reader_config(logs):
     assert spec.config["options"] == {"numeric": True}
     reading = Reading.objects.get(reader_spec=spec)
     assert reading.verdict == "correct" and reading.answer == "42" and reading.canonical == "42"
-    assert Response.objects.get(external_id="arith_qa:a").question.gold == "42"
+    assert Response.objects.get(external_id="mockllm/model:arith_qa:a").question.gold == "42"
 
 
 def test_a_json_log_with_two_epochs_imports_each_epoch_as_its_own_response(logs):
@@ -137,9 +148,9 @@ def test_a_json_log_with_two_epochs_imports_each_epoch_as_its_own_response(logs)
     out = _import(logs["json"])
     assert "6 new" in out
     ids = set(Response.objects.values_list("external_id", flat=True))
-    assert ids == {f"sociology_mc:{s}:epoch{e}" for s in ("q1", 7, "q3") for e in (1, 2)}
+    assert ids == {f"{MC}:{s}:epoch{e}" for s in ("q1", 7, "q3") for e in (1, 2)}
     # Both epochs answer one question: one Question row, two responses.
-    q1 = Response.objects.filter(external_id__startswith="sociology_mc:q1:")
+    q1 = Response.objects.filter(external_id__startswith=f"{MC}:q1:")
     assert q1.count() == 2 and q1.values("question").distinct().count() == 1
     assert Reading.objects.filter(reader_spec__name="inspect:choice").count() == 6
 
@@ -266,7 +277,7 @@ def test_a_changed_score_is_a_changed_row_and_replace_stores_the_new_reading(log
     assert "1 replaced" in out and "1 new inspect reading" in out
     with zipfile.ZipFile(rescored) as archive:
         sample = json.loads(archive.read(entry))
-    external_id = f"sociology_mc:{sample['id']}"
+    external_id = f"{MC}:{sample['id']}"
     reading = Reading.objects.get(reader_spec__name="inspect:choice", response__external_id=external_id)
     assert reading.detail["value"] == sample["scores"]["choice"]["value"]
     assert reading.verdict == ("correct" if sample["scores"]["choice"]["value"] == "C" else "incorrect")
@@ -274,7 +285,7 @@ def test_a_changed_score_is_a_changed_row_and_replace_stores_the_new_reading(log
 
 def test_file_only_commands_read_inspect_logs_through_the_same_dispatcher(logs):
     rows = list(iter_rows(logs["mc"], fmt=None))
-    assert {r.id for r in rows} == {"sociology_mc:q1", "sociology_mc:7", "sociology_mc:q3"}
+    assert {r.id for r in rows} == {f"{MC}:q1", f"{MC}:7", f"{MC}:q3"}
     assert all(r.model == "mockllm/model" for r in rows)
 
 

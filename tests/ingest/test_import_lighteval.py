@@ -148,13 +148,15 @@ def _import_error(path: Path, **options) -> str:
 def test_a_details_file_maps_docs_to_questions_choices_gold_responses_and_ids(tmp_path):
     out = _import(write_details(tmp_path, gpqa_rows()), fmt="lighteval", checkpoint="rl")
     assert "3 new" in out
-    # The doc's own id where it has one, else the row's position.
+    # The run's model and checkpoint, the task, and the doc's own id where it has one, else the row's position.
     assert set(Response.objects.values_list("external_id", flat=True)) == {
-        "lighteval|gpqa:diamond|0:rec1",
-        "lighteval|gpqa:diamond|0:1",
-        "lighteval|gpqa:diamond|0:2",
+        "org/qwen-7b:rl:lighteval|gpqa:diamond|0:rec1",
+        "org/qwen-7b:rl:lighteval|gpqa:diamond|0:1",
+        "org/qwen-7b:rl:lighteval|gpqa:diamond|0:2",
     }
-    r = Response.objects.select_related("question", "run").get(external_id="lighteval|gpqa:diamond|0:rec1")
+    r = Response.objects.select_related("question", "run").get(
+        external_id="org/qwen-7b:rl:lighteval|gpqa:diamond|0:rec1"
+    )
     assert r.question.text == GPQA_QUERY and r.question.benchmark == "lighteval|gpqa:diamond|0"
     # Two or more choices and one gold index: multiple choice, the gold its letter.
     assert r.question.choices == ["A", "B", "C", "D"] and r.question.gold == "B"
@@ -168,7 +170,7 @@ def test_a_details_file_maps_docs_to_questions_choices_gold_responses_and_ids(tm
 
 def test_a_generative_gold_is_its_reference_text_and_gsm8k_keeps_what_follows_the_hashes(tmp_path):
     _import(write_details(tmp_path, gsm8k_rows(), task="lighteval|gsm8k|0"), model="m")
-    r = Response.objects.select_related("question", "run").get(external_id="lighteval|gsm8k|0:0")
+    r = Response.objects.select_related("question", "run").get(external_id="m:lighteval|gsm8k|0:0")
     assert r.question.gold == "72" and r.question.choices == []
     assert r.question.text == "Natalia sold 48 clips in April and half as many in May. How many?"
     assert r.run.model == "m"  # --model wins over the folder's name
@@ -239,14 +241,14 @@ def test_the_flat_layout_of_earlier_releases_reads_typed_or_cast_to_str(tmp_path
         rows = [{k: str(v) for k, v in row.items()} for row in rows]
     path = write_details(tmp_path, rows, task="lighteval|arith|0")
     _import(path)
-    r = Response.objects.select_related("question").get(external_id="lighteval|arith|0:1")
+    r = Response.objects.select_related("question").get(external_id="org/qwen-7b:lighteval|arith|0:1")
     assert (r.question.text, r.question.gold, r.text) == ("What is 2+3?", "5", " 6")
     assert r.prompt_text == "Question: What is 6*7?\nAnswer:"
     spec = ReaderSpec.objects.get(name="lighteval:em")
     assert spec.version == "details-v1"
     assert dict(Reading.objects.filter(reader_spec=spec).values_list("response__external_id", "verdict")) == {
-        "lighteval|arith|0:0": "correct",
-        "lighteval|arith|0:1": "incorrect",
+        "org/qwen-7b:lighteval|arith|0:0": "correct",
+        "org/qwen-7b:lighteval|arith|0:1": "incorrect",
     }
 
 
@@ -345,7 +347,9 @@ def test_lighteval_s_own_metric_test_docs_import_with_its_expected_verdicts(tmp_
     rows = [detail(doc(**c["doc"]), model_response(c["model_response"]["text"]), c["expected_output"]) for c in cases]
     _import(write_details(tmp_path, rows, task="lighteval|gpqa_instruct|0"))
     expected = {
-        f"lighteval|gpqa_instruct|0:{i}": "correct" if c["expected_output"]["extractive_match"] == 1 else "incorrect"
+        f"org/qwen-7b:lighteval|gpqa_instruct|0:{i}": "correct"
+        if c["expected_output"]["extractive_match"] == 1
+        else "incorrect"
         for i, c in enumerate(cases)
     }
     got = dict(
