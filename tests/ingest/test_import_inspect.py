@@ -15,7 +15,7 @@ from adjudication.ingest.harnesses import detect_format
 from adjudication.models import Dataset, Question, ReaderSpec, Reading, Response, Run
 from readers.base import config_hash
 
-from ..conftest import project_table_counts, run_command
+from ..conftest import ROOT, manage, project_table_counts, run_command
 
 pytestmark = pytest.mark.django_db
 
@@ -287,6 +287,16 @@ def test_file_only_commands_read_inspect_logs_through_the_same_dispatcher(logs):
     rows = list(iter_rows(logs["mc"], fmt=None))
     assert {r.id for r in rows} == {f"{MC}:q1", f"{MC}:7", f"{MC}:q3"}
     assert all(r.model == "mockllm/model" for r in rows)
+
+
+def test_the_read_command_reads_an_inspect_log_with_no_database_server(logs, tmp_path):
+    out = tmp_path / "out.jsonl"
+    # Port 1 on loopback: nothing listens, so any ORM access would fail loudly.
+    env = {"DATABASE_URL": "postgres://nobody@127.0.0.1:1/none", "SECRET_KEY": "x", "PATH": "/usr/bin:/bin"}
+    proc = manage("read", str(logs["mc"]), "--reader", "fixed", "--out", str(out), env={**env, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr
+    verdicts = {x["id"]: x["verdict"] for x in map(json.loads, out.read_text().splitlines())}
+    assert verdicts == {f"{MC}:q1": "correct", f"{MC}:7": "incorrect", f"{MC}:q3": "no_answer"}
 
 
 def test_iter_rows_errors_are_row_errors_naming_the_sample(logs, tmp_path):
