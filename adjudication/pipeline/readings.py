@@ -93,18 +93,20 @@ def readings_create(*, reader_specs: Sequence[ReaderSpec], response_ids: Sequenc
     }
     # One Item per response; a question's fields (its choices tuple too) are shared by its responses.
     items = {rid: _item(text, questions[qid]) for rid, (qid, _, text) in responses.items()}
-    pool = _isolated_pool()
-    rows: list[ReadingRow] = []
-    for spec in reader_specs:
-        ids = [rid for rid in missing[spec.id] if rid in responses]  # a response deleted meanwhile is skipped
-        if not ids:
-            continue
-        results = pool.read_many(spec.name, [items[rid] for rid in ids])
-        # The pool's worker made `canonical` (readers.canonical) within the reading's budget.
-        rows.extend(
-            ReadingRow(rid, spec.id, reading, elapsed_ms)
-            for rid, (reading, elapsed_ms) in zip(ids, results, strict=True)
-        )
+    # Every reader's items in one pool run: the reader processes go from one reader's batches
+    # straight on to the next one's (read_panel), instead of idling at the end of each reader.
+    todo = [
+        (spec, [rid for rid in missing[spec.id] if rid in responses])  # a response deleted meanwhile is skipped
+        for spec in reader_specs
+    ]
+    todo = [(spec, ids) for spec, ids in todo if ids]
+    results = _isolated_pool().read_panel([(spec.name, [items[rid] for rid in ids]) for spec, ids in todo])
+    # The pool's worker made `canonical` (readers.canonical) within each reading's budget.
+    rows = [
+        ReadingRow(rid, spec.id, reading, elapsed_ms)
+        for (spec, ids), readings in zip(todo, results, strict=True)
+        for rid, (reading, elapsed_ms) in zip(ids, readings, strict=True)
+    ]
     with transaction.atomic():
         readings_write(rows=rows)
         # Last, in id order (adjudication.revisions): the readings first, then each dataset's counter.
