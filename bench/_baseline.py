@@ -23,20 +23,22 @@ from __future__ import annotations
 import multiprocessing
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 # The work a pool process runs: set before the pool forks, so every process inherits it (and the
 # items and readers it closes over) instead of receiving them pickled.
-_work: Callable[[int, int], int] | None = None
+_work: Callable[[int, int], Sequence[Any]] | None = None
 
 
-def _run_share(bounds: tuple[int, int]) -> tuple[int, float]:
-    """(units done, CPU seconds this process spent on them)."""
+def _run_share(bounds: tuple[int, int], keep: bool = False) -> tuple[int | Sequence[Any], float]:
+    """(units done, or what the work returned for each if `keep`; CPU seconds this process spent)."""
     assert _work is not None, "BarePool forked before its work was set"
     cpu = time.process_time()
     done = _work(*bounds)
-    return done, time.process_time() - cpu
+    cpu = time.process_time() - cpu
+    return (done if keep else len(done)), cpu
 
 
 @dataclass
@@ -73,18 +75,21 @@ class Baseline:
 
 
 class BarePool:
-    """N forked processes that run `work(start, stop) -> units done` over index ranges of the items.
+    """N forked processes that run `work(start, stop)` over index ranges of the items; the work
+    returns one small value per unit done (a verdict, say: the single process's are kept in
+    `single_results`, for comparing with the system's).
 
     `work` must be set up (items built, readers built and warmed) before the pool is created: the
     processes inherit all of it through fork.
     """
 
-    def __init__(self, work: Callable[[int, int], int], processes: int) -> None:
+    def __init__(self, work: Callable[[int, int], Sequence[Any]], processes: int) -> None:
         global _work
         _work = work
         self.work = work
         self.processes = processes
         self.cpu = 0.0  # CPU seconds the processes spent in `work`
+        self.single_results: dict[int, Sequence[Any]] = {}  # start -> what work(start, stop) returned
         context = multiprocessing.get_context("fork")
         self._single = context.Pool(1)
         self._pool = context.Pool(processes)
@@ -109,15 +114,17 @@ class BarePool:
         results = self._pool.map(_run_share, shares, chunksize=1)
         seconds = time.perf_counter() - t0
         self.cpu += sum(cpu for _, cpu in results)
-        return seconds, sum(done for done, _ in results)
+        return seconds, sum(done for done, _ in results)  # type: ignore[misc]
 
     def single_seconds(self, start: int, stop: int) -> tuple[float, int]:
         """(seconds, units) for items [start, stop) in one process."""
         t0 = time.perf_counter()
-        done, cpu = self._single.apply(_run_share, ((start, stop),))
+        done, cpu = self._single.apply(_run_share, ((start, stop), True))
         seconds = time.perf_counter() - t0
         self.cpu += cpu
-        return seconds, done
+        assert not isinstance(done, int)
+        self.single_results[start] = done
+        return seconds, len(done)
 
     def measure(self, start: int, stop: int, rounds: int = 1) -> Baseline:
         """Both rates over items [start, stop), in `rounds` interleaved slices (alternating which side

@@ -52,7 +52,7 @@ def make_input(path: Path) -> list[dict]:
     return out
 
 
-def bare_work(rows: list[dict], panel: list[str]) -> Callable[[int, int], int]:
+def bare_work(rows: list[dict], panel: list[str]) -> Callable[[int, int], list[str]]:
     """The plain loop, for a BarePool: every reader of the panel on responses [start, stop)."""
     from readers import Item, registry
     from readers.canonical import with_canonical
@@ -66,17 +66,16 @@ def bare_work(rows: list[dict], panel: list[str]) -> Callable[[int, int], int]:
         for item in items[:: max(1, len(items) // 20)]:
             with_canonical(reader.read(item), item)
 
-    def work(start: int, stop: int) -> int:
-        n = 0
+    def work(start: int, stop: int) -> list[str]:
+        verdicts = []
         chunk = items[start:stop]
         for reader in readers:
             for item in chunk:
-                try:  # noqa: SIM105 - in the timed loop a bare try is free; contextlib.suppress costs ~0.3 us/item
-                    with_canonical(reader.read(item), item)
+                try:
+                    verdicts.append(with_canonical(reader.read(item), item).verdict)
                 except Exception:  # noqa: BLE001 - the isolation layer would record `error`; count it too
-                    pass
-                n += 1
-        return n
+                    verdicts.append("error")
+        return verdicts
 
     return work
 
@@ -113,7 +112,7 @@ def end_to_end(panel: list[str], expected: int, env: dict[str, str], log_path: P
     enqueuing took, CPU time of the worker's processes and the database's backends). The run is
     enqueued here, by `dataset_read` as `run_readers` calls it: the command's own start-up (a new
     interpreter importing Django and every reader) is no throughput."""
-    from adjudication.models import Dataset, Reading
+    from adjudication.models import Dataset, Reading, TaskBatch
     from adjudication.pipeline.services import dataset_read
     from config.celery import app
 
@@ -125,15 +124,30 @@ def end_to_end(panel: list[str], expected: int, env: dict[str, str], log_path: P
         cpu = TreeCPU(worker.pid)
         cpu.start(_database_backends())
         started = time.perf_counter()
-        dataset_read(dataset=dataset, reader_names=panel, batch_size=BATCH_SIZE)
+        run = dataset_read(dataset=dataset, reader_names=panel, batch_size=BATCH_SIZE)
         enqueued = time.perf_counter() - started
-        while Reading.objects.count() < expected:
+        # A batch is marked done once its readings are committed: polling the run's few batch rows
+        # is cheap, where counting the readings would scan them all, ten times a second, on the
+        # cores the run needs.
+        pending = TaskBatch.objects.filter(run=run.id).exclude(status=TaskBatch.Status.DONE)
+        polls = 0
+        idle_from = None  # when fewer batches than worker processes were left: the tail
+        while left := pending.count():
             if worker.poll() is not None:
                 raise SystemExit(f"worker died; see {log_path}")
-            cpu.sample(_database_backends())
-            time.sleep(0.05)
+            if idle_from is None and left < CONCURRENCY:
+                idle_from = time.perf_counter()
+            polls += 1
+            if polls % 10 == 0:
+                cpu.sample(_database_backends())
+            time.sleep(0.02)
         elapsed = time.perf_counter() - started
         cpu.sample(_database_backends())
+        tail = time.perf_counter() - idle_from if idle_from is not None else 0.0
+        tasks = TaskBatch.objects.filter(run=run.id).count()
+        print(f"{tasks} tasks; the last {tail:.2f}s with fewer tasks left than worker processes", flush=True)
+        if Reading.objects.count() != expected:
+            raise SystemExit(f"{Reading.objects.count()} readings, {expected} expected; see {log_path}")
         return elapsed, enqueued, cpu
     finally:
         stop(worker, timeout=30)
