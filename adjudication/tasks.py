@@ -49,7 +49,7 @@ def _database_connection_check(task: Task | None = None, **_kwargs: object) -> N
 )
 def read_batch(self, reader_spec_ids: list[int], response_ids: list[int], batch_id: int | None = None) -> int:
     # Tracked (TaskBatch), so that a command waiting for these readings learns of a failure.
-    with batch_tracked(batch_id):
+    with batch_tracked(batch_id, claimed_by=self.request.hostname or ""):
         specs = list(ReaderSpec.objects.filter(pk__in=reader_spec_ids).order_by("name"))
         return readings_create(reader_specs=specs, response_ids=response_ids)
 

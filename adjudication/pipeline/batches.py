@@ -76,14 +76,22 @@ def _as_is(text: str) -> str:
 
 
 @contextmanager
-def batch_tracked(batch_id: int | None, *, redact: Callable[[], Callable[[str], str]] | None = None) -> Iterator[None]:
-    """Run a batch task's work, recording that it started and how it ended. A failure is logged
-    and re-raised as BatchFailed. `redact()` is called before the work (after a failure the
-    database may not answer) and returns the function that removes secrets from error texts."""
+def batch_tracked(
+    batch_id: int | None,
+    *,
+    redact: Callable[[], Callable[[str], str]] | None = None,
+    claimed_by: str = "",
+) -> Iterator[None]:
+    """Run a batch task's work, recording that it started (and on which worker: `claimed_by`, the
+    Celery node name) and how it ended. A failure is logged and re-raised as BatchFailed.
+    `redact()` is called before the work (after a failure the database may not answer) and
+    returns the function that removes secrets from error texts."""
     if batch_id is None:  # a message enqueued before batches were tracked
         yield
         return
-    TaskBatch.objects.filter(pk=batch_id).update(status=TaskBatch.Status.RUNNING, deliveries=F("deliveries") + 1)
+    TaskBatch.objects.filter(pk=batch_id).update(
+        status=TaskBatch.Status.RUNNING, deliveries=F("deliveries") + 1, claimed_by=claimed_by[:255]
+    )
     clean = redact() if redact is not None else _as_is
     try:
         yield
