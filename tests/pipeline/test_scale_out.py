@@ -44,8 +44,8 @@ def answering(app, nodes: list[str]) -> set[str]:
 def test_two_workers_on_two_hosts_write_every_reading_exactly_once_and_both_do_work(
     write_jsonl, service_env, broker, tmp_path
 ):
-    # 30 ms a reading (test-slow): 160 responses are ~5 s of reading, in 32 batches of 5, so
-    # that neither worker can drain the queue before the other one takes its share.
+    # 30 ms a reading (test-slow): 160 responses are ~5 s of reading, in batches of 5 or fewer,
+    # so that neither worker can drain the queue before the other one takes its share.
     env = {**service_env, "READER_PLUGINS": "tests.plugins.slow_reader"}
     rows = [mc_row(i, response=f"Reasoning {i}... final letter {'ABCD'[i % 4]}") for i in range(160)]
     run_command("import_responses", str(write_jsonl(rows)), dataset="scale", no_progress=True)
@@ -71,7 +71,7 @@ def test_two_workers_on_two_hosts_write_every_reading_exactly_once_and_both_do_w
     assert len(keys) == expected == 160 * 3, "readings lost"
     assert max(keys.values()) == 1, "readings duplicated"
     by_node = Counter(TaskBatch.objects.values_list("claimed_by", flat=True))
+    # every batch was started by one of the two, and each of them started some
     assert set(by_node) == set(nodes), f"batches by worker: {dict(by_node)}"
-    assert sum(by_node.values()) == 32 and min(by_node.values()) >= 1
     slow = Reading.objects.filter(reader_spec__name="test-slow")
     assert slow.count() == 160 and slow.filter(verdict="correct").count() == 40
