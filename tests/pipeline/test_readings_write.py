@@ -64,8 +64,6 @@ def test_a_reading_the_database_refuses_fails_the_write_whole(write_jsonl):
         ReadingRow(ids[0], spec.id, ReaderReading("correct", answer="B"), 1.0),
         ReadingRow(ids[1], spec.id, bad, 1.0),
     ]
-    from django.db import IntegrityError
-
     with pytest.raises(IntegrityError):
         readings_write(rows=rows)
     if connection.vendor == "postgresql":  # one COPY: nothing of it stays
