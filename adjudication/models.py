@@ -566,6 +566,9 @@ class TaskBatch(models.Model):
     responses = models.PositiveIntegerField(help_text="responses in the batch")
     status = models.CharField(max_length=8, choices=Status.choices, default=Status.QUEUED)
     deliveries = models.PositiveIntegerField(default=0, help_text="times a worker started it")
+    claimed_by = models.CharField(
+        max_length=255, blank=True, default="", help_text="the Celery node (name@host) that last started it"
+    )
     error = VerbatimTextField(blank=True, default="", help_text="why it failed; secrets redacted")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

@@ -1,26 +1,30 @@
-"""Cost of hard isolation for math-verify, and raw speed of a regex reader.
+"""Cost of hard isolation against the same work done bare by as many processes: math-verify, and
+a fast regex reader.
 
 1. ~2,000 deterministic MATH-style pairs (gold, "The final answer is $\\boxed{X}$."): 40 % integers,
    25 % fractions, 10 % decimals, 25 % simple expressions; 60 % equivalent rewrites, 40 % wrong.
-   Measured in the same run, on the same pairs, interleaved in 8 slices:
-     bare      serial in-process loop over `math-verify-latex`'s read(), plus the canonical answer
-               (readers.canonical.with_canonical) that the pool's worker adds to every reading
-     isolated  IsolatedPool(processes=2).read_many("math-verify-latex", ...), including pool
-               start-up and close
+   Read by `math-verify-latex`.
 2. ~10,000 synthetic 2,000-character CoT responses to A-J multiple-choice questions, read
    in-process by `strict-match` from the registry (or, if absent, a literal
    `answer is \\(?([A-J])\\)?` last-match reader): the reader's own read() alone, no canonical
    answer (the raw speed of a regex reader).
-3. Per-item cost of the pool for a FAST reader: 5,000 shorter (300-character) CoT responses read
-   by `strict-match` (~20-40 us per item, like most readers of the panel), bare in-process loop
-   (read() + with_canonical, as in 1) vs IsolatedPool(processes=2) (start-up and close included),
-   interleaved in 10 slices; the pool is
-   called the way a Celery reading task calls it: read_many on 100 items at a time.
+3. A FAST reader: 5,000 shorter (300-character) CoT responses read by `strict-match` (~20-40 us per
+   item, like most readers of the panel), where the pool's own per-item cost shows.
+
+For 1 and 3, measured in the same run on the same items, interleaved in slices (alternating the
+order of the sides, so that all see the same background load):
+  isolated   IsolatedPool(processes=2).read_many, pool start-up and close included; for the fast
+             reader called the way a Celery reading task calls it, on 100 items at a time
+  bare       the plain loop, read() plus the canonical answer (readers.canonical.with_canonical,
+             which the pool's worker adds to every reading), as the larger of a forked pool of 2
+             processes and 2 x one forked process (bench/_baseline.py): the machine's 2 cores
+efficiency = isolated verdicts/s ÷ that ceiling (1.0: isolation costs nothing).
 
 Prints, last:
-  RESULT isolation_fast_reader_ratio <isolated ÷ bare verdicts/s for the fast reader>
+  RESULT isolation_efficiency_math_verify <value>
+  RESULT isolation_efficiency_fast_reader <value>
   RESULT regex_verdicts_per_s <value>
-  RESULT isolation_ratio <isolated verdicts/s ÷ bare verdicts/s>
+  RESULT isolation_efficiency <the smaller of the two efficiencies>   (target ≥ 0.85)
 Run: python bench/isolation_bench.py   (no arguments, no services needed)
 """
 
@@ -33,9 +37,12 @@ import re
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _baseline import BarePool, Baseline  # noqa: E402
 from _common import result  # noqa: E402
 
 from readers import registry  # noqa: E402
@@ -48,6 +55,7 @@ N_COT = 10_000
 COT_CHARS = 2000
 N_FAST = 5000
 FAST_CHARS = 300
+PROCESSES = 2  # isolation workers, and processes of the bare pool: the machine's 2 cores
 
 
 # ---------------------------------------------------------------------------------------------
@@ -168,69 +176,94 @@ class _LiteralRegexReader(Reader):
 # ---------------------------------------------------------------------------------------------
 
 
-def _interleaved(
-    reader: Reader, items: list[Item], rounds: int, call_size: int | None = None
-) -> tuple[list[Reading], list[tuple[Reading, float]], float, float]:
-    """Bare and isolated runs over `items` interleaved in `rounds` slices (alternating which goes
-    first), so that both sides see the same background load: on a shared 2-core machine a load
-    spike during one contiguous half would otherwise decide the ratio. The isolated side pays
-    the pool's start-up and close; it sends `call_size` items per read_many (default: a slice).
-    Returns (bare readings, isolated readings, bare seconds, isolated seconds)."""
+@dataclass
+class Measured:
+    """One reader's isolated and bare runs over the same items."""
+
+    reader: str
+    items: int
+    baseline: Baseline
+    isolated_rate: float
+    isolated: list[tuple[Reading, float]]
+    bare: list[tuple[str, str | None, str | None]]  # (verdict, answer, canonical) per item, one process
+
+    @property
+    def efficiency(self) -> float:
+        return self.isolated_rate / self.baseline.ceiling
+
+    def report(self) -> None:
+        same = sum((r.verdict, r.answer, r.canonical) == b for (r, _), b in zip(self.isolated, self.bare, strict=True))
+        print(f"{self.reader}: {self.items} items; readings identical bare vs isolated on {same}/{self.items}")
+        print(f"  {self.baseline.describe()}")
+        print(
+            f"  isolated, IsolatedPool(processes={PROCESSES}), pool start-up and close included: "
+            f"{self.isolated_rate:.1f} verdicts/s -> efficiency {self.efficiency:.3f} "
+            f"(÷ the bare pool alone: {self.isolated_rate / self.baseline.pool_rate:.3f})"
+        )
+
+
+def _bare_work(reader: Reader, items: list[Item]) -> Callable[[int, int], list[tuple[str, str | None, str | None]]]:
+    def work(start: int, stop: int) -> list[tuple[str, str | None, str | None]]:
+        out = []
+        for item in items[start:stop]:
+            # Like with like: the pool's worker adds the canonical answer to every reading.
+            r = with_canonical(reader.read(item), item)
+            out.append((r.verdict, r.answer, r.canonical))
+        return out
+
+    return work
+
+
+def _measure(reader: Reader, items: list[Item], rounds: int, call_size: int | None = None) -> Measured:
+    """Bare (one process, and a pool of PROCESSES) and isolated runs over `items`, interleaved in
+    `rounds` slices. The isolated side pays the pool's start-up and close; it sends `call_size`
+    items per read_many (default: a slice)."""
     size = -(-len(items) // rounds)
-    slices = [items[i : i + size] for i in range(0, len(items), size)]
+    bounds = [(i, min(i + size, len(items))) for i in range(0, len(items), size)]
     call_size = call_size or size
-    bare: list[Reading] = []
     isolated: list[tuple[Reading, float]] = []
-    bare_s = 0.0
-    t0 = time.perf_counter()
-    pool = IsolatedPool(processes=2)
-    isolated_s = time.perf_counter() - t0
-    try:
-        for k, chunk in enumerate(slices):
-            for side in ("bare", "iso") if k % 2 == 0 else ("iso", "bare"):
-                t0 = time.perf_counter()
-                if side == "bare":
-                    # Like with like: the pool's worker adds the canonical answer to every reading.
-                    bare.extend(with_canonical(reader.read(item), item) for item in chunk)
-                    bare_s += time.perf_counter() - t0
-                else:
-                    for i in range(0, len(chunk), call_size):
-                        isolated.extend(pool.read_many(reader.name, chunk[i : i + call_size]))
-                    isolated_s += time.perf_counter() - t0
-    finally:
+    single_s = pool_s = 0.0
+    with BarePool(_bare_work(reader, items), PROCESSES) as bare:
         t0 = time.perf_counter()
-        pool.close()
-        isolated_s += time.perf_counter() - t0
-    return bare, isolated, bare_s, isolated_s
+        pool = IsolatedPool(processes=PROCESSES)
+        isolated_s = time.perf_counter() - t0
+        try:
+            for k, (lo, hi) in enumerate(bounds):
+                sides = ("single", "pool", "iso")
+                for side in sides[k % 3 :] + sides[: k % 3]:
+                    if side == "single":
+                        single_s += bare.single_seconds(lo, hi)[0]
+                    elif side == "pool":
+                        pool_s += bare.pool_seconds(lo, hi)[0]
+                    else:
+                        t0 = time.perf_counter()
+                        for i in range(lo, hi, call_size):
+                            isolated.extend(pool.read_many(reader.name, items[i : min(i + call_size, hi)]))
+                        isolated_s += time.perf_counter() - t0
+        finally:
+            t0 = time.perf_counter()
+            pool.close()
+            isolated_s += time.perf_counter() - t0
+        results = [r for lo, _ in bounds for r in bare.single_results[lo]]
+        n = len(items)
+        baseline = Baseline(PROCESSES, n / single_s, n / pool_s, bare.cpu / (2 * n))
+    return Measured(reader.name, n, baseline, n / isolated_s, isolated, results)
 
 
-def bench_math(rounds: int = 8) -> float:
-    """math-verify-latex isolated ÷ bare, interleaved (see _interleaved)."""
+def bench_math(rounds: int = 8) -> Measured:
+    """math-verify-latex, isolated against bare (see _measure)."""
     items, labels = math_items()
     reader = registry.get("math-verify-latex")
-    for item in items[:20]:  # grammar / regex warm-up, so neither side pays it in the timing
+    for item in items[:20]:  # grammar / regex warm-up, so no side pays it in the timing
         reader.read(item)
-    bare, isolated, bare_s, isolated_s = _interleaved(reader, items, rounds)
-
-    same = sum(a.verdict == b.verdict for a, (b, _) in zip(bare, isolated))
-    agree = sum((r.verdict == "correct") == lab for r, lab in zip(bare, labels))
-    print(
-        f"math pairs: {len(items)} in {rounds} interleaved rounds; bare verdicts "
-        f"{dict(Counter(r.verdict for r in bare))}"
-    )
-    print(
-        f"bare and isolated verdicts identical on {same}/{len(items)}; "
-        f"bare agrees with the generator's label on {agree}/{len(items)}"
-    )
-    bare_rate = len(items) / bare_s
-    iso_rate = len(items) / isolated_s
-    print(f"bare in-process math-verify-latex: {bare_rate:.1f} verdicts/s ({bare_s:.2f} s)")
-    print(
-        f"isolated, IsolatedPool(processes=2), incl. pool start+close: {iso_rate:.1f} verdicts/s ({isolated_s:.2f} s)"
-    )
+    measured = _measure(reader, items, rounds)
+    agree = sum((v == "correct") == lab for (v, _, _), lab in zip(measured.bare, labels))
+    print(f"math pairs: bare verdicts {dict(Counter(v for v, _, _ in measured.bare))}")
+    print(f"bare agrees with the generator's label on {agree}/{len(items)}")
+    measured.report()
     with contextlib.suppress(OSError):
         print(f"load average (1 min) at the end: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
-    return iso_rate / bare_rate
+    return measured
 
 
 def bench_regex() -> float:
@@ -261,34 +294,27 @@ def _fast_reader() -> Reader:
         return registry.get(_LiteralRegexReader.name)
 
 
-def bench_fast_reader(n: int = N_FAST, call_size: int = 100, rounds: int = 10) -> float:
-    """Isolated ÷ bare verdicts/s for a fast regex reader: with so little work per item, what
-    shows is the pool's own per-item and per-call cost. Interleaved (see _interleaved)."""
+def bench_fast_reader(n: int = N_FAST, call_size: int = 100, rounds: int = 10) -> Measured:
+    """A fast regex reader, isolated against bare: with so little work per item, what shows is the
+    pool's own per-item and per-call cost (see _measure)."""
     items = cot_items(n, seed=11, chars=FAST_CHARS)
     reader = _fast_reader()
     for item in items[:100]:
-        reader.read(item)
-    bare, isolated, bare_s, isolated_s = _interleaved(reader, items, rounds, call_size)
-    same = sum(a == b for a, (b, _) in zip(bare, isolated))
-    bare_rate, iso_rate = n / bare_s, n / isolated_s
-    print(
-        f"fast reader {reader.name}: {n} responses, read_many on {call_size} at a time; readings "
-        f"identical bare vs isolated on {same}/{n}"
-    )
-    print(
-        f"fast reader bare in-process: {bare_rate:.0f} verdicts/s ({bare_s * 1e6 / n:.1f} us/item); "
-        f"isolated, IsolatedPool(processes=2): {iso_rate:.0f} verdicts/s ({isolated_s * 1e6 / n:.1f} us/item)"
-    )
-    return iso_rate / bare_rate
+        with_canonical(reader.read(item), item)
+    measured = _measure(reader, items, rounds, call_size)
+    print(f"fast reader, read_many on {call_size} at a time:")
+    measured.report()
+    return measured
 
 
 def main() -> None:
-    fast_ratio = bench_fast_reader()
+    fast = bench_fast_reader()
     regex_rate = bench_regex()
-    ratio = bench_math()
-    result("isolation_fast_reader_ratio", fast_ratio)
+    math = bench_math()
+    result("isolation_efficiency_math_verify", math.efficiency)
+    result("isolation_efficiency_fast_reader", fast.efficiency)
     result("regex_verdicts_per_s", regex_rate)
-    result("isolation_ratio", ratio)
+    result("isolation_efficiency", min(math.efficiency, fast.efficiency))
 
 
 if __name__ == "__main__":

@@ -72,6 +72,7 @@ def dataset_read(
         batch_size=batch_size,
         on_enqueued=on_enqueued,
         send=lambda spec_ids, ids, batch_id: read_batch.delay(spec_ids, ids, batch_id),
+        taper=True,
     )
     run.enqueued = [Enqueued(reader_spec=s, missing=len(missing_by_spec[s.id]), batches=n_batches) for s in specs]
     return run

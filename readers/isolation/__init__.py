@@ -33,6 +33,10 @@ and then: the item in flight gets timeout (error); items the child had finished 
 are re-run on the replacement worker (readers are pure functions); later items continue there.
 The parent keeps up to two batches queued per worker (the second only when small enough to sit
 in the socket buffer), so a worker goes straight on to its next batch without a round trip.
+A batch holds one reader's items; `read_panel` deals the batches of several readers out in one
+run (a Celery task reads its responses with every reader of the panel in one call), so a worker
+goes from one reader's batches to the next one's, and a killed worker's unanswered batches are
+requeued each under its own reader.
 
 Not thread-safe by design: read_many holds a lock, so concurrent callers are serialised.
 

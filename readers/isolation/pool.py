@@ -54,12 +54,14 @@ def _describe_status(status: int | None) -> str:
 
 
 class _Batch:
-    """Items (global indices) sent to a worker as one message; `done` results have come back."""
+    """Items (global indices) sent to a worker as one message for one reader; `done` results have
+    come back."""
 
-    __slots__ = ("bid", "data", "done", "indices")
+    __slots__ = ("bid", "data", "done", "indices", "reader")
 
-    def __init__(self, bid: int, indices: list[int]) -> None:
+    def __init__(self, bid: int, reader: str, indices: list[int]) -> None:
         self.bid = bid
+        self.reader = reader
         self.indices = indices
         self.done = 0
         self.data: bytes | None = None  # the pickled message, once built
@@ -263,34 +265,48 @@ class IsolatedPool:
         # The child is in the middle of publishing a new item (or was killed right then).
         return False, mv[base + SEQ], mv[base + BID], mv[base + POS], mv[base + T0]
 
-    def _new_batch(self, indices: list[int]) -> _Batch:
+    def _new_batch(self, reader: str, indices: list[int]) -> _Batch:
         self._next_bid += 1
-        return _Batch(self._next_bid, indices)
+        return _Batch(self._next_bid, reader, indices)
 
     # -- reading -----------------------------------------------------------------------------
     def read_many(self, reader_name: str, items: Sequence[Item]) -> list[tuple[Reading, float]]:
         """(reading, elapsed_ms) per item, in input order."""
+        return self.read_panel([(reader_name, items)])[0]
+
+    def read_panel(self, requests: Sequence[tuple[str, Sequence[Item]]]) -> list[list[tuple[Reading, float]]]:
+        """Several readers in one run: for each (reader name, items), (reading, elapsed_ms) per
+        item in input order. The batches of every reader are dealt out together, so the workers
+        go from one reader's batches straight on to the next one's, where a read_many per reader
+        would leave them idle at every reader's end (waiting for the slowest worker, then for the
+        caller's next call). Budgets, timeouts and crashes are per item, as in read_many."""
         with self._lock:
             if self._closed:
                 raise RuntimeError("IsolatedPool is closed")
             if os.getpid() != self._owner_pid:
                 raise RuntimeError("IsolatedPool used in a forked child of its owner")
             known = registry.snapshot()  # also imports the built-in readers before fork
-            if reader_name not in known:
-                raise registry.UnknownReader([reader_name], known)
-            items = list(items)
-            if not items:
-                return []
-            # Workers forked before this reader was registered cannot build it, and one forked inside
+            names = list(dict.fromkeys(name for name, _ in requests))
+            unknown = [name for name in names if name not in known]
+            if unknown:
+                raise registry.UnknownReader(unknown, known)
+            wanted = [(name, list(items)) for name, items in requests]
+            if not any(items for _, items in wanted):
+                return [[] for _ in wanted]
+            # Workers forked before a reader was registered cannot build it, and one forked inside
             # another registry scope would build another reader under the name: replace them.
             for slot, w in enumerate(self._workers):
-                if w is not None and w.known_readers.get(reader_name) is not known[reader_name]:
+                if w is not None and any(w.known_readers.get(name) is not known[name] for name in names):
                     self._retire(slot, kill=True)
             ok = False
             try:
-                results = _Run(self, reader_name, items, known).run()
+                flat = _Run(self, wanted, known).run()
                 ok = True
-                return results
+                out, start = [], 0
+                for _, items in wanted:
+                    out.append(flat[start : start + len(items)])
+                    start += len(items)
+                return out
             finally:
                 # Interrupted mid-run (KeyboardInterrupt, a bug), or a worker somehow still owes
                 # results: it would stream them into the next run's batches. Kill it.
@@ -316,29 +332,36 @@ class _Run:
     """State of one read_many call."""
 
     def __init__(
-        self, pool: IsolatedPool, reader_name: str, items: list[Item], known: Mapping[str, registry.Entry]
+        self, pool: IsolatedPool, requests: list[tuple[str, list[Item]]], known: Mapping[str, registry.Entry]
     ) -> None:
         self.pool = pool
-        self.reader_name = reader_name
-        self.items = items
+        self.items = [item for _, items in requests for item in items]
         self.known = known
-        self.results: list[tuple[Reading, float] | None] = [None] * len(items)
+        n, p = len(self.items), pool.processes
+        self.results: list[tuple[Reading, float] | None] = [None] * n
         self.budget_ns = int(pool.budget_s * 1e9)
         self.start_ns = int(pool.start_timeout_s * 1e9)
-        n, p = len(items), pool.processes
         # Small inputs are split so that every worker gets a share (four batches each, so a slow
         # worker can be overtaken); large ones use batch_size. Every batch costs two messages, so
         # for a reader this pool has seen to be fast a batch holds at least ~_BATCH_MS of work,
-        # down to one batch per worker.
-        size = math.ceil(n / (p * 4))
-        mean_ms = pool._item_ms.get(reader_name)
-        if mean_ms is not None:
-            size = max(size, min(math.ceil(n / (p * _FAST_SPLIT)), math.ceil(_BATCH_MS / max(mean_ms, 1e-3))))
-        size = min(pool.batch_size, max(1, size))
-        self.queue: deque[_Batch] = deque(pool._new_batch(list(range(i, min(i + size, n)))) for i in range(0, n, size))
+        # down to one batch per worker. A batch holds one reader's items.
+        base = math.ceil(n / (p * 4))
+        self.queue: deque[_Batch] = deque()
+        start = 0
+        for name, items in requests:
+            size = base
+            mean_ms = pool._item_ms.get(name)
+            if mean_ms is not None:
+                size = max(size, min(math.ceil(n / (p * _FAST_SPLIT)), math.ceil(_BATCH_MS / max(mean_ms, 1e-3))))
+            size = min(pool.batch_size, max(1, size))
+            stop = start + len(items)
+            self.queue.extend(
+                pool._new_batch(name, list(range(i, min(i + size, stop)))) for i in range(start, stop, size)
+            )
+            start = stop
         self.remaining = n
-        self.ms_sum = 0.0
-        self.ms_count = 0
+        # per reader: [sum of elapsed ms, items], for the pool's estimate of each reader's speed
+        self.ms: dict[str, list[float]] = {}
 
     def _set(self, index: int, reading: Reading, elapsed_ms: float) -> None:
         if self.results[index] is None:
@@ -363,7 +386,7 @@ class _Run:
         pool = self.pool
         if batch.data is None:
             batch.data = pickle.dumps(
-                (batch.bid, self.reader_name, [encode_item(self.items[i]) for i in batch.indices]), PICKLE
+                (batch.bid, batch.reader, [encode_item(self.items[i]) for i in batch.indices]), PICKLE
             )
         w = pool._workers[slot]
         if w is not None and w.batches and len(batch.data) > (pool._prefetch_bytes or 0):
@@ -399,8 +422,9 @@ class _Run:
                 if results[index] is None:
                     self.remaining -= 1
                 results[index] = (reading, ms)
-            self.ms_sum += sum(times)
-            self.ms_count += len(times)
+            acc = self.ms.setdefault(b.reader, [0.0, 0])
+            acc[0] += sum(times)
+            acc[1] += len(times)
             b.done = done
             if done == len(b.indices):
                 w.batches.popleft()
@@ -477,10 +501,11 @@ class _Run:
     def _requeue(self, w: _Worker, state: tuple[bool, int, int, int, int]) -> None:
         """Send every unanswered item of the (retired) worker's batches back to the queue."""
         ok, _seq, sbid, spos, _t0 = state
-        rest: list[int] = []
+        rests: list[_Batch] = []  # one per reader run among the batches, in their order
         reran = 0
         counting = ok and any(b.bid == sbid for b in w.batches)
         for b in w.batches:
+            rest: list[int] = []
             for k in range(b.done, len(b.indices)):
                 index = b.indices[k]
                 if self.results[index] is None:
@@ -489,10 +514,14 @@ class _Run:
                         reran += 1  # finished by the child, but never sent
             if b.bid == sbid:
                 counting = False
+            if rest:
+                if rests and rests[-1].reader == b.reader:
+                    rests[-1].indices.extend(rest)
+                else:
+                    rests.append(self.pool._new_batch(b.reader, rest))
         w.batches.clear()
         self.pool.stats["reruns"] += reran
-        if rest:
-            self.queue.appendleft(self.pool._new_batch(rest))
+        self.queue.extendleft(reversed(rests))
 
     def _on_death(self, slot: int) -> None:
         """The worker's pipe closed while it owned batches: it died."""
@@ -586,10 +615,10 @@ class _Run:
                 w = pool._workers[slot]
                 if w is not None and w.batches and now >= self._deadline(self._locate(w)):
                     self._on_overrun(slot)
-        if self.ms_count:
-            old = pool._item_ms.get(self.reader_name)
-            mean = self.ms_sum / self.ms_count
-            pool._item_ms[self.reader_name] = mean if old is None else 0.5 * old + 0.5 * mean
+        for name, (ms_sum, count) in self.ms.items():
+            old = pool._item_ms.get(name)
+            mean = ms_sum / count
+            pool._item_ms[name] = mean if old is None else 0.5 * old + 0.5 * mean
         return [r for r in self.results if r is not None]
 
 

@@ -10,7 +10,7 @@ from tqdm import tqdm
 
 from adjudication.models import Dataset, Reading, TaskBatch
 from adjudication.pipeline import progress
-from adjudication.pipeline.batches import BatchFailed
+from adjudication.pipeline.batches import BatchFailed, batch_sizes
 from adjudication.pipeline.progress import wait_for_readings
 from adjudication.pipeline.services import ReadRun, dataset_read
 from adjudication.tasks import read_batch
@@ -153,3 +153,21 @@ def test_run_readers_with_a_real_worker_exits_with_the_error_of_a_failed_task(
     assert "2 of 2 reader tasks failed" in proc.stderr and "the disk is full" in proc.stderr
     assert "timed out" not in proc.stderr and "Traceback" not in proc.stderr
     assert set(TaskBatch.objects.values_list("status", flat=True)) == {"failed"}
+
+
+@pytest.mark.parametrize("n,size", [(1600, 100), (401, 100), (400, 10), (1000, 200), (20, 5)])
+def test_a_long_runs_last_batches_get_smaller_down_to_a_quarter_batch(n, size):
+    sizes = batch_sizes(n, size, taper=True)
+    assert sum(sizes) == n
+    assert sizes == sorted(sizes, reverse=True), "never larger after smaller"
+    full = sizes.count(size)
+    assert sizes[:full] == [size] * full and n - full * size <= 4 * size  # full batches until four are left
+    assert len(sizes) > full + 2  # ... then smaller ones
+    assert min(sizes[:-1]) >= -(-size // 4)  # the smallest but the very last: a quarter batch
+
+
+@pytest.mark.parametrize("n,size", [(6, 4), (6, 2), (19, 5), (399, 100)])
+def test_a_run_of_fewer_than_four_batches_is_cut_in_full_batches(n, size):
+    assert (
+        batch_sizes(n, size, taper=True) == batch_sizes(n, size) == [size] * (n // size) + [n % size] * bool(n % size)
+    )

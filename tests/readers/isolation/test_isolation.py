@@ -596,3 +596,72 @@ def test_interrupted_run_does_not_leak_into_the_next(pool: IsolatedPool, monkeyp
         pool.read_many("test-misbehave", items_of(*["nap:0.05"] * 20))
     monkeypatch.setattr(iso._Run, "_handle", real_handle)
     assert [r.answer for r, _ in pool.read_many("test-misbehave", items_of("p", "q", "r"))] == ["p", "q", "r"]
+
+
+# ---------------------------------------------------------------------------------------------
+# several readers in one run (read_panel): the batches of every reader are dealt out together
+# ---------------------------------------------------------------------------------------------
+
+SHOUT = "test-shout"
+
+
+@pytest.fixture
+def shout() -> Iterator[None]:
+    """A second reader, entered before the test's pool forks: it answers in capitals, so a reading
+    shows which of the two readers made it."""
+    with registry.scoped({SHOUT: lambda: Shout(name=SHOUT)}):
+        yield
+
+
+def test_a_panel_run_returns_each_readers_readings_in_input_order(shout: None, no_leftovers: None) -> None:
+    first = [f"a{i}" for i in range(150)]
+    second = [f"b{i}" for i in range(70)]
+    with IsolatedPool(processes=2, budget_s=5.0, batch_size=8) as p:
+        out = p.read_panel([("test-misbehave", items_of(*first)), (SHOUT, items_of(*second)), ("test-misbehave", [])])
+        assert p.read_panel([]) == [] and p.read_panel([(SHOUT, [])]) == [[]]
+    assert [len(results) for results in out] == [150, 70, 0]
+    assert [r.answer for r, _ in out[0]] == first
+    assert [r.answer for r, _ in out[1]] == [b.upper() for b in second]
+
+
+def test_a_panel_run_with_an_unknown_reader_reads_nothing(shout: None, pool: IsolatedPool) -> None:
+    with pytest.raises(registry.UnknownReader, match="no-such-reader"):
+        pool.read_panel([(SHOUT, items_of("x")), ("no-such-reader", items_of("y"))])
+    assert pool.stats["spawned"] == 0
+
+
+@pytest.mark.parametrize("cmd", ["loop", "sleep"])
+def test_in_a_panel_run_the_item_that_overruns_times_out_and_every_other_gets_its_own_verdict(
+    shout: None, no_leftovers: None, never_flush_early: None, cmd: str
+) -> None:
+    # One worker, batches of 8 (0-7, 8-15 and 16-19 of the first reader, then the second's): when
+    # item 17 hangs, the worker also holds the second reader's first batch, queued behind it. Both
+    # go back, item 17 excepted, and the replacement reads each with the reader it belongs to.
+    # Nothing of the batch had been sent (never_flush_early): item 16 is read again.
+    first = [f"a{i}" for i in range(20)]
+    first[17] = cmd
+    second = [f"b{i}" for i in range(20)]
+    with IsolatedPool(processes=1, budget_s=1.0, batch_size=8) as p:
+        mine, shouted = p.read_panel([("test-misbehave", items_of(*first)), (SHOUT, items_of(*second))])
+        stats = dict(p.stats)
+    assert mine[17][0].verdict == "timeout" and mine[17][0].detail == {"budget_s": 1.0}
+    assert mine[17][1] >= 1000
+    echo_ok(mine, first, skip={17})
+    assert [(r.verdict, r.answer) for r, _ in shouted] == [("correct", b.upper()) for b in second]
+    assert stats["timeouts"] == 1 and stats["spawned"] == 2 and stats["reruns"] == 1
+
+
+@pytest.mark.parametrize("cmd,needle", [("segv", "SIGSEGV"), ("exit", "exited with code 7")])
+def test_in_a_panel_run_a_crash_mid_batch_is_an_error_and_both_readers_go_on(
+    shout: None, no_leftovers: None, cmd: str, needle: str
+) -> None:
+    first = [f"a{i}" for i in range(30)]
+    first[17] = cmd
+    second = [f"b{i}" for i in range(30)]
+    with IsolatedPool(processes=2, budget_s=5.0, batch_size=8) as p:
+        mine, shouted = p.read_panel([("test-misbehave", items_of(*first)), (SHOUT, items_of(*second))])
+        stats = dict(p.stats)
+    assert mine[17][0].verdict == "error" and needle in mine[17][0].detail["error"]
+    echo_ok(mine, first, skip={17})
+    assert [r.answer for r, _ in shouted] == [b.upper() for b in second]
+    assert stats["deaths"] == 1 and stats["timeouts"] == 0
