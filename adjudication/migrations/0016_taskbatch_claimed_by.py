@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("adjudication", "0014_queue_state_revisions_reports"),
+        ("adjudication", "0015_readerspec_harness_kind"),
     ]
 
     operations = [
