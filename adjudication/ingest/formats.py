@@ -17,7 +17,7 @@ import re
 import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -33,13 +33,17 @@ class RowError(ValueError):
     """A bad input row. The message names the file, the line and the field (line 0: the file as a whole)."""
 
     def __init__(self, path: str | Path, line: int, field_name: str | None, message: str) -> None:
-        self.path, self.line, self.field_name = str(path), line, field_name
+        self.path, self.line, self.field_name, self.reason = str(path), line, field_name, message
         where = Path(path).name + (f", line {line}" if line > 0 else "")
         if field_name is not None:
             # Field names come from the file too (unknown keys): show control characters as escapes.
             shown = field_name if field_name.isprintable() else ascii(field_name)[1:-1]
             where += f", field '{shown}'"
         super().__init__(f"{where}: {message}")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Picklable as it was made: a parsing process hands its error over to the importing one.
+        return (type(self), (self.path, self.line, self.field_name, self.reason))
 
 
 @dataclass(frozen=True)
@@ -65,7 +69,9 @@ class Row:
 
     @cached_property
     def question_fingerprint(self) -> str:
-        return sha256(json.dumps([self.benchmark, self.question, list(self.choices), self.gold], ensure_ascii=True))
+        if len(self.question) + len(self.gold) + sum(map(len, self.choices)) <= _FINGERPRINT_CACHED_UP_TO:
+            return _question_fingerprint(self.benchmark, self.question, self.choices, self.gold)
+        return _question_fingerprint.__wrapped__(self.benchmark, self.question, self.choices, self.gold)
 
     @cached_property
     def row_hash(self) -> str:
@@ -85,7 +91,20 @@ class Row:
             # Appended only when present, so that rows imported before prompts were stored keep their
             # hash (re-importing them stays a no-op) while adding a prompt later is a change.
             payload.append(self.prompt_text)
-        return sha256(json.dumps(payload, ensure_ascii=True, sort_keys=True))
+        return sha256(_SORTED_JSON(payload))
+
+
+# json.dumps(value, ensure_ascii=True, sort_keys=True), without building an encoder per call.
+_SORTED_JSON = json.JSONEncoder(ensure_ascii=True, sort_keys=True).encode
+# Rows answering the same question (one per model and checkpoint) share its fingerprint: computed
+# once while the question is among the last few thousand met. Only short questions are kept, so
+# that the memo stays small whatever the file holds.
+_FINGERPRINT_CACHED_UP_TO = 4096
+
+
+@lru_cache(maxsize=8192)
+def _question_fingerprint(benchmark: str, question: str, choices: tuple[str, ...], gold: str) -> str:
+    return sha256(json.dumps([benchmark, question, list(choices), gold], ensure_ascii=True))
 
 
 def sha256(text: str) -> str:
@@ -157,7 +176,10 @@ _MAYBE_UNSTORABLE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])|NaN|Infinity")
 
 
 def _values_need_checking(text: str) -> bool:
-    return _MAYBE_UNSTORABLE.search(text) is not None or text.count("[") + text.count("{") >= MAX_JSON_DEPTH
+    # The same test as the pattern alone, cheaper: plain substring scans are quicker than the
+    # pattern's alternation, which then only runs on lines holding a \\u escape.
+    maybe = ("\\u" in text and _MAYBE_UNSTORABLE.search(text) is not None) or "NaN" in text or "Infinity" in text
+    return maybe or text.count("[") + text.count("{") >= MAX_JSON_DEPTH
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ import sys
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from django.db import connection, transaction
@@ -67,7 +68,8 @@ def responses_import(
 ) -> ImportReport:
     """Import a file into a dataset in one transaction. Any bad line rolls everything back."""
     _check_names(dataset_name=dataset_name, model=model, checkpoint=checkpoint, task=task)
-    rows = iter_rows(path, fmt=fmt, model=model, checkpoint=checkpoint, task=task, max_lengths=ROW_MAX_LENGTHS)
+    # A callable rather than the rows themselves: the PostgreSQL path may parse in a child process.
+    rows = partial(iter_rows, path, fmt=fmt, model=model, checkpoint=checkpoint, task=task, max_lengths=ROW_MAX_LENGTHS)
     try:
         with transaction.atomic():
             dataset, _ = Dataset.objects.get_or_create(name=dataset_name)
@@ -229,7 +231,12 @@ class _Importer:
 
 
 def _import_rows(
-    dataset: Dataset, rows: Iterable[Row], *, path: Path, replace: bool, progress: Callable[[int], None] | None
+    dataset: Dataset,
+    rows: Callable[[], Iterable[Row]],
+    *,
+    path: Path,
+    replace: bool,
+    progress: Callable[[int], None] | None,
 ) -> ImportReport:
     if connection.vendor == "postgresql":
         # COPY into a staging table and a set-based merge (adjudication/ingest/staging.py): the same
@@ -240,7 +247,7 @@ def _import_rows(
     importer = _Importer(dataset, path, replace)
     batch: list[Row] = []
     seen_any = False
-    for row in rows:
+    for row in rows():
         seen_any = True
         batch.append(row)
         if len(batch) >= BATCH:

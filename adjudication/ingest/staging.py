@@ -1,27 +1,30 @@
-"""Importing on PostgreSQL: rows streamed with COPY into a temporary staging table, chunk by chunk,
-and merged into runs, questions and responses by a few set-based statements per chunk.
+"""Importing on PostgreSQL: rows streamed with COPY, chunk by chunk. Each chunk's identities (id,
+run, question, hashes) go into a temporary staging table and are merged in SQL into runs and
+questions and matched against the dataset's responses; its new responses are then COPYed straight
+into the response table.
 
-Why: the ORM path spends most of an import building INSERT statements value by value (and the
-server parsing them); COPY moves the same rows at a fraction of the cost, and the merge's joins
-replace the per-batch look-ups. The semantics are the ORM path's (services._Importer), statement
-for statement:
+Why: the ORM path spends most of an import building INSERT statements value by value and the
+server parsing them. COPY moves rows at a fraction of that, and the set-based merge replaces the
+per-batch look-ups. The response text goes over once, into its own table: staged and then copied
+across with INSERT ... SELECT, every byte of it would be written, read and sorted a second time
+(measured: 42 µs of server CPU a row that way, 29 µs this way, of which the response table's
+keys and foreign-key checks take 24 µs whatever the path).
+
+The semantics are the ORM path's (services._Importer):
 - a run per (model, checkpoint, benchmark, prompt), created in the order its first row appears;
 - a question per fingerprint, from the first row carrying it (rows sharing a fingerprint carry the
   same question), meta {};
 - a response per id: new ones inserted in file order; one whose row hash is unchanged counted and
-  left alone (updated_at too); a changed one refused naming its line (the first in the chunk), or
+  left alone (updated_at too); a changed one refused naming its line (the first in its chunk), or
   with `replace` overwritten: its readings deleted and, when its text or question changed, its
   review invalidated — as services._Importer._replace does, a chunk at a time.
-Validation stays where it is (formats.iter_rows parses and checks every row before it is staged);
-the caller's transaction makes the whole import one commit or nothing. Memory holds one chunk.
+Validation stays in formats.iter_rows, which parses and checks every row before it is staged; the
+caller's transaction makes the whole import one commit or nothing. Memory holds a few chunks.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
-import queue
-import threading
+import multiprocessing
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,7 +32,8 @@ from typing import TYPE_CHECKING, Any
 from django.db import connection
 from django.utils import timezone
 
-from adjudication.fields import encode_verbatim
+from adjudication.ingest import copyrows
+from adjudication.ingest.copyrows import Chunk, RunKey
 from adjudication.ingest.formats import Row, RowError
 from adjudication.models import Dataset, Question, Reading, Response, Run
 from adjudication.review.services import review_invalidate_replaced
@@ -37,294 +41,337 @@ from adjudication.review.services import review_invalidate_replaced
 if TYPE_CHECKING:
     from adjudication.ingest.services import ImportReport
 
-# A chunk is staged, merged and emptied before the next is read: this bounds memory (the rows of
-# one chunk in the driver's buffers, none in Python) and keeps the staging table in temp_buffers.
-CHUNK_ROWS = 5000
-CHUNK_CHARS = 16 << 20
-QUESTIONS_REMEMBERED = 100_000
+# Files from this size on are parsed in a child process (see copyrows); smaller ones in-process,
+# where a child's start-up (0.3 s) would cost more than it saves.
+PARSE_IN_CHILD_FROM_BYTES = 16 << 20
+# Run and question ids held to resolve the rows of later chunks without asking; past the limit the
+# memo starts afresh, so memory stays bounded however many an import meets.
+IDS_REMEMBERED = 200_000
 
 STAGING = "adjudication_import_staging"
-_COLUMNS = (
-    ("line", "integer"),
-    ("external_id", "text"),
-    ("model", "text"),
-    ("checkpoint", "text"),
-    ("benchmark", "text"),
-    ("prompt", "text"),
-    ("fingerprint", "text"),
-    ("question", "text"),
-    ("choices", "jsonb"),
-    ("gold", "text"),
-    ("response", "text"),
-    ("prompt_text", "text"),
-    ("content_hash", "text"),
-    ("row_hash", "text"),
-    ("meta", "jsonb"),
-)
-_CREATE = f"CREATE TEMPORARY TABLE {STAGING} ({', '.join(f'{n} {t}' for n, t in _COLUMNS)}) ON COMMIT DROP"
-_COPY = f"COPY {STAGING} ({', '.join(n for n, _ in _COLUMNS)}) FROM STDIN"
-
+REPLACING = "adjudication_import_replacing"
 _RUN = Run._meta.db_table
 _QUESTION = Question._meta.db_table
 _RESPONSE = Response._meta.db_table
 
-# Every look-up below is a scalar subquery or a LATERAL ... LIMIT 1: PostgreSQL runs those as one
-# index probe per staged row. As joins, the planner (which sees neither the staging table's size nor
-# the rows this transaction added) may hash the dataset's whole response table for every chunk.
-_RUN_ID = f"""(SELECT run.id FROM {_RUN} run WHERE run.dataset_id = %(dataset)s AND run.model = s.model
-               AND run.checkpoint = s.checkpoint AND run.benchmark = s.benchmark AND run.prompt = s.prompt)"""
-_QUESTION_ID = f"(SELECT q.id FROM {_QUESTION} q WHERE q.dataset_id = %(dataset)s AND q.fingerprint = s.fingerprint)"
-_EXISTING_ROW = f"""LATERAL (SELECT r.id, r.row_hash, r.content_hash, r.question_id FROM {_RESPONSE} r
-                           WHERE r.dataset_id = %(dataset)s AND r.external_id = s.external_id LIMIT 1) r"""
+# In the order copyrows writes them.
+_STAGING_COLUMNS = (
+    ("line", "integer"),
+    ("external_id", "text"),
+    ("fingerprint", "text"),
+    ("benchmark", "text"),
+    ("question", "text"),
+    ("choices", "jsonb"),
+    ("gold", "text"),
+    ("content_hash", "text"),
+    ("row_hash", "text"),
+)
+_RESPONSE_COLUMNS = "external_id, text, prompt_text, content_hash, row_hash, meta"
 
-_MERGE_RUNS = f"""
+_CREATE_STAGING = (
+    f"CREATE TEMPORARY TABLE {STAGING} ({', '.join(f'{n} {t}' for n, t in _STAGING_COLUMNS)}) ON COMMIT DROP"
+)
+_COPY_STAGING = f"COPY {STAGING} ({', '.join(n for n, _ in _STAGING_COLUMNS)}) FROM STDIN"
+_COPY_RESPONSES = (
+    f"COPY {_RESPONSE} (dataset_id, run_id, question_id, {_RESPONSE_COLUMNS}, created_at, updated_at) FROM STDIN"
+)
+
+_RUN_IDS = f"""
+    SELECT id, model, checkpoint, benchmark, prompt FROM {_RUN} run
+    WHERE dataset_id = %(dataset)s AND (model, checkpoint, benchmark, prompt) IN (SELECT * FROM unnest(
+          %(models)s::text[], %(checkpoints)s::text[], %(benchmarks)s::text[], %(prompts)s::text[]))"""
+_CREATE_RUN = f"""
     INSERT INTO {_RUN} (dataset_id, model, checkpoint, benchmark, prompt, generation_params, created_at)
-    SELECT %(dataset)s, s.model, s.checkpoint, s.benchmark, s.prompt, '{{}}'::jsonb, %(now)s
-    FROM (SELECT model, checkpoint, benchmark, prompt, min(line) AS first_line FROM {STAGING}
-          GROUP BY model, checkpoint, benchmark, prompt) s
-    WHERE {_RUN_ID} IS NULL
-    ORDER BY s.first_line"""
+    VALUES (%(dataset)s, %(model)s, %(checkpoint)s, %(benchmark)s, %(prompt)s, '{{}}'::jsonb, %(now)s) RETURNING id"""
 
-# Only the first row of a question in the import carries its text (see _Chunks): the others
-# stage NULL there and find the question by fingerprint.
+# Look-ups are scalar subqueries or LATERAL ... LIMIT 1, which PostgreSQL runs as one index probe
+# per staged row. As joins, the planner (which sees neither the staging table's size nor the rows
+# this transaction added) may hash the dataset's whole response table for every chunk.
+# Rows of a question already staged carry NULL text (see copyrows.chunks): they find it by fingerprint.
 _MERGE_QUESTIONS = f"""
     INSERT INTO {_QUESTION} (dataset_id, benchmark, text, choices, gold, meta, fingerprint)
     SELECT %(dataset)s, s.benchmark, s.question, s.choices, s.gold, '{{}}'::jsonb, s.fingerprint
     FROM (SELECT DISTINCT ON (fingerprint) line, benchmark, question, choices, gold, fingerprint
-          FROM {STAGING} s WHERE s.question IS NOT NULL AND {_QUESTION_ID} IS NULL
+          FROM {STAGING} s
+          WHERE s.question IS NOT NULL
+            AND (SELECT 1 FROM {_QUESTION} q WHERE q.dataset_id = %(dataset)s AND q.fingerprint = s.fingerprint) IS NULL
           ORDER BY fingerprint, line) s
-    ORDER BY s.line"""
+    ORDER BY s.line
+    RETURNING fingerprint, id"""
+_QUESTION_IDS = f"""
+    SELECT fingerprint, id FROM {_QUESTION} WHERE dataset_id = %(dataset)s AND fingerprint = ANY(%(fingerprints)s)"""
 
-# How the chunk's ids stand against the dataset: how many are there unchanged, and the first changed one.
+# The chunk's rows whose id the dataset holds already, in file order: the response, whether the row
+# is unchanged, and (for a changed one) whether its text changed and which question it had.
 _EXISTING = f"""
-    SELECT count(*) FILTER (WHERE r.row_hash = s.row_hash),
-           count(*) FILTER (WHERE r.row_hash <> s.row_hash),
-           min(s.line) FILTER (WHERE r.row_hash <> s.row_hash)
-    FROM {STAGING} s CROSS JOIN {_EXISTING_ROW}"""
-
-_FIRST_CHANGED_ID = f"SELECT external_id FROM {STAGING} WHERE line = %(line)s"
-
-_INSERT_NEW = f"""
-    WITH created AS (
-        INSERT INTO {_RESPONSE} (dataset_id, run_id, question_id, external_id, text, prompt_text,
-                                 content_hash, row_hash, meta, created_at, updated_at)
-        SELECT %(dataset)s, {_RUN_ID}, {_QUESTION_ID}, s.external_id, s.response, s.prompt_text,
-               s.content_hash, s.row_hash, s.meta, %(now)s, %(now)s
-        FROM {STAGING} s
-        WHERE (SELECT 1 FROM {_RESPONSE} r WHERE r.dataset_id = %(dataset)s AND r.external_id = s.external_id) IS NULL
-        ORDER BY s.line
-        RETURNING run_id)
-    SELECT run_id, count(*) FROM created GROUP BY run_id"""
-
-# The changed responses of the chunk, in file order, and whether their review stands: labels judged
-# the old text against the old question and gold (a change of model name or meta alone leaves them be).
-_CHANGED = f"""
-    SELECT r.id, (r.content_hash <> s.content_hash OR r.question_id <> {_QUESTION_ID})
-    FROM {STAGING} s CROSS JOIN {_EXISTING_ROW}
-    WHERE r.row_hash <> s.row_hash
+    SELECT s.line, r.id, r.row_hash = s.row_hash, r.content_hash <> s.content_hash, r.question_id
+    FROM {STAGING} s
+    CROSS JOIN LATERAL (SELECT r.id, r.row_hash, r.content_hash, r.question_id FROM {_RESPONSE} r
+                        WHERE r.dataset_id = %(dataset)s AND r.external_id = s.external_id LIMIT 1) r
     ORDER BY s.line"""
 
+_CREATE_REPLACING = (
+    f"CREATE TEMPORARY TABLE IF NOT EXISTS {REPLACING} (id integer, run_id integer, question_id integer, "
+    "external_id text, text text, prompt_text text, content_hash text, row_hash text, meta jsonb) ON COMMIT DROP"
+)
+_COPY_REPLACING = f"COPY {REPLACING} (id, run_id, question_id, {_RESPONSE_COLUMNS}) FROM STDIN"
 # QuerySet.update() in the ORM path leaves updated_at as it was; so does this.
 _REPLACE = f"""
-    UPDATE {_RESPONSE} r SET run_id = {_RUN_ID}, question_id = {_QUESTION_ID}, text = s.response,
-                             prompt_text = s.prompt_text, content_hash = s.content_hash, row_hash = s.row_hash,
-                             meta = s.meta
-    FROM {STAGING} s
-    WHERE r.id = ANY(%(ids)s) AND s.external_id = r.external_id"""
+    UPDATE {_RESPONSE} r SET run_id = n.run_id, question_id = n.question_id, text = n.text,
+                             prompt_text = n.prompt_text, content_hash = n.content_hash, row_hash = n.row_hash,
+                             meta = n.meta
+    FROM {REPLACING} n WHERE r.id = n.id"""
 
-
-def _staged(row: Row, fingerprint: str, with_question: bool) -> tuple[Any, ...]:
-    """A row as the staging table holds it: text columns as VerbatimTextField stores them (NUL and
-    lone surrogates escaped), JSON as the JSONField sends it (formats checked it is jsonb-storable).
-    Without `with_question` the question's own columns are NULL (an earlier row carried them)."""
-    return (
-        row.line,
-        row.id,
-        row.model,
-        row.checkpoint,
-        row.benchmark,
-        row.prompt,
-        fingerprint,
-        encode_verbatim(row.question) if with_question else None,
-        json.dumps(list(row.choices)) if with_question else None,
-        encode_verbatim(row.gold) if with_question else None,
-        encode_verbatim(row.response),
-        None if row.prompt_text is None else encode_verbatim(row.prompt_text),
-        row.content_hash,
-        row.row_hash,
-        json.dumps(row.meta),
-    )
+# For the import's own statements, then set back to what the caller's transaction had (a failed
+# import's rollback undoes them by itself):
+# - jit off: the planner cannot know the staging table's size and guesses costs high enough to
+#   compile every merge statement, which took longer (0.5 s a chunk) than running it;
+# - work_mem: the merge sorts a chunk by line number, in memory rather than in temporary files.
+_SETTINGS = {"jit": "off", "work_mem": "32MB"}
 
 
 def staged_rows_import(
     *,
     dataset: Dataset,
-    rows: Iterable[Row],
+    rows: Callable[[], Iterable[Row]],
     path: Path,
     replace: bool,
     report: ImportReport,
     progress: Callable[[int], None] | None,
 ) -> None:
-    """Stage and merge `rows` chunk by chunk into `dataset` (inside the caller's transaction)."""
+    """Stage, merge and write the rows `rows()` yields, chunk by chunk, into `dataset` (inside the
+    caller's transaction). `rows` is called here or, for a large file, in a child process (so it
+    must pickle: a module-level function or a functools.partial of one)."""
     import psycopg
 
     connection.ensure_connection()
     with (
-        _Chunks(rows) as chunks,
+        _parsed_chunks(rows, path) as chunks,
         connection.wrap_database_errors,
         psycopg.Cursor(connection.connection) as cursor,
     ):
         restore = _set_locally(cursor, _SETTINGS)
-        cursor.execute(_CREATE)
-        merge = _ChunkMerge(cursor, dataset, path, replace, report)
+        defer_again = _foreign_keys_checked_now(cursor)
+        cursor.execute(_CREATE_STAGING)
+        writer = _ChunkWriter(cursor, dataset, path, replace, report)
         seen_any = False
         for chunk in chunks:
             seen_any = True
-            with cursor.copy(_COPY) as copy:
-                for staged in chunk:
-                    copy.write_row(staged)
-            merge.chunk()
-            cursor.execute(f"TRUNCATE {STAGING}")
+            writer.write(chunk)
             if progress:
                 progress(len(chunk))
         if not seen_any:
             # An empty file is almost always a failed export upstream; importing it would only create an empty dataset.
             raise RowError(path, 0, None, "no rows to import: the file is empty or holds only blank lines")
         cursor.execute(f"DROP TABLE {STAGING}")
+        cursor.execute(f"DROP TABLE IF EXISTS {REPLACING}")
+        cursor.execute(defer_again)
         _set_locally(cursor, restore)
 
 
-# For the import's own statements, then set back to what the caller's transaction had (a failed
-# import's rollback undoes them by itself):
-# - jit off: the planner cannot know the staging table's size and guesses costs high enough to
-#   compile every merge statement, which took longer (0.5 s a chunk) than running it;
-# - work_mem: the merge sorts a chunk by line number; in memory rather than in temporary files.
-_SETTINGS = {"jit": "off", "work_mem": "64MB"}
+class _parsed_chunks:  # noqa: N801 - used as a context manager, like contextlib's
+    """The chunks of `rows()`: parsed here for a small file, in a child process for a large one."""
+
+    def __init__(self, rows: Callable[[], Iterable[Row]], path: Path) -> None:
+        self.rows, self.path = rows, path
+        self.process: Any = None
+        self.pipe: Any = None
+
+    def __enter__(self) -> Iterator[Chunk]:
+        try:
+            large = self.path.stat().st_size >= PARSE_IN_CHILD_FROM_BYTES
+        except OSError:
+            large = False  # the parser reports an unreadable file, with its reason
+        if not large:
+            return copyrows.chunks(self.rows())
+        # spawn: a fresh interpreter, which shares nothing with this one (a forked child would
+        # inherit the open database connection and whatever locks other threads hold).
+        context = multiprocessing.get_context("spawn")
+        self.pipe, child_end = context.Pipe(duplex=False)
+        self.process = context.Process(
+            target=copyrows.parse_to_pipe, args=(self.rows, child_end), name="import-parse", daemon=True
+        )
+        self.process.start()
+        child_end.close()
+        return self._received()
+
+    def _received(self) -> Iterator[Chunk]:
+        while True:
+            try:
+                message = self.pipe.recv()
+            except EOFError:
+                self.process.join()
+                raise RuntimeError(
+                    f"the parsing process ended without finishing (exit code {self.process.exitcode})"
+                ) from None
+            kind = message[0]
+            if kind == "chunk":
+                yield message[1]
+            elif kind == "end":
+                return
+            elif kind == "row_error":
+                raise message[1]
+            else:
+                raise RuntimeError(f"the parsing process failed:\n{message[1]}")
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self.process is None:
+            return
+        self.pipe.close()  # a child still sending sees a broken pipe and ends
+        self.process.join(timeout=5)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join()
+
+
+def _foreign_keys_checked_now(cursor: Any) -> Any:
+    """Check the response table's foreign keys as each statement ends rather than at commit; the
+    statement that defers them again afterwards (they are all DEFERRABLE INITIALLY DEFERRED, as
+    Django declares them; a failed import's rollback restores the mode by itself).
+
+    Why: checked at commit, they are a second pass over every new row (a third of the server's work)
+    during which nothing else runs; checked as each chunk is written, PostgreSQL does them while
+    the parser works on the next chunk."""
+    import psycopg
+
+    cursor.execute(
+        "SELECT conname FROM pg_constraint WHERE conrelid = %s::regclass AND contype = 'f' AND condeferred",
+        [_RESPONSE],
+    )
+    names = psycopg.sql.SQL(", ").join(psycopg.sql.Identifier(name) for (name,) in cursor.fetchall())
+    cursor.execute(psycopg.sql.SQL("SET CONSTRAINTS {} IMMEDIATE").format(names))
+    return psycopg.sql.SQL("SET CONSTRAINTS {} DEFERRED").format(names)
 
 
 def _set_locally(cursor: Any, settings: dict[str, str]) -> dict[str, str]:
     """SET LOCAL each setting; the values they had before."""
     before = {}
     for name, value in settings.items():
-        cursor.execute("SELECT current_setting(%s), set_config(%s, %s, true)", [name, name, value])
+        cursor.execute("SELECT current_setting(%s)", [name])
         before[name] = cursor.fetchone()[0]
+        cursor.execute("SELECT set_config(%s, %s, true)", [name, value])
     return before
 
 
-class _Chunks:
-    """The rows parsed, checked, hashed and put in staging form by a thread of their own, a chunk at
-    a time, while this thread waits on PostgreSQL merging the chunk before: parsing is the Python
-    half of an import and the merge the server's, and the two overlap.
+class _BoundedCache(dict):
+    """A dict that forgets everything when it reaches `limit` entries: look-ups of what it forgot
+    go to the database again, and memory stays bounded however many keys an import meets."""
 
-    At most QUEUED chunks wait; a RowError (or any error) of the parser is raised here, in file order
-    with the chunks before it. Leaving the `with` early (a merge failed) stops the parser."""
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
 
-    QUEUED = 2
-    _END = object()
-
-    def __init__(self, rows: Iterable[Row]) -> None:
-        self._rows = rows
-        self._queue: queue.Queue[Any] = queue.Queue(maxsize=self.QUEUED)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._parse, name="import-parse", daemon=True)
-
-    def __enter__(self) -> _Chunks:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._stop.set()
-        while self._thread.is_alive():
-            # Unblock a parser waiting to hand over a chunk nobody will take.
-            with contextlib.suppress(queue.Empty):
-                self._queue.get(timeout=0.05)
-        self._thread.join()
-
-    def __iter__(self) -> Iterator[list[tuple[Any, ...]]]:
-        while True:
-            item = self._queue.get()
-            if item is self._END:
-                return
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-
-    def _put(self, item: Any) -> bool:
-        while not self._stop.is_set():
-            try:
-                self._queue.put(item, timeout=0.05)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def _parse(self) -> None:
-        try:
-            chunk: list[tuple[Any, ...]] = []
-            chars = 0
-            # The questions whose text an earlier row staged: by the time a later chunk is merged
-            # they exist. Bounded: past the limit a question's text is merely staged again.
-            questions_staged: set[str] = set()
-            for row in self._rows:
-                fingerprint = row.question_fingerprint
-                with_question = fingerprint not in questions_staged
-                if with_question:
-                    if len(questions_staged) >= QUESTIONS_REMEMBERED:
-                        questions_staged.clear()
-                    questions_staged.add(fingerprint)
-                chunk.append(_staged(row, fingerprint, with_question))
-                chars += len(row.response) + len(row.question) + len(row.prompt_text or "")
-                if len(chunk) >= CHUNK_ROWS or chars >= CHUNK_CHARS:
-                    if not self._put(chunk):
-                        return
-                    chunk, chars = [], 0
-            if chunk and not self._put(chunk):
-                return
-            self._put(self._END)
-        except BaseException as exc:  # noqa: BLE001 - handed to the importing thread, which raises it
-            self._put(exc)
+    def __setitem__(self, key: Any, value: Any) -> None:
+        if len(self) >= self.limit and key not in self:
+            self.clear()
+        super().__setitem__(key, value)
 
 
-class _ChunkMerge:
+class _ChunkWriter:
     def __init__(self, cursor: Any, dataset: Dataset, path: Path, replace: bool, report: ImportReport) -> None:
         self.cursor, self.dataset, self.path, self.replace, self.report = cursor, dataset, path, replace, report
-        self.run_names: dict[int, str] = {}
+        self.run_ids: dict[RunKey, int] = _BoundedCache(IDS_REMEMBERED)
+        self.question_ids: dict[str, int] = _BoundedCache(IDS_REMEMBERED)
+        self.run_names: dict[int, str] = _BoundedCache(IDS_REMEMBERED)
 
-    def chunk(self) -> None:
-        params: dict[str, Any] = {"dataset": self.dataset.pk, "now": timezone.now()}
+    def write(self, chunk: Chunk) -> None:
         cursor, report = self.cursor, self.report
-        cursor.execute(_MERGE_RUNS, params)
-        report.runs_created += cursor.rowcount
-        cursor.execute(_MERGE_QUESTIONS, params)
-        report.questions_created += cursor.rowcount
+        params: dict[str, Any] = {"dataset": self.dataset.pk, "now": timezone.now()}
+        with cursor.copy(_COPY_STAGING) as copy:
+            copy.write(chunk.staging)
+        run_ids = self._run_ids(chunk.runs, params)
+        question_ids = self._question_ids(chunk.fingerprints, params)
         cursor.execute(_EXISTING, params)
-        unchanged, changed, first_changed = cursor.fetchone()
+        existing = {line: found for line, *found in cursor.fetchall()}
+        cursor.execute(f"TRUNCATE {STAGING}")
+        changed = [i for i, line in enumerate(chunk.lines) if line in existing and not existing[line][1]]
         if changed and not self.replace:
-            cursor.execute(_FIRST_CHANGED_ID, {"line": first_changed})
-            (external_id,) = cursor.fetchone()
+            first = changed[0]
             raise RowError(
                 self.path,
-                first_changed,
+                chunk.lines[first],
                 "id",
-                f"response {external_id!r} already exists in dataset {self.dataset.name!r} with different "
+                f"response {chunk.ids[first]!r} already exists in dataset {self.dataset.name!r} with different "
                 "content; pass --replace to overwrite it (its readings are then discarded)",
             )
-        report.unchanged += unchanged
         if changed:
-            self._replace(params)
-        cursor.execute(_INSERT_NEW, params)
-        for run_id, created in cursor.fetchall():
-            report.by_run[self._run_name(run_id)] += created
-            report.created += created
+            self._replace(chunk, existing, changed, run_ids, question_ids)
+        dataset_id, now = self.dataset.pk, params["now"].isoformat()
+        created: dict[int, int] = {}
+        lines: list[str] = []
+        for line, run_id, question_id, response in zip(
+            chunk.lines, run_ids, question_ids, chunk.responses, strict=True
+        ):
+            if line not in existing:
+                lines.append(f"{dataset_id}\t{run_id}\t{question_id}\t{response}\t{now}\t{now}\n")
+                created[run_id] = created.get(run_id, 0) + 1
+        if lines:
+            with cursor.copy(_COPY_RESPONSES) as copy:
+                copy.write("".join(lines).encode("utf-8"))
+        report.unchanged += len(existing) - len(changed)
+        for run_id, count in created.items():
+            report.by_run[self._run_name(run_id)] += count
+            report.created += count
 
-    def _replace(self, params: dict[str, Any]) -> None:
-        self.cursor.execute(_CHANGED, params)
-        changed = self.cursor.fetchall()
-        ids = [pk for pk, _ in changed]
+    def _run_ids(self, keys: list[RunKey], params: dict[str, Any]) -> list[int]:
+        """The run of each row, created (in the order its first row comes) where the dataset has none."""
+        missing = list(dict.fromkeys(key for key in keys if key not in self.run_ids))
+        if missing:
+            self.cursor.execute(
+                _RUN_IDS,
+                {**params, **dict(zip(("models", "checkpoints", "benchmarks", "prompts"), map(list, zip(*missing))))},
+            )
+            for run_id, *key in self.cursor.fetchall():
+                self.run_ids[tuple(key)] = run_id  # type: ignore[index]
+            for key in missing:
+                if key not in self.run_ids:
+                    names = dict(zip(("model", "checkpoint", "benchmark", "prompt"), key))
+                    self.cursor.execute(_CREATE_RUN, {**params, **names})
+                    self.run_ids[key] = self.cursor.fetchone()[0]
+                    self.report.runs_created += 1
+        return [self.run_ids[key] for key in keys]
+
+    def _question_ids(self, fingerprints: list[str], params: dict[str, Any]) -> list[int]:
+        """The question of each row, created from the staged texts where the dataset has none."""
+        self.cursor.execute(_MERGE_QUESTIONS, params)
+        for fingerprint, question_id in self.cursor.fetchall():
+            self.question_ids[fingerprint] = question_id
+            self.report.questions_created += 1
+        missing = list({fp for fp in fingerprints if fp not in self.question_ids})
+        if missing:
+            self.cursor.execute(_QUESTION_IDS, {**params, "fingerprints": missing})
+            for fingerprint, question_id in self.cursor.fetchall():
+                self.question_ids[fingerprint] = question_id
+        return [self.question_ids[fp] for fp in fingerprints]
+
+    def _replace(
+        self,
+        chunk: Chunk,
+        existing: dict[int, list[Any]],
+        changed: list[int],
+        run_ids: list[int],
+        question_ids: list[int],
+    ) -> None:
+        cursor = self.cursor
+        ids = [existing[chunk.lines[i]][0] for i in changed]
         # Readings describe the old text; keeping them would attach verdicts to words never read.
         Reading.objects.filter(response_id__in=ids).delete()
-        self.cursor.execute(_REPLACE, {**params, "ids": ids})
-        stale = [pk for pk, review_stale in changed if review_stale]
+        cursor.execute(_CREATE_REPLACING)
+        with cursor.copy(_COPY_REPLACING) as copy:
+            data = "".join(
+                f"{response_id}\t{run_ids[i]}\t{question_ids[i]}\t{chunk.responses[i]}\n"
+                for i, response_id in zip(changed, ids, strict=True)
+            )
+            copy.write(data.encode("utf-8"))
+        cursor.execute(_REPLACE)
+        cursor.execute(f"TRUNCATE {REPLACING}")
+        # Labels judged the old text against the old question and gold: they no longer stand
+        # (a change of model name or meta alone leaves them be).
+        stale = []
+        for i, response_id in zip(changed, ids, strict=True):
+            _, _, text_changed, old_question = existing[chunk.lines[i]]
+            if text_changed or old_question != question_ids[i]:
+                stale.append(response_id)
         if stale:
             found = review_invalidate_replaced(response_ids=stale, record_change=False)
             self.report.review.labels += found.labels
