@@ -230,6 +230,11 @@ class _Importer:
         self.report.replaced += 1
 
 
+def copies_on(vendor: str) -> bool:
+    """Whether imports into a database of this vendor go through COPY (PostgreSQL) or the ORM."""
+    return vendor == "postgresql"
+
+
 def _import_rows(
     dataset: Dataset,
     rows: Callable[[], Iterable[Row]],
@@ -238,8 +243,8 @@ def _import_rows(
     replace: bool,
     progress: Callable[[int], None] | None,
 ) -> ImportReport:
-    if connection.vendor == "postgresql":
-        # COPY into a staging table and a set-based merge (adjudication/ingest/staging.py): the same
+    if copies_on(connection.vendor):
+        # COPY, a staging table and a set-based merge (adjudication/ingest/staging.py): the same
         # rows, checks and outcome at a fraction of the cost. Other backends take the ORM path below.
         report = ImportReport(dataset=dataset.name)
         staged_rows_import(dataset=dataset, rows=rows, path=path, replace=replace, report=report, progress=progress)
