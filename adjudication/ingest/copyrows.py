@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import pickle
+import sys
 import traceback
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, BinaryIO
 
 from adjudication.fields import encode_verbatim
 from adjudication.ingest.formats import Row, RowError
@@ -70,11 +72,23 @@ class Chunk:
 
 
 def chunks(rows: Iterable[Row]) -> Iterator[Chunk]:
-    """The rows in chunks, in file order; a bad row's RowError is raised after the chunks before it."""
+    """The rows in chunks, in file order. A bad row's RowError is raised after the chunk of the rows
+    before it (cut short there), so that what is wrong with those (a repeated id, a changed response,
+    which the writer finds) is reported first, as it comes first in the file."""
     questions_staged: set[str] = set()
     staging: list[str] = []
     chunk, chars = Chunk(), 0
-    for row in rows:
+    iterator = iter(rows)
+    while True:
+        try:
+            row = next(iterator, None)
+        except RowError:
+            if len(chunk):
+                chunk.staging = "".join(staging).encode("utf-8")
+                yield chunk
+            raise
+        if row is None:
+            break
         fingerprint = row.question_fingerprint
         with_question = fingerprint not in questions_staged
         if with_question:
@@ -132,24 +146,29 @@ def _add(chunk: Chunk, staging: list[str], row: Row, fingerprint: str, with_ques
     return len(row.response) + len(row.prompt_text or "") + (len(row.question) if with_question else 0)
 
 
-def parse_to_pipe(rows: Callable[[], Iterable[Row]], pipe: Connection) -> None:
-    """The child process: send ("chunk", Chunk) messages, then ("end",); or ("row_error", RowError)
-    for a bad row, or ("error", traceback text) if parsing itself failed. A closed pipe (the
-    importer stopped) ends it."""
+def main() -> None:
+    """The child process (`python -c "from adjudication.ingest.copyrows import main; main()"`): reads
+    the pickled rows callable from stdin and writes pickled messages to stdout: ("chunk", Chunk)
+    each, then ("end",); or ("row_error", RowError) for a bad row, or ("error", traceback text) if
+    parsing itself failed. An importer that stopped reading (a broken pipe) ends it."""
+    # The messages own the real stdout; anything else printed goes to stderr.
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    rows: Callable[[], Iterable[Row]] = pickle.load(sys.stdin.buffer)
     try:
         for chunk in chunks(rows()):
-            pipe.send(("chunk", chunk))
-        pipe.send(("end",))
-    except (BrokenPipeError, EOFError):
+            pickle.dump(("chunk", chunk), out, protocol=pickle.HIGHEST_PROTOCOL)
+        pickle.dump(("end",), out)
+        out.flush()
+    except BrokenPipeError:
         return
     except RowError as exc:
-        _send_quietly(pipe, ("row_error", exc))
+        _send_quietly(out, ("row_error", exc))
     except BaseException:  # noqa: BLE001 - reported to the importer, which raises it
-        _send_quietly(pipe, ("error", traceback.format_exc()))
-    finally:
-        pipe.close()
+        _send_quietly(out, ("error", traceback.format_exc()))
 
 
-def _send_quietly(pipe: Connection, message: tuple[Any, ...]) -> None:
-    with contextlib.suppress(OSError, EOFError):  # the importer is gone: nobody to tell
-        pipe.send(message)
+def _send_quietly(out: BinaryIO, message: tuple[Any, ...]) -> None:
+    with contextlib.suppress(OSError):  # the importer is gone: nobody to tell
+        pickle.dump(message, out)
+        out.flush()

@@ -527,12 +527,15 @@ def iter_rows(
     checkpoint: str = "",
     task: str | None = None,
     max_lengths: Mapping[str, int] | None = None,
+    duplicates: bool = True,
 ) -> Iterator[Row]:
     """Stream validated rows from a file; raises RowError at the first bad line.
 
     `max_lengths` ({"id": 500, "model": 200, …}) bounds the identity fields to what the caller's columns
     hold; without it only their characters are checked. `model`, `checkpoint` and `task` come from the
-    caller (a command line), which checks them itself."""
+    caller (a command line), which checks them itself. `duplicates=False` leaves repeated ids to the
+    caller (the PostgreSQL import finds them in the database, so that its memory does not grow with
+    the file's ids)."""
     if fmt not in ("canonical", "lm-eval"):
         raise ValueError(f"unknown format {fmt!r}")
     if fmt == "lm-eval":
@@ -567,10 +570,16 @@ def iter_rows(
             row = _replace(row, model=model)
         if not row.checkpoint and checkpoint:
             row = _replace(row, checkpoint=checkpoint)
-        if row.id in seen:
-            raise RowError(path, line_no, "id", f"duplicate id {row.id!r} (first seen on line {seen[row.id]})")
-        seen[row.id] = line_no
+        if duplicates:
+            if row.id in seen:
+                raise RowError(path, line_no, "id", duplicate_id(row.id, seen[row.id]))
+            seen[row.id] = line_no
         yield row
+
+
+def duplicate_id(row_id: str, first_line: int) -> str:
+    """The message for an id met again (the error names the line it is met on)."""
+    return f"duplicate id {row_id!r} (first seen on line {first_line})"
 
 
 def _replace(row: Row, **changes: Any) -> Row:

@@ -68,8 +68,18 @@ def responses_import(
 ) -> ImportReport:
     """Import a file into a dataset in one transaction. Any bad line rolls everything back."""
     _check_names(dataset_name=dataset_name, model=model, checkpoint=checkpoint, task=task)
-    # A callable rather than the rows themselves: the PostgreSQL path may parse in a child process.
-    rows = partial(iter_rows, path, fmt=fmt, model=model, checkpoint=checkpoint, task=task, max_lengths=ROW_MAX_LENGTHS)
+    # A callable rather than the rows themselves: the PostgreSQL path may parse in a child process,
+    # and finds repeated ids in the database (see staging.py) rather than in a set of every id.
+    rows = partial(
+        iter_rows,
+        path,
+        fmt=fmt,
+        model=model,
+        checkpoint=checkpoint,
+        task=task,
+        max_lengths=ROW_MAX_LENGTHS,
+        duplicates=not copies_on(connection.vendor),
+    )
     try:
         with transaction.atomic():
             dataset, _ = Dataset.objects.get_or_create(name=dataset_name)

@@ -24,7 +24,10 @@ caller's transaction makes the whole import one commit or nothing. Memory holds 
 
 from __future__ import annotations
 
-import multiprocessing
+import os
+import pickle
+import subprocess
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,7 +37,7 @@ from django.utils import timezone
 
 from adjudication.ingest import copyrows
 from adjudication.ingest.copyrows import Chunk, RunKey
-from adjudication.ingest.formats import Row, RowError
+from adjudication.ingest.formats import Row, RowError, duplicate_id
 from adjudication.models import Dataset, Question, Reading, Response, Run
 from adjudication.review.services import review_invalidate_replaced
 
@@ -50,6 +53,7 @@ IDS_REMEMBERED = 200_000
 
 STAGING = "adjudication_import_staging"
 REPLACING = "adjudication_import_replacing"
+SEEN = "adjudication_import_seen"
 _RUN = Run._meta.db_table
 _QUESTION = Question._meta.db_table
 _RESPONSE = Response._meta.db_table
@@ -72,6 +76,13 @@ _CREATE_STAGING = (
     f"CREATE TEMPORARY TABLE {STAGING} ({', '.join(f'{n} {t}' for n, t in _STAGING_COLUMNS)}) ON COMMIT DROP"
 )
 _COPY_STAGING = f"COPY {STAGING} ({', '.join(n for n, _ in _STAGING_COLUMNS)}) FROM STDIN"
+# The ids of the import's earlier chunks and their lines: a repeated id is an error naming both lines.
+_CREATE_SEEN = f"CREATE TEMPORARY TABLE {SEEN} (external_id text PRIMARY KEY, line integer) ON COMMIT DROP"
+_SEEN_BEFORE = f"""
+    SELECT s.line, s.external_id, seen.line FROM {STAGING} s
+    CROSS JOIN LATERAL (SELECT line FROM {SEEN} seen WHERE seen.external_id = s.external_id LIMIT 1) seen
+    ORDER BY s.line LIMIT 1"""
+_REMEMBER_SEEN = f"INSERT INTO {SEEN} (external_id, line) SELECT external_id, line FROM {STAGING}"
 _COPY_RESPONSES = (
     f"COPY {_RESPONSE} (dataset_id, run_id, question_id, {_RESPONSE_COLUMNS}, created_at, updated_at) FROM STDIN"
 )
@@ -153,6 +164,7 @@ def staged_rows_import(
         restore = _set_locally(cursor, _SETTINGS)
         defer_again = _foreign_keys_checked_now(cursor)
         cursor.execute(_CREATE_STAGING)
+        cursor.execute(_CREATE_SEEN)
         writer = _ChunkWriter(cursor, dataset, path, replace, report)
         seen_any = False
         for chunk in chunks:
@@ -163,19 +175,23 @@ def staged_rows_import(
         if not seen_any:
             # An empty file is almost always a failed export upstream; importing it would only create an empty dataset.
             raise RowError(path, 0, None, "no rows to import: the file is empty or holds only blank lines")
-        cursor.execute(f"DROP TABLE {STAGING}")
+        cursor.execute(f"DROP TABLE {STAGING}, {SEEN}")
         cursor.execute(f"DROP TABLE IF EXISTS {REPLACING}")
         cursor.execute(defer_again)
         _set_locally(cursor, restore)
 
 
 class _parsed_chunks:  # noqa: N801 - used as a context manager, like contextlib's
-    """The chunks of `rows()`: parsed here for a small file, in a child process for a large one."""
+    """The chunks of `rows()`: parsed here for a small file, in a child process for a large one.
+
+    The child is a fresh interpreter running copyrows.main and nothing else: not a fork (which
+    would inherit the open database connection and whatever locks other threads hold), nor
+    multiprocessing's spawn (which re-runs the importing program's main module: a script without a
+    __main__ guard would import again and wait on its own dataset lock)."""
 
     def __init__(self, rows: Callable[[], Iterable[Row]], path: Path) -> None:
         self.rows, self.path = rows, path
-        self.process: Any = None
-        self.pipe: Any = None
+        self.process: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> Iterator[Chunk]:
         try:
@@ -184,25 +200,27 @@ class _parsed_chunks:  # noqa: N801 - used as a context manager, like contextlib
             large = False  # the parser reports an unreadable file, with its reason
         if not large:
             return copyrows.chunks(self.rows())
-        # spawn: a fresh interpreter, which shares nothing with this one (a forked child would
-        # inherit the open database connection and whatever locks other threads hold).
-        context = multiprocessing.get_context("spawn")
-        self.pipe, child_end = context.Pipe(duplex=False)
-        self.process = context.Process(
-            target=copyrows.parse_to_pipe, args=(self.rows, child_end), name="import-parse", daemon=True
+        root = str(Path(copyrows.__file__).resolve().parents[2])  # the folder holding `adjudication`
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", "from adjudication.ingest.copyrows import main; main()"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
         )
-        self.process.start()
-        child_end.close()
+        assert self.process.stdin is not None
+        with self.process.stdin as stdin:
+            pickle.dump(self.rows, stdin)
         return self._received()
 
     def _received(self) -> Iterator[Chunk]:
+        assert self.process is not None and self.process.stdout is not None
         while True:
             try:
-                message = self.pipe.recv()
+                message = pickle.load(self.process.stdout)
             except EOFError:
-                self.process.join()
                 raise RuntimeError(
-                    f"the parsing process ended without finishing (exit code {self.process.exitcode})"
+                    f"the parsing process ended without finishing (exit code {self.process.wait()})"
                 ) from None
             kind = message[0]
             if kind == "chunk":
@@ -217,11 +235,11 @@ class _parsed_chunks:  # noqa: N801 - used as a context manager, like contextlib
     def __exit__(self, *exc_info: object) -> None:
         if self.process is None:
             return
-        self.pipe.close()  # a child still sending sees a broken pipe and ends
-        self.process.join(timeout=5)
-        if self.process.is_alive():
-            self.process.kill()
-            self.process.join()
+        if self.process.poll() is None:
+            self.process.kill()  # the import stopped early: the rest of the file is not wanted
+        self.process.wait()
+        if self.process.stdout is not None:
+            self.process.stdout.close()
 
 
 def _foreign_keys_checked_now(cursor: Any) -> Any:
@@ -279,13 +297,15 @@ class _ChunkWriter:
         params: dict[str, Any] = {"dataset": self.dataset.pk, "now": timezone.now()}
         with cursor.copy(_COPY_STAGING) as copy:
             copy.write(chunk.staging)
+        repeated = self._repeated_id(chunk)
         run_ids = self._run_ids(chunk.runs, params)
         question_ids = self._question_ids(chunk.fingerprints, params)
         cursor.execute(_EXISTING, params)
         existing = {line: found for line, *found in cursor.fetchall()}
-        cursor.execute(f"TRUNCATE {STAGING}")
         changed = [i for i, line in enumerate(chunk.lines) if line in existing and not existing[line][1]]
-        if changed and not self.replace:
+        # Of the chunk's errors, the one on the earliest line (a repeated id also matches the response
+        # its first row made: it is the repetition that is wrong).
+        if changed and not self.replace and not (repeated and repeated.line <= chunk.lines[changed[0]]):
             first = changed[0]
             raise RowError(
                 self.path,
@@ -294,6 +314,10 @@ class _ChunkWriter:
                 f"response {chunk.ids[first]!r} already exists in dataset {self.dataset.name!r} with different "
                 "content; pass --replace to overwrite it (its readings are then discarded)",
             )
+        if repeated:
+            raise repeated
+        cursor.execute(_REMEMBER_SEEN)
+        cursor.execute(f"TRUNCATE {STAGING}")
         if changed:
             self._replace(chunk, existing, changed, run_ids, question_ids)
         dataset_id, now = self.dataset.pk, params["now"].isoformat()
@@ -312,6 +336,25 @@ class _ChunkWriter:
         for run_id, count in created.items():
             report.by_run[self._run_name(run_id)] += count
             report.created += count
+
+    def _repeated_id(self, chunk: Chunk) -> RowError | None:
+        """The first row of the chunk whose id an earlier row of the file had, as formats.iter_rows
+        words it (which leaves this to the database here: see services.responses_import)."""
+        first_lines: dict[str, int] = {}
+        found: tuple[int, str, int] | None = None
+        for row_id, line in zip(chunk.ids, chunk.lines, strict=True):
+            if row_id in first_lines:
+                found = (line, row_id, first_lines[row_id])
+                break
+            first_lines[row_id] = line
+        self.cursor.execute(_SEEN_BEFORE)
+        earlier = self.cursor.fetchone()
+        if earlier and (found is None or earlier[0] < found[0]):
+            found = earlier
+        if found is None:
+            return None
+        line, row_id, first_line = found
+        return RowError(self.path, line, "id", duplicate_id(row_id, first_line))
 
     def _run_ids(self, keys: list[RunKey], params: dict[str, Any]) -> list[int]:
         """The run of each row, created (in the order its first row comes) where the dataset has none."""

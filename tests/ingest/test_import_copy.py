@@ -202,6 +202,28 @@ def test_an_error_on_line_n_after_many_good_lines_leaves_the_database_unchanged(
     assert list(Dataset.objects.values_list("name", flat=True)) == ["seed"]
 
 
+@pytest.mark.parametrize(
+    ("first", "again"), [(10, MANY - 10), (MANY - 3, MANY - 1)], ids=["chunks-apart", "same-chunk"]
+)
+def test_an_id_repeated_anywhere_in_the_file_names_both_lines(write_jsonl, parsing, first, again):
+    lines = [json.dumps(math_row(i, id=f"many-{i}")) for i in range(MANY)]
+    lines[again] = json.dumps(math_row(again, id=f"many-{first}"))
+    with pytest.raises(CommandError) as err:
+        import_file(write_jsonl(lines), "d")
+    expected = f"in.jsonl, line {again + 1}, field 'id': duplicate id 'many-{first}' (first seen on line {first + 1})"
+    assert str(err.value).endswith(expected)
+    assert not Dataset.objects.exists()
+
+
+def test_of_a_repeated_id_and_a_bad_line_later_in_the_same_chunk_the_first_is_named(write_jsonl, parsing):
+    lines = [json.dumps(math_row(i)) for i in range(100)]
+    lines[40] = json.dumps(math_row(40, id="math-3"))
+    lines[70] = '{"id": "broken", '
+    with pytest.raises(CommandError) as err:
+        import_file(write_jsonl(lines), "d")
+    assert "line 41, field 'id': duplicate id 'math-3' (first seen on line 4)" in str(err.value)
+
+
 def test_reimporting_many_rows_changes_nothing(write_jsonl, parsing):
     path = write_jsonl([mc_row(i % 500, id=f"many-{i}", model=f"m{i % 3}") for i in range(MANY)])
     assert f"{MANY} new, 0 unchanged, 0 replaced (3 new runs, 500 new questions)" in import_file(path, "d")
