@@ -342,3 +342,88 @@ print("stored", len(stored))
     assert f"0 new, {len(rows)} unchanged" in proc.stdout
     assert "refused: import aborted, nothing was written: bad.jsonl, line 4, field 'gold': missing" in proc.stdout
     assert f"stored {len(rows)}" in proc.stdout
+
+
+def _children(pid: int) -> list[int]:
+    """The live processes whose parent is `pid` (Linux /proc)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as handle:
+                    fields = handle.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid and fields[0] != "Z":
+                found.append(int(entry))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _wait_for(condition, what: str, timeout: float = 120) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_import_killed_midway_leaves_nothing_and_its_parser_ends(tmp_path, service_env):
+    """SIGKILL the importing process while it writes a large file (parsed in a child): its transaction
+    never commits, and the orphaned parser ends by itself at its next write to the closed pipe."""
+    import signal
+
+    path = tmp_path / "big.jsonl"
+    row = math_row(0, response="x" * 1000)
+    with open(path, "w", encoding="utf-8") as handle:
+        for i in range(40_000):
+            handle.write(json.dumps({**row, "id": f"big-{i}"}) + "\n")
+    assert path.stat().st_size >= staging.PARSE_IN_CHILD_FROM_BYTES
+    before = project_table_counts()
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "manage.py"), "import_responses", str(path), "--dataset", "big", "--no-progress"],
+        env=service_env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+
+        def writing_responses() -> bool:
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                    "AND query LIKE 'COPY adjudication_response %%' AND pid <> pg_backend_pid()"
+                )
+                return cursor.fetchone()[0] > 0
+
+        _wait_for(lambda: _children(proc.pid) and writing_responses(), "the import to write responses")
+        (parser,) = _children(proc.pid)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        _wait_for(lambda: not _alive(parser), "the orphaned parser to end")
+
+        def importer_gone() -> bool:
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                    "AND state LIKE 'idle in transaction%%' AND pid <> pg_backend_pid()"
+                )
+                return cursor.fetchone()[0] == 0
+
+        _wait_for(importer_gone, "the server to end the killed import's session")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert project_table_counts() == before
+    assert not Dataset.objects.filter(name="big").exists()
