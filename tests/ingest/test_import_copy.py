@@ -21,7 +21,7 @@ from adjudication.ingest.formats import Row
 from adjudication.models import Dataset, Question, ReaderSpec, Reading, Response
 from adjudication.revisions import dataset_version
 
-from ..conftest import ROOT, math_row, mc_row, project_table_counts, run_command
+from ..conftest import ROOT, lm_eval_sample, math_row, mc_row, project_table_counts, run_command
 
 pytestmark = pytest.mark.django_db
 
@@ -180,6 +180,19 @@ def test_the_copy_path_stores_exactly_what_the_orm_path_stores(write_jsonl, pars
     by_orm = [import_file(first, "orm"), import_file(second, "orm", replace=True)]
     assert copied == [out.replace("dataset orm", "dataset copy") for out in by_orm]
     assert "15 new, 20 unchanged, 40 replaced (1 new runs, 15 new questions)" in copied[1]
+    assert stored("copy") == stored("orm")
+
+
+def test_lm_eval_samples_take_the_copy_path_as_they_take_the_orm_path(write_jsonl, parsing, monkeypatch):
+    samples = [
+        lm_eval_sample(i, resps=[[f"The answer is ({'AB'[i % 2]}).\t\\ {HOSTILE_TEXTS[i % len(HOSTILE_TEXTS)]}"]])
+        for i in range(40)
+    ]
+    path = write_jsonl(samples, name="samples_arc_2026-01-02T10-11-12.jsonl")
+    options = {"fmt": "lm-eval", "model": "qwen\t7b", "checkpoint": "rl"}
+    copied = import_file(path, "copy", **options)
+    monkeypatch.setattr(services, "copies_on", lambda vendor: False)
+    assert import_file(path, "orm", **options).replace("dataset orm", "dataset copy") == copied
     assert stored("copy") == stored("orm")
 
 
