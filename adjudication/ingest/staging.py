@@ -7,8 +7,8 @@ Why: the ORM path spends most of an import building INSERT statements value by v
 server parsing them. COPY moves rows at a fraction of that, and the set-based merge replaces the
 per-batch look-ups. The response text goes over once, into its own table: staged and then copied
 across with INSERT ... SELECT, every byte of it would be written, read and sorted a second time
-(measured: 42 µs of server CPU a row that way, 29 µs this way, of which the response table's
-keys and foreign-key checks take 24 µs whatever the path).
+(measured on bench/import_bench.py's rows, same run: 41-45 µs of server CPU a row that way, 38-39 µs
+this way; most of either is the response table's five indexes and three foreign-key checks).
 
 The semantics are the ORM path's (services._Importer):
 - a run per (model, checkpoint, benchmark, prompt), created in the order its first row appears;
