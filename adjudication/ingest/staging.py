@@ -198,6 +198,11 @@ class _parsed_chunks:  # noqa: N801 - used as a context manager, like contextlib
             large = self.path.stat().st_size >= PARSE_IN_CHILD_FROM_BYTES
         except OSError:
             large = False  # the parser reports an unreadable file, with its reason
+        try:
+            # The child imports the callable by name: a lambda or a closure cannot go.
+            payload = pickle.dumps(self.rows) if large else b""
+        except (pickle.PicklingError, AttributeError, TypeError):
+            large = False
         if not large:
             return copyrows.chunks(self.rows())
         root = str(Path(copyrows.__file__).resolve().parents[2])  # the folder holding `adjudication`
@@ -210,7 +215,7 @@ class _parsed_chunks:  # noqa: N801 - used as a context manager, like contextlib
         )
         assert self.process.stdin is not None
         with self.process.stdin as stdin:
-            pickle.dump(self.rows, stdin)
+            stdin.write(payload)
         return self._received()
 
     def _received(self) -> Iterator[Chunk]:

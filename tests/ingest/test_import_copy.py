@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+from functools import partial
 
 import pytest
 from django.core.management.base import CommandError
@@ -289,6 +290,17 @@ def test_an_import_inside_a_transaction_leaves_its_settings_and_constraint_modes
             )
         transaction.set_rollback(True)
     assert Response.objects.get().question_id == Question.objects.get().pk
+
+
+def test_rows_that_cannot_go_to_a_child_process_are_parsed_in_this_one(tmp_path, monkeypatch):
+    monkeypatch.setattr(staging, "PARSE_IN_CHILD_FROM_BYTES", 0)
+    rows = [Row(id=f"r{i}", question="q", gold="1", response="r", line=i + 1) for i in range(3)]
+    path = tmp_path / "big.jsonl"
+    path.write_bytes(b"x")
+    with staging._parsed_chunks(lambda: iter(rows), path) as chunks:  # a lambda does not pickle
+        assert [chunk.ids for chunk in chunks] == [["r0", "r1", "r2"]]
+    with staging._parsed_chunks(partial(iter, rows), path) as chunks:  # this one does, and goes
+        assert [chunk.ids for chunk in chunks] == [["r0", "r1", "r2"]]
 
 
 def test_chunks_hold_a_bounded_number_of_rows_and_characters():
