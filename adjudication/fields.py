@@ -43,7 +43,11 @@ class VerbatimTextField(models.TextField):
         return decode_verbatim(value) if isinstance(value, str) else value
 
     def get_prep_value(self, value: Any) -> Any:
-        value = super().get_prep_value(value)
+        # Not TextField's: it runs to_python, which would decode a value that merely starts with the
+        # sentinel (model text may) as if it came from the database, and so store another text.
+        value = models.Field.get_prep_value(self, value)
+        if value is not None and not isinstance(value, str):
+            value = str(value)
         return encode_verbatim(value) if isinstance(value, str) else value
 
 

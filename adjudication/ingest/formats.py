@@ -18,7 +18,7 @@ import re
 import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -34,13 +34,17 @@ class RowError(ValueError):
     """A bad input row. The message names the file, the line and the field (line 0: the file as a whole)."""
 
     def __init__(self, path: str | Path, line: int, field_name: str | None, message: str) -> None:
-        self.path, self.line, self.field_name = str(path), line, field_name
+        self.path, self.line, self.field_name, self.reason = str(path), line, field_name, message
         where = Path(path).name + (f", line {line}" if line > 0 else "")
         if field_name is not None:
             # Field names come from the file too (unknown keys): show control characters as escapes.
             shown = field_name if field_name.isprintable() else ascii(field_name)[1:-1]
             where += f", field '{shown}'"
         super().__init__(f"{where}: {message}")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Picklable as it was made: a parsing process hands its error over to the importing one.
+        return (type(self), (self.path, self.line, self.field_name, self.reason))
 
 
 @dataclass(frozen=True)
@@ -66,7 +70,9 @@ class Row:
 
     @cached_property
     def question_fingerprint(self) -> str:
-        return sha256(json.dumps([self.benchmark, self.question, list(self.choices), self.gold], ensure_ascii=True))
+        if len(self.question) + len(self.gold) + sum(map(len, self.choices)) <= _FINGERPRINT_CACHED_UP_TO:
+            return _question_fingerprint(self.benchmark, self.question, self.choices, self.gold)
+        return _question_fingerprint.__wrapped__(self.benchmark, self.question, self.choices, self.gold)
 
     @cached_property
     def row_hash(self) -> str:
@@ -86,7 +92,20 @@ class Row:
             # Appended only when present, so that rows imported before prompts were stored keep their
             # hash (re-importing them stays a no-op) while adding a prompt later is a change.
             payload.append(self.prompt_text)
-        return sha256(json.dumps(payload, ensure_ascii=True, sort_keys=True))
+        return sha256(_SORTED_JSON(payload))
+
+
+# json.dumps(value, ensure_ascii=True, sort_keys=True), without building an encoder per call.
+_SORTED_JSON = json.JSONEncoder(ensure_ascii=True, sort_keys=True).encode
+# Rows answering the same question (one per model and checkpoint) share its fingerprint: computed
+# once while the question is among the last few thousand met. Only short questions are kept, so
+# that the memo stays small whatever the file holds.
+_FINGERPRINT_CACHED_UP_TO = 4096
+
+
+@lru_cache(maxsize=8192)
+def _question_fingerprint(benchmark: str, question: str, choices: tuple[str, ...], gold: str) -> str:
+    return sha256(json.dumps([benchmark, question, list(choices), gold], ensure_ascii=True))
 
 
 def sha256(text: str) -> str:
@@ -158,7 +177,10 @@ _MAYBE_UNSTORABLE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])|NaN|Infinity")
 
 
 def _values_need_checking(text: str) -> bool:
-    return _MAYBE_UNSTORABLE.search(text) is not None or text.count("[") + text.count("{") >= MAX_JSON_DEPTH
+    # The same test as the pattern alone, cheaper: plain substring scans are quicker than the
+    # pattern's alternation, which then only runs on lines holding a \\u escape.
+    maybe = ("\\u" in text and _MAYBE_UNSTORABLE.search(text) is not None) or "NaN" in text or "Infinity" in text
+    return maybe or text.count("[") + text.count("{") >= MAX_JSON_DEPTH
 
 
 @dataclass(frozen=True)
@@ -506,13 +528,16 @@ def iter_rows(
     checkpoint: str = "",
     task: str | None = None,
     max_lengths: Mapping[str, int] | None = None,
+    duplicates: bool = True,
 ) -> Iterator[Row]:
     """Stream validated rows from a file; raises RowError at the first bad line.
 
     `max_lengths` ({"id": 500, "model": 200, …}) bounds the identity fields to what the caller's columns
     hold; without it only their characters are checked. `model`, `checkpoint` and `task` come from the
-    caller (a command line), which checks them itself. `fmt=None` tells the format from the file
-    (adjudication.ingest.harnesses.detect_format); lighteval and inspect-ai logs are read there."""
+    caller (a command line), which checks them itself. `duplicates=False` leaves repeated ids to the
+    caller (the PostgreSQL import finds them in the database, so that its memory does not grow with
+    the file's ids). `fmt=None` tells the format from the file (adjudication.ingest.harnesses.detect_format);
+    lighteval and inspect-ai logs are read there."""
     if fmt is None:
         from adjudication.ingest.harnesses import detect_format
 
@@ -558,10 +583,16 @@ def iter_rows(
             row = _replace(row, model=model)
         if not row.checkpoint and checkpoint:
             row = _replace(row, checkpoint=checkpoint)
-        if row.id in seen:
-            raise RowError(path, line_no, "id", f"duplicate id {row.id!r} (first seen on line {seen[row.id]})")
-        seen[row.id] = line_no
+        if duplicates:
+            if row.id in seen:
+                raise RowError(path, line_no, "id", duplicate_id(row.id, seen[row.id]))
+            seen[row.id] = line_no
         yield row
+
+
+def duplicate_id(row_id: str, first_line: int) -> str:
+    """The message for an id met again (the error names the line it is met on)."""
+    return f"duplicate id {row_id!r} (first seen on line {first_line})"
 
 
 def _replace(row: Row, **changes: Any) -> Row:
