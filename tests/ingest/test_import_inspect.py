@@ -14,8 +14,9 @@ from adjudication.ingest.formats import RowError, iter_rows
 from adjudication.ingest.harnesses import detect_format
 from adjudication.models import Dataset, Question, ReaderSpec, Reading, Response, Run
 from readers.base import config_hash
+from tests.ingest.harness_support import import_log, import_refusal
 
-from ..conftest import ROOT, manage, project_table_counts, run_command
+from ..conftest import ROOT, manage, project_table_counts
 
 pytestmark = pytest.mark.django_db
 
@@ -80,18 +81,8 @@ def logs(tmp_path_factory) -> dict[str, Path]:
     return _write_logs(tmp_path_factory.mktemp("inspect-logs"))
 
 
-def _import(path: Path, dataset: str = "d", **options) -> str:
-    return run_command("import_responses", str(path), dataset=dataset, no_progress=True, **options)
-
-
-def _import_error(path: Path, **options) -> str:
-    with pytest.raises(CommandError) as err:
-        _import(path, dataset="bad", **options)
-    return str(err.value)
-
-
 def test_an_eval_log_maps_samples_to_questions_choices_gold_responses_and_model(logs):
-    out = _import(logs["mc"], fmt="inspect", checkpoint="rl")
+    out = import_log(logs["mc"], fmt="inspect", checkpoint="rl")
     assert "3 new" in out
     # The id is the run's (model, checkpoint) and the sample's (task, id).
     r = Response.objects.select_related("question", "run").get(external_id="mockllm/model:rl:sociology_mc:q1")
@@ -111,7 +102,7 @@ def test_an_eval_log_maps_samples_to_questions_choices_gold_responses_and_model(
 def test_inspect_scores_are_readings_of_a_harness_reader_with_name_version_and_config_hash(logs):
     import inspect_ai
 
-    out = _import(logs["mc"])
+    out = import_log(logs["mc"])
     assert "3 new inspect readings" in out
     spec = ReaderSpec.objects.get(name="inspect:choice")
     assert spec.kind == "harness" and spec.version == inspect_ai.__version__
@@ -127,15 +118,15 @@ def test_inspect_scores_are_readings_of_a_harness_reader_with_name_version_and_c
 
 
 def test_two_checkpoints_logs_share_one_dataset_and_its_questions(logs):
-    _import(logs["mc"], checkpoint="base")
-    _import(logs["mc"], checkpoint="rl")
+    import_log(logs["mc"], checkpoint="base")
+    import_log(logs["mc"], checkpoint="rl")
     assert Response.objects.count() == 6 and Question.objects.count() == 3
     assert set(Run.objects.values_list("checkpoint", flat=True)) == {"base", "rl"}
     assert Reading.objects.filter(reader_spec__name="inspect:choice").count() == 6
 
 
 def test_a_match_scorer_keeps_its_options_in_the_reader_config(logs):
-    _import(logs["qa"])
+    import_log(logs["qa"])
     spec = ReaderSpec.objects.get(name="inspect:match")
     assert spec.config["options"] == {"numeric": True}
     reading = Reading.objects.get(reader_spec=spec)
@@ -145,7 +136,7 @@ def test_a_match_scorer_keeps_its_options_in_the_reader_config(logs):
 
 def test_a_json_log_with_two_epochs_imports_each_epoch_as_its_own_response(logs):
     assert detect_format(logs["json"]) == "inspect"
-    out = _import(logs["json"])
+    out = import_log(logs["json"])
     assert "6 new" in out
     ids = set(Response.objects.values_list("external_id", flat=True))
     assert ids == {f"{MC}:{s}:epoch{e}" for s in ("q1", 7, "q3") for e in (1, 2)}
@@ -157,10 +148,10 @@ def test_a_json_log_with_two_epochs_imports_each_epoch_as_its_own_response(logs)
 
 @pytest.mark.parametrize("log", ["mc", "json"])
 def test_reimporting_an_inspect_log_changes_nothing(logs, log):
-    _import(logs[log])
+    import_log(logs[log])
     before = project_table_counts()
     readings = list(Reading.objects.values_list("id", "verdict", "answer"))
-    out = _import(logs[log])
+    out = import_log(logs[log])
     assert " 0 new, " in out and "0 new inspect readings" in out
     assert project_table_counts() == before
     assert list(Reading.objects.values_list("id", "verdict", "answer")) == readings
@@ -211,7 +202,7 @@ def test_a_bad_sample_field_names_the_file_the_sample_and_the_field(logs, tmp_pa
 
     path = _rewrite_eval(logs["mc"], tmp_path / "bad.eval", edit)
     before = project_table_counts()
-    message = _import_error(path)
+    message = import_refusal(path)
     assert f"bad.eval, sample 1 ({bad_entry}), field '{field}'" in message and needle in message
     assert project_table_counts() == before and not Dataset.objects.filter(name="bad").exists()
 
@@ -221,7 +212,7 @@ def test_a_corrupt_eval_archive_is_named_and_nothing_is_written(logs, tmp_path):
     path = tmp_path / "cut.eval"
     path.write_bytes(data[: len(data) // 2])  # the central directory, at the end, is gone
     before = project_table_counts()
-    message = _import_error(path)
+    message = import_refusal(path)
     assert "cut.eval: not a readable .eval archive" in message
     assert project_table_counts() == before
 
@@ -235,7 +226,7 @@ def test_a_damaged_archive_entry_names_its_sample(logs, tmp_path):
     start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)
     raw[start : start + 8] = b"\xff" * 8  # corrupt the compressed bytes of that entry
     path.write_bytes(bytes(raw))
-    message = _import_error(path)
+    message = import_refusal(path)
     assert f"damaged.eval, sample 1 ({entry}): {entry} cannot be read" in message
 
 
@@ -246,7 +237,7 @@ def test_a_truncated_json_log_names_the_sample_it_stops_in_and_nothing_is_writte
     path.write_text(text[:cut])
     assert detect_format(path) == "inspect"
     before = project_table_counts()
-    message = _import_error(path)
+    message = import_refusal(path)
     assert "cut.json, sample " in message and "the log ends inside this sample" in message
     assert project_table_counts() == before and not Dataset.objects.filter(name="bad").exists()
 
@@ -254,12 +245,12 @@ def test_a_truncated_json_log_names_the_sample_it_stops_in_and_nothing_is_writte
 def test_a_json_file_that_is_not_an_eval_log_is_named(tmp_path):
     path = tmp_path / "other.json"
     path.write_text('{"version": 2, "status": "success", "samples": []}')
-    message = _import_error(path, fmt="inspect")
+    message = import_refusal(path, fmt="inspect")
     assert "other.json: not an inspect-ai eval log: no `eval` object" in message
 
 
 def test_a_changed_score_is_a_changed_row_and_replace_stores_the_new_reading(logs, tmp_path):
-    _import(logs["mc"])
+    import_log(logs["mc"])
     entry = _first_sample(logs["mc"])
 
     def flip(name: str, data: bytes) -> bytes:
@@ -271,9 +262,9 @@ def test_a_changed_score_is_a_changed_row_and_replace_stores_the_new_reading(log
 
     rescored = _rewrite_eval(logs["mc"], tmp_path / "rescored.eval", flip)
     with pytest.raises(CommandError) as err:
-        _import(rescored)
+        import_log(rescored)
     assert "already exists" in str(err.value) and "--replace" in str(err.value)
-    out = _import(rescored, replace=True)
+    out = import_log(rescored, replace=True)
     assert "1 replaced" in out and "1 new inspect reading" in out
     with zipfile.ZipFile(rescored) as archive:
         sample = json.loads(archive.read(entry))

@@ -20,14 +20,14 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from django.core.management.base import CommandError
 
 from adjudication.ingest.formats import iter_rows
 from adjudication.ingest.harnesses import detect_format
 from adjudication.models import Dataset, ReaderSpec, Reading, Response
 from readers.base import config_hash
+from tests.ingest.harness_support import import_log, import_refusal
 
-from ..conftest import project_table_counts, run_command, shared_data
+from ..conftest import project_table_counts, shared_data
 
 pytestmark = pytest.mark.django_db
 
@@ -135,18 +135,8 @@ def gsm8k_rows() -> list[dict]:
     ]
 
 
-def _import(path: Path, dataset: str = "d", **options) -> str:
-    return run_command("import_responses", str(path), dataset=dataset, no_progress=True, **options)
-
-
-def _import_error(path: Path, **options) -> str:
-    with pytest.raises(CommandError) as err:
-        _import(path, dataset="bad", **options)
-    return str(err.value)
-
-
 def test_a_details_file_maps_docs_to_questions_choices_gold_responses_and_ids(tmp_path):
-    out = _import(write_details(tmp_path, gpqa_rows()), fmt="lighteval", checkpoint="rl")
+    out = import_log(write_details(tmp_path, gpqa_rows()), fmt="lighteval", checkpoint="rl")
     assert "3 new" in out
     # The run's model and checkpoint, the task, and the doc's own id where it has one, else the row's position.
     assert set(Response.objects.values_list("external_id", flat=True)) == {
@@ -169,7 +159,7 @@ def test_a_details_file_maps_docs_to_questions_choices_gold_responses_and_ids(tm
 
 
 def test_a_generative_gold_is_its_reference_text_and_gsm8k_keeps_what_follows_the_hashes(tmp_path):
-    _import(write_details(tmp_path, gsm8k_rows(), task="lighteval|gsm8k|0"), model="m")
+    import_log(write_details(tmp_path, gsm8k_rows(), task="lighteval|gsm8k|0"), model="m")
     r = Response.objects.select_related("question", "run").get(external_id="m:lighteval|gsm8k|0:0")
     assert r.question.gold == "72" and r.question.choices == []
     assert r.question.text == "Natalia sold 48 clips in April and half as many in May. How many?"
@@ -178,7 +168,7 @@ def test_a_generative_gold_is_its_reference_text_and_gsm8k_keeps_what_follows_th
 
 
 def test_binary_metrics_are_readings_of_a_harness_reader_with_name_version_and_config_hash(tmp_path):
-    out = _import(write_details(tmp_path, gpqa_rows()))
+    out = import_log(write_details(tmp_path, gpqa_rows()))
     assert "3 new lighteval readings" in out
     spec = ReaderSpec.objects.get(name="lighteval:extractive_match")
     assert spec.kind == "harness" and spec.version == "details-v2"
@@ -194,7 +184,7 @@ def test_binary_metrics_are_readings_of_a_harness_reader_with_name_version_and_c
 
 
 def test_a_partial_score_is_no_verdict_and_makes_no_reading(tmp_path):
-    _import(write_details(tmp_path, gsm8k_rows(), task="lighteval|gsm8k|0"))
+    import_log(write_details(tmp_path, gsm8k_rows(), task="lighteval|gsm8k|0"))
     verdicts = dict(Reading.objects.values_list("reader_spec__name", "verdict"))
     assert verdicts == {"lighteval:em": "incorrect", "lighteval:qem": "correct"}  # f1 = 0.5 is none
     meta = Response.objects.get().meta["lighteval"]
@@ -203,7 +193,7 @@ def test_a_partial_score_is_no_verdict_and_makes_no_reading(tmp_path):
 
 def test_several_generations_are_one_response_without_readings(tmp_path):
     row = detail(doc(), model_response(["Answer: B", "Answer: C"]), {"pass@1:2_samples": 0.5, "maj@2": 1.0})
-    out = _import(write_details(tmp_path, [row]))
+    out = import_log(write_details(tmp_path, [row]))
     assert "0 new lighteval readings" in out
     r = Response.objects.get()
     assert r.text == "Answer: B" and r.meta["lighteval"]["generations"] == 2
@@ -240,7 +230,7 @@ def test_the_flat_layout_of_earlier_releases_reads_typed_or_cast_to_str(tmp_path
     if stringified:
         rows = [{k: str(v) for k, v in row.items()} for row in rows]
     path = write_details(tmp_path, rows, task="lighteval|arith|0")
-    _import(path)
+    import_log(path)
     r = Response.objects.select_related("question").get(external_id="org/qwen-7b:lighteval|arith|0:1")
     assert (r.question.text, r.question.gold, r.text) == ("What is 2+3?", "5", " 6")
     assert r.prompt_text == "Question: What is 6*7?\nAnswer:"
@@ -259,15 +249,15 @@ def test_the_format_is_told_from_the_file_when_omitted(tmp_path):
     canonical = tmp_path / "rows.jsonl"
     canonical.write_text(json.dumps({"id": "x", "question": "q", "gold": "1", "response": "1"}) + "\n")
     assert detect_format(canonical) == "canonical"
-    assert "3 new" in _import(renamed, task="lighteval|gpqa:diamond|0")
+    assert "3 new" in import_log(renamed, task="lighteval|gpqa:diamond|0")
 
 
 def test_reimporting_a_details_file_changes_nothing(tmp_path):
     path = write_details(tmp_path, gpqa_rows())
-    _import(path)
+    import_log(path)
     before = project_table_counts()
     readings = list(Reading.objects.values_list("id", "verdict", "answer"))
-    out = _import(path)
+    out = import_log(path)
     assert "0 new, 3 unchanged" in out and "0 new lighteval readings" in out
     assert project_table_counts() == before
     assert list(Reading.objects.values_list("id", "verdict", "answer")) == readings
@@ -276,7 +266,7 @@ def test_reimporting_a_details_file_changes_nothing(tmp_path):
 def test_a_log_likelihood_task_has_no_response_to_read_and_is_named(tmp_path):
     rows = [*gpqa_rows()[:1], detail(doc(), model_response([], logprobs=[-1.2, -0.3]), {"acc": 1})]
     before = project_table_counts()
-    message = _import_error(write_details(tmp_path, rows))
+    message = import_refusal(write_details(tmp_path, rows))
     assert "row 2, field 'model_response.text'" in message and "no generated text" in message
     assert project_table_counts() == before and not Dataset.objects.filter(name="bad").exists()
 
@@ -290,7 +280,7 @@ def test_a_log_likelihood_task_has_no_response_to_read_and_is_named(tmp_path):
 )
 def test_a_wrong_type_names_the_file_the_row_and_the_field(tmp_path, row, field, needle):
     path = write_details(tmp_path, [*gpqa_rows()[:2], row])
-    message = _import_error(path)
+    message = import_refusal(path)
     assert f"{path.name}, row 3, field '{field}'" in message and needle in message
     assert not Dataset.objects.filter(name="bad").exists()
 
@@ -306,13 +296,13 @@ def test_a_wrong_type_names_the_file_the_row_and_the_field(tmp_path, row, field,
 def test_a_column_of_the_wrong_type_names_its_field_at_the_first_row(tmp_path, overrides, field, needle):
     # A parquet column holds one type: a wrong type is the whole file's, and the first row names it.
     rows = [detail(doc(**overrides), model_response(["B"]), {"em": 0}) for _ in range(2)]
-    message = _import_error(write_details(tmp_path, rows))
+    message = import_refusal(write_details(tmp_path, rows))
     assert f"row 1, field '{field}'" in message and needle in message
 
 
 def test_a_missing_column_is_named(tmp_path):
     rows = [{"doc": r["doc"], "model_response": r["model_response"]} for r in gpqa_rows()]
-    message = _import_error(write_details(tmp_path, rows))
+    message = import_refusal(write_details(tmp_path, rows))
     assert "not a lighteval details file: missing column(s) metric" in message
 
 
@@ -321,7 +311,7 @@ def test_a_corrupt_parquet_file_is_named_and_nothing_is_written(tmp_path):
     data = path.read_bytes()
     path.write_bytes(data[:-40])  # the footer (schema and row groups) is cut off
     before = project_table_counts()
-    message = _import_error(path, fmt="lighteval")
+    message = import_refusal(path, fmt="lighteval")
     assert f"{path.name}: not a readable parquet file" in message
     assert project_table_counts() == before
 
@@ -329,8 +319,8 @@ def test_a_corrupt_parquet_file_is_named_and_nothing_is_written(tmp_path):
 def test_a_task_not_in_the_file_name_must_be_given(tmp_path):
     path = tmp_path / "mine.parquet"
     pq.write_table(pa.Table.from_pylist(gpqa_rows()), path)
-    assert "cannot tell the task from the file name" in _import_error(path)
-    assert "3 new" in _import(path, task="gpqa")
+    assert "cannot tell the task from the file name" in import_refusal(path)
+    assert "3 new" in import_log(path, task="gpqa")
 
 
 def test_file_only_commands_read_details_through_the_same_dispatcher(tmp_path):
@@ -345,7 +335,7 @@ def test_lighteval_s_own_metric_test_docs_import_with_its_expected_verdicts(tmp_
         shared_data("lighteval-extractive-match-tests", "metric_test_cases", "gpqa_instruct_metric.json").read_text()
     )["test_cases"]
     rows = [detail(doc(**c["doc"]), model_response(c["model_response"]["text"]), c["expected_output"]) for c in cases]
-    _import(write_details(tmp_path, rows, task="lighteval|gpqa_instruct|0"))
+    import_log(write_details(tmp_path, rows, task="lighteval|gpqa_instruct|0"))
     expected = {
         f"org/qwen-7b:lighteval|gpqa_instruct|0:{i}": "correct"
         if c["expected_output"]["extractive_match"] == 1
