@@ -57,7 +57,7 @@ def json_safe(value: Any) -> Any:
     if isinstance(value, str):
         return value.replace("\x00", "\ufffd").encode("utf-8", "replace").decode("utf-8")
     if isinstance(value, dict):
-        return {json_safe(str(k)): json_safe(v) for k, v in value.items()}
+        return {json_safe(_json_key(k)): json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [json_safe(v) for v in value]
     if isinstance(value, float) and not math.isfinite(value):
@@ -65,3 +65,32 @@ def json_safe(value: Any) -> Any:
     if value is None or isinstance(value, (bool, int, float)):
         return value
     return json_safe(str(value))
+
+
+def _json_key(key: Any) -> str:
+    """A dict key as json.dumps writes it (True as "true", 1.5 as "1.5"), so that json_text's fast
+    path and json_safe agree; keys json cannot write become their str()."""
+    if isinstance(key, str):
+        return key
+    if key is True or key is False or key is None:
+        return json.dumps(key)
+    if isinstance(key, (int, float)) and math.isfinite(key):
+        return json.dumps(key)
+    return str(key)
+
+
+def json_text(value: Any) -> str:
+    """`json.dumps(json_safe(value))`, without walking `value` in Python first when it needs no
+    repair: the C encoder refuses NaN and infinities and anything it cannot write, a NUL shows as
+    its escape, a lone surrogate fails to encode; each of those takes the slow, repairing path."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError):
+        return json.dumps(json_safe(value))
+    if "\\u0000" in text:
+        return json.dumps(json_safe(value))
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(json_safe(value))
+    return text

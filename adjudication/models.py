@@ -146,8 +146,10 @@ class Reading(models.Model):
     """One reader's reading of one response. Timeouts, crashes and no-answer are verdict classes
     of their own, never folded into "incorrect"."""
 
-    response = models.ForeignKey(Response, on_delete=models.CASCADE, related_name="readings")
-    reader_spec = models.ForeignKey(ReaderSpec, on_delete=models.PROTECT, related_name="readings")
+    # No single-column indexes of their own: one_reading_per_reader leads with response and the
+    # (reader_spec, verdict) index with reader_spec, and every index costs each stored reading.
+    response = models.ForeignKey(Response, on_delete=models.CASCADE, related_name="readings", db_index=False)
+    reader_spec = models.ForeignKey(ReaderSpec, on_delete=models.PROTECT, related_name="readings", db_index=False)
     answer = VerbatimTextField(null=True, blank=True)  # raw: what the reader extracted, as written
     normalized = VerbatimTextField(null=True, blank=True)  # the reader's own compared form
     # The platform's one form of the answer, whoever read it (readers.canonical: the option letter,

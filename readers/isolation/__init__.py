@@ -22,8 +22,9 @@ one 64-byte slot in a shared anonymous mmap created before any fork:
                                                      reader) and when it started
 The child writes the slot before every item (a seqlock: seq is odd while it writes) with
 time.monotonic_ns(), the same system-wide CLOCK_MONOTONIC the parent reads. Results are
-buffered and sent in chunks: at the end of every batch, and within a batch whenever ≥ 5 ms
-passed since the last send. So a fast reader costs one message per batch, not one per item, and
+buffered and sent in chunks: at the end of every batch, and within a batch whenever ≥ 50 ms
+passed since the last send (a slow reader's batch sends a few messages, not one per item; a killed
+worker's finished but unsent work is at most that much). So a fast reader costs one message per batch, and
 the parent still knows exactly which item is in flight and since when: the deadline of an item
 is its own start time + budget, independent of when messages arrive. (Publishing does not wake
 the parent: while a worker builds a reader or is between items, the parent looks again at least

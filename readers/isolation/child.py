@@ -20,7 +20,7 @@ DEFAULT_MEMORY_LIMIT = 4 * 1024**3
 # A child whose parent already maps more than the cap still needs some headroom to run at all.
 _MIN_HEADROOM = 512 * 1024**2
 # The child sends buffered results at the end of a batch, after this much time, or this many items.
-_FLUSH_NS = 5_000_000
+_FLUSH_NS = 50_000_000
 _FLUSH_ITEMS = 1024
 
 

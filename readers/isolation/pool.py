@@ -32,10 +32,13 @@ from .protocol import BID, PICKLE, POS, SEQ, SLOT_WORDS, T0, encode_item, recv, 
 # block while the child is busy: the parent must always stay free to watch deadlines).
 _DEPTH = 2
 _PREFETCH_BYTES = 64 * 1024
-# Batch sizing for readers known to be fast: at least this much work per batch, and at least
-# this many batches per worker.
-_BATCH_MS = 4.0
-_FAST_SPLIT = 1
+# Batches are cut when a worker can take one (guided self-scheduling): a 1/(_GUIDE * processes)
+# share of the items not yet handed out, at most batch_size, so a run starts with large batches and
+# ends with small ones and no worker finishes long before the others (the cores of a shared or
+# virtual machine do not run at one speed). For a reader this pool has seen, a batch holds at least
+# _MIN_BATCH_MS of its work, since every batch costs two messages.
+_GUIDE = 2
+_MIN_BATCH_MS = 0.5
 
 
 def _describe_status(status: int | None) -> str:
@@ -337,28 +340,22 @@ class _Run:
         self.pool = pool
         self.items = [item for _, items in requests for item in items]
         self.known = known
-        n, p = len(self.items), pool.processes
+        n = len(self.items)
         self.results: list[tuple[Reading, float] | None] = [None] * n
         self.budget_ns = int(pool.budget_s * 1e9)
         self.start_ns = int(pool.start_timeout_s * 1e9)
-        # Small inputs are split so that every worker gets a share (four batches each, so a slow
-        # worker can be overtaken); large ones use batch_size. Every batch costs two messages, so
-        # for a reader this pool has seen to be fast a batch holds at least ~_BATCH_MS of work,
-        # down to one batch per worker. A batch holds one reader's items.
-        base = math.ceil(n / (p * 4))
+        # Batches to send first: the unanswered items of a retired worker.
         self.queue: deque[_Batch] = deque()
+        # Items not yet cut into batches: one [reader, next index, stop, smallest batch] per request.
+        self.spans: deque[list[Any]] = deque()
+        self.unassigned = n
         start = 0
         for name, items in requests:
-            size = base
             mean_ms = pool._item_ms.get(name)
-            if mean_ms is not None:
-                size = max(size, min(math.ceil(n / (p * _FAST_SPLIT)), math.ceil(_BATCH_MS / max(mean_ms, 1e-3))))
-            size = min(pool.batch_size, max(1, size))
-            stop = start + len(items)
-            self.queue.extend(
-                pool._new_batch(name, list(range(i, min(i + size, stop)))) for i in range(start, stop, size)
-            )
-            start = stop
+            floor = 1 if mean_ms is None else math.ceil(_MIN_BATCH_MS / max(mean_ms, 1e-3))
+            if items:
+                self.spans.append([name, start, start + len(items), floor])
+            start += len(items)
         self.remaining = n
         # per reader: [sum of elapsed ms, items], for the pool's estimate of each reader's speed
         self.ms: dict[str, list[float]] = {}
@@ -374,13 +371,31 @@ class _Run:
         pool = self.pool
         for depth in range(_DEPTH):
             for slot in range(pool.processes):
-                if not self.queue:
+                batch = self._next_batch()
+                if batch is None:
                     return
                 w = pool._workers[slot]
                 if w is not None and len(w.batches) > depth:
+                    self.queue.appendleft(batch)
                     continue
-                if self._dispatch(slot, self.queue[0]):
-                    self.queue.popleft()
+                if not self._dispatch(slot, batch):
+                    self.queue.appendleft(batch)
+
+    def _next_batch(self) -> _Batch | None:
+        if self.queue:
+            return self.queue.popleft()
+        if not self.spans:
+            return None
+        span = self.spans[0]
+        name, first, stop, floor = span
+        pool = self.pool
+        share = math.ceil(self.unassigned / (_GUIDE * pool.processes))
+        size = min(pool.batch_size, stop - first, max(floor, share))
+        span[1] = first + size
+        if span[1] == stop:
+            self.spans.popleft()
+        self.unassigned -= size
+        return pool._new_batch(name, list(range(first, first + size)))
 
     def _dispatch(self, slot: int, batch: _Batch) -> bool:
         pool = self.pool

@@ -333,7 +333,7 @@ def echo_ok(results: list[tuple[Reading, float]], responses: list[str], skip: se
 
 @pytest.mark.parametrize("cmd", ["loop", "sleep"])
 def test_hang_after_many_fast_items_in_one_batch(no_leftovers: None, never_flush_early: None, cmd: str) -> None:
-    # 251 items, one process: the first batch (items 0-62) holds the 51 fast items and the hang.
+    # 251 items, one process: the first batch (items 0-63) holds the 51 fast items and the hang.
     responses = [f"f{i}" for i in range(51)] + [cmd] + [f"g{i}" for i in range(199)]
     with IsolatedPool(processes=1, budget_s=1.0) as p:
         results = p.read_many("test-misbehave", items_of(*responses))
@@ -425,6 +425,31 @@ def test_fast_readings_travel_in_chunks(no_leftovers: None, monkeypatch: pytest.
     # loaded machine adds some (109 seen while another test run shared the cores). What must hold
     # is that readings travel many to a message, never one per item.
     assert messages["n"] <= len(responses) // 8
+
+
+def test_a_run_is_cut_into_shrinking_batches_that_cover_every_item_once() -> None:
+    """Guided self-scheduling: big batches first, small ones last, so no worker is left reading a
+    long last batch while the others idle; a reader the pool has timed gets no batch below ~0.5 ms
+    of its work."""
+    import readers.isolation.pool as iso
+
+    pool = IsolatedPool(processes=2, batch_size=64)
+    try:
+        pool._item_ms["test-misbehave"] = 0.1  # seen before: 0.1 ms an item, so batches of >= 5
+        known = registry.snapshot()
+        run = iso._Run(pool, [("test-misbehave", items_of(*"ab" * 300)), ("echo-new", items_of("c", "d"))], known)
+        batches = []
+        while (batch := run._next_batch()) is not None:
+            batches.append(batch)
+    finally:
+        pool.close()
+    timed = [b for b in batches if b.reader == "test-misbehave"]
+    sizes = [len(b.indices) for b in timed]
+    assert sorted(i for b in batches for i in b.indices) == list(range(602))
+    assert sizes[0] == 64 and sizes == sorted(sizes, reverse=True)
+    assert min(sizes[:-1]) == 5  # the floor for a 0.1 ms reader; only the very last batch is a rest
+    # a reader the pool has not timed may end in single items (a slow reader's tail)
+    assert [len(b.indices) for b in batches if b.reader == "echo-new"] == [1, 1]
 
 
 def test_reading_subclass_and_plain_readings_in_one_chunk(pool: IsolatedPool) -> None:
