@@ -46,15 +46,18 @@ from __future__ import annotations
 import math
 import warnings
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from itertools import combinations
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from adjudication.analytics.bias import BINARY, VERDICTS
 from adjudication.analytics.stats import percentile_interval, proportion
+
+if TYPE_CHECKING:  # pandas is imported with crowd-kit, by the fits only
+    import pandas as pd
 
 MODELS = ("dawid-skene", "mace")
 STRATA = ("model", "checkpoint", "benchmark")
@@ -65,6 +68,9 @@ DEGENERATE = 0.005
 CORRELATED_PHI = 0.5
 MIN_ITEMS = 30
 MIN_COMMON = 10
+
+# (item, field or None) -> the item's stratum under that field (ALL for None)
+StratumOf = Callable[[str, str | None], str]
 
 
 @dataclass(frozen=True)
@@ -265,7 +271,7 @@ def _fit_strata(
     human: Mapping[str, str],
     *,
     by: str | None,
-    stratum_of: Any,
+    stratum_of: StratumOf,
     model: str,
 ) -> dict[str, _Fit]:
     per: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
@@ -306,7 +312,7 @@ def fit_model(votes: Sequence[tuple[str, str, str]], human: Mapping[str, str], *
     return _Fit(p_correct={str(t): float(v) for t, v in probas["correct"].items()}, rates=rates)
 
 
-def _mace(df: Any, mace_cls: Any) -> _Fit:
+def _mace(df: pd.DataFrame, mace_cls: type) -> _Fit:
     # crowd-kit 1.4.2 rebuilds thetas_ in sorted (worker, label) order but indexes it by
     # first-appearance codes: sorted input makes the two orders the same (research-19 §2).
     df = df.sort_values(["worker", "label"]).reset_index(drop=True)
@@ -328,7 +334,7 @@ def _producer_table(
     human: Mapping[str, str],
     fits: Mapping[str, _Fit],
     *,
-    stratum_of: Any,
+    stratum_of: Callable[[str], str],
 ) -> list[ProducerRates]:
     votes: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
     for item, producer, verdict in binary:
@@ -365,7 +371,7 @@ def _accuracy_table(
     *,
     binary: Sequence[tuple[str, str, str]],
     by: str | None,
-    stratum_of: Any,
+    stratum_of: StratumOf,
     model: str,
     n_boot: int,
     seed: int,
@@ -504,7 +510,9 @@ def group_producers(
                 verdict = "correct"
             elif n > c:
                 verdict = "incorrect"
-            else:
-                verdict = next((v for v in ABSTENTIONS if tally[v]), "no_answer") if c == 0 else "no_answer"
+            elif c == 0:  # every member abstained: the group abstains the same way
+                verdict = next(v for v in ABSTENTIONS if tally[v])
+            else:  # a tie between votes is no vote
+                verdict = "no_answer"
             out.append((item, name[ms[0]], verdict))
     return out, {name[ms[0]]: ms for ms in members.values() if len(ms) > 1}
