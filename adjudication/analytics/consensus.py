@@ -186,13 +186,8 @@ def consensus(
     votes = list(inputs.votes)
     if group_duplicates is not None:
         votes, groups = group_producers(votes, threshold=group_duplicates)
-    abstained: dict[str, Counter] = defaultdict(Counter)
-    binary: list[tuple[str, str, str]] = []
-    for item, producer, verdict in votes:
-        if verdict in BINARY:
-            binary.append((item, producer, verdict))
-        else:
-            abstained[producer][verdict] += 1
+    binary = [v for v in votes if v[2] in BINARY]
+    abstentions = [v for v in votes if v[2] not in BINARY]
     if not binary:
         raise ValueError("no correct/incorrect votes to fit (only abstentions)")
     if model == "mace" and inputs.human:
@@ -214,7 +209,7 @@ def consensus(
         # human label on an item no producer voted on, which is still a known truth.
         posterior[i] = 1.0 if label == "correct" else 0.0
 
-    producers = _producer_table(binary, abstained, inputs.human, fits, stratum_of=lambda i: stratum_of(i, by))
+    producers = _producer_table(binary, abstentions, inputs.human, fits, stratum_of=lambda i: stratum_of(i, by))
     for row in producers:
         if row.degenerate:
             notes.append(
@@ -330,18 +325,25 @@ def _mace(df: pd.DataFrame, mace_cls: type) -> _Fit:
 
 def _producer_table(
     binary: Sequence[tuple[str, str, str]],
-    abstained: Mapping[str, Counter],
+    abstentions: Sequence[tuple[str, str, str]],
     human: Mapping[str, str],
     fits: Mapping[str, _Fit],
     *,
     stratum_of: Callable[[str], str],
 ) -> list[ProducerRates]:
     votes: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
+    abstained: dict[tuple[str, str], Counter] = defaultdict(Counter)
     for item, producer, verdict in binary:
         votes[(producer, stratum_of(item))].append((item, verdict))
+    for item, producer, verdict in abstentions:
+        abstained[(producer, stratum_of(item))][verdict] += 1
     out = []
-    for (producer, stratum), rows in sorted(votes.items()):
-        se, sp = fits[stratum].rates.get(producer, (None, None))
+    # A producer that only abstained in a stratum still gets its row: no rates, its abstentions.
+    for key in sorted(set(votes) | set(abstained)):
+        producer, stratum = key
+        rows = votes.get(key, [])
+        fit = fits.get(stratum)
+        se, sp = fit.rates.get(producer, (None, None)) if fit else (None, None)
         with_h = [(v, human[i]) for i, v in rows if i in human]
         pos = [v for v, h in with_h if h == "correct"]
         neg = [v for v, h in with_h if h == "incorrect"]
@@ -350,7 +352,7 @@ def _producer_table(
                 producer=producer,
                 stratum=stratum,
                 n_votes=len(rows),
-                abstentions=dict(sorted(abstained.get(producer, Counter()).items())),
+                abstentions=dict(sorted(abstained.get(key, Counter()).items())),
                 sensitivity=se,
                 specificity=sp,
                 false_accept_rate=None if sp is None else 1 - sp,

@@ -253,3 +253,17 @@ def test_small_strata_are_warned_about():
 def test_bad_inputs_are_refused_with_the_reason(inputs, options, message):
     with pytest.raises(ValueError, match=message):
         consensus(inputs, n_boot=0, **options)
+
+
+def test_abstentions_are_counted_per_stratum_and_a_silent_producer_still_has_its_row():
+    votes, truth = simulate(200, seed=8, panel={k: PANEL[k] for k in ("p_a", "p_b", "p_f")})
+    items = sorted(truth)
+    strata = {i: {"checkpoint": "base" if k < 50 else "rl"} for k, i in enumerate(items)}
+    votes += [(i, "crashes", "error") for i in items[:70]]  # 50 on base, 20 on rl
+    result = consensus(ConsensusInputs(votes=votes, strata=strata), by="checkpoint", n_boot=0)
+    rows = {(r.producer, r.stratum): r for r in result.producers}
+    assert rows[("crashes", "base")].abstentions == {"error": 50}
+    assert rows[("crashes", "rl")].abstentions == {"error": 20}
+    silent = rows[("crashes", "rl")]
+    assert silent.n_votes == 0 and silent.sensitivity is None and silent.specificity is None
+    assert rows[("p_a", "rl")].abstentions == {}
