@@ -37,8 +37,8 @@ the why; the definitions:
 
 Warnings: a producer fitted at sensitivity and specificity both ≥ 1 − DEGENERATE (the model took
 it as the truth; the others' rates are then measured against it), a stratum with fewer than
-MIN_ITEMS items, a group with fewer than MIN_ITEMS human labels (the human-only interval is wide),
-MACE with human labels.
+MIN_ITEMS items, a group with some but fewer than MIN_ITEMS human labels (the human-only interval
+is wide), MACE with human labels.
 """
 
 from __future__ import annotations
