@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from adjudication.analytics.bias import VERDICTS
+from adjudication.analytics.consensus import ConsensusInputs
 from adjudication.analytics.format_share import Observation, has_box, item_task_type
 from adjudication.ingest.formats import Row, RowError, iter_json_lines, iter_rows
 
@@ -160,3 +161,34 @@ def agreement_records(path: Path) -> list[dict[str, Any]]:
     if not out:
         raise InputError(path, "no rows")
     return out
+
+
+def consensus_file_inputs(path: Path) -> ConsensusInputs:
+    """The consensus input from an `agreement_records` file: one vote per line, the item's human
+    label from its lines' `human_verdict` (null = none) and its model / checkpoint / benchmark.
+    The lines of one item must agree on those; the error names the line that does not."""
+    votes: list[tuple[str, str, str]] = []
+    human: dict[str, str] = {}
+    strata: dict[str, dict[str, str]] = {}
+    first: dict[tuple[str, str], int] = {}
+    for r in agreement_records(path):
+        item = r["id"]
+        votes.append((item, r["producer"], r["verdict"]))
+        given = {"human_verdict": r["human_verdict"], **{k: r.get(k) for k in ("model", "checkpoint", "benchmark")}}
+        for key, value in given.items():
+            if value is None:
+                continue
+            known = human.get(item) if key == "human_verdict" else strata.get(item, {}).get(key)
+            if known is not None and known != value:
+                raise RowError(
+                    path,
+                    r["line"],
+                    key,
+                    f"{value!r} contradicts {known!r} given for item {item!r} on line {first[(item, key)]}",
+                )
+            first.setdefault((item, key), r["line"])
+            if key == "human_verdict":
+                human[item] = value
+            else:
+                strata.setdefault(item, {})[key] = value
+    return ConsensusInputs(votes=votes, human=human, strata=strata)

@@ -27,6 +27,7 @@ from django.db.models import BooleanField, Case, Count, F, Q, QuerySet, Value, W
 from django.db.models.fields.json import KT
 
 from adjudication.analytics.agreement import HumanObs, ReaderObs, VerdictCount, human_verdict
+from adjudication.analytics.consensus import ConsensusInputs
 from adjudication.analytics.format_share import Observation, item_task_type
 from adjudication.models import (
     AnalyticsReport,
@@ -148,6 +149,39 @@ def reader_observations(
         )
         for rid, sid, verdict, canonical, normalized, answer, model, ckpt, bench in rows.iterator(chunk_size=5000)
     ]
+
+
+def consensus_inputs(*, dataset: Dataset) -> ConsensusInputs:
+    """Every reading of the dataset as a vote (response id, producer display name, verdict), the
+    final human verdicts as labels (correct / incorrect only), and each response's model,
+    checkpoint and benchmark: the input of consensus.consensus."""
+    labels = reader_labels(dataset=dataset)
+    rows = Reading.objects.filter(response__dataset=dataset).values_list(
+        "response_id",
+        "reader_spec_id",
+        "verdict",
+        "response__run__model",
+        "response__run__checkpoint",
+        "response__run__benchmark",
+    )
+    votes: list[tuple[str, str, str]] = []
+    strata: dict[str, dict[str, str]] = {}
+    for rid, sid, verdict, model, ckpt, bench in rows.iterator(chunk_size=5000):
+        votes.append((str(rid), labels[sid], verdict))
+        strata[str(rid)] = {"model": model, "checkpoint": ckpt, "benchmark": bench}
+    human = {
+        rid: obs.verdict
+        for rid, obs in human_observations(dataset=dataset).items()
+        if obs.verdict in ("correct", "incorrect")
+    }
+    # A labelled response that no producer read still has its strata (it counts in the human-only figure).
+    missing = [int(r) for r in human if r not in strata]
+    if missing:
+        for rid, model, ckpt, bench in Response.objects.filter(id__in=missing).values_list(
+            "id", "run__model", "run__checkpoint", "run__benchmark"
+        ):
+            strata[str(rid)] = {"model": model, "checkpoint": ckpt, "benchmark": bench}
+    return ConsensusInputs(votes=votes, human=human, strata=strata)
 
 
 def _oldest_first(model: type[Label] | type[FinalLabel], dataset: Dataset, *fields: str) -> QuerySet:

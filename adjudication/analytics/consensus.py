@@ -1,0 +1,520 @@
+"""Panel consensus: every producer's error rates and every item's truth from overlapping verdicts,
+without full human labels (a latent-class model, crowd-kit's implementation).
+
+Pure functions over (item, producer, verdict) triples; no ORM (the selector `consensus_inputs`
+builds them from a dataset, `files.agreement_records` from a JSONL file). docs/consensus.md has
+the why; the definitions:
+
+* The latent truth of an item is binary: correct or incorrect. A producer's vote is its verdict
+  when it is correct or incorrect. `no_answer`, `timeout` and `error` are abstentions: the row is
+  left out of the fit (absent, not a third answer: crowd-kit would turn a third label into a third
+  latent class) and counted per producer in `abstentions`.
+* model "dawid-skene" (default): the two-coin Dawid–Skene model, one 2×2 confusion matrix per
+  producer. sensitivity = P(vote correct | truth correct), specificity = P(vote incorrect | truth
+  incorrect), false_accept_rate = 1 − specificity, false_reject_rate = 1 − sensitivity.
+  model "mace": MACE (each producer knows the answer with some probability, else draws from its
+  own label distribution); its confusion matrix is P(vote k | truth c) = know·[k = c] + spam·θ_k.
+* Human labels {item: correct|incorrect} are clamped observations (crowd-kit's `true_labels`): the
+  item's posterior is the human label at every EM step. MACE takes no known labels: with it the
+  human labels set the posteriors of their items after the fit, and the rates ignore them.
+* `by` (model, checkpoint or benchmark): one model per value of that field, so a producer has one
+  confusion matrix per stratum (lexical matching is good on short spans and poor on chat prose).
+* p_correct of an item: the posterior P(truth = correct | votes, human label).
+  accuracy of a group (the `by` field, else checkpoint) = mean p_correct over its items; its
+  interval is a seeded percentile bootstrap over items, refitting the model on every replicate.
+  Beside it: the human-only accuracy (the share of human-labelled items labelled correct) with
+  its Wilson interval.
+* human_sensitivity / human_specificity of a producer: its votes against the human labels on the
+  items that have both (Wilson intervals), the measured counterpart of the fitted rates.
+* phi of a producer pair, within class c: the φ coefficient of the two producers' votes (correct =
+  1) on the items both voted on, each item weighted by its posterior P(class c); `phi` is the mean
+  of the two classes' φ weighted by their posterior mass. Independent producers (the model's
+  assumption) have φ ≈ 0 within a class whatever their accuracy; a pair at φ ≥ CORRELATED_PHI is
+  reported in `correlated`.
+* group_duplicates = t: producers whose votes agree on at least a share t of the items they both
+  voted on (and at least MIN_COMMON of them) are merged, transitively, into one voter named
+  "a+b+…", whose vote on an item is the majority of its members' votes (a tie abstains).
+
+Warnings: a producer fitted at sensitivity and specificity both ≥ 1 − DEGENERATE (the model took
+it as the truth; the others' rates are then measured against it), a stratum with fewer than
+MIN_ITEMS items, a group with some but fewer than MIN_ITEMS human labels (the human-only interval
+is wide), MACE with human labels.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from itertools import combinations
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from adjudication.analytics.bias import BINARY, VERDICTS
+from adjudication.analytics.stats import percentile_interval, proportion
+
+if TYPE_CHECKING:  # pandas is imported with crowd-kit, by the fits only
+    import pandas as pd
+
+MODELS = ("dawid-skene", "mace")
+STRATA = ("model", "checkpoint", "benchmark")
+ABSTENTIONS = ("no_answer", "timeout", "error")
+ALL = "all"
+BOOTSTRAP = 200
+DEGENERATE = 0.005
+CORRELATED_PHI = 0.5
+MIN_ITEMS = 30
+MIN_COMMON = 10
+
+# (item, field or None) -> the item's stratum under that field (ALL for None)
+StratumOf = Callable[[str, str | None], str]
+
+
+@dataclass(frozen=True)
+class ConsensusInputs:
+    """What a fit reads: votes (item, producer, verdict), human labels, and each item's strata."""
+
+    votes: list[tuple[str, str, str]]
+    human: dict[str, str] = field(default_factory=dict)
+    strata: dict[str, dict[str, str]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ProducerRates:
+    producer: str
+    stratum: str
+    n_votes: int
+    abstentions: dict[str, int]
+    sensitivity: float | None
+    specificity: float | None
+    false_accept_rate: float | None
+    false_reject_rate: float | None
+    human_sensitivity: dict[str, Any]  # stats.proportion: k, n, rate, ci
+    human_specificity: dict[str, Any]
+    degenerate: bool
+
+
+@dataclass(frozen=True)
+class ItemPosterior:
+    item: str
+    stratum: str
+    p_correct: float
+    human: str | None
+
+
+@dataclass(frozen=True)
+class GroupAccuracy:
+    group: str
+    n_items: int
+    accuracy: float | None
+    ci: list[float] | None
+    human: dict[str, Any]  # stats.proportion of human labels saying correct
+
+
+@dataclass(frozen=True)
+class PairCorrelation:
+    producers: list[str]
+    n: int
+    agreement: float
+    phi_correct: float | None
+    phi_incorrect: float | None
+    phi: float | None
+
+
+@dataclass(frozen=True)
+class Consensus:
+    model: str
+    by: str | None
+    accuracy_by: str | None
+    producers: list[ProducerRates]
+    items: list[ItemPosterior]
+    accuracy: list[GroupAccuracy]
+    correlations: list[PairCorrelation]
+    correlated: list[PairCorrelation]
+    groups: dict[str, list[str]]
+    n_boot: int
+    seed: int
+    warnings: list[str]
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class _Fit:
+    p_correct: dict[str, float]  # task -> posterior
+    rates: dict[str, tuple[float | None, float | None]]  # producer -> (sensitivity, specificity)
+
+
+def validate(inputs: ConsensusInputs) -> None:
+    """ValueError naming the offending triple, label or option."""
+    seen: set[tuple[str, str]] = set()
+    for item, producer, verdict in inputs.votes:
+        if verdict not in VERDICTS:
+            raise ValueError(f"item {item!r}, producer {producer!r}: verdict {verdict!r} not one of {VERDICTS}")
+        if (item, producer) in seen:
+            raise ValueError(f"item {item!r}, producer {producer!r}: two verdicts")
+        seen.add((item, producer))
+    for item, label in inputs.human.items():
+        if label not in BINARY:
+            raise ValueError(f"item {item!r}: human label {label!r} not correct or incorrect")
+
+
+def consensus(
+    inputs: ConsensusInputs,
+    *,
+    by: str | None = None,
+    model: str = "dawid-skene",
+    n_boot: int = BOOTSTRAP,
+    seed: int = 0,
+    group_duplicates: float | None = None,
+) -> Consensus:
+    """Fit the model (one per `by` stratum) and assemble the producer, item, accuracy and
+    correlation tables (definitions in the module docstring)."""
+    if model not in MODELS:
+        raise ValueError(f"model must be one of {', '.join(MODELS)}, got {model!r}")
+    if by is not None and by not in STRATA:
+        raise ValueError(f"by must be one of {', '.join(STRATA)}, got {by!r}")
+    if group_duplicates is not None and not 0.5 < group_duplicates <= 1:
+        raise ValueError("group_duplicates must be in (0.5, 1]")
+    validate(inputs)
+    notes: list[str] = []
+    groups: dict[str, list[str]] = {}
+    votes = list(inputs.votes)
+    if group_duplicates is not None:
+        votes, groups = group_producers(votes, threshold=group_duplicates)
+    binary = [v for v in votes if v[2] in BINARY]
+    abstentions = [v for v in votes if v[2] not in BINARY]
+    if not binary:
+        raise ValueError("no correct/incorrect votes to fit (only abstentions)")
+    if model == "mace" and inputs.human:
+        notes.append("MACE takes no known labels: the human labels set their items' posteriors, not the rates")
+
+    def stratum_of(item: str, key: str | None) -> str:
+        if key is None:
+            return ALL
+        return (inputs.strata.get(item) or {}).get(key) or "-"
+
+    # Accuracy per checkpoint by default, the usual question; without checkpoints, one figure.
+    has_checkpoints = any((s or {}).get("checkpoint") for s in inputs.strata.values())
+    accuracy_by = by or ("checkpoint" if has_checkpoints else None)
+    items = sorted({i for i, _, _ in binary} | set(inputs.human), key=str)
+    fits = _fit_strata(binary, inputs.human, by=by, stratum_of=stratum_of, model=model)
+    posterior = {i: p for f in fits.values() for i, p in f.p_correct.items()}
+    for i, label in inputs.human.items():
+        # Dawid-Skene has clamped these already; MACE takes no known labels, and crowd-kit drops a
+        # human label on an item no producer voted on, which is still a known truth.
+        posterior[i] = 1.0 if label == "correct" else 0.0
+
+    producers = _producer_table(binary, abstentions, inputs.human, fits, stratum_of=lambda i: stratum_of(i, by))
+    for row in producers:
+        if row.degenerate:
+            notes.append(
+                f"{row.producer} ({row.stratum}): fitted at sensitivity ≈ specificity ≈ 1, the model took it "
+                "as the truth; the other producers' rates are measured against it (check `correlated`, "
+                "group near-duplicates, or fit per stratum)"
+            )
+    for s in sorted({stratum_of(i, by) for i in items}):
+        n = sum(stratum_of(i, by) == s for i in items)
+        if n < MIN_ITEMS:
+            notes.append(f"stratum {s}: only {n} item(s) (< {MIN_ITEMS}): the fitted rates are unreliable")
+
+    group_of = {i: stratum_of(i, accuracy_by) for i in items}
+    accuracy = _accuracy_table(
+        items,
+        posterior,
+        inputs.human,
+        group_of,
+        binary=binary,
+        by=by,
+        stratum_of=stratum_of,
+        model=model,
+        n_boot=n_boot,
+        seed=seed,
+    )
+    for g in accuracy:
+        if 0 < g.human["n"] < MIN_ITEMS:
+            notes.append(
+                f"{accuracy_by or 'all items'} {g.group}: only {g.human['n']} human label(s) (< {MIN_ITEMS}): "
+                "the human-only estimate is wide"
+            )
+    correlations = producer_correlations(binary, posterior)
+    return Consensus(
+        model=model,
+        by=by,
+        accuracy_by=accuracy_by,
+        producers=producers,
+        items=[
+            ItemPosterior(item=i, stratum=stratum_of(i, by), p_correct=posterior[i], human=inputs.human.get(i))
+            for i in items
+        ],
+        accuracy=accuracy,
+        correlations=correlations,
+        correlated=[c for c in correlations if c.phi is not None and c.phi >= CORRELATED_PHI],
+        groups=groups,
+        n_boot=n_boot,
+        seed=seed,
+        warnings=notes,
+    )
+
+
+def _fit_strata(
+    binary: Sequence[tuple[str, str, str]],
+    human: Mapping[str, str],
+    *,
+    by: str | None,
+    stratum_of: StratumOf,
+    model: str,
+) -> dict[str, _Fit]:
+    per: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
+    for row in binary:
+        per[stratum_of(row[0], by)].append(row)
+    return {s: fit_model(rows, human, model=model) for s, rows in sorted(per.items())}
+
+
+def fit_model(votes: Sequence[tuple[str, str, str]], human: Mapping[str, str], *, model: str) -> _Fit:
+    """One crowd-kit fit over binary votes (item, producer, correct|incorrect)."""
+    import pandas as pd
+    from pandas.errors import PandasChangeWarning
+
+    df = pd.DataFrame(votes, columns=["task", "worker", "label"])
+    with warnings.catch_warnings():
+        # crowd-kit 1.4.2 calls pandas APIs deprecated for pandas 4 hundreds of times per fit; the
+        # warnings are about crowd-kit's code, not ours, and would bury every other message.
+        warnings.simplefilter("ignore", category=PandasChangeWarning)
+        from crowdkit.aggregation import MACE, DawidSkene
+
+        if model == "mace":
+            return _mace(df, MACE)
+        known = pd.Series(dict(human), dtype=object)
+        known = known[known.index.isin(df["task"].unique())]
+        ds = DawidSkene(n_iter=100, tol=1e-5).fit(df, true_labels=known if len(known) else None)
+    probas = ds.probas_.reindex(columns=list(BINARY), fill_value=0.0)
+    errors = ds.errors_
+    rates: dict[str, tuple[float | None, float | None]] = {}
+    for w in sorted(df["worker"].unique()):
+        # errors_ has rows only for (producer, label) pairs observed; a missing row is P = 0.
+        def p(observed: str, true: str, w: str = w) -> float | None:
+            if true not in errors.columns:
+                return None  # no item of that class: the rate is undefined
+            key = (w, observed)
+            return float(errors.loc[key, true]) if key in errors.index else 0.0
+
+        rates[w] = (p("correct", "correct"), p("incorrect", "incorrect"))
+    return _Fit(p_correct={str(t): float(v) for t, v in probas["correct"].items()}, rates=rates)
+
+
+def _mace(df: pd.DataFrame, mace_cls: type) -> _Fit:
+    # crowd-kit 1.4.2 rebuilds thetas_ in sorted (worker, label) order but indexes it by
+    # first-appearance codes: sorted input makes the two orders the same (research-19 §2).
+    df = df.sort_values(["worker", "label"]).reset_index(drop=True)
+    workers = sorted(df["worker"].unique())
+    labels = sorted(df["label"].unique())
+    m = mace_cls(n_restarts=1, n_iter=50, random_state=0).fit(df)
+    rates: dict[str, tuple[float | None, float | None]] = {}
+    for wi, w in enumerate(workers):
+        spam, know = (float(x) for x in m.spamming_[wi])
+        theta = dict(zip(labels, (float(x) for x in m.thetas_[wi]), strict=True))
+        rates[w] = (know + spam * theta.get("correct", 0.0), know + spam * theta.get("incorrect", 0.0))
+    probas = m.probas_.reindex(columns=list(BINARY), fill_value=0.0)
+    return _Fit(p_correct={str(t): float(v) for t, v in probas["correct"].items()}, rates=rates)
+
+
+def _producer_table(
+    binary: Sequence[tuple[str, str, str]],
+    abstentions: Sequence[tuple[str, str, str]],
+    human: Mapping[str, str],
+    fits: Mapping[str, _Fit],
+    *,
+    stratum_of: Callable[[str], str],
+) -> list[ProducerRates]:
+    votes: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
+    abstained: dict[tuple[str, str], Counter] = defaultdict(Counter)
+    for item, producer, verdict in binary:
+        votes[(producer, stratum_of(item))].append((item, verdict))
+    for item, producer, verdict in abstentions:
+        abstained[(producer, stratum_of(item))][verdict] += 1
+    out = []
+    # A producer that only abstained in a stratum still gets its row: no rates, its abstentions.
+    for key in sorted(set(votes) | set(abstained)):
+        producer, stratum = key
+        rows = votes.get(key, [])
+        fit = fits.get(stratum)
+        se, sp = fit.rates.get(producer, (None, None)) if fit else (None, None)
+        with_h = [(v, human[i]) for i, v in rows if i in human]
+        pos = [v for v, h in with_h if h == "correct"]
+        neg = [v for v, h in with_h if h == "incorrect"]
+        out.append(
+            ProducerRates(
+                producer=producer,
+                stratum=stratum,
+                n_votes=len(rows),
+                abstentions=dict(sorted(abstained.get(key, Counter()).items())),
+                sensitivity=se,
+                specificity=sp,
+                false_accept_rate=None if sp is None else 1 - sp,
+                false_reject_rate=None if se is None else 1 - se,
+                human_sensitivity=proportion(pos.count("correct"), len(pos)),
+                human_specificity=proportion(neg.count("incorrect"), len(neg)),
+                degenerate=se is not None and sp is not None and se >= 1 - DEGENERATE and sp >= 1 - DEGENERATE,
+            )
+        )
+    return out
+
+
+def _accuracy_table(
+    items: Sequence[str],
+    posterior: Mapping[str, float],
+    human: Mapping[str, str],
+    group_of: Mapping[str, str],
+    *,
+    binary: Sequence[tuple[str, str, str]],
+    by: str | None,
+    stratum_of: StratumOf,
+    model: str,
+    n_boot: int,
+    seed: int,
+) -> list[GroupAccuracy]:
+    groups = sorted(set(group_of.values()))
+    samples: dict[str, list[float]] = {g: [] for g in groups}
+    if n_boot > 0:
+        by_item: dict[str, list[tuple[str, str]]] = defaultdict(list)
+        for item, producer, verdict in binary:
+            by_item[item].append((producer, verdict))
+        rng = np.random.default_rng(seed)
+        for _ in range(n_boot):
+            # Resample items, refit: a drawn item appears as many times as it was drawn, each copy
+            # a task of its own (the model sees it with its weight).
+            draw = rng.integers(0, len(items), size=len(items))
+            copies = [(f"{items[j]}#{k}", items[j]) for k, j in enumerate(draw)]
+            rows = [(copy, p, v) for copy, orig in copies for p, v in by_item.get(orig, ())]
+            known = {copy: human[orig] for copy, orig in copies if orig in human}
+            fits = _fit_strata(
+                rows, known, by=by, stratum_of=lambda i, key: stratum_of(i.rsplit("#", 1)[0], key), model=model
+            )
+            post = {i: p for f in fits.values() for i, p in f.p_correct.items()}
+            acc: dict[str, list[float]] = defaultdict(list)
+            for copy, orig in copies:
+                p = (1.0 if known[copy] == "correct" else 0.0) if copy in known else post.get(copy)
+                if p is not None:
+                    acc[group_of[orig]].append(p)
+            for g in groups:
+                if acc.get(g):
+                    samples[g].append(float(np.mean(acc[g])))
+    out = []
+    for g in groups:
+        members = [i for i in items if group_of[i] == g]
+        labelled = [human[i] for i in members if i in human]
+        ci = percentile_interval(samples[g]) if samples[g] else None
+        out.append(
+            GroupAccuracy(
+                group=g,
+                n_items=len(members),
+                accuracy=float(np.mean([posterior[i] for i in members])) if members else None,
+                ci=list(ci) if ci else None,
+                human=proportion(labelled.count("correct"), len(labelled)),
+            )
+        )
+    return out
+
+
+def _phi(table: np.ndarray) -> float | None:
+    """φ of a weighted 2×2 table [[n11, n10], [n01, n00]]; None when a margin is empty."""
+    (a, b), (c, d) = table
+    den = (a + b) * (c + d) * (a + c) * (b + d)
+    if den <= 1e-12:
+        return None
+    return float((a * d - b * c) / math.sqrt(den))
+
+
+def producer_correlations(
+    binary: Sequence[tuple[str, str, str]], posterior: Mapping[str, float]
+) -> list[PairCorrelation]:
+    """Every producer pair's within-class residual correlation (module docstring), most
+    correlated first."""
+    said: dict[str, dict[str, int]] = defaultdict(dict)
+    for item, producer, verdict in binary:
+        said[producer][item] = 1 if verdict == "correct" else 0
+    out = []
+    for a, b in combinations(sorted(said), 2):
+        common = sorted(set(said[a]) & set(said[b]))
+        if not common:
+            continue
+        va = np.array([said[a][i] for i in common])
+        vb = np.array([said[b][i] for i in common])
+        pc = np.array([posterior.get(i, 0.5) for i in common])
+        phis: list[float | None] = []
+        masses: list[float] = []
+        for w in (pc, 1 - pc):
+            table = np.array(
+                [
+                    [np.sum(w * va * vb), np.sum(w * va * (1 - vb))],
+                    [np.sum(w * (1 - va) * vb), np.sum(w * (1 - va) * (1 - vb))],
+                ]
+            )
+            phis.append(_phi(table))
+            masses.append(float(w.sum()))
+        defined = [(p, m) for p, m in zip(phis, masses, strict=True) if p is not None and m > 0]
+        phi = sum(p * m for p, m in defined) / sum(m for _, m in defined) if defined else None
+        out.append(
+            PairCorrelation(
+                producers=[a, b],
+                n=len(common),
+                agreement=float(np.mean(va == vb)),
+                phi_correct=phis[0],
+                phi_incorrect=phis[1],
+                phi=phi,
+            )
+        )
+    return sorted(out, key=lambda c: (-(c.phi if c.phi is not None else -2.0), c.producers))
+
+
+def group_producers(
+    votes: Iterable[tuple[str, str, str]], *, threshold: float
+) -> tuple[list[tuple[str, str, str]], dict[str, list[str]]]:
+    """Merge near-duplicate producers (module docstring) into one voter each: the votes with the
+    groups' majority in place of their members', and {group name: members} for groups of two or
+    more. An item where a group's members all abstain, or tie, is an abstention of the group."""
+    rows = list(votes)
+    said: dict[str, dict[str, str]] = defaultdict(dict)
+    for item, producer, verdict in rows:
+        said[producer][item] = verdict
+    parent = {p: p for p in said}
+
+    def root(p: str) -> str:
+        while parent[p] != p:
+            p = parent[p]
+        return p
+
+    for a, b in combinations(sorted(said), 2):
+        common = [i for i in said[a] if i in said[b] and said[a][i] in BINARY and said[b][i] in BINARY]
+        if len(common) < MIN_COMMON:
+            continue
+        agree = sum(said[a][i] == said[b][i] for i in common) / len(common)
+        if agree >= threshold:
+            parent[root(b)] = root(a)
+    members: dict[str, list[str]] = defaultdict(list)
+    for p in sorted(said):
+        members[root(p)].append(p)
+    name = {p: "+".join(ms) for ms in members.values() for p in ms}
+    out: list[tuple[str, str, str]] = []
+    for ms in members.values():
+        if len(ms) == 1:
+            out += [(i, ms[0], v) for i, v in said[ms[0]].items()]
+            continue
+        for item in sorted({i for p in ms for i in said[p]}):
+            tally = Counter(said[p][item] for p in ms if item in said[p])
+            c, n = tally["correct"], tally["incorrect"]
+            if c > n:
+                verdict = "correct"
+            elif n > c:
+                verdict = "incorrect"
+            elif c == 0:  # every member abstained: the group abstains the same way
+                verdict = next(v for v in ABSTENTIONS if tally[v])
+            else:  # a tie between votes is no vote
+                verdict = "no_answer"
+            out.append((item, name[ms[0]], verdict))
+    return out, {name[ms[0]]: ms for ms in members.values() if len(ms) > 1}
