@@ -120,14 +120,16 @@ def render(result: dict[str, Any], *, items: bool = False) -> str:
     lines = [f"model: {result['model']}" + (f", one fit per {result['by']}" if result["by"] else "")]
     for group, members in result["groups"].items():
         lines.append(f"grouped as one voter: {group} = {', '.join(members)}")
+    # Names are never cut: two readers may differ only in their tail (mmlu-pro-released, …-first-pattern).
+    w = max([len("producer"), *(len(p["producer"]) for p in result["producers"])])
     head = (
-        f"{'producer':<28} {'stratum':<12} {'votes':>6} {'abst.':>6} {'sens.':>6} {'spec.':>6} {'f.acc':>6} "
+        f"{'producer':<{w}} {'stratum':<12} {'votes':>6} {'abst.':>6} {'sens.':>6} {'spec.':>6} {'f.acc':>6} "
         f"{'f.rej':>6}  {'human sens.':>15} {'human spec.':>15}"
     )
     lines += ["", head, "-" * len(head)]
     for p in result["producers"]:
         lines.append(
-            f"{p['producer'][:28]:<28} {p['stratum'][:12]:<12} {p['n_votes']:>6} {sum(p['abstentions'].values()):>6} "
+            f"{p['producer']:<{w}} {p['stratum'][:12]:<12} {p['n_votes']:>6} {sum(p['abstentions'].values()):>6} "
             f"{_r(p['sensitivity']):>6} {_r(p['specificity']):>6} {_r(p['false_accept_rate']):>6} "
             f"{_r(p['false_reject_rate']):>6}  {_measured(p['human_sensitivity']):>15} "
             f"{_measured(p['human_specificity']):>15}"
