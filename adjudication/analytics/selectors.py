@@ -51,6 +51,8 @@ if TYPE_CHECKING:  # report.py imports this module
     from adjudication.analytics.report import Params
 
 HUMAN = "human"
+# The panel consensus (analytics.consensus) as a reader: each response's most likely truth.
+CONSENSUS = "consensus"
 
 
 def reader_labels(*, dataset: Dataset, spec_ids: Iterable[int] | None = None) -> dict[int, str]:
@@ -184,6 +186,21 @@ def consensus_inputs(*, dataset: Dataset) -> ConsensusInputs:
     return ConsensusInputs(votes=votes, human=human, strata=strata)
 
 
+def consensus_verdicts(*, dataset: Dataset) -> dict[int, str]:
+    """{response id: the consensus verdict}: correct where the posterior P(correct) is at least one
+    half. One Dawid–Skene fit per checkpoint, because format share compares checkpoints and a
+    reader's error rates are what differ between them (a base model's unboxed answers are what a
+    boxed reader misses); the final human labels are clamped. Items no producer voted on and no
+    human labelled have no verdict."""
+    from adjudication.analytics.consensus import consensus
+
+    inputs = consensus_inputs(dataset=dataset)
+    if not any(v in ("correct", "incorrect") for _, _, v in inputs.votes):
+        raise LookupError(f"no correct/incorrect readings in dataset {dataset.name!r} to fit a consensus from")
+    fit = consensus(inputs, by="checkpoint", n_boot=0)
+    return {int(i.item): "correct" if i.p_correct >= 0.5 else "incorrect" for i in fit.items}
+
+
 def _oldest_first(model: type[Label] | type[FinalLabel], dataset: Dataset, *fields: str) -> QuerySet:
     """The dataset's (final) labels as value tuples, oldest first: the last row per key is the newest."""
     return model.objects.filter(item__queue__dataset=dataset).order_by("created_at", "id").values_list(*fields)
@@ -312,8 +329,8 @@ def _box_annotation():
 def resolve_reader(*, dataset: Dataset, name: str, labels: dict[int, str] | None = None) -> int | str:
     """The reader spec of `name` among the dataset's readings (its display name; a plain name that
     several versions share means the newest of them), or HUMAN for the final human labels."""
-    if name == HUMAN:
-        return HUMAN
+    if name in (HUMAN, CONSENSUS):
+        return name
     labels = reader_labels(dataset=dataset) if labels is None else labels
     exact = [sid for sid, label in labels.items() if label == name]
     if exact:
@@ -326,7 +343,7 @@ def resolve_reader(*, dataset: Dataset, name: str, labels: dict[int, str] | None
     known = ", ".join(sorted(labels.values())) or "none"
     raise LookupError(
         f"no readings by {name!r} in dataset {dataset.name!r} (readers with readings: {known}; "
-        f"or 'human' for the final human labels)"
+        f"or 'human' for the final human labels, 'consensus' for the panel consensus)"
     )
 
 
@@ -345,7 +362,9 @@ def format_share_observations(
     if HUMAN in (rep, fix) and human is None:
         human = human_observations(dataset=dataset)
     verdicts: dict[int | str, dict[int, str]] = {}
-    for spec in {rep, fix} - {HUMAN}:
+    if CONSENSUS in (rep, fix):
+        verdicts[CONSENSUS] = consensus_verdicts(dataset=dataset)
+    for spec in {rep, fix} - {HUMAN, CONSENSUS}:
         verdicts[spec] = dict(
             Reading.objects.filter(response__dataset=dataset, reader_spec_id=spec).values_list("response_id", "verdict")
         )

@@ -135,3 +135,32 @@ def test_consensus_refuses_bad_options(write_jsonl):
     )
     with pytest.raises(CommandError, match=r"abst\.jsonl: no correct/incorrect votes"):
         run_command("consensus", input=str(only_abstentions), bootstrap=0)
+
+
+@pytest.mark.django_db
+def test_format_share_with_the_consensus_as_fixed_reader(labelled):
+    ds, _queue = labelled
+    out = json.loads(run_command("format_share", dataset="an", fixed_reader="consensus", json=True, bootstrap=20))
+    assert out["fixed_reader"] == "consensus" and "consensus" in out["sources"]["consensus"]
+    # The same fit through the consensus command: one per checkpoint, most likely truth per response.
+    fit = json.loads(run_command("consensus", dataset="an", json=True, bootstrap=0, by="checkpoint"))
+    says_correct = {int(i["item"]): i["p_correct"] >= 0.5 for i in fit["items"]}
+    runs = {r.id: (r.run.model, r.run.benchmark, r.run.checkpoint) for r in Response.objects.filter(dataset=ds)}
+    assert out["comparisons"]
+    for c in out["comparisons"]:
+        for side in ("base", "rl"):
+            ckpt = c[f"{side}_checkpoint"]
+            members = [rid for rid, key in runs.items() if key == (c["model"], c["benchmark"], ckpt)]
+            assert c[side]["n_responses"] == len(members)
+            expected = sum(says_correct.get(rid, False) for rid in members) / len(members)
+            assert c[side]["fixed_accuracy"] == pytest.approx(expected)
+    # Clamped: on every labelled response the consensus reader says what the humans said.
+    for rid, verdict in final_verdicts(ds).items():
+        assert says_correct[int(rid)] == (verdict == "correct")
+
+
+def test_format_share_consensus_needs_a_dataset(tmp_path):
+    path = tmp_path / "in.jsonl"
+    path.write_text('{"id": "a", "model": "m", "checkpoint": "base", "question": "q", "response": "r"}\n')
+    with pytest.raises(CommandError, match="use --dataset"):
+        run_command("format_share", input=str(path), fixed_reader="consensus")

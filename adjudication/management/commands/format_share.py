@@ -29,7 +29,12 @@ class Command(BaseCommand):
         )
         parser.add_argument("--reported-reader", default="boxed", help="the harness reader (default: boxed)")
         parser.add_argument(
-            "--fixed-reader", default="fixed", help="the fixed reader (default: fixed); 'human' = final human labels"
+            "--fixed-reader",
+            default="fixed",
+            help=(
+                "the fixed reader (default: fixed); 'human' = final human labels; 'consensus' = the panel "
+                "consensus (one Dawid-Skene fit per checkpoint over every reader's verdicts; --dataset only)"
+            ),
         )
         parser.add_argument("--base-checkpoint", default="base", help="the checkpoint every other one is compared with")
         parser.add_argument(
@@ -111,6 +116,11 @@ class Command(BaseCommand):
                 "positive gains with adequate extraction; choose the thresholds)"
             )
         overrides = parse_task_types(task_type)
+        if input is not None and "consensus" in (reported_reader, fixed_reader):
+            raise CommandError(
+                "'consensus' is fitted from a dataset's stored readings: use --dataset (for a file, fit it with "
+                "`manage.py consensus --input` and give its verdicts as a reader column)"
+            )
         if input is not None:
             from adjudication.analytics.files import format_share_observations
 
@@ -129,7 +139,12 @@ class Command(BaseCommand):
                 obs = db_observations(dataset=ds, reported=reported_reader, fixed=fixed_reader)
             except LookupError as exc:
                 raise CommandError(str(exc.args[0])) from exc
-            sources = {reported_reader: "stored readings", fixed_reader: "stored readings"}
+            sources = {
+                name: "panel consensus of the stored readings (Dawid-Skene per checkpoint, human labels clamped)"
+                if name == "consensus"
+                else "stored readings"
+                for name in (reported_reader, fixed_reader)
+            }
             if fixed_reader == "human" or reported_reader == "human":
                 sources["human"] = "final human labels (current per response)"
             source = {"dataset": dataset}
