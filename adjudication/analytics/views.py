@@ -265,7 +265,7 @@ def _consensus_context(res: dict[str, Any] | None) -> dict[str, Any]:
             "group": g["group"],
             "n_items": g["n_items"],
             "consensus": _ci(g["accuracy"], g["ci"]),
-            "human": "–" if g["human"]["rate"] is None else f"{_ci(g['human']['rate'], g['human']['ci'])}",
+            "human": _ci(g["human"]["rate"], g["human"]["ci"]),
             "human_n": g["human"]["n"],
         }
         for g in res["accuracy"]
