@@ -12,14 +12,18 @@ import json
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from django.conf import settings
+
 from adjudication.analytics import agreement as ag
 from adjudication.analytics import format_share as fs
 from adjudication.analytics import ranking
+from adjudication.analytics.consensus import consensus
 from adjudication.analytics.headline import format_share_headline
 from adjudication.analytics.selectors import (
     HUMAN,
     ReadingSummary,
     agreement_inputs,
+    consensus_inputs,
     disputed_by_benchmark,
     format_share_observations,
     ranking_tables,
@@ -107,6 +111,8 @@ class Report:
     agreement: dict[str, Any] = field(default_factory=dict)
     format_share: dict[str, Any] | None = None
     format_share_error: str = ""
+    consensus: dict[str, Any] | None = None
+    consensus_error: str = ""
     ranking: dict[str, Any] = field(default_factory=dict)
     kinds: dict[str, str] = field(default_factory=dict)
     readers: list[str] = field(default_factory=list)
@@ -125,6 +131,8 @@ class Report:
                 "agreement": self.agreement,
                 "format_share": self.format_share,
                 "format_share_error": self.format_share_error,
+                "consensus": self.consensus,
+                "consensus_error": self.consensus_error,
                 "ranking": self.ranking,
                 "kinds": self.kinds,
                 "readers": self.readers,
@@ -286,7 +294,33 @@ def build(dataset: Dataset, params: Params) -> Report:
     obs = _format_share(rep, summary, inputs["human"])
     _ranking(rep, summary)
     rep.headline = _headline(rep, obs)
+    _consensus(rep)
     return rep
+
+
+def _consensus(rep: Report) -> None:
+    """The panel consensus over every producer (docs/consensus.md): the numbers of `manage.py
+    consensus --dataset NAME --json --bootstrap N --seed SEED`, without the per-item posteriors
+    (one per response: the command lists them) and with only the correlated producer pairs."""
+    inputs = consensus_inputs(dataset=rep.dataset)
+    if not any(v in ("correct", "incorrect") for _, _, v in inputs.votes):
+        rep.consensus_error = "no correct/incorrect readings to fit a consensus from" + (
+            " (every reading is an abstention: no answer, timeout or error)" if inputs.votes else ""
+        )
+        return
+    n_items = len(inputs.strata)  # the responses in the fit: read by a producer or labelled
+    most = settings.ANALYTICS_CONSENSUS_BOOTSTRAP_MAX
+    n_boot = settings.ANALYTICS_CONSENSUS_BOOTSTRAP if n_items <= most else 0
+    try:
+        result = consensus(inputs, by=None, n_boot=n_boot, seed=rep.params.seed)
+    except (ValueError, LookupError) as exc:
+        rep.consensus_error = str(exc.args[0]) if exc.args else type(exc).__name__
+        return
+    out = jsonable(result.as_dict())
+    del out["items"], out["correlations"]
+    out["n_items"] = n_items
+    out["bootstrap_max"] = most
+    rep.consensus = out
 
 
 def _format_share_result(obs: list[fs.Observation], p: Params, by: str | None) -> dict[str, Any]:

@@ -38,6 +38,8 @@ PAGE_PARTS = (
     "flips_summary",
     "format_share",
     "format_share_error",
+    "consensus",
+    "consensus_error",
     "tables__readers",
     "tables__agreement",
     "tables__agreement-by",
@@ -48,10 +50,13 @@ PAGE_PARTS = (
     "agreement__population",
     "ranking__rankings",
 )
-REPORT_JSON_PARTS = ("params", "headline", "agreement", "format_share", "ranking", "flips_summary")
+REPORT_JSON_PARTS = ("params", "headline", "agreement", "format_share", "ranking", "flips_summary", "consensus")
+# Parts that are strings (or null): the errors beside format share and the consensus.
+REPORT_JSON_ERRORS = ("format_share_error", "consensus_error")
 REFRESH_SECONDS = 5  # how often a page waiting for its report reloads itself (a meta refresh)
 RETRY_AFTER_SECONDS = 10
 HEADLINE_ROWS = 8  # producers shown in the headline's bias and ranking tables; the rest download
+CORRELATED_ROWS = 10  # correlated producer pairs listed in the consensus section; the rest are in report.json
 
 
 def _f(value, lo=None, hi=None, digits: int = 3, signed: bool = False) -> str:
@@ -227,6 +232,62 @@ def _plots(body: dict[str, Any], scope: str) -> tuple[dict[str, str], list[dict[
     return {k: mark_safe(v) for k, v in plots.items()}, heatmaps
 
 
+def _measured(p: dict[str, Any] | None) -> str:
+    """A human-measured rate as `manage.py consensus` prints it: "0.750 (n=4)"; "–" when none."""
+    if not p or p.get("rate") is None:
+        return "–"
+    return f"{_f(p['rate'])} (n={p['n']})"
+
+
+def _consensus_context(res: dict[str, Any] | None) -> dict[str, Any]:
+    """The consensus section's rows, every number formatted as the consensus command prints it."""
+    if not res:
+        return {"consensus_rows": [], "consensus_accuracy": [], "consensus_correlated": [], "consensus_more": 0}
+    producers = [
+        {
+            "producer": p["producer"],
+            "stratum": p["stratum"],
+            "votes": p["n_votes"],
+            "abstentions": sum(p["abstentions"].values()),
+            "abstained": ", ".join(f"{k.replace('_', ' ')} {n}" for k, n in p["abstentions"].items()),
+            "sens": _f(p["sensitivity"]),
+            "spec": _f(p["specificity"]),
+            "fa": _f(p["false_accept_rate"]),
+            "fr": _f(p["false_reject_rate"]),
+            "h_sens": _measured(p["human_sensitivity"]),
+            "h_spec": _measured(p["human_specificity"]),
+            "degenerate": p["degenerate"],
+        }
+        for p in res["producers"]
+    ]
+    accuracy = [
+        {
+            "group": g["group"],
+            "n_items": g["n_items"],
+            "consensus": _ci(g["accuracy"], g["ci"]),
+            "human": _ci(g["human"]["rate"], g["human"]["ci"]),
+            "human_n": g["human"]["n"],
+        }
+        for g in res["accuracy"]
+    ]
+    correlated = [
+        {
+            "a": c["producers"][0],
+            "b": c["producers"][1],
+            "phi": _f(c["phi"]),
+            "agreement": _f(c["agreement"]),
+            "n": c["n"],
+        }
+        for c in res["correlated"][:CORRELATED_ROWS]
+    ]
+    return {
+        "consensus_rows": producers,
+        "consensus_accuracy": accuracy,
+        "consensus_correlated": correlated,
+        "consensus_more": max(len(res["correlated"]) - CORRELATED_ROWS, 0),
+    }
+
+
 def _flip_matrix(summary: dict[str, Any], order: list[str]) -> dict[str, Any]:
     """Flips per reader pair as a symmetric matrix over the readers in any flip (one row each:
     26 readers make 26 short rows, where a list of their pairs would run to hundreds of lines)."""
@@ -319,6 +380,7 @@ def _report_context(body: dict[str, Any], params: Params) -> dict[str, Any]:
         ],
         "readers": body["readers"],
         "fs_pools": _format_share_pools(body["format_share"]),
+        **_consensus_context(body.get("consensus")),
     }
 
 
@@ -401,9 +463,10 @@ def _download(dataset: Dataset, table: str, fmt: str, stored: StoredReport) -> H
         # Assembled from the stored parts as JSON text: a report runs to megabytes, and parsing it
         # only to write it out again would cost most of the request.
         texts = report_parts_json(report=report, parts=REPORT_JSON_PARTS)
-        error = report_parts(report=report, parts=["format_share_error"])["format_share_error"]
+        errors = report_parts(report=report, parts=REPORT_JSON_ERRORS)
         fields = [(k, json_text(v)) for k, v in {"dataset": dataset.name, **stamp}.items()]
-        fields += [(k, texts[k]) for k in REPORT_JSON_PARTS] + [("format_share_error", json_text(error or None))]
+        fields += [(k, texts[k]) for k in REPORT_JSON_PARTS]
+        fields += [(k, json_text(errors[k] or None)) for k in REPORT_JSON_ERRORS]
         response = HttpResponse(
             "{" + ", ".join(f"{json_text(k)}: {v}" for k, v in fields) + "}\n", content_type=CONTENT_TYPES["json"]
         )

@@ -93,3 +93,8 @@ AUDIT_OUTPUT_DIR = BASE_DIR / env_str("AUDIT_OUTPUT_DIR", default="var/audit")  
 # ANALYTICS_MAX_ATTEMPTS times; a failed one is retried on the next view until then.
 ANALYTICS_LEASE_SECONDS = float(env_str("ANALYTICS_LEASE_SECONDS", default="900"))
 ANALYTICS_MAX_ATTEMPTS = int(env_str("ANALYTICS_MAX_ATTEMPTS", default="3"))
+# The report's panel consensus (docs/consensus.md): bootstrap replicates of its accuracy intervals
+# (each refits the model) when the fit covers at most ANALYTICS_CONSENSUS_BOOTSTRAP_MAX responses,
+# none above (the page then points to `manage.py consensus --bootstrap N`).
+ANALYTICS_CONSENSUS_BOOTSTRAP = int(env_str("ANALYTICS_CONSENSUS_BOOTSTRAP", default="100"))
+ANALYTICS_CONSENSUS_BOOTSTRAP_MAX = int(env_str("ANALYTICS_CONSENSUS_BOOTSTRAP_MAX", default="20000"))

@@ -20,6 +20,13 @@ from ..conftest import run_command
 from ..review.conftest import make_user
 
 
+@pytest.fixture(autouse=True)
+def _consensus_without_bootstrap(settings) -> None:
+    """The report's panel consensus without bootstrap replicates: each refits the model (20 s for
+    a hundred on the `labelled` fixture). The consensus page tests set their own."""
+    settings.ANALYTICS_CONSENSUS_BOOTSTRAP = 0
+
+
 @pytest.fixture
 def computed(eager, django_capture_on_commit_callbacks) -> Callable[..., AnalyticsReport]:
     """computed(dataset, **query): the stored report the page shows for `query` (its parameters as
