@@ -309,7 +309,7 @@ def fit_model(votes: Sequence[tuple[str, str, str]], human: Mapping[str, str], *
 
 def _mace(df: pd.DataFrame, mace_cls: type) -> _Fit:
     # crowd-kit 1.4.2 rebuilds thetas_ in sorted (worker, label) order but indexes it by
-    # first-appearance codes: sorted input makes the two orders the same (research-19 §2).
+    # first-appearance codes: sorted input makes the two orders the same (docs/consensus.md).
     df = df.sort_values(["worker", "label"]).reset_index(drop=True)
     workers = sorted(df["worker"].unique())
     labels = sorted(df["label"].unique())
