@@ -26,6 +26,8 @@ ANSWER_FORMS: tuple[str, ...] = (
     "units",
     "percent",
     "sets_intervals",
+    # a short free-text answer compared with gold aliases (open-domain QA: NQ, TriviaQA)
+    "short_text",
 )
 
 
