@@ -19,7 +19,10 @@ France"]`, lossless), or text joined by `alias_separator` (default "/", as EVOUN
 them). With a separator the whole string stays an alias beside its parts, so that a gold which
 merely contains the separator ("AC/DC", "1/2") still matches itself. `alias_separator=None` never
 splits. A gold whose aliases all normalise to nothing is an `error` (upstream would count an empty
-gold as contained in every response); an empty normalised response is `no_answer`.
+gold as contained in every response); an empty normalised response is `no_answer`. A
+multiple-choice item is out of their contract: `error`, as the letter readers give on open-ended
+items. They are not in the default panel (`in_default_panel`): on a maths or multiple-choice
+dataset they would vote on every response, so they run when named (`--reader qa-contains`).
 """
 
 from __future__ import annotations
@@ -89,6 +92,7 @@ class _ShortAnswerReader(Reader):
 
     version = "1.0"
     contract: ClassVar[frozenset[str]] = SHORT_TEXT
+    in_default_panel: ClassVar[bool] = False
 
     def score(self, response: str, alias: str) -> float:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -97,6 +101,8 @@ class _ShortAnswerReader(Reader):
         return score >= 1.0
 
     def read(self, item: Item) -> Reading:
+        if item.is_multiple_choice:
+            return Reading("error", detail={"reason": "multiple-choice item: the QA readers compare free text"})
         aliases = [(a, normalize_answer(a)) for a in gold_aliases(item.gold, self.config.alias_separator)]
         aliases = [(a, n) for a, n in aliases if n]
         if not aliases:

@@ -118,6 +118,19 @@ def test_hostile_inputs_get_a_verdict_in_process(name):
     assert reader.read(Item(response=huge, gold=huge)).verdict == "correct"
 
 
+def test_a_multiple_choice_item_is_out_of_contract():
+    item = Item(response="The answer is (B).", gold="B", choices=("alpha", "beta", "gamma"))
+    for reader in (QAExactMatch(), QAContains(), QATokenF1()):
+        assert reader.read(item).verdict == "error"
+
+
+def test_they_run_when_named_not_in_the_default_panel():
+    from adjudication.pipeline.selectors import default_panel
+
+    panel = default_panel()
+    assert "fixed" in panel and not {"qa-exact-match", "qa-contains", "qa-token-f1"} & set(panel)
+
+
 def test_the_three_are_registered_for_short_text():
     rows = {r["name"]: r for r in registry.describe()}
     for name in ("qa-exact-match", "qa-contains", "qa-token-f1"):
