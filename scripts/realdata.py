@@ -865,11 +865,14 @@ def consensus_validation_markdown(res: dict[str, Any]) -> str:
         "",
         (
             "Labels after which the target's error stays under 2 points (random: mean over seeds, each seed in "
-            "brackets; `×w`: the labels weighted w times; human only: random labels' own share correct, no "
+            "brackets; ×w: the labels weighted w times in the fit; human only: random labels' own share correct, no "
             "consensus). A producer's target is its accuracy on one answering model's answers."
         ),
         "",
-        "| data set | target | items | error at 0 labels | allocator | random | allocator ×w | human only |",
+        (
+            f"| data set | target | items | error at 0 labels | allocator | random | allocator ×{res['human_weight']} "
+            "| human only |"
+        ),
         "|---|---|---|---|---|---|---|---|",
     ]
     for name, ds in res["datasets"].items():
