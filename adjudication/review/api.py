@@ -84,7 +84,7 @@ class QueueCreateSerializer(serializers.Serializer):
         allow_blank=True,
         default="",
         help_text="with priority information: accuracy, accuracy:<checkpoint>, reader:<producer>, bias:<producer>, "
-        "false-accept:<producer>, false-reject:<producer> or format-share:<base>,<rl>",
+        "false-accept:<producer>, false-reject:<producer> or format-share:<base>,<rl>[,<reader>]",
     )
     budget = serializers.IntegerField(
         min_value=1,

@@ -32,7 +32,7 @@ class Command(BaseCommand):
             "--target",
             default="",
             help="with --priority information: accuracy, accuracy:<checkpoint>, reader:<producer>, bias:<producer>, "
-            "false-accept:<producer>, false-reject:<producer> or format-share:<base>,<rl>",
+            "false-accept:<producer>, false-reject:<producer> or format-share:<base>,<rl>[,<reader>]",
         )
         parser.add_argument(
             "--budget", type=int, default=None, help="with --priority information: route at most this many items"
