@@ -298,10 +298,32 @@ def _route_information(policy: RoutingPolicy) -> RouteReport:
     ReviewItem.objects.bulk_create(items, ignore_conflicts=True, batch_size=1000)
     report.created = ReviewItem.objects.filter(policy=policy).count() - len(held)
     report.controls, report.informative = len(drawn), len(informative)
+    report.refreshed = _information_reasons_renew(policy, panel, target)
     _information_priorities_write(policy, fit.values)
     for queue in ReviewQueue.objects.filter(policy=policy):
         report.queued += _queue_items_add(queue)
     return report
+
+
+def _information_reasons_renew(policy: RoutingPolicy, panel: dict[int, str], target: str) -> int:
+    """Items whose response was replaced since they were routed (the reason holds only the old one):
+    they stay, with the new readings as their reason and the old reason kept."""
+    replaced = [
+        (pk, rid, control, reason)
+        for pk, rid, control, reason in ReviewItem.objects.filter(policy=policy, replaced_at__isnull=False)
+        .order_by("id")
+        .values_list("id", "response_id", "is_control", "reason")
+        if "readings" not in reason
+    ]
+    readings = _panel_readings_of(panel, [rid for _, rid, _, _ in replaced])
+    for pk, rid, control, reason in replaced:
+        renewed = {
+            "readings": readings.get(rid, {}),
+            "information": {"target": target, "pick": "random" if control else "information"},
+            "before_replacement": reason.get("before_replacement"),
+        }
+        ReviewItem.objects.filter(pk=pk).update(reason=json_safe(renewed))
+    return len(replaced)
 
 
 def _panel_readings_of(panel: dict[int, str], response_ids: list[int]) -> dict[int, dict[str, dict]]:

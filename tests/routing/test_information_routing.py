@@ -201,3 +201,18 @@ def test_queue_items_follow_the_refitted_priorities(info_dataset):
     values = information_fit(dataset=info_dataset, target="accuracy").values
     for qi in QueueItem.objects.filter(queue__name="qq").select_related("review_item"):
         assert qi.priority == qi.review_item.priority == values[qi.review_item.response_id]
+
+
+def test_a_replaced_response_stays_routed_with_its_new_readings_as_reason(info_dataset):
+    from adjudication.review.services import review_invalidate_replaced
+
+    route("rep", priority="information", target="accuracy", budget=4)
+    item = ReviewItem.objects.filter(policy__name="rep").order_by("id").first()
+    old_reason = item.reason
+    review_invalidate_replaced(response_ids=[item.response_id])
+    out = route("rep")
+    assert "0 new review items" in out and "1 replaced responses routed again" in out
+    item.refresh_from_db()
+    assert item.reason["before_replacement"] == old_reason
+    assert set(item.reason["readings"]) == set(PANEL) and item.reason["information"]["target"] == "accuracy"
+    assert ReviewItem.objects.filter(policy__name="rep").count() == 4

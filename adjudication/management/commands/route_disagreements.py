@@ -82,7 +82,8 @@ class Command(BaseCommand):
                 f"policy {existing}: {report.created} new review items ({report.informative} by information for "
                 f"{existing.target}, {report.controls} random controls); budget "
                 f"{existing.budget if existing.budget is not None else 'none'}; "
-                f"{report.queued} items added to the policy's queues; open items' priorities refitted"
+                + (f"{report.refreshed} replaced responses routed again; " if report.refreshed else "")
+                + f"{report.queued} items added to the policy's queues; open items' priorities refitted"
             )
             return
         self.stdout.write(
