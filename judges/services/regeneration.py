@@ -170,6 +170,8 @@ def _failed(item: RegenItem, out: CallOutcome, detail: dict) -> ReadingResult:
 # single prompt, an HTTP 500): from then on their options are scored one request each. Remembered
 # per process, keyed by the endpoint and where it points, so a worker pays the refusal once.
 _ONE_PROMPT_PER_REQUEST: set[tuple[int, str, str]] = set()
+# Endpoints whose echoed log-probabilities were found shifted by one position (see ECHO_SHIFTED).
+_ECHO_SHIFTED: set[tuple[int, str, str]] = set()
 _ONE_PROMPT_LOCK = threading.Lock()
 
 
@@ -207,6 +209,64 @@ def _echo_request(prompt: str | list[str]) -> dict:
     return {"prompt": prompt, "echo": True, "logprobs": 1, "max_tokens": 1, "temperature": 0}
 
 
+ECHO_SHIFTED = (
+    "the echoed log-probabilities end at the prompt although a token was generated: this server gives "
+    "each prompt token the log-probability of the position after it (llama-cpp-python without a BOS "
+    "token), so echo cannot score options"
+)
+
+
+def _shifted(key: tuple[int, str, str], attempts: int, out: CallOutcome, detail: dict) -> Scoring:
+    detail["echo_shifted"] = True
+    with _ONE_PROMPT_LOCK:
+        _ECHO_SHIFTED.add(key)
+    return Scoring(None, attempts, out, ECHO_SHIFTED)
+
+
+def _completions_scores(caller: Caller, item: RegenItem, fit: Fit, detail: dict) -> Scoring:
+    """`completions_echo`: echo + logprobs; on a server whose echoed log-probabilities are shifted
+    (remembered for the endpoint), the top log-probabilities at the first generated position of the
+    same completions prompt (the method it fell back to is `scored_by`)."""
+    key = _endpoint_key(caller.endpoint)
+    attempts = 0
+    if key in _ECHO_SHIFTED:
+        detail["echo_shifted"] = "earlier, by this endpoint (remembered)"
+    else:
+        echo = _echo_scores(caller, item, fit, detail)
+        if not detail.get("echo_shifted"):
+            return echo
+        attempts = echo.attempts
+    top = _completion_top_scores(caller, item, fit, detail)
+    return replace(top, attempts=top.attempts + attempts)
+
+
+def _completion_top_scores(caller: Caller, item: RegenItem, fit: Fit, detail: dict) -> Scoring:
+    # OpenAI's legacy completions allow 5 alternatives, vLLM 20 by default: ask for no more than 20.
+    k = max(1, min(caller.endpoint.top_logprobs, 20))
+
+    def build(output: str) -> tuple[str, dict, int]:
+        context = completion_context(replace(item, output=output))
+        return "completions", {"prompt": context, "max_tokens": 1, "temperature": 0, "logprobs": k}, len(context)
+
+    out = call_fitted(caller, fit, build, purpose="regen_logprobs", completion_tokens=1)
+    if not out.ok:
+        return Scoring(None, out.attempts, out, f"the scoring request was refused: {_refusal(out)}")
+    detail["scored_by"] = "completions_top_logprobs"
+    choice = ((out.body or {}).get("choices") or [{}])[0] or {}
+    lp = choice.get("logprobs") if isinstance(choice, dict) else None
+    tops = lp.get("top_logprobs") if isinstance(lp, dict) else None
+    first = tops[0] if isinstance(tops, list) and tops and isinstance(tops[0], dict) else None
+    if first is None:
+        detail["logprobs_missing"] = True
+        return Scoring(None, out.attempts, out, "the reply carries no top log-probabilities")
+    alternatives = [{"token": token, "logprob": value} for token, value in first.items()]
+    scores = answers.letter_scores_from_top(alternatives, answers.letters(len(item.choices)))
+    if not scores:
+        detail["logprobs_missing"] = "no option letter among the top alternatives"
+        return Scoring(None, out.attempts, out, "no option letter among the top log-probabilities")
+    return Scoring(scores, out.attempts, out)
+
+
 def _echo_scores(caller: Caller, item: RegenItem, fit: Fit, detail: dict) -> Scoring:
     """completions + echo: one request with a list prompt (one entry per option), or, on a server
     that refuses a list, one request per option (remembered for the endpoint)."""
@@ -231,6 +291,8 @@ def _echo_scores(caller: Caller, item: RegenItem, fit: Fit, detail: dict) -> Sco
                 index = choice.get("index", position) if isinstance(choice, dict) else position
                 if not isinstance(index, int) or not 0 <= index < len(valid):
                     continue
+                if answers.echo_stops_at_prompt(choice, len(context) + 1 + len(valid[index])):
+                    return _shifted(key, attempts, out, detail)
                 score = _echo_score(choice, len(context), len(context) + 1 + len(valid[index]))
                 if score is not None:
                     scores[valid[index]] = score
@@ -259,6 +321,8 @@ def _echo_scores(caller: Caller, item: RegenItem, fit: Fit, detail: dict) -> Sco
                 return Scoring(None, attempts, out, f"a per-option scoring request was refused: {_refusal(out)}")
             context = completion_context(replace(item, output=fit.text))
             choice = ((out.body or {}).get("choices") or [None])[0]
+            if answers.echo_stops_at_prompt(choice, len(context) + 1 + len(letter)):
+                return _shifted(key, attempts, out, detail)
             score = _echo_score(choice, len(context), len(context) + 1 + len(letter))
             if score is not None:
                 scores[letter] = score
@@ -370,7 +434,9 @@ def _regenerate_fitted(caller: Caller, item: RegenItem, fit: Fit) -> ReadingResu
         gold = answers.gold_letter(item.gold, item.choices)
         scoring: Scoring | None = None
         if cfg.logprob_method in (Endpoint.LogprobMethod.COMPLETIONS_ECHO, Endpoint.LogprobMethod.CHAT_TOP_LOGPROBS):
-            scorer = _echo_scores if cfg.logprob_method == Endpoint.LogprobMethod.COMPLETIONS_ECHO else _chat_scores
+            scorer = (
+                _completions_scores if cfg.logprob_method == Endpoint.LogprobMethod.COMPLETIONS_ECHO else _chat_scores
+            )
             scoring = scorer(caller, item, fit, detail)
             attempts += scoring.attempts
             out = scoring.outcome

@@ -5,7 +5,8 @@ to it through the real `openai` client exactly as it talks to vLLM. It serves
 
 * POST /v1/chat/completions: `reply` as the assistant message; with `logprobs`/`top_logprobs`,
   the first generated token and its alternatives (from `chat_top`).
-* POST /v1/completions: `prompt` a string or a list; with `echo` + `logprobs`, the prompt's tokens
+* POST /v1/completions: `prompt` a string or a list; without `echo`, `logprobs` gives the first
+  generated position's alternatives from `chat_top`; with `echo` + `logprobs`, the prompt's tokens
   (a simple word/punctuation tokenizer, leading space attached), `token_logprobs` (first null),
   `top_logprobs` and `text_offset`, vLLM/OpenAI style; the last prompt token's log-probability
   is taken from `letter_logprobs` when it is an option letter.
@@ -29,7 +30,10 @@ Two refusals of llama-cpp-python's server (`python -m llama_cpp.server`, 0.3.x),
 sends them: with `one_prompt_only`, a completions `prompt` list of more than one entry is an HTTP
 500 whose error message is empty (an `assert len(body.prompt) <= 1` in its route); with `n_ctx`, a
 prompt of at least that many tokens (this server's tokenizer; a chat request counts its messages'
-contents) is an HTTP 400 `context_length_exceeded` worded as llama-cpp-python words it.
+contents) is an HTTP 400 `context_length_exceeded` worded as llama-cpp-python words it; with
+`echo_shifted`, echoed log-probabilities are off by one position as llama-cpp-python's are for a
+model without a BOS token (each prompt token carries the next token's value, the generated token is
+left out).
 
 A client that hangs up before the reply was written shows as status 499 in `stats.statuses`.
 Counters: requests, max requests in flight, statuses.
@@ -85,7 +89,9 @@ class LoopbackServer:
         keep_bodies: bool = True,
         one_prompt_only: bool = False,
         n_ctx: int | None = None,
+        echo_shifted: bool = False,
     ) -> None:
+        self.echo_shifted = echo_shifted
         self.latency_s = latency_s
         self.one_prompt_only = one_prompt_only
         self.n_ctx = n_ctx
@@ -283,11 +289,19 @@ class LoopbackServer:
                     toks.append(tok)
                     offsets.append(base + off)
                     lps.append(-0.25)
+                if echo and self.echo_shifted:
+                    # llama-cpp-python: each token gets the next position's value; the last is lost
+                    lps = [None, *lps[2 : len(tokens) + 1]]
+                    del toks[len(tokens) :], offsets[len(tokens) :]
+                tops: list[dict | None] = [None if lp is None else {t: lp} for t, lp in zip(toks, lps)]
+                if not echo and self.chat_top and tops:
+                    # the alternatives at the first generated position, as for chat (`chat_top`)
+                    tops[0] = dict(self.chat_top[: int(want or 1)])
                 choice["logprobs"] = {
                     "tokens": toks,
                     "token_logprobs": lps,
                     "text_offset": offsets,
-                    "top_logprobs": [None if lp is None else {t: lp} for t, lp in zip(toks, lps)],
+                    "top_logprobs": tops,
                 }
             choices.append(choice)
         usage = {"prompt_tokens": prompt_tokens, "completion_tokens": len(prompts), "total_tokens": 0}

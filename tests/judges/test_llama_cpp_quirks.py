@@ -154,3 +154,37 @@ def test_a_template_longer_than_the_context_fails_after_cutting_all_of_the_respo
     assert r.detail["truncated"]["rounds"] <= MAX_ROUNDS
     assert r.detail["attempts"] == LLMAttempt.objects.count() == r.detail["truncated"]["rounds"] + 1
     assert json.dumps(r.detail)  # stored as JSON
+
+
+def test_shifted_echo_logprobs_are_not_scores_the_top_logprobs_of_the_same_prompt_are(
+    loopback, make_endpoint, make_dataset
+):
+    # llama-cpp-python: a list refused, and each echoed token carries the next position's value
+    loopback.one_prompt_only = True
+    loopback.echo_shifted = True
+    loopback.letter_logprobs = LETTERS  # what an aligned echo would give: never seen through the shift
+    loopback.chat_top = [(" C", -0.3), (" B", -1.5), ("\n", -2.0), (" A", -2.5)]
+    ep = make_endpoint(top_logprobs=30)
+    r = regen(make_dataset([mc_row(0)], name="first", n_mc=0), ep)["mc-0"]
+    assert (r.answer, r.verdict, r.detail["scored_by"], r.detail["fallback"]) == (
+        "C",
+        "incorrect",
+        "completions_top_logprobs",
+        False,
+    )
+    assert r.detail["scores"] == {"A": -2.5, "B": -1.5, "C": -0.3} and r.detail["echo_shifted"] is True
+    # the list (500, then the same 500), one echoed option found shifted, then the top alternatives
+    bodies = loopback.stats.bodies
+    assert [(type(b["prompt"]).__name__, b.get("echo", False)) for b in bodies] == [
+        ("list", True),
+        ("list", True),
+        ("str", True),
+        ("str", False),
+    ]
+    last = bodies[-1]
+    assert last["logprobs"] == 20 and last["max_tokens"] == 1 and last["prompt"].endswith("\n\nAnswer:")
+    # remembered: a later run goes straight to the top alternatives
+    loopback.reset_stats()
+    r = regen(make_dataset([mc_row(1)], name="later", n_mc=0), ep)["mc-1"]
+    assert r.detail["scored_by"] == "completions_top_logprobs" and "remembered" in r.detail["echo_shifted"]
+    assert len(loopback.stats.bodies) == 1 and r.detail["attempts"] == 1
