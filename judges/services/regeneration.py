@@ -258,6 +258,9 @@ def _completion_top_scores(caller: Caller, item: RegenItem, fit: Fit, detail: di
     first = tops[0] if isinstance(tops, list) and tops and isinstance(tops[0], dict) else None
     if first is None:
         detail["logprobs_missing"] = True
+        if isinstance(lp, dict) and not lp.get("tokens") and choice.get("text") == "":
+            # llama-cpp-python lists no position when the first token sampled ends the text
+            return Scoring(None, out.attempts, out, "no token was generated (the model ended at once): no alternatives")
         return Scoring(None, out.attempts, out, "the reply carries no top log-probabilities")
     alternatives = [{"token": token, "logprob": value} for token, value in first.items()]
     scores = answers.letter_scores_from_top(alternatives, answers.letters(len(item.choices)))
