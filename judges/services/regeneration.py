@@ -24,8 +24,16 @@ Multiple choice is answered by log-probability, by the endpoint's `logprob_metho
   logprobs=true, top_logprobs=k at the first generated position; " B", "B", "(B" are merged.
   On vLLM (flavour "vllm") the output and "Answer:" are the final assistant message, continued
   (continue_final_message); elsewhere "Answer:" is a final user turn.
-* `none`, or an endpoint that returns no log-probabilities, or refuses the logprob request with a
-  4xx: a short generation, parsed for an option letter or text (detail.fallback = true).
+  A server that refuses a list prompt (llama-cpp-python: HTTP 500) gets one request per option;
+  one whose echoed log-probabilities are shifted by a position (llama-cpp-python again) is scored
+  by the top alternatives at the first generated position of the same prompt. Both are
+  remembered per endpoint (per process), and `detail.scored_by` names the method that answered.
+* `none`, or whenever scoring is impossible (refused with a 4xx or the same 500 twice, no usable
+  log-probabilities): a short generation, parsed for an option letter or text (detail.fallback =
+  true, detail.fallback_reason says why). An outage is an error reading, not a fallback.
+
+A response longer than the server's context is cut in its middle and sent again (judges.fit;
+detail.truncated).
 
 Open-ended and math questions: a short generation (max 32 tokens, temperature 0), light
 post-processing (first line; \\boxed{}, \\text{}, $ stripped), compared with the gold by
