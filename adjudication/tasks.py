@@ -89,3 +89,13 @@ def compute_report(self, report_id: int) -> str:
     if not report_still_needed(report):
         return "not needed"
     return report_compute(report_id=report_id).status
+
+
+@shared_task(bind=True, acks_late=True)
+def refresh_information_priorities(self, policy_id: int) -> str:
+    """Refit an information policy's priorities if its refresh request is still pending (a burst of
+    final labels made one request; a second delivery finds it claimed and does nothing)."""
+    from adjudication.routing.services import information_refresh_claimed
+
+    report = information_refresh_claimed(policy_id=policy_id)
+    return f"{report.changed} priorities changed" if report.refitted else "nothing pending"

@@ -83,6 +83,24 @@ def continuation_logprob(logprobs: dict, context_len: int, prompt_len: int) -> t
     return (total, used) if used else None
 
 
+def echo_stops_at_prompt(choice: Any, prompt_len: int) -> bool:
+    """True when an echoed completion generated text past its prompt but its log-probabilities end
+    at or before the prompt's end. vLLM and OpenAI list the generated token too; llama-cpp-python
+    (0.3.x, a model without a BOS token) pairs each token with the next position's distribution and
+    so loses the last one: its prompt log-probabilities are shifted, not scores of those tokens."""
+    if not isinstance(choice, dict):
+        return False
+    text = choice.get("text")
+    lp = choice.get("logprobs")
+    if not isinstance(text, str) or len(text) <= prompt_len or not isinstance(lp, dict):
+        return False
+    tokens = lp.get("tokens") or []
+    offsets = lp.get("text_offset") or []
+    if not tokens or len(offsets) != len(tokens) or not isinstance(offsets[-1], int):
+        return False
+    return offsets[-1] + len(tokens[-1] or "") <= prompt_len
+
+
 _VARIANT_STRIP = re.compile(r"^[\s(\[{*_\"'“‘]+|[\s)\]}*_\"'”’.:,]+$")
 
 
@@ -96,7 +114,8 @@ def letter_scores_from_top(top: list[dict], valid: Sequence[str]) -> dict[str, f
         if not isinstance(token, str):
             continue
         key = _VARIANT_STRIP.sub("", token)
-        if key in valid:
+        # `valid` may be a string of letters, where "" (a whitespace token, stripped) is "in" it.
+        if key and key in valid:
             groups.setdefault(key, []).append(_lp(alt.get("logprob")))
     scores = {k: logsumexp(v) for k, v in groups.items()}
     return {k: v for k, v in scores.items() if v != -math.inf}

@@ -26,6 +26,8 @@ ANSWER_FORMS: tuple[str, ...] = (
     "units",
     "percent",
     "sets_intervals",
+    # a short free-text answer compared with gold aliases (open-domain QA: NQ, TriviaQA)
+    "short_text",
 )
 
 
@@ -97,6 +99,10 @@ class Reader:
     name: ClassVar[str]
     version: ClassVar[str]
     kind: ClassVar[str] = "rule"  # "rule" | "regeneration" | "judge"
+    # In the panel a dataset is read with when no reader is named (pipeline.selectors.default_panel).
+    # Off for readers that only make sense on one kind of benchmark and would otherwise vote on
+    # every response of every other kind (the short-answer QA readers): those are named to run.
+    in_default_panel: ClassVar[bool] = True
     contract: ClassVar[frozenset[str]] = frozenset()
     # Which upstream behaviour this reproduces ("lm-eval 0.4.13 gsm8k strict-match"), for the docs.
     upstream: ClassVar[str] = ""

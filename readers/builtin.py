@@ -30,6 +30,7 @@ from .mc.seed002 import (
     LastExtract,
     StrictMatch,
 )
+from .qa import QAContains, QAExactMatch, QATokenF1
 from .registry import Entry
 
 READERS: tuple[Entry, ...] = (
@@ -141,4 +142,12 @@ READERS: tuple[Entry, ...] = (
         seed001.cascade,
         "seed 001's reference cascade: delimiters and trailing periods peeled, no unboxing; parse failure = error",
     ),
+    # short-answer QA (NQ, TriviaQA, EVOUNA): SQuAD normalisation, best gold alias
+    Entry("qa-exact-match", QAExactMatch, "short-answer QA: SQuAD-normalised response equals a gold alias"),
+    Entry(
+        "qa-contains",
+        QAContains,
+        "short-answer QA: a SQuAD-normalised gold alias is contained in the response (EVOUNA lexical matching)",
+    ),
+    Entry("qa-token-f1", QATokenF1, "short-answer QA: SQuAD token F1 with the best gold alias >= threshold (0.5)"),
 )

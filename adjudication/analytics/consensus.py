@@ -17,6 +17,12 @@ the why; the definitions:
 * Human labels {item: correct|incorrect} are clamped observations (crowd-kit's `true_labels`): the
   item's posterior is the human label at every EM step. MACE takes no known labels: with it the
   human labels set the posteriors of their items after the fit, and the rates ignore them.
+* human_weight = w (Dawid–Skene only): a clamped item counts w times in the M-step. crowd-kit
+  cannot weight a known label, so each labelled item that has votes is given to it w times, as w
+  tasks carrying the same votes and the same clamp; the copies' posteriors are dropped. w = 1 (the
+  default) is the plain clamp. The producers' rates then lean on the human-labelled items w times
+  as much as on an unlabelled one: a few hundred labels can pull a fit that took a correlated
+  cluster for the truth back toward the humans (docs/consensus.md, "Validation on real labels").
 * `by` (model, checkpoint or benchmark): one model per value of that field, so a producer has one
   confusion matrix per stratum (lexical matching is good on short spans and poor on chat prose).
 * p_correct of an item: the posterior P(truth = correct | votes, human label).
@@ -171,6 +177,7 @@ def consensus(
     n_boot: int = BOOTSTRAP,
     seed: int = 0,
     group_duplicates: float | None = None,
+    human_weight: int = 1,
 ) -> Consensus:
     """Fit the model (one per `by` stratum) and assemble the producer, item, accuracy and
     correlation tables (definitions in the module docstring)."""
@@ -180,6 +187,10 @@ def consensus(
         raise ValueError(f"by must be one of {', '.join(STRATA)}, got {by!r}")
     if group_duplicates is not None and not 0.5 < group_duplicates <= 1:
         raise ValueError("group_duplicates must be in (0.5, 1]")
+    if isinstance(human_weight, bool) or not isinstance(human_weight, int) or human_weight < 1:
+        raise ValueError(f"human_weight must be an integer >= 1, got {human_weight!r}")
+    if human_weight > 1 and model != "dawid-skene":
+        raise ValueError("human_weight needs model dawid-skene (MACE takes no known labels)")
     validate(inputs)
     notes: list[str] = []
     groups: dict[str, list[str]] = {}
@@ -202,7 +213,7 @@ def consensus(
     has_checkpoints = any((s or {}).get("checkpoint") for s in inputs.strata.values())
     accuracy_by = by or ("checkpoint" if has_checkpoints else None)
     items = sorted({i for i, _, _ in binary} | set(inputs.human), key=str)
-    fits = _fit_strata(binary, inputs.human, by=by, stratum_of=stratum_of, model=model)
+    fits = _fit_strata(binary, inputs.human, by=by, stratum_of=stratum_of, model=model, human_weight=human_weight)
     posterior = {i: p for f in fits.values() for i, p in f.p_correct.items()}
     for i, label in inputs.human.items():
         # Dawid-Skene has clamped these already; MACE takes no known labels, and crowd-kit drops a
@@ -234,6 +245,7 @@ def consensus(
         model=model,
         n_boot=n_boot,
         seed=seed,
+        human_weight=human_weight,
     )
     for g in accuracy:
         if 0 < g.human["n"] < MIN_ITEMS:
@@ -268,18 +280,46 @@ def _fit_strata(
     by: str | None,
     stratum_of: StratumOf,
     model: str,
+    human_weight: int = 1,
 ) -> dict[str, _Fit]:
     per: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
     for row in binary:
         per[stratum_of(row[0], by)].append(row)
-    return {s: fit_model(rows, human, model=model) for s, rows in sorted(per.items())}
+    return {s: fit_model(rows, human, model=model, human_weight=human_weight) for s, rows in sorted(per.items())}
 
 
-def fit_model(votes: Sequence[tuple[str, str, str]], human: Mapping[str, str], *, model: str) -> _Fit:
+def _replicate_labelled(
+    votes: Sequence[tuple[str, str, str]], human: Mapping[str, str], weight: int
+) -> tuple[list[tuple[str, str, str]], dict[str, str], set[str]]:
+    """The votes and clamps with every labelled item given `weight` times (module docstring,
+    human_weight), and the names of the added copies."""
+    tasks = {t for t, _, _ in votes}
+    by_item: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
+    for row in votes:
+        if row[0] in human:
+            by_item[row[0]].append(row)
+    rows, known, copies = list(votes), dict(human), set()
+    for item, item_votes in by_item.items():
+        for k in range(1, weight):
+            name = f"{item}\x1fw{k}"
+            while name in tasks:  # an item id that already looks like a copy keeps its own name
+                name += "'"
+            copies.add(name)
+            known[name] = human[item]
+            rows += [(name, p, v) for _, p, v in item_votes]
+    return rows, known, copies
+
+
+def fit_model(
+    votes: Sequence[tuple[str, str, str]], human: Mapping[str, str], *, model: str, human_weight: int = 1
+) -> _Fit:
     """One crowd-kit fit over binary votes (item, producer, correct|incorrect)."""
     import pandas as pd
     from pandas.errors import PandasChangeWarning
 
+    copies: set[str] = set()
+    if human_weight > 1 and human:
+        votes, human, copies = _replicate_labelled(votes, human, human_weight)
     df = pd.DataFrame(votes, columns=["task", "worker", "label"])
     with warnings.catch_warnings():
         # crowd-kit 1.4.2 calls pandas APIs deprecated for pandas 4 hundreds of times per fit; the
@@ -304,7 +344,7 @@ def fit_model(votes: Sequence[tuple[str, str, str]], human: Mapping[str, str], *
             return float(errors.loc[key, true]) if key in errors.index else 0.0
 
         rates[w] = (p("correct", "correct"), p("incorrect", "incorrect"))
-    return _Fit(p_correct={str(t): float(v) for t, v in probas["correct"].items()}, rates=rates)
+    return _Fit(p_correct={str(t): float(v) for t, v in probas["correct"].items() if str(t) not in copies}, rates=rates)
 
 
 def _mace(df: pd.DataFrame, mace_cls: type) -> _Fit:
@@ -377,6 +417,7 @@ def _accuracy_table(
     model: str,
     n_boot: int,
     seed: int,
+    human_weight: int = 1,
 ) -> list[GroupAccuracy]:
     groups = sorted(set(group_of.values()))
     samples: dict[str, list[float]] = {g: [] for g in groups}
@@ -393,7 +434,12 @@ def _accuracy_table(
             rows = [(copy, p, v) for copy, orig in copies for p, v in by_item.get(orig, ())]
             known = {copy: human[orig] for copy, orig in copies if orig in human}
             fits = _fit_strata(
-                rows, known, by=by, stratum_of=lambda i, key: stratum_of(i.rsplit("#", 1)[0], key), model=model
+                rows,
+                known,
+                by=by,
+                stratum_of=lambda i, key: stratum_of(i.rsplit("#", 1)[0], key),
+                model=model,
+                human_weight=human_weight,
             )
             post = {i: p for f in fits.values() for i, p in f.p_correct.items()}
             acc: dict[str, list[float]] = defaultdict(list)

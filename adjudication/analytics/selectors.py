@@ -270,6 +270,12 @@ def policy_strata(*, dataset: Dataset) -> list[dict[str, Any]]:
         FinalLabel.objects.filter(item__queue__dataset=dataset).values_list("item__review_item__policy_id", flat=True)
     )
     for policy in RoutingPolicy.objects.filter(id__in=labelled, dataset=dataset).prefetch_related("panel"):
+        if policy.priority == RoutingPolicy.Priority.INFORMATION:
+            # Its controls are drawn from every response, its other items are not "the disputed
+            # ones": the controls alone are the population sample (the disputed stratum weighs 0).
+            total = Response.objects.filter(dataset=dataset).count()
+            out.append({"policy": policy.name, "n_disputed": 0, "n_undisputed": total})
+            continue
         disputed = ReviewItem.objects.filter(policy=policy, is_control=False).count()
         panel = list(policy.panel.all())
         complete = (
@@ -310,6 +316,7 @@ def disputed_by_benchmark(*, dataset: Dataset) -> dict[str, int]:
     """{benchmark: responses some routing panel disputes} (controls are not disputes)."""
     rows = (
         ReviewItem.objects.filter(policy__dataset=dataset, is_control=False)
+        .exclude(policy__priority=RoutingPolicy.Priority.INFORMATION)  # routed by label value, not dispute
         .values("response__run__benchmark")
         .annotate(n=Count("response_id", distinct=True))
         .order_by()

@@ -177,8 +177,14 @@ def other_runs_active(*, run_id: uuid.UUID, dataset_id: int, kind: str) -> bool:
 
 
 def default_panel() -> list[str]:
-    """Every registered rule reader (LLM readers need an endpoint and are opted into explicitly)."""
-    return [name for name in reader_registry.names() if reader_registry.get(name).kind == "rule"]
+    """Every registered rule reader that is in the default panel (LLM readers need an endpoint and
+    are opted into explicitly, as are readers.Reader.in_default_panel = False ones: the short-answer
+    QA readers, which would vote on every multiple-choice and maths response)."""
+    return [
+        name
+        for name in reader_registry.names()
+        if (reader := reader_registry.get(name)).kind == "rule" and reader.in_default_panel
+    ]
 
 
 def missing_pairs(*, reader_specs: Sequence[ReaderSpec], response_ids: Sequence[int]) -> dict[int, list[int]]:

@@ -73,6 +73,27 @@ class QueueCreateSerializer(serializers.Serializer):
     seed = serializers.IntegerField(min_value=INT_MIN, max_value=INT_MAX, default=0)
     compare = serializers.ChoiceField(choices=RoutingPolicy.Compare.values, default=RoutingPolicy.Compare.EITHER)
     missing_is_disagreement = serializers.BooleanField(default=False)
+    priority = serializers.ChoiceField(
+        choices=RoutingPolicy.Priority.values,
+        default=RoutingPolicy.Priority.DISAGREEMENT,
+        help_text="the new policy's order; information: by label value for `target` (docs/consensus.md)",
+    )
+    target = serializers.CharField(
+        max_length=200,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="with priority information: accuracy, accuracy:<checkpoint>, reader:<producer>, bias:<producer>, "
+        "false-accept:<producer>, false-reject:<producer> or format-share:<base>,<rl>[,<reader>]",
+    )
+    budget = serializers.IntegerField(
+        min_value=1,
+        max_value=INT_MAX,
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="with priority information: route at most this many items (null: no limit)",
+    )
     title = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
     guidelines = serializers.CharField(required=False, allow_null=True, default=None, trim_whitespace=False)
     annotators = serializers.ListField(

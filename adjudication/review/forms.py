@@ -80,6 +80,14 @@ class QueueForm(forms.Form):
     missing_is_disagreement = forms.BooleanField(required=False)
     control_fraction = forms.FloatField(initial=0.0, min_value=0.0, max_value=1.0, required=False)
     seed = forms.IntegerField(initial=0, required=False, **model_bounds(RoutingPolicy, "seed"))
+    priority = forms.ChoiceField(
+        choices=RoutingPolicy.Priority.choices,
+        initial=RoutingPolicy.Priority.DISAGREEMENT,
+        required=False,
+        error_messages={"invalid_choice": "priority: one of " + ", ".join(RoutingPolicy.Priority.values)},
+    )
+    target = forms.CharField(max_length=RoutingPolicy._meta.get_field("target").max_length, required=False)
+    budget = forms.IntegerField(required=False, **model_bounds(RoutingPolicy, "budget"))
     overlap = forms.IntegerField(initial=2, **model_bounds(ReviewQueue, "overlap"))
     lease_seconds = forms.IntegerField(initial=900, **model_bounds(ReviewQueue, "lease_seconds"))
     show_candidates = forms.BooleanField(required=False, initial=True)
@@ -96,6 +104,19 @@ class QueueForm(forms.Form):
         if len(panel) < 2:
             raise forms.ValidationError("tick at least two readers: a panel of one cannot disagree")
         return panel
+
+    def clean(self) -> dict[str, Any]:
+        # The target's own check (does it parse, does the fit have that group or producer) is the
+        # routing service's, against the data: its message is shown as the form's error.
+        data = super().clean()
+        priority = data.get("priority") or RoutingPolicy.Priority.DISAGREEMENT
+        data["priority"] = priority
+        data["target"] = (data.get("target") or "").strip()
+        if priority == RoutingPolicy.Priority.INFORMATION and not data["target"]:
+            self.add_error("target", "priority information needs a target, e.g. reader:strict-match or accuracy")
+        elif priority != RoutingPolicy.Priority.INFORMATION and (data["target"] or data.get("budget") is not None):
+            self.add_error("target", "a target and a budget go with priority information only")
+        return data
 
 
 class GuidelinesForm(forms.Form):

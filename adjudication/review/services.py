@@ -39,6 +39,7 @@ from adjudication.review.labels import LabelEntry, agreement
 from adjudication.review.selectors import current_labels, open_item_skips
 from adjudication.revisions import dataset_changed
 from adjudication.routing.services import (
+    information_refresh_request,
     queue_items_sync,
     review_items_route,
     routing_policy_create,
@@ -90,6 +91,9 @@ def queue_create(
     seed: int = 0,
     missing_is_disagreement: bool = False,
     compare: str = "either",
+    priority: str = "disagreement",
+    target: str = "",
+    budget: int | None = None,
     created_by: User | None = None,
     title: str = "",
     guidelines: str | None = None,
@@ -97,8 +101,9 @@ def queue_create(
 ) -> ReviewQueue:
     """A queue over a routing policy's items. Without a policy, one is made from `panel` (reader
     names or specs; default: every rule reader that has read this dataset) and routed now. With
-    `annotators`, only they see and claim it. All or nothing: a queue that cannot be filled is not
-    left behind half made."""
+    `annotators`, only they see and claim it. `priority`, `target` and `budget` are the new policy's
+    (routing.services.routing_policy_create: "information" routes by label value for the target).
+    All or nothing: a queue that cannot be filled is not left behind half made."""
     queue = ReviewQueue(
         name=name,
         dataset=dataset,
@@ -144,6 +149,9 @@ def queue_create(
                         missing_is_disagreement=missing_is_disagreement,
                         control_fraction=control_fraction,
                         seed=seed,
+                        priority=priority,
+                        target=target,
+                        budget=budget,
                     )
                 except (ValueError, KeyError) as exc:
                     raise ReviewError(str(exc).strip("'\"")) from exc
@@ -342,7 +350,7 @@ def lease_claim_next(*, queue: ReviewQueue, annotator: User) -> Claim:
 
 _LOCK_ITEM_SQL = """
     SELECT qi.id, qi.queue_id, qi.review_item_id, qi.priority, qi.label_count, qi.status,
-           q.id, q.name, q.dataset_id, q.overlap, q.judge_correctness, qu.choices, ri.replaced_at
+           q.id, q.name, q.dataset_id, q.policy_id, q.overlap, q.judge_correctness, qu.choices, ri.replaced_at
     FROM adjudication_queueitem qi
     JOIN adjudication_reviewqueue q ON q.id = qi.queue_id
     JOIN adjudication_reviewitem ri ON ri.id = qi.review_item_id
@@ -352,7 +360,8 @@ _LOCK_ITEM_SQL = """
 _ITEM_COLUMNS = ["id", "queue_id", "review_item_id", "priority", "label_count", "status"]
 # In the model's field order (Model.from_db assigns a partial row's values in that order).
 # dataset_id: every label write raises the dataset's data version, without a query of its own.
-_QUEUE_COLUMNS = ["id", "name", "dataset_id", "overlap", "judge_correctness"]
+# policy_id: a final label asks an information policy for a refit (routing.services), no query either.
+_QUEUE_COLUMNS = ["id", "name", "dataset_id", "policy_id", "overlap", "judge_correctness"]
 _LOCK_ITEM_FIELDS = [
     *(QueueItem._meta.get_field(n.removesuffix("_id")) for n in _ITEM_COLUMNS),
     *(ReviewQueue._meta.get_field(n.removesuffix("_id")) for n in _QUEUE_COLUMNS),
@@ -525,6 +534,7 @@ def _settle(item: QueueItem, queue: ReviewQueue) -> None:
             correctness=first.correctness,
             provenance=FinalLabel.Provenance.UNANIMOUS,
         )
+        information_refresh_request(policy_id=queue.policy_id)
         item.status = QueueItem.Status.AGREED
     else:
         item.status = QueueItem.Status.CONFLICT
@@ -582,6 +592,7 @@ def final_label_adjudicate(
         )
         item.status = QueueItem.Status.ADJUDICATED
         item.save(update_fields=["status"])
+        information_refresh_request(policy_id=item.queue.policy_id)
         dataset_changed(dataset_id=item.queue.dataset_id)
         return final
 

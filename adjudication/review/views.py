@@ -14,7 +14,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from adjudication.exports import FORMATS, table_download
 from adjudication.forms import form_errors
-from adjudication.models import Dataset, FinalLabel, Label, Lease, QueueItem, ReaderSpec, ReviewQueue
+from adjudication.models import Dataset, FinalLabel, Label, Lease, QueueItem, ReaderSpec, ReviewQueue, RoutingPolicy
 from adjudication.permissions import has_role, is_manager, role_required
 from adjudication.review.agreement import queue_agreement
 from adjudication.review.forms import (
@@ -65,7 +65,7 @@ from adjudication.review.services import (
     queue_title_set,
     skips_reopen,
 )
-from adjudication.routing.selectors import dataset_readers, route_preview
+from adjudication.routing.selectors import dataset_readers, information_preview, route_preview
 
 
 # never_cache (Cache-Control: no-store): Back must ask the server again, never replay a page or a
@@ -316,8 +316,23 @@ def queue_new(request: HttpRequest) -> HttpResponse:
         "control_fraction": data["control_fraction"] or 0.0,
         "seed": data["seed"] or 0,
     }
+    information = {"priority": data["priority"], "target": data["target"], "budget": data["budget"]}
     if not creating:
-        context["preview"] = route_preview(dataset=dataset, **routing)
+        if data["priority"] != RoutingPolicy.Priority.INFORMATION:
+            context["preview"] = route_preview(dataset=dataset, **routing)
+            return render(request, "review/queue_new.html", context)
+        try:
+            fit, picks = information_preview(
+                dataset=dataset,
+                target=data["target"],
+                budget=data["budget"],
+                control_fraction=routing["control_fraction"],
+                seed=routing["seed"],
+            )
+        except ValueError as exc:
+            messages.error(request, f"target: {exc}")
+            return render(request, "review/queue_new.html", context)
+        context["information_preview"] = {"fit": fit, "picks": picks}
         return render(request, "review/queue_new.html", context)
     try:
         queue = queue_create(
@@ -330,6 +345,7 @@ def queue_new(request: HttpRequest) -> HttpResponse:
             created_by=request.user,
             title=data["title"],
             **routing,
+            **information,
         )
     except ReviewError as exc:
         messages.error(request, str(exc))

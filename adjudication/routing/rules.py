@@ -1,4 +1,5 @@
-"""Disagreement routing: which responses a panel of readers disputes, as pure functions.
+"""Disagreement routing: which responses a panel of readers disputes, as pure functions; and the
+serving order of an information policy's items (label values, controls spread among them).
 
 Kept free of the ORM so the rules are testable on plain tuples and reusable by the analytics.
 """
@@ -7,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -138,3 +139,20 @@ def is_control(*, seed: int, response_key: str, fraction: float) -> bool:
 def random_priority(*, seed: int, response_key: str) -> float:
     digest = hashlib.sha256(f"priority:{seed}:{response_key}".encode()).digest()
     return int.from_bytes(digest[:8], "big") / 2**64
+
+
+def information_priorities(
+    *, values: Mapping[int, float], informative: Collection[int], controls: Collection[int], seed: int
+) -> dict[int, float]:
+    """The priority of every open item of an information policy: an informative item's is its label
+    value; the controls are spread evenly through that order (the j-th of n controls, in a seeded
+    shuffle, takes the value found at rank (j + ½)·m/n of the m informative items, and ties with it),
+    so that a queue served from the top keeps its random share at every point, however the values
+    move on a refit. Controls without any informative item left: a seeded random order."""
+    ranked = sorted((values.get(i, 0.0) for i in informative), reverse=True)
+    out = {i: values.get(i, 0.0) for i in informative}
+    shuffled = sorted(controls, key=lambda i: random_priority(seed=seed, response_key=str(i)))
+    n, m = len(shuffled), len(ranked)
+    for j, i in enumerate(shuffled):
+        out[i] = ranked[min(m - 1, int((j + 0.5) * m / n))] if m else random_priority(seed=seed, response_key=str(i))
+    return out

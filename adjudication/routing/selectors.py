@@ -1,14 +1,26 @@
-"""Reads of the routing: a dataset's readers, the panel's readings response by response, and what a
-policy would route (the preview a manager sees before creating a queue). Nothing here writes."""
+"""Reads of the routing: a dataset's readers, the panel's readings response by response, what a
+policy would route (the preview a manager sees before creating a queue), and the consensus fit an
+information policy routes by. Nothing here writes."""
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 
 from django.db.models import Exists, OuterRef
 
+from adjudication.analytics.allocation import (
+    Target,
+    TargetEstimate,
+    check_target,
+    choose_labels,
+    label_values,
+    parse_target,
+    target_estimate,
+)
+from adjudication.analytics.consensus import consensus
+from adjudication.analytics.selectors import consensus_inputs
 from adjudication.models import Dataset, ReaderSpec, Reading, Response
 from adjudication.routing.rules import Compare, PanelReading, Route, comparable_answer, route_response
 
@@ -103,3 +115,63 @@ def route_preview(
                 )
             )
     return counts
+
+
+@dataclass(frozen=True)
+class InformationFit:
+    """A consensus fit over every producer's verdicts and the final human labels, and what a label
+    on each response would tell about the target: {response id: label value} (analytics.allocation)."""
+
+    target: Target
+    values: dict[int, float]
+    estimate: TargetEstimate
+
+
+def information_fit(*, dataset: Dataset, target: str) -> InformationFit:
+    """Fit the dataset's panel consensus now (no bootstrap) and value every response for `target`.
+    ValueError, one line, on a target that does not parse or names no group or producer of the fit,
+    or a dataset with no correct / incorrect verdict to fit."""
+    parsed = parse_target(target)
+    inputs = consensus_inputs(dataset=dataset)
+    try:
+        result = consensus(inputs, n_boot=0)
+    except ValueError as exc:
+        raise ValueError(f"dataset {dataset.name!r}: no consensus to route by information ({exc})") from None
+    check_target(parsed, inputs, result)
+    values = {int(item): value for item, value in label_values(parsed, inputs, result).items()}
+    return InformationFit(parsed, values, target_estimate(parsed, inputs, result))
+
+
+@dataclass(frozen=True)
+class InformationPicks:
+    controls: list[int]  # drawn uniformly at random among the responses not yet routed
+    informative: list[int]  # the highest label values among the rest
+
+    @property
+    def routed(self) -> int:
+        return len(self.controls) + len(self.informative)
+
+
+def information_picks(
+    *, fit: InformationFit, held: Collection[int], budget: int | None, control_fraction: float, seed: int
+) -> InformationPicks:
+    """What an information policy routes next: the budget less what it holds (no budget: every
+    response whose label tells something), round(k · control_fraction) of them drawn at random as
+    controls, the rest by label value. Two draws, so that which pick is a control is known."""
+    values = {str(rid): v for rid, v in fit.values.items()}
+    pool = [str(rid) for rid in fit.values if rid not in held]
+    k = max(budget - len(held), 0) if budget is not None else sum(values[i] > 0 for i in pool)
+    k = min(k, len(pool))
+    n_random = round(k * control_fraction)
+    drawn = choose_labels(values, k=n_random, random_share=1.0, seed=seed, candidates=pool)
+    taken = set(drawn)
+    informative = choose_labels(values, k=k - n_random, seed=seed, candidates=[i for i in pool if i not in taken])
+    return InformationPicks([int(i) for i in drawn], [int(i) for i in informative])
+
+
+def information_preview(
+    *, dataset: Dataset, target: str, budget: int | None, control_fraction: float, seed: int
+) -> tuple[InformationFit, InformationPicks]:
+    """What a new information policy with these settings would route now, without writing."""
+    fit = information_fit(dataset=dataset, target=target)
+    return fit, information_picks(fit=fit, held=(), budget=budget, control_fraction=control_fraction, seed=seed)

@@ -1,29 +1,43 @@
 """Routing disputed responses (and controls) into review items, and keeping the queues built on a
-policy in step with it."""
+policy in step with it. Information policies route by label value for a target instead, and their
+priorities are refitted after final labels (information_refresh_request -> the Celery task ->
+information_refresh_claimed)."""
 
 from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.utils import timezone
 
 from adjudication.fields import json_safe
 from adjudication.models import (
     Dataset,
+    FinalLabel,
     QueueItem,
     ReaderSpec,
+    Reading,
     ReviewItem,
     ReviewQueue,
     RoutingPolicy,
 )
 from adjudication.pipeline.readings import reader_spec_for
 from adjudication.revisions import dataset_changed
-from adjudication.routing.rules import Decision, PanelReading, random_priority, route_response
-from adjudication.routing.selectors import RouteCounts, dataset_readers, panel_readings
+from adjudication.routing.rules import Decision, PanelReading, information_priorities, random_priority, route_response
+from adjudication.routing.selectors import (
+    RouteCounts,
+    dataset_readers,
+    information_fit,
+    information_picks,
+    panel_readings,
+)
 from readers import registry as reader_registry
 
 
@@ -32,6 +46,7 @@ class RouteReport(RouteCounts):
     created: int = 0
     refreshed: int = 0  # items whose response was replaced, routed again on the new readings
     queued: int = 0  # queue items added to the queues built on the policy
+    informative: int = 0  # information policies: items routed by label value (the rest are controls)
 
 
 def validation_message(exc: ValidationError) -> str:
@@ -70,8 +85,12 @@ def routing_policy_create(
     control_fraction: float = 0.0,
     seed: int = 0,
     priority: str = "disagreement",
+    target: str = "",
+    budget: int | None = None,
 ) -> RoutingPolicy:
-    """A routing policy over `panel`: reader names (see panel_spec) or the specs themselves."""
+    """A routing policy over `panel`: reader names (see panel_spec) or the specs themselves. With
+    priority "information", `target` (an analytics.allocation target, checked against the dataset's
+    consensus fit now) and an optional `budget` of items; other priorities take neither."""
     if len(panel) < 2:
         raise ValueError("a routing panel needs at least two readers to disagree")
     if not (
@@ -89,12 +108,15 @@ def routing_policy_create(
         control_fraction=control_fraction,
         seed=seed,
         priority=priority,
+        target=(target or "").strip(),
+        budget=budget,
     )
     try:
         # The model's validators are the bounds: a seed that does not fit the column is refused here.
         policy.full_clean()
     except ValidationError as exc:
         raise ValueError(validation_message(exc)) from None
+    _check_information(policy)
     specs = [panel_spec(dataset=dataset, reader=member) for member in panel]
     if len({s.pk for s in specs}) < 2:
         raise ValueError("a routing panel needs at least two readers to disagree")
@@ -105,6 +127,20 @@ def routing_policy_create(
     except IntegrityError:
         raise ValueError(f"a routing policy named {name!r} exists already on dataset {dataset.name!r}") from None
     return policy
+
+
+def _check_information(policy: RoutingPolicy) -> None:
+    if policy.priority != RoutingPolicy.Priority.INFORMATION:
+        if policy.target or policy.budget is not None:
+            raise ValueError(
+                f"a target and a budget go with priority information only (this policy's is {policy.priority!r})"
+            )
+        return
+    try:
+        # parse_target's message lists the accepted forms; check_target's names what the fit has.
+        information_fit(dataset=policy.dataset, target=policy.target)
+    except ValueError as exc:
+        raise ValueError(f"priority information: {exc}") from None
 
 
 def tiebreak(*, queue: ReviewQueue, review_item_id: int) -> int:
@@ -169,6 +205,8 @@ def review_items_route(*, policy: RoutingPolicy) -> RouteReport:
 
 
 def _route(policy: RoutingPolicy) -> RouteReport:
+    if policy.priority == RoutingPolicy.Priority.INFORMATION:
+        return _route_information(policy)
     report = RouteReport()
     specs: list[ReaderSpec] = list(policy.panel.all())
     replaced = dict(
@@ -228,9 +266,157 @@ def _route(policy: RoutingPolicy) -> RouteReport:
     return report
 
 
+def _route_information(policy: RoutingPolicy) -> RouteReport:
+    """Route by label value for the policy's target: the budget (else every response whose label
+    tells something) minus what the policy holds already, a random share of it drawn uniformly as
+    controls; then every not-yet-labelled item of the policy is re-prioritised on the same fit."""
+    report = RouteReport()
+    fit = information_fit(dataset=policy.dataset, target=policy.target)
+    held = set(ReviewItem.objects.filter(policy=policy).values_list("response_id", flat=True))
+    picks = information_picks(
+        fit=fit, held=held, budget=policy.budget, control_fraction=policy.control_fraction, seed=policy.seed
+    )
+    drawn, informative, taken = picks.controls, picks.informative, set(picks.controls)
+    panel = {s.pk: s.name for s in policy.panel.all()}
+    readings = _panel_readings_of(panel, [*drawn, *informative])
+    target = str(fit.target)
+    items = [
+        ReviewItem(
+            policy=policy,
+            response_id=i,
+            is_control=i in taken,
+            priority=fit.values[i],
+            reason=json_safe(
+                {
+                    "readings": readings.get(i, {}),
+                    "information": {"target": target, "pick": "random" if i in taken else "information"},
+                }
+            ),
+        )
+        for i in (*drawn, *informative)
+    ]
+    ReviewItem.objects.bulk_create(items, ignore_conflicts=True, batch_size=1000)
+    report.created = ReviewItem.objects.filter(policy=policy).count() - len(held)
+    report.controls, report.informative = len(drawn), len(informative)
+    report.refreshed = _information_reasons_renew(policy, panel, target)
+    _information_priorities_write(policy, fit.values)
+    for queue in ReviewQueue.objects.filter(policy=policy):
+        report.queued += _queue_items_add(queue)
+    return report
+
+
+def _information_reasons_renew(policy: RoutingPolicy, panel: dict[int, str], target: str) -> int:
+    """Items whose response was replaced since they were routed (the reason holds only the old one):
+    they stay, with the new readings as their reason and the old reason kept."""
+    replaced = [
+        (pk, rid, control, reason)
+        for pk, rid, control, reason in ReviewItem.objects.filter(policy=policy, replaced_at__isnull=False)
+        .order_by("id")
+        .values_list("id", "response_id", "is_control", "reason")
+        if "readings" not in reason
+    ]
+    readings = _panel_readings_of(panel, [rid for _, rid, _, _ in replaced])
+    for pk, rid, control, reason in replaced:
+        renewed = {
+            "readings": readings.get(rid, {}),
+            "information": {"target": target, "pick": "random" if control else "information"},
+            "before_replacement": reason.get("before_replacement"),
+        }
+        ReviewItem.objects.filter(pk=pk).update(reason=json_safe(renewed))
+    return len(replaced)
+
+
+def _panel_readings_of(panel: dict[int, str], response_ids: list[int]) -> dict[int, dict[str, dict]]:
+    """{response id: {panel reader: {answer, verdict}}}: the manager-facing provenance of the reason."""
+    out: dict[int, dict[str, dict]] = {}
+    rows = Reading.objects.filter(response_id__in=response_ids, reader_spec_id__in=list(panel))
+    for rid, sid, answer, verdict in rows.values_list("response_id", "reader_spec_id", "answer", "verdict"):
+        out.setdefault(rid, {})[panel[sid]] = {"answer": answer, "verdict": verdict}
+    return out
+
+
+def _information_priorities_write(policy: RoutingPolicy, values: Mapping[int, float]) -> int:
+    """Rewrite the priority of the policy's items no final label has settled yet, and of their open
+    queue items; returns how many review items changed."""
+    settled = FinalLabel.objects.filter(item__review_item__policy=policy, invalidated_at__isnull=True)
+    open_items = list(
+        ReviewItem.objects.filter(policy=policy)
+        .exclude(id__in=settled.values("item__review_item_id"))
+        .order_by("id")  # rows locked in one order by every writer: two refits never deadlock
+        .values_list("id", "response_id", "is_control", "priority")
+    )
+    priorities = information_priorities(
+        values=values,
+        informative=[rid for _, rid, control, _ in open_items if not control],
+        controls=[rid for _, rid, control, _ in open_items if control],
+        seed=policy.seed,
+    )
+    changed = [ReviewItem(id=pk, priority=priorities[rid]) for pk, rid, _, old in open_items if priorities[rid] != old]
+    ReviewItem.objects.bulk_update(changed, ["priority"], batch_size=1000)
+    by_item = {ri.id: ri.priority for ri in changed}
+    queue_items = [
+        QueueItem(id=pk, priority=by_item[ri])
+        for pk, ri in QueueItem.objects.filter(review_item_id__in=list(by_item), status=QueueItem.Status.OPEN)
+        .order_by("id")
+        .values_list("id", "review_item_id")
+    ]
+    QueueItem.objects.bulk_update(queue_items, ["priority"], batch_size=1000)
+    return len(changed)
+
+
 def _priority(policy: RoutingPolicy, rid: int, external_id: str, decision: Decision) -> float:
     if policy.priority == RoutingPolicy.Priority.RANDOM:
         return random_priority(seed=policy.seed, response_key=external_id)
     if policy.priority == RoutingPolicy.Priority.ORDER:
         return -float(rid)
     return decision.strength
+
+
+@dataclass(frozen=True)
+class RefreshReport:
+    refitted: bool  # False: another refit had claimed the request already, or the policy is gone
+    changed: int = 0  # review items whose priority changed
+
+
+def information_priorities_refresh(*, policy: RoutingPolicy) -> int:
+    """Refit the consensus with the current final human labels and rewrite the priorities of the
+    policy's not-yet-labelled items (and their open queue items), so that the next claim serves the
+    item now most informative for the target. The fit runs outside any transaction (it takes
+    seconds on a large dataset); the writes are one short transaction. Returns how many changed."""
+    fit = information_fit(dataset=policy.dataset, target=policy.target)
+    with transaction.atomic():
+        return _information_priorities_write(policy, fit.values)
+
+
+def information_refresh_request(*, policy_id: int) -> bool:
+    """Ask for a refit of an information policy's priorities after a final label (call it inside the
+    label's transaction): a compare-and-set on the policy's refresh_requested_at, so that of a burst
+    of labels only the first enqueues the task (on commit, after INFORMATION_REFRESH_DELAY seconds);
+    the others find the request pending and leave it. A request older than a lease is taken as lost
+    (its task died before claiming it) and made again. Other policies: nothing (one UPDATE of no row)."""
+    now = timezone.now()
+    lost = now - timedelta(seconds=settings.INFORMATION_REFRESH_LEASE_SECONDS)
+    requested = (
+        RoutingPolicy.objects.filter(pk=policy_id, priority=RoutingPolicy.Priority.INFORMATION)
+        .filter(Q(refresh_requested_at__isnull=True) | Q(refresh_requested_at__lt=lost))
+        .update(refresh_requested_at=now)
+    )
+    if requested:
+        from adjudication.tasks import refresh_information_priorities
+
+        delay = settings.INFORMATION_REFRESH_DELAY_SECONDS
+        transaction.on_commit(lambda: refresh_information_priorities.apply_async((policy_id,), countdown=delay))
+    return bool(requested)
+
+
+def information_refresh_claimed(*, policy_id: int) -> RefreshReport:
+    """The task's service: claim the pending request (compare-and-set: clear it if still set; of
+    two deliveries, one refits), then refit. A label that lands after the claim makes a new request,
+    so no label is left out of the priorities; one that landed before it is in the refit."""
+    claimed = RoutingPolicy.objects.filter(pk=policy_id, refresh_requested_at__isnull=False).update(
+        refresh_requested_at=None
+    )
+    policy = RoutingPolicy.objects.select_related("dataset").filter(pk=policy_id).first() if claimed else None
+    if policy is None:
+        return RefreshReport(refitted=False)
+    return RefreshReport(refitted=True, changed=information_priorities_refresh(policy=policy))

@@ -93,6 +93,11 @@ AUDIT_OUTPUT_DIR = BASE_DIR / env_str("AUDIT_OUTPUT_DIR", default="var/audit")  
 # ANALYTICS_MAX_ATTEMPTS times; a failed one is retried on the next view until then.
 ANALYTICS_LEASE_SECONDS = float(env_str("ANALYTICS_LEASE_SECONDS", default="900"))
 ANALYTICS_MAX_ATTEMPTS = int(env_str("ANALYTICS_MAX_ATTEMPTS", default="3"))
+# Information routing (routing.services): a final label asks for a refit of its policy's priorities,
+# run this many seconds later so that the labels of a burst share one refit; a request not claimed
+# after INFORMATION_REFRESH_LEASE_SECONDS is taken as lost with its task and made again.
+INFORMATION_REFRESH_DELAY_SECONDS = float(env_str("INFORMATION_REFRESH_DELAY_SECONDS", default="5"))
+INFORMATION_REFRESH_LEASE_SECONDS = float(env_str("INFORMATION_REFRESH_LEASE_SECONDS", default="900"))
 # The report's panel consensus (docs/consensus.md): bootstrap replicates of its accuracy intervals
 # (each refits the model) when the fit covers at most ANALYTICS_CONSENSUS_BOOTSTRAP_MAX responses,
 # none above (the page then points to `manage.py consensus --bootstrap N`). Each replicate is a full

@@ -13,7 +13,11 @@ LLM_MAX_REPLY_BYTES of reply (judges.client); a reply over the cap is final, not
 Retry policy: 429, 5xx, timeouts, connection errors and malformed replies are retried with
 exponential backoff (base × 2^(n-1), halved by random jitter, at most `backoff_max_s`, at least
 a 429's Retry-After up to that cap) for at most `max_attempts` attempts and `budget_s` seconds of
-sleeping per call; any other 4xx is final at once. Every attempt is reported, whatever its outcome.
+sleeping per call; any other 4xx is final at once. An HTTP 500 whose error text is the same as the
+previous attempt's, for the same request, is final too: a server that fails one request the same
+way twice (llama-cpp-python's assertion on a list `prompt`) is refusing it, not failing over, and
+that attempt is recorded as a `fatal_error` saying so. Every attempt is reported, whatever its
+outcome.
 """
 
 from __future__ import annotations
@@ -25,13 +29,14 @@ import threading
 import time
 from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django.conf import settings
 
 from judges import client as llm
 from judges.client import AttemptResult, EndpointConfig
+from judges.fit import Fit, context_overflow
 from judges.limits import limiter_for
 
 
@@ -131,6 +136,21 @@ class Finished:
     elapsed_ms: float
 
 
+REPEATED_500 = "(the same HTTP 500 as attempt %d of this request: the server refuses it; not retried)"
+
+
+def deterministic_500(previous: AttemptResult | None, res: AttemptResult) -> bool:
+    """The second identical HTTP 500 on one request: a refusal, not an outage. Gateways' 502-504
+    (an outage looks the same every time) and a first 500 are still retried."""
+    return (
+        previous is not None
+        and res.status == llm.RETRYABLE
+        and res.http_status == 500
+        and previous.http_status == 500
+        and previous.error == res.error
+    )
+
+
 class Caller:
     """What a job uses to call its endpoint: retries and reporting included."""
 
@@ -157,10 +177,14 @@ class Caller:
         rh = llm.request_hash(api, params)
         slept = 0.0
         n = 0
+        previous: AttemptResult | None = None
         while True:
             n += 1
             with self.limiter.slot():
                 res = llm.attempt(self.job.endpoint, api, params, max_reply_bytes=self.reply_cap)
+            if deterministic_500(previous, res):
+                res = replace(res, status=llm.FATAL, error=f"{res.error} {REPEATED_500 % (n - 1)}")
+            previous = res
             self.emit(AttemptEvent(self.job.key, self.job.endpoint.id, purpose, n, rh, res))
             if res.status == llm.OK:
                 return CallOutcome(True, res.body, n, res.status, http_status=res.http_status)
@@ -245,3 +269,27 @@ def fan_out(
         stop.set()
         for pool in pools.values():
             pool.shutdown(wait=True, cancel_futures=True)
+
+
+def call_fitted(
+    caller: Caller,
+    fit: Fit,
+    build: Callable[[str], tuple[str, dict, int]],
+    *,
+    purpose: str,
+    completion_tokens: int,
+) -> CallOutcome:
+    """`caller.call` of the request `build(response_text)` returns (api, params, characters sent),
+    shortening the response (judges.fit) and sending again while the server refuses the request as
+    longer than its context. Each try is its own request, and so its own recorded attempts; the
+    outcome's `attempts` counts them all."""
+    attempts = 0
+    while True:
+        api, params, sent_chars = build(fit.text)
+        out = caller.call(api, params, purpose=purpose)
+        attempts += out.attempts
+        overflow = (
+            context_overflow(out.error) if not out.ok and out.http_status and 400 <= out.http_status < 500 else None
+        )
+        if overflow is None or not fit.shrink(overflow, sent_chars=sent_chars, completion_tokens=completion_tokens):
+            return replace(out, attempts=attempts)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
@@ -14,8 +14,9 @@ from adjudication.pipeline.readings import reader_spec_get_or_create
 from judges import parsers, prompts
 from judges.answers import gold_letter
 from judges.client import TIMEOUT, EndpointConfig
+from judges.fit import Fit
 from judges.models import Judge, Judgement
-from judges.services.calls import Caller, Job, fan_out
+from judges.services.calls import Caller, Job, call_fitted, fan_out
 from judges.services.records import ReadingResult, internal_failure, work_for, write
 from readers.base import config_hash
 
@@ -65,10 +66,19 @@ def _reply_text(body: dict) -> tuple[str | None, str, str]:
     )
 
 
+def messages_hash(messages: list[dict]) -> str:
+    return hashlib.sha256(json.dumps(messages, ensure_ascii=False).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _with_response(render: Callable[..., str], text: str) -> str:
+    return render(response=text)
+
+
 def _judge(
     caller: Caller,
     *,
-    prompt: str,
+    render: Callable[[str], str],
+    response_text: str,
     temperature: float,
     max_tokens: int,
     parser_name: str,
@@ -77,10 +87,18 @@ def _judge(
     replace_id: int | None,
     base: dict,
 ) -> ReadingResult:
-    messages = [{"role": "user", "content": prompt}]
-    out = caller.call(
-        "chat", {"messages": messages, "temperature": temperature, "max_tokens": max_tokens}, purpose="judge"
-    )
+    fit = Fit(response_text)
+    sent: list[list[dict]] = []
+
+    def build(text: str) -> tuple[str, dict, int]:
+        prompt = render(text)
+        sent.append([{"role": "user", "content": prompt}])
+        return "chat", {"messages": sent[-1], "temperature": temperature, "max_tokens": max_tokens}, len(prompt)
+
+    out = call_fitted(caller, fit, build, purpose="judge", completion_tokens=max_tokens)
+    # What was asked is the last request sent: the shortened prompt when the response was cut.
+    base = dict(base, prompt_hash=messages_hash(sent[-1]))
+    truncated = fit.detail()
     detail: dict[str, Any]
     judgement: dict[str, Any]
     if not out.ok:
@@ -92,6 +110,8 @@ def _judge(
             "attempts": out.attempts,
             "parse_status": Judgement.ParseStatus.CALL_FAILED,
         }
+        if truncated:
+            detail["truncated"] = truncated
         judgement = dict(base, raw_reply=None, label="", parse_status=Judgement.ParseStatus.CALL_FAILED, reparses={})
         return ReadingResult(
             response_id,
@@ -108,6 +128,8 @@ def _judge(
     # An unparsed reply is an error of its own kind, never "incorrect": detail says which.
     verdict = _VERDICT[label] if label else "error"
     detail = {"label": label, "parse_status": status, "attempts": out.attempts, "reparses": reparses}
+    if truncated:
+        detail["truncated"] = truncated
     judgement = dict(
         base,
         raw_reply=reply,
@@ -149,18 +171,16 @@ def judgements_create(
             if response is None:  # deleted meanwhile
                 continue
             q = response.question
-            prompt = prompts.render(
+            render = partial(
+                prompts.render,
                 template,
                 question=q.text,
                 choices=q.choices,
                 gold=q.gold,
                 gold_letter=gold_letter(q.gold, q.choices) if q.choices else None,
-                response=response.text,
                 upstream=upstream,
             )
-            prompt_hash = hashlib.sha256(
-                json.dumps([{"role": "user", "content": prompt}], ensure_ascii=False).encode("utf-8", "surrogatepass")
-            ).hexdigest()
+            prompt_hash = messages_hash([{"role": "user", "content": render(response=response.text)}])
             base = {"judge_id": judge.pk, "prompt_hash": prompt_hash, "template_hash": t_hash, "parser": parser_name}
             jobs.append(
                 Job(
@@ -168,7 +188,8 @@ def judgements_create(
                     endpoint=cfg,
                     run=partial(
                         _judge,
-                        prompt=prompt,
+                        render=partial(_with_response, render),
+                        response_text=response.text,
                         temperature=judge.temperature,
                         max_tokens=judge.max_tokens,
                         parser_name=parser_name,

@@ -24,8 +24,16 @@ Multiple choice is answered by log-probability, by the endpoint's `logprob_metho
   logprobs=true, top_logprobs=k at the first generated position; " B", "B", "(B" are merged.
   On vLLM (flavour "vllm") the output and "Answer:" are the final assistant message, continued
   (continue_final_message); elsewhere "Answer:" is a final user turn.
-* `none`, or an endpoint that returns no log-probabilities, or refuses the logprob request with a
-  4xx: a short generation, parsed for an option letter or text (detail.fallback = true).
+  A server that refuses a list prompt (llama-cpp-python: HTTP 500) gets one request per option;
+  one whose echoed log-probabilities are shifted by a position (llama-cpp-python again) is scored
+  by the top alternatives at the first generated position of the same prompt. Both are
+  remembered per endpoint (per process), and `detail.scored_by` names the method that answered.
+* `none`, or whenever scoring is impossible (refused with a 4xx or the same 500 twice, no usable
+  log-probabilities): a short generation, parsed for an option letter or text (detail.fallback =
+  true, detail.fallback_reason says why). An outage is an error reading, not a fallback.
+
+A response longer than the server's context is cut in its middle and sent again (judges.fit;
+detail.truncated).
 
 Open-ended and math questions: a short generation (max 32 tokens, temperature 0), light
 post-processing (first line; \\boxed{}, \\text{}, $ stripped), compared with the gold by
@@ -34,8 +42,9 @@ readers.equivalence.math_equal (the `fixed` reader's equivalence).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
@@ -44,8 +53,9 @@ from adjudication.pipeline.readings import reader_spec_get_or_create
 from adjudication.validators import free_text_problem
 from judges import answers, prompts
 from judges.client import FATAL, TIMEOUT, EndpointConfig
+from judges.fit import Fit
 from judges.models import Endpoint
-from judges.services.calls import Caller, CallOutcome, Job, fan_out
+from judges.services.calls import Caller, CallOutcome, Job, call_fitted, fan_out
 from judges.services.records import ReadingResult, internal_failure, work_for, write
 from readers.base import Item, config_hash
 from readers.canonical import canonical_answer
@@ -164,51 +174,205 @@ def _failed(item: RegenItem, out: CallOutcome, detail: dict) -> ReadingResult:
     )
 
 
-def _echo_scores(caller: Caller, item: RegenItem, detail: dict) -> tuple[dict[str, float] | None, CallOutcome]:
-    context = completion_context(item)
-    valid = answers.letters(len(item.choices))
-    texts = [f"{context} {letter}" for letter in valid]
-    out = caller.call(
-        "completions",
-        {"prompt": texts, "echo": True, "logprobs": 1, "max_tokens": 1, "temperature": 0},
-        purpose="regen_logprobs",
-    )
+# Endpoints seen refusing a list `prompt` on /v1/completions (llama-cpp-python's server asserts a
+# single prompt, an HTTP 500): from then on their options are scored one request each. Remembered
+# per process, keyed by the endpoint and where it points, so a worker pays the refusal once.
+_ONE_PROMPT_PER_REQUEST: set[tuple[int, str, str]] = set()
+# Endpoints whose echoed log-probabilities were found shifted by one position (see ECHO_SHIFTED).
+_ECHO_SHIFTED: set[tuple[int, str, str]] = set()
+_ONE_PROMPT_LOCK = threading.Lock()
+
+
+def _endpoint_key(cfg: EndpointConfig) -> tuple[int, str, str]:
+    return (cfg.id, cfg.base_url, cfg.model)
+
+
+_NO_ECHO = "no usable echoed log-probabilities for options %s"
+
+
+@dataclass
+class Scoring:
+    """What a log-probability method gave: per-letter scores, or why there are none."""
+
+    scores: dict[str, float] | None
+    attempts: int
+    outcome: CallOutcome | None
+    why: str = ""  # why scoring was impossible (the reading's `fallback_reason`)
+
+
+def _refusal(out: CallOutcome) -> str:
+    # An HTTP error's text already starts "HTTP <status>: ".
+    return out.error[:300]
+
+
+def _echo_score(choice: Any, context_len: int, prompt_len: int) -> float | None:
+    lp = choice.get("logprobs") if isinstance(choice, dict) else None
+    if not isinstance(lp, dict):
+        return None
+    scored = answers.continuation_logprob(lp, context_len, prompt_len)
+    return None if scored is None else scored[0]
+
+
+def _echo_request(prompt: str | list[str]) -> dict:
+    return {"prompt": prompt, "echo": True, "logprobs": 1, "max_tokens": 1, "temperature": 0}
+
+
+ECHO_SHIFTED = (
+    "the echoed log-probabilities end at the prompt although a token was generated: this server gives "
+    "each prompt token the log-probability of the position after it (llama-cpp-python without a BOS "
+    "token), so echo cannot score options"
+)
+
+
+def _shifted(key: tuple[int, str, str], attempts: int, out: CallOutcome, detail: dict) -> Scoring:
+    detail["echo_shifted"] = True
+    with _ONE_PROMPT_LOCK:
+        _ECHO_SHIFTED.add(key)
+    return Scoring(None, attempts, out, ECHO_SHIFTED)
+
+
+def _completions_scores(caller: Caller, item: RegenItem, fit: Fit, detail: dict) -> Scoring:
+    """`completions_echo`: echo + logprobs; on a server whose echoed log-probabilities are shifted
+    (remembered for the endpoint), the top log-probabilities at the first generated position of the
+    same completions prompt (the method it fell back to is `scored_by`)."""
+    key = _endpoint_key(caller.endpoint)
+    attempts = 0
+    if key in _ECHO_SHIFTED:
+        detail["echo_shifted"] = "earlier, by this endpoint (remembered)"
+    else:
+        echo = _echo_scores(caller, item, fit, detail)
+        if not detail.get("echo_shifted"):
+            return echo
+        attempts = echo.attempts
+    top = _completion_top_scores(caller, item, fit, detail)
+    return replace(top, attempts=top.attempts + attempts)
+
+
+def _completion_top_scores(caller: Caller, item: RegenItem, fit: Fit, detail: dict) -> Scoring:
+    # OpenAI's legacy completions allow 5 alternatives, vLLM 20 by default: ask for no more than 20.
+    k = max(1, min(caller.endpoint.top_logprobs, 20))
+
+    def build(output: str) -> tuple[str, dict, int]:
+        context = completion_context(replace(item, output=output))
+        return "completions", {"prompt": context, "max_tokens": 1, "temperature": 0, "logprobs": k}, len(context)
+
+    out = call_fitted(caller, fit, build, purpose="regen_logprobs", completion_tokens=1)
     if not out.ok:
-        return None, out
-    scores: dict[str, float] = {}
-    for position, choice in enumerate((out.body or {}).get("choices") or []):
-        index = choice.get("index", position) if isinstance(choice, dict) else position
-        lp = choice.get("logprobs") if isinstance(choice, dict) else None
-        if not isinstance(index, int) or not 0 <= index < len(valid) or not isinstance(lp, dict):
-            continue
-        scored = answers.continuation_logprob(lp, len(context), len(texts[index]))
-        if scored is not None:
-            scores[valid[index]] = scored[0]
+        return Scoring(None, out.attempts, out, f"the scoring request was refused: {_refusal(out)}")
+    detail["scored_by"] = "completions_top_logprobs"
+    choice = ((out.body or {}).get("choices") or [{}])[0] or {}
+    lp = choice.get("logprobs") if isinstance(choice, dict) else None
+    tops = lp.get("top_logprobs") if isinstance(lp, dict) else None
+    first = tops[0] if isinstance(tops, list) and tops and isinstance(tops[0], dict) else None
+    if first is None:
+        detail["logprobs_missing"] = True
+        if isinstance(lp, dict) and not lp.get("tokens") and choice.get("text") == "":
+            # llama-cpp-python lists no position when the first token sampled ends the text
+            return Scoring(None, out.attempts, out, "no token was generated (the model ended at once): no alternatives")
+        return Scoring(None, out.attempts, out, "the reply carries no top log-probabilities")
+    alternatives = [{"token": token, "logprob": value} for token, value in first.items()]
+    scores = answers.letter_scores_from_top(alternatives, answers.letters(len(item.choices)))
+    if not scores:
+        detail["logprobs_missing"] = "no option letter among the top alternatives"
+        return Scoring(None, out.attempts, out, "no option letter among the top log-probabilities")
+    return Scoring(scores, out.attempts, out)
+
+
+def _echo_scores(caller: Caller, item: RegenItem, fit: Fit, detail: dict) -> Scoring:
+    """completions + echo: one request with a list prompt (one entry per option), or, on a server
+    that refuses a list, one request per option (remembered for the endpoint)."""
+    valid = answers.letters(len(item.choices))
+    key = _endpoint_key(caller.endpoint)
+    attempts = 0
+    if key in _ONE_PROMPT_PER_REQUEST:
+        detail["prompt_list_refused"] = "earlier, by this endpoint (remembered): one request per option"
+    else:
+
+        def build_list(output: str) -> tuple[str, dict, int]:
+            context = completion_context(replace(item, output=output))
+            texts = [f"{context} {letter}" for letter in valid]
+            return "completions", _echo_request(texts), len(context)
+
+        out = call_fitted(caller, fit, build_list, purpose="regen_logprobs", completion_tokens=1)
+        attempts += out.attempts
+        if out.ok:
+            context = completion_context(replace(item, output=fit.text))
+            scores: dict[str, float] = {}
+            for position, choice in enumerate((out.body or {}).get("choices") or []):
+                index = choice.get("index", position) if isinstance(choice, dict) else position
+                if not isinstance(index, int) or not 0 <= index < len(valid):
+                    continue
+                if answers.echo_stops_at_prompt(choice, len(context) + 1 + len(valid[index])):
+                    return _shifted(key, attempts, out, detail)
+                score = _echo_score(choice, len(context), len(context) + 1 + len(valid[index]))
+                if score is not None:
+                    scores[valid[index]] = score
+            detail["scored_by"] = "completions_echo"
+            if len(scores) != len(valid):
+                detail["logprobs_missing"] = sorted(set(valid) - set(scores))
+                return Scoring(None, attempts, out, _NO_ECHO % detail["logprobs_missing"])
+            return Scoring(scores, attempts, out)
+        if out.status != FATAL or len(valid) < 2:
+            return Scoring(None, attempts, out, f"the scoring request was refused: {_refusal(out)}")
+        detail["prompt_list_refused"] = _refusal(out)
+    # One request per option; should the response be cut meanwhile (a context refusal), start over,
+    # so that every option is scored on the same context.
+    while True:
+        rounds = fit.rounds
+        scores = {}
+        for letter in valid:
+
+            def build_one(output: str, letter: str = letter) -> tuple[str, dict, int]:
+                context = completion_context(replace(item, output=output))
+                return "completions", _echo_request(f"{context} {letter}"), len(context)
+
+            out = call_fitted(caller, fit, build_one, purpose="regen_logprobs", completion_tokens=1)
+            attempts += out.attempts
+            if not out.ok:
+                return Scoring(None, attempts, out, f"a per-option scoring request was refused: {_refusal(out)}")
+            context = completion_context(replace(item, output=fit.text))
+            choice = ((out.body or {}).get("choices") or [None])[0]
+            if answers.echo_stops_at_prompt(choice, len(context) + 1 + len(letter)):
+                return _shifted(key, attempts, out, detail)
+            score = _echo_score(choice, len(context), len(context) + 1 + len(letter))
+            if score is not None:
+                scores[letter] = score
+        if fit.rounds == rounds:
+            break
+    detail["scored_by"] = "completions_echo_per_option"
     if len(scores) != len(valid):
         detail["logprobs_missing"] = sorted(set(valid) - set(scores))
-        return None, out
-    return scores, out
+        return Scoring(None, attempts, out, _NO_ECHO % detail["logprobs_missing"])
+    if "prompt_list_refused" in detail:
+        with _ONE_PROMPT_LOCK:
+            _ONE_PROMPT_PER_REQUEST.add(key)
+    return Scoring(scores, attempts, out)
 
 
-def _chat_scores(caller: Caller, item: RegenItem, detail: dict) -> tuple[dict[str, float] | None, CallOutcome]:
+def _chat_scores(caller: Caller, item: RegenItem, fit: Fit, detail: dict) -> Scoring:
     cfg = caller.endpoint
-    messages, extra = chat_messages(item, cfg)
-    params = {
-        "messages": messages,
-        "max_tokens": 1,
-        "temperature": 0,
-        "logprobs": True,
-        "top_logprobs": cfg.top_logprobs,
-        **extra,
-    }
-    out = caller.call("chat", params, purpose="regen_logprobs")
+
+    def build(output: str) -> tuple[str, dict, int]:
+        messages, extra = chat_messages(replace(item, output=output), cfg)
+        params = {
+            "messages": messages,
+            "max_tokens": 1,
+            "temperature": 0,
+            "logprobs": True,
+            "top_logprobs": cfg.top_logprobs,
+            **extra,
+        }
+        return "chat", params, sum(len(m["content"]) for m in messages)
+
+    out = call_fitted(caller, fit, build, purpose="regen_logprobs", completion_tokens=1)
     if not out.ok:
-        return None, out
+        return Scoring(None, out.attempts, out, f"the scoring request was refused: {_refusal(out)}")
+    detail["scored_by"] = "chat_top_logprobs"
     choice = ((out.body or {}).get("choices") or [{}])[0] or {}
     content = ((choice.get("logprobs") or {}).get("content") or []) if isinstance(choice, dict) else []
     if not content or not isinstance(content[0], dict):
         detail["logprobs_missing"] = True
-        return None, out
+        return Scoring(None, out.attempts, out, "the reply carries no top log-probabilities")
     first = content[0]
     top = [*list(first.get("top_logprobs") or []), {"token": first.get("token"), "logprob": first.get("logprob")}]
     # The generated token also appears among its alternatives; count each (token) once.
@@ -220,29 +384,31 @@ def _chat_scores(caller: Caller, item: RegenItem, detail: dict) -> tuple[dict[st
     scores = answers.letter_scores_from_top(unique, answers.letters(len(item.choices)))
     if not scores:
         detail["logprobs_missing"] = "no option letter among the top alternatives"
-        return None, out
-    return scores, out
+        return Scoring(None, out.attempts, out, "no option letter among the top log-probabilities")
+    return Scoring(scores, out.attempts, out)
 
 
-def _generate(caller: Caller, item: RegenItem) -> tuple[str | None, CallOutcome]:
+def _generate(caller: Caller, item: RegenItem, fit: Fit) -> tuple[str | None, CallOutcome]:
     cfg = caller.endpoint
     if cfg.logprob_method == Endpoint.LogprobMethod.COMPLETIONS_ECHO:
-        out = caller.call(
-            "completions",
-            {"prompt": completion_context(item), "max_tokens": GENERATE_MAX_TOKENS, "temperature": 0},
-            purpose="regen_generate",
-        )
+
+        def build(output: str) -> tuple[str, dict, int]:
+            context = completion_context(replace(item, output=output))
+            return "completions", {"prompt": context, "max_tokens": GENERATE_MAX_TOKENS, "temperature": 0}, len(context)
+
+        out = call_fitted(caller, fit, build, purpose="regen_generate", completion_tokens=GENERATE_MAX_TOKENS)
         if not out.ok:
             return None, out
         choice = ((out.body or {}).get("choices") or [{}])[0] or {}
         text = choice.get("text") if isinstance(choice, dict) else None
         return (text if isinstance(text, str) else ""), out
-    messages, extra = chat_messages(item, cfg)
-    out = caller.call(
-        "chat",
-        {"messages": messages, "max_tokens": GENERATE_MAX_TOKENS, "temperature": 0, **extra},
-        purpose="regen_generate",
-    )
+
+    def build_chat(output: str) -> tuple[str, dict, int]:
+        messages, extra = chat_messages(replace(item, output=output), cfg)
+        params = {"messages": messages, "max_tokens": GENERATE_MAX_TOKENS, "temperature": 0, **extra}
+        return "chat", params, sum(len(m["content"]) for m in messages)
+
+    out = call_fitted(caller, fit, build_chat, purpose="regen_generate", completion_tokens=GENERATE_MAX_TOKENS)
     if not out.ok:
         return None, out
     choice = ((out.body or {}).get("choices") or [{}])[0] or {}
@@ -257,6 +423,15 @@ def _canonical(item: RegenItem, answer: str | None) -> str | None:
 
 
 def _regenerate(caller: Caller, item: RegenItem) -> ReadingResult:
+    fit = Fit(item.output)
+    result = _regenerate_fitted(caller, item, fit)
+    truncated = fit.detail()
+    if truncated:
+        result.detail["truncated"] = truncated
+    return result
+
+
+def _regenerate_fitted(caller: Caller, item: RegenItem, fit: Fit) -> ReadingResult:
     cfg = caller.endpoint
     detail: dict[str, Any] = {
         "method": cfg.logprob_method,
@@ -268,17 +443,23 @@ def _regenerate(caller: Caller, item: RegenItem) -> ReadingResult:
     attempts = 0
     if item.choices:
         gold = answers.gold_letter(item.gold, item.choices)
-        scores = None
+        scoring: Scoring | None = None
         if cfg.logprob_method in (Endpoint.LogprobMethod.COMPLETIONS_ECHO, Endpoint.LogprobMethod.CHAT_TOP_LOGPROBS):
-            scorer = _echo_scores if cfg.logprob_method == Endpoint.LogprobMethod.COMPLETIONS_ECHO else _chat_scores
-            scores, out = scorer(caller, item, detail)
-            attempts += out.attempts
-            if not out.ok:
-                if out.status != FATAL:  # the endpoint is failing: a generation would fail the same way
+            scorer = (
+                _completions_scores if cfg.logprob_method == Endpoint.LogprobMethod.COMPLETIONS_ECHO else _chat_scores
+            )
+            scoring = scorer(caller, item, fit, detail)
+            attempts += scoring.attempts
+            out = scoring.outcome
+            if out is not None and not out.ok:
+                if out.status != FATAL:
+                    # An outage (429/5xx/timeouts until the retries were spent): a generation would
+                    # meet the same; the error reading is redone by --retry-errors.
                     detail["attempts"] = attempts
                     return _failed(item, out, detail)
-                # refused (4xx): this server does not do log-probabilities this way; generate instead
-                detail["logprobs_refused"] = f"HTTP {out.http_status}: {out.error[:300]}"
+                # Refused (a 4xx, the same 500 twice): log-probabilities are impossible this way.
+                detail["logprobs_refused"] = _refusal(out)
+        scores = scoring.scores if scoring is not None else None
         if scores:
             letter = answers.best(scores)  # None when every option scored -inf: no answer, below
             detail.update(
@@ -287,13 +468,16 @@ def _regenerate(caller: Caller, item: RegenItem) -> ReadingResult:
             if letter is not None and sum(1 for v in scores.values() if v == scores[letter]) > 1:
                 detail["tie"] = True  # equal log-probabilities: the first letter was taken
         else:
-            text, out = _generate(caller, item)
+            if scoring is not None:
+                detail["fallback_reason"] = scoring.why
+            text, out = _generate(caller, item, fit)
             attempts += out.attempts
             detail["attempts"] = attempts
             if text is None:
                 return _failed(item, out, detail)
             letter = answers.letter_from_text(text, list(item.choices))
             detail.update({"generated": text[:_RAW_CHARS], "fallback": cfg.logprob_method != "none"})
+            detail["scored_by"] = "generation"
         if letter is None:
             return ReadingResult(item.response_id, item.spec_id, "no_answer", detail=detail, replace_id=item.replace_id)
         if gold is None:
@@ -318,7 +502,7 @@ def _regenerate(caller: Caller, item: RegenItem) -> ReadingResult:
             detail=detail,
             replace_id=item.replace_id,
         )
-    text, out = _generate(caller, item)
+    text, out = _generate(caller, item, fit)
     detail["attempts"] = out.attempts
     if text is None:
         return _failed(item, out, detail)

@@ -5,7 +5,8 @@ to it through the real `openai` client exactly as it talks to vLLM. It serves
 
 * POST /v1/chat/completions: `reply` as the assistant message; with `logprobs`/`top_logprobs`,
   the first generated token and its alternatives (from `chat_top`).
-* POST /v1/completions: `prompt` a string or a list; with `echo` + `logprobs`, the prompt's tokens
+* POST /v1/completions: `prompt` a string or a list; without `echo`, `logprobs` gives the first
+  generated position's alternatives from `chat_top`; with `echo` + `logprobs`, the prompt's tokens
   (a simple word/punctuation tokenizer, leading space attached), `token_logprobs` (first null),
   `top_logprobs` and `text_offset`, vLLM/OpenAI style; the last prompt token's log-probability
   is taken from `letter_logprobs` when it is an option letter.
@@ -24,6 +25,15 @@ A fault is a dict; its keys combine:
   status line and headers too (a slow-loris server: every read returns, none finishes).
 * `oversize`: the body is this many bytes (a completion, or with `status` an error, padded out),
   generated lazily so that the server never holds it; `chunked` drops the Content-Length.
+
+Two refusals of llama-cpp-python's server (`python -m llama_cpp.server`, 0.3.x), reproduced as it
+sends them: with `one_prompt_only`, a completions `prompt` list of more than one entry is an HTTP
+500 whose error message is empty (an `assert len(body.prompt) <= 1` in its route); with `n_ctx`, a
+prompt of at least that many tokens (this server's tokenizer; a chat request counts its messages'
+contents) is an HTTP 400 `context_length_exceeded` worded as llama-cpp-python words it; with
+`echo_shifted`, echoed log-probabilities are off by one position as llama-cpp-python's are for a
+model without a BOS token (each prompt token carries the next token's value, the generated token is
+left out).
 
 A client that hangs up before the reply was written shows as status 499 in `stats.statuses`.
 Counters: requests, max requests in flight, statuses.
@@ -77,8 +87,14 @@ class LoopbackServer:
         letter_logprobs: dict[str, float] | None = None,
         chat_top: list[tuple[str, float]] | None = None,
         keep_bodies: bool = True,
+        one_prompt_only: bool = False,
+        n_ctx: int | None = None,
+        echo_shifted: bool = False,
     ) -> None:
+        self.echo_shifted = echo_shifted
         self.latency_s = latency_s
+        self.one_prompt_only = one_prompt_only
+        self.n_ctx = n_ctx
         self.reply = reply
         self.letter_logprobs = letter_logprobs
         self.chat_top = chat_top
@@ -161,6 +177,37 @@ class LoopbackServer:
             self.stats.in_flight -= 1
             self.stats.statuses[status] = self.stats.statuses.get(status, 0) + 1
 
+    def refusal(self, body: dict, path: str) -> tuple[int, dict] | None:
+        """llama-cpp-python's refusals (see the module docstring), or None."""
+        chat = path.endswith("/chat/completions")
+        prompt = body.get("prompt")
+        if not chat and self.one_prompt_only and isinstance(prompt, list) and len(prompt) > 1:
+            return 500, {"error": {"message": "", "type": "internal_server_error", "param": None, "code": None}}
+        if self.n_ctx is None:
+            return None
+        if chat:
+            texts = [str(m.get("content", "")) for m in body.get("messages") or []]
+        else:
+            texts = [str(p) for p in prompt] if isinstance(prompt, list) else [str(prompt)]
+        tokens = max((len(tokenize(t)) for t in texts), default=0) if not chat else sum(len(tokenize(t)) for t in texts)
+        if tokens < self.n_ctx:
+            return None
+        completion = body.get("max_tokens", 16)
+        if chat:
+            message = (
+                f"This model's maximum context length is {self.n_ctx} tokens. However, you requested "
+                f"{(completion or 0) + tokens} tokens ({tokens} in the messages, {completion} in the completion). "
+                "Please reduce the length of the messages or completion."
+            )
+        else:
+            message = (
+                f"This model's maximum context length is {self.n_ctx} tokens, however you requested "
+                f"{(completion or 0) + tokens} tokens ({tokens} in your prompt; {completion} for the completion). "
+                "Please reduce your prompt; or completion length."
+            )
+        error = {"message": message, "type": "invalid_request_error", "param": "messages"}
+        return 400, {"error": dict(error, code="context_length_exceeded")}
+
     def _reply_text(self, body: dict, path: str) -> str:
         return self.reply(body, path) if callable(self.reply) else self.reply
 
@@ -242,11 +289,19 @@ class LoopbackServer:
                     toks.append(tok)
                     offsets.append(base + off)
                     lps.append(-0.25)
+                if echo and self.echo_shifted:
+                    # llama-cpp-python: each token gets the next position's value; the last is lost
+                    lps = [None, *lps[2 : len(tokens) + 1]]
+                    del toks[len(tokens) :], offsets[len(tokens) :]
+                tops: list[dict | None] = [None if lp is None else {t: lp} for t, lp in zip(toks, lps)]
+                if not echo and self.chat_top and tops:
+                    # the alternatives at the first generated position, as for chat (`chat_top`)
+                    tops[0] = dict(self.chat_top[: int(want or 1)])
                 choice["logprobs"] = {
                     "tokens": toks,
                     "token_logprobs": lps,
                     "text_offset": offsets,
-                    "top_logprobs": [None if lp is None else {t: lp} for t, lp in zip(toks, lps)],
+                    "top_logprobs": tops,
                 }
             choices.append(choice)
         usage = {"prompt_tokens": prompt_tokens, "completion_tokens": len(prompts), "total_tokens": 0}
@@ -341,6 +396,10 @@ class _Handler(BaseHTTPRequestHandler):
                     b'"finish_reason": "stop", "message": {"role": "assistant", "content": "',
                     b'"}}]}',
                 )
+            refused = owner.refusal(body, self.path)
+            if refused is not None:
+                status = refused[0]
+                return self._json(*refused)
             if self.path.endswith("/chat/completions"):
                 reply = owner.chat(body, n, bool(fault.get("no_logprobs")))
             elif self.path.endswith("/completions"):

@@ -267,3 +267,48 @@ def test_abstentions_are_counted_per_stratum_and_a_silent_producer_still_has_its
     silent = rows[("crashes", "rl")]
     assert silent.n_votes == 0 and silent.sensitivity is None and silent.specificity is None
     assert rows[("p_a", "rl")].abstentions == {}
+
+
+def _strict_twins_panel(n: int, *, seed: int) -> tuple[list[tuple[str, str, str]], dict[str, bool]]:
+    # EVOUNA's failure in miniature: two near-identical strict producers that reject most correct
+    # answers (exact match and token F1 on chat prose), one lenient producer right most of the time.
+    rng = np.random.default_rng(seed)
+    truth = {f"i{i}": bool(t) for i, t in enumerate(rng.random(n) < 0.75)}
+    votes = []
+    for item, t in truth.items():
+        strict = rng.random() < (0.15 if t else 0.02)
+        twin = strict if rng.random() < 0.97 else not strict
+        lenient = rng.random() < (0.97 if t else 0.45)
+        for producer, says in (("strict_a", strict), ("strict_b", twin), ("lenient", lenient)):
+            votes.append((item, producer, "correct" if says else "incorrect"))
+    return votes, truth
+
+
+def test_weighted_human_labels_pull_a_fit_that_took_correlated_twins_for_the_truth():
+    votes, truth = _strict_twins_panel(1500, seed=5)
+    labelled = sorted(truth)[::10]  # 150 labels
+    human = {i: "correct" if truth[i] else "incorrect" for i in labelled}
+    agreement, rates = {}, {}
+    for weight in (1, 20):
+        result = consensus(ConsensusInputs(votes=votes, human=human), n_boot=0, human_weight=weight)
+        assert {p.item for p in result.items} == set(truth)  # the copies are not items
+        agreement[weight] = np.mean([(p.p_correct >= 0.5) == truth[p.item] for p in result.items])
+        rates[weight] = {r.producer: (r.sensitivity, r.specificity) for r in result.producers}
+    assert agreement[1] < 0.6  # the plain clamp: the twins stay the truth
+    assert agreement[20] > 0.85
+    assert rates[20]["strict_a"][0] == pytest.approx(0.15, abs=0.05)
+    assert rates[20]["lenient"] == pytest.approx((0.97, 0.55), abs=0.15)
+
+
+def test_human_weight_one_is_the_plain_clamp_and_bad_weights_are_refused():
+    votes, truth = simulate(300, seed=2)
+    human = {i: "correct" if truth[i] else "incorrect" for i in sorted(truth)[:40]}
+    inputs = ConsensusInputs(votes=votes, human=human)
+    assert consensus(inputs, n_boot=0, human_weight=1) == consensus(inputs, n_boot=0)
+    weighted = consensus(inputs, n_boot=3, human_weight=4)  # the bootstrap refits with the weight too
+    assert all(g.ci is not None for g in weighted.accuracy)
+    for bad in (0, 2.5, True):
+        with pytest.raises(ValueError, match="human_weight"):
+            consensus(inputs, n_boot=0, human_weight=bad)
+    with pytest.raises(ValueError, match="dawid-skene"):
+        consensus(inputs, model="mace", n_boot=0, human_weight=3)

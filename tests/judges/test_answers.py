@@ -91,3 +91,9 @@ def test_math_verdict_uses_the_fixed_readers_equivalence():
     assert answers.math_verdict("3.5", "\\frac{7}{2}")[0] == "correct"
     assert answers.math_verdict("10001", "10000")[0] == "incorrect"
     assert answers.math_verdict("", "1")[0] == "no_answer"
+
+
+def test_whitespace_alternatives_are_no_option_letter():
+    # llama-cpp-python's top alternatives after "Answer:" include "" and "\n" (seen with SmolLM2)
+    top = [{"token": "", "logprob": -2.0}, {"token": "\n", "logprob": -2.4}, {"token": " B", "logprob": -4.3}]
+    assert answers.letter_scores_from_top(top, "ABCD") == {"B": -4.3}

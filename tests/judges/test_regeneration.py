@@ -85,11 +85,19 @@ def test_missing_logprobs_fall_back_to_parsing_a_short_generation(loopback, make
 
 def test_a_server_refusing_logprobs_with_400_falls_back_too(loopback, make_endpoint, make_dataset):
     ds = make_dataset([mc_row(0)], n_mc=0)
-    loopback.inject({"status": 400})
+    loopback.fault_for = lambda body, n: {"status": 400, "message": "echo is not supported"} if "echo" in body else None
     loopback.reply = "Weber"
     r = regen(ds, make_endpoint())["mc-0"]
-    assert (r.answer, r.verdict, r.detail["fallback"]) == ("B", "correct", True)
-    assert "HTTP 400" in r.detail["logprobs_refused"]
+    assert (r.answer, r.verdict, r.detail["fallback"], r.detail["scored_by"]) == ("B", "correct", True, "generation")
+    assert "HTTP 400" in r.detail["logprobs_refused"] and "echo is not supported" in r.detail["fallback_reason"]
+    # the list refused, then one option alone refused too: log-probabilities are impossible here
+    assert [type(b["prompt"]).__name__ for b in loopback.stats.bodies] == ["list", "str", "str"]
+    assert list(LLMAttempt.objects.order_by("started_at").values_list("purpose", "status")) == [
+        ("regen_logprobs", "fatal_error"),
+        ("regen_logprobs", "fatal_error"),
+        ("regen_generate", "ok"),
+    ]
+    assert r.detail["attempts"] == 3
 
 
 def test_logprob_faults_are_retried_before_the_answer(loopback, make_endpoint, make_dataset):
@@ -137,7 +145,8 @@ def test_a_short_math_answer_is_generated_and_compared(
 def test_failed_calls_give_an_error_reading_that_retry_errors_redoes(loopback, make_endpoint, make_dataset, settings):
     settings.LLM_RETRY_MAX_ATTEMPTS = "2"
     ds = make_dataset([mc_row(0), math_row(0)], n_mc=0)
-    loopback.fault_for = lambda body, n: {"status": 500}
+    # an outage (a gateway's 503 every time): not a refusal, so no fallback to a generation
+    loopback.fault_for = lambda body, n: {"status": 503}
     ep = make_endpoint(max_concurrency=1)
     got = regen(ds, ep)
     assert {k: (r.verdict, r.detail["failed"], r.detail["attempts"]) for k, r in got.items()} == {

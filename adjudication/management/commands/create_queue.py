@@ -36,6 +36,14 @@ class Command(BaseCommand):
             "--missing-disagrees", action="store_true", help="a reader that found no answer disputes one that did"
         )
         parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument(
+            "--priority",
+            choices=RoutingPolicy.Priority.values,
+            default="disagreement",
+            help="the new policy's order; information: by label value for --target (docs/consensus.md)",
+        )
+        parser.add_argument("--target", default="", help="with --priority information: e.g. reader:strict-match")
+        parser.add_argument("--budget", type=int, default=None, help="with --priority information: at most K items")
         parser.add_argument("--title", default="", help='what annotators see (default "Queue N")')
         parser.add_argument(
             "--guidelines-file",
@@ -66,6 +74,9 @@ class Command(BaseCommand):
         compare: str,
         missing_disagrees: bool,
         seed: int,
+        priority: str,
+        target: str,
+        budget: int | None,
         title: str,
         guidelines_file: Path | None,
         annotators: list[str],
@@ -100,6 +111,9 @@ class Command(BaseCommand):
                 compare=compare,
                 missing_is_disagreement=missing_disagrees,
                 seed=seed,
+                priority=priority,
+                target=target,
+                budget=budget,
                 title=title,
                 guidelines=guidelines,
                 annotators=users,

@@ -26,7 +26,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("input", type=Path)
         add_reader_argument(
-            parser, required=True, help="reader name (repeatable); 'all' = every registered rule reader"
+            parser, required=True, help="reader name (repeatable); 'all' = the default rule-reader panel"
         )
         parser.add_argument("--out", type=Path, default=None, help="JSONL output (default: stdout, table on stderr)")
         add_isolation_arguments(parser)

@@ -10,7 +10,9 @@ from adjudication.routing.services import review_items_route, routing_policy_cre
 class Command(BaseCommand):
     help = (
         "Route the responses a panel of readers disputes (plus optional random controls) into review items. "
-        "Creates the policy on first use; re-running adds only newly disputed responses."
+        "Creates the policy on first use; re-running adds only newly disputed responses. With --priority "
+        "information: the responses whose labels most narrow the uncertainty of --target (disputed or not), "
+        "at most --budget, a --control-fraction of them drawn at random; re-running refits the priorities."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -26,6 +28,15 @@ class Command(BaseCommand):
         parser.add_argument("--control-fraction", type=float, default=0.0)
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--priority", choices=RoutingPolicy.Priority.values, default="disagreement")
+        parser.add_argument(
+            "--target",
+            default="",
+            help="with --priority information: accuracy, accuracy:<checkpoint>, reader:<producer>, bias:<producer>, "
+            "false-accept:<producer>, false-reject:<producer> or format-share:<base>,<rl>[,<reader>]",
+        )
+        parser.add_argument(
+            "--budget", type=int, default=None, help="with --priority information: route at most this many items"
+        )
 
     def handle(
         self,
@@ -38,6 +49,8 @@ class Command(BaseCommand):
         control_fraction: float,
         seed: int,
         priority: str,
+        target: str,
+        budget: int | None,
         **options,
     ) -> None:
         ds = dataset_named(dataset)
@@ -53,12 +66,26 @@ class Command(BaseCommand):
                     control_fraction=control_fraction,
                     seed=seed,
                     priority=priority,
+                    target=target,
+                    budget=budget,
                 )
             except (ValueError, KeyError) as exc:
                 raise CommandError(str(exc)) from exc
         elif panel and sorted(panel) != sorted(existing.panel.values_list("name", flat=True)):
             raise CommandError(f"policy {policy!r} exists with another panel; choose a new policy name")
-        report = review_items_route(policy=existing)
+        try:
+            report = review_items_route(policy=existing)
+        except ValueError as exc:  # an information policy whose target the data no longer has
+            raise CommandError(str(exc)) from exc
+        if existing.priority == RoutingPolicy.Priority.INFORMATION:
+            self.stdout.write(
+                f"policy {existing}: {report.created} new review items ({report.informative} by information for "
+                f"{existing.target}, {report.controls} random controls); budget "
+                f"{existing.budget if existing.budget is not None else 'none'}; "
+                + (f"{report.refreshed} replaced responses routed again; " if report.refreshed else "")
+                + f"{report.queued} items added to the policy's queues; open items' priorities refitted"
+            )
+            return
         self.stdout.write(
             f"policy {existing}: {report.created} new review items ({report.disputed} disputed, {report.controls} "
             f"controls); {report.agreeing} undisputed; {report.pending} responses still missing a panel reading"

@@ -27,7 +27,10 @@ class Command(BaseCommand):
         add_reader_argument(
             parser,
             required=False,
-            help="reader name (repeatable); default: the whole rule-reader panel; 'all' = every rule reader",
+            help=(
+                "reader name (repeatable); default: the rule-reader panel (every rule reader but the "
+                "short-answer QA ones, which run when named); 'all' = the same panel"
+            ),
         )
         add_enqueue_arguments(parser, batch_size_default=settings.READER_BATCH_SIZE)
         parser.add_argument(
