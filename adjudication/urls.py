@@ -8,4 +8,5 @@ urlpatterns = [
     path("", include("adjudication.analytics.urls")),
     path("", include("adjudication.audit.urls")),
     path("", include("adjudication.pipeline.urls")),
+    path("", include("adjudication.bundles.urls")),
 ]

@@ -176,6 +176,12 @@ class _Heartbeat:
             )
 
 
+def audit_summary(*, run: AuditRun, out_dir: Path) -> dict[str, Any]:
+    """The summary the run's audit computes (what audit_run_execute stores), without storing it:
+    a bundle's replay recomputes a stored audit with it."""
+    return _audit(run, out_dir)[0]
+
+
 def _audit(run: AuditRun, out_dir: Path) -> tuple[dict[str, Any], int]:
     from readers.audit.runner import run_audit
 

@@ -119,6 +119,17 @@ def _item(text: str, question: tuple[str, tuple[str, ...], str]) -> Item:
     return Item(response=text, gold=gold, choices=choices, question=question_text)
 
 
+def stored_item(*, text: str, gold: str, choices: Sequence[str], question: str) -> Item:
+    """A stored response as the pipeline hands it to its readers."""
+    return _item(text, (gold, tuple(choices), question))
+
+
+def panel_read(requests: Sequence[tuple[str, Sequence[Item]]]) -> list[list[tuple[ReaderReading, float]]]:
+    """Read items the way readings_create does (this process's isolation pool, its budgets),
+    without storing anything: for each (reader name, items), (reading, elapsed_ms) per item."""
+    return _isolated_pool().read_panel(requests)
+
+
 class ReadingRow(NamedTuple):
     """A reading about to be stored: whose, by which spec, and what the reader said."""
 

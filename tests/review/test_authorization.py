@@ -75,6 +75,8 @@ MATRIX: dict[str, tuple[str, str, dict[str, str]]] = {
         "/analytics/{dataset}/agreement.csv",
         {"manager": "unavailable"},  # allowed in; no stored report yet (tests/analytics/test_stored_reports.py)
     ),
+    "bundles/analytics/<int:dataset_id>/": ("get", "/bundles/analytics/{dataset}/", {"manager": OK}),
+    "bundles/audit/<int:audit_id>/": ("get", "/bundles/audit/{audit}/", {"manager": "client_error"}),  # not done: 409
     "audit/": ("get", "/audit/", {"manager": OK}),
     "audit/<int:audit_id>/": ("get", "/audit/{audit}/", {"manager": OK}),
     "audit/<int:audit_id>/resume/": ("post", "/audit/{audit}/resume/", {"manager": "redirect"}),
