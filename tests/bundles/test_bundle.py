@@ -37,7 +37,7 @@ from readers import registry
 from readers.base import Reading as ReaderReading
 from readers.mc.boxed import BoxedReader
 
-from ..analytics.conftest import labelled  # noqa: F401  (the fixture)
+from ..analytics.conftest import computed, labelled  # noqa: F401  (the fixtures)
 from ..conftest import run_command
 
 pytestmark = pytest.mark.django_db
@@ -344,13 +344,21 @@ def test_replay_command_uses_a_scratch_database_and_leaves_this_one_alone(labell
     assert FinalLabel.objects.count() > 0
 
 
-def test_the_analytics_page_links_the_bundle_of_its_report_and_the_download_replays(labelled, client, settings):  # noqa: F811
+def test_the_analytics_page_links_the_bundle_of_its_report_and_the_download_replays(
+    labelled,  # noqa: F811
+    computed,  # noqa: F811
+    client,
+    settings,
+):
     settings.ANALYTICS_CONSENSUS_BOOTSTRAP = 0
     from ..review.conftest import make_user
 
     ds, _ = labelled
     client.force_login(make_user("mia", "manager"))
     query = "reported=boxed&fixed=fixed&min_gain=1.5"
+    computed(ds, reported="boxed", fixed="fixed", min_gain="1.5")
+    page = client.get(f"/analytics/{ds.pk}/?{query}").content.decode()
+    assert f'id="analytics-bundle" href="/bundles/analytics/{ds.pk}/?{query.replace("&", "&amp;")}"' in page
     got = client.get(f"/bundles/analytics/{ds.pk}/?{query}")
     assert got.status_code == 200 and got["Content-Type"] == "application/zip"
     assert f'filename="bundle-{ds.pk}-analytics.zip"' in got["Content-Disposition"]
@@ -367,7 +375,7 @@ def test_the_analytics_page_links_the_bundle_of_its_report_and_the_download_repl
 
 
 def test_an_audit_runs_again_from_its_bundle_with_the_same_numbers(
-    write_jsonl, tmp_path, eager, django_capture_on_commit_callbacks
+    write_jsonl, tmp_path, eager, django_capture_on_commit_callbacks, client
 ):
     from adjudication.audit.services import audit_run_start
 
@@ -393,6 +401,9 @@ def test_an_audit_runs_again_from_its_bundle_with_the_same_numbers(
         run = audit_run_start(dataset=ds, reader_names=["strip-string", "sympy-cascade"], user=boss)
     run.refresh_from_db()
     assert run.status == "done", run.error
+    client.force_login(boss)
+    page = client.get(f"/audit/{run.pk}/").content.decode()
+    assert f'id="audit-bundle" href="/bundles/audit/{run.pk}/"' in page
     path = tmp_path / "audit.zip"
     bundle_write(dataset=ds, out=path, report_specs=[parse_report(f"audit_run run={run.pk}")])
     stored = bundle_open(path)
