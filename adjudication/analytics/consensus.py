@@ -144,6 +144,7 @@ class Consensus:
     n_boot: int
     seed: int
     warnings: list[str]
+    human_weight: int = 1
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -270,6 +271,7 @@ def consensus(
         n_boot=n_boot,
         seed=seed,
         warnings=notes,
+        human_weight=human_weight,
     )
 
 

@@ -164,3 +164,20 @@ def test_format_share_consensus_needs_a_dataset(tmp_path):
     path.write_text('{"id": "a", "model": "m", "checkpoint": "base", "question": "q", "response": "r"}\n')
     with pytest.raises(CommandError, match="use --dataset"):
         run_command("format_share", input=str(path), fixed_reader="consensus")
+
+
+def test_human_weight_reaches_the_fit_and_is_said(write_jsonl):
+    from adjudication.analytics.consensus import consensus
+    from adjudication.analytics.files import consensus_file_inputs
+
+    path = write_jsonl(panel_rows())
+    out = json.loads(run_command("consensus", input=str(path), json=True, bootstrap=0, human_weight=5))
+    direct = consensus(consensus_file_inputs(path), n_boot=0, human_weight=5).as_dict()
+    plain = json.loads(run_command("consensus", input=str(path), json=True, bootstrap=0))
+    assert out["human_weight"] == 5 and plain["human_weight"] == 1
+    assert [p["sensitivity"] for p in out["producers"]] == [p["sensitivity"] for p in direct["producers"]]
+    assert "human labels weighted x5" in run_command("consensus", input=str(path), bootstrap=0, human_weight=5)
+    with pytest.raises(CommandError, match="--human-weight must be 1 or more"):
+        run_command("consensus", input=str(path), bootstrap=0, human_weight=0)
+    with pytest.raises(CommandError, match="--human-weight needs --model dawid-skene"):
+        run_command("consensus", input=str(path), bootstrap=0, human_weight=3, model="mace")

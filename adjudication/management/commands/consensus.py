@@ -45,6 +45,14 @@ class Command(BaseCommand):
             metavar="THRESHOLD",
             help="merge producers whose votes agree on at least this share of common items (e.g. 0.98) into one",
         )
+        parser.add_argument(
+            "--human-weight",
+            type=int,
+            default=1,
+            metavar="W",
+            help="Dawid-Skene: each human-labelled item counts W times in the fit (a clamp alone moves a strongly "
+            "wrong fit little; docs/consensus.md)",
+        )
         parser.add_argument("--items", action="store_true", help="also list every item's posterior (text output)")
         parser.add_argument("--json", action="store_true", help="print JSON only")
 
@@ -58,6 +66,7 @@ class Command(BaseCommand):
         bootstrap: int,
         seed: int,
         group_duplicates: float | None,
+        human_weight: int,
         items: bool,
         json: bool,
         **options: Any,
@@ -69,13 +78,23 @@ class Command(BaseCommand):
             raise CommandError("--bootstrap must be 0 or more")
         if group_duplicates is not None and not 0.5 < group_duplicates <= 1:
             raise CommandError("--group-duplicates must be in (0.5, 1]")
+        if human_weight < 1:
+            raise CommandError("--human-weight must be 1 or more")
+        if human_weight > 1 and model != "dawid-skene":
+            raise CommandError("--human-weight needs --model dawid-skene (MACE takes no known labels)")
         if input is not None:
             inputs, source = self._from_file(input), {"input": str(input)}
         else:
             inputs, source = self._from_dataset(dataset or ""), {"dataset": dataset}
         try:
             result = consensus(
-                inputs, by=by, model=model, n_boot=bootstrap, seed=seed, group_duplicates=group_duplicates
+                inputs,
+                by=by,
+                model=model,
+                n_boot=bootstrap,
+                seed=seed,
+                group_duplicates=group_duplicates,
+                human_weight=human_weight,
             )
         except ValueError as exc:
             raise CommandError(f"{source.get('input') or source.get('dataset')}: {exc}") from exc
@@ -117,7 +136,11 @@ def _measured(p: dict[str, Any]) -> str:
 
 
 def render(result: dict[str, Any], *, items: bool = False) -> str:
-    lines = [f"model: {result['model']}" + (f", one fit per {result['by']}" if result["by"] else "")]
+    lines = [
+        f"model: {result['model']}"
+        + (f", one fit per {result['by']}" if result["by"] else "")
+        + (f", human labels weighted x{result['human_weight']}" if result.get("human_weight", 1) > 1 else "")
+    ]
     for group, members in result["groups"].items():
         lines.append(f"grouped as one voter: {group} = {', '.join(members)}")
     # Names are never cut: two readers may differ only in their tail (mmlu-pro-released, …-first-pattern).
