@@ -39,6 +39,7 @@ from adjudication.models import Dataset, ReaderSpec
 FORMAT = "adjudication-bundle"
 VERSION = 1
 MANIFEST = "manifest.json"
+LOAD_BATCH = 2000  # rows per INSERT while loading: memory stays bounded however large the table
 
 
 class BundleError(ValueError):
@@ -299,17 +300,30 @@ class Bundle:
             raise BundleError(f"{self.path}: member {name}: not JSON ({exc})") from None
 
     def rows(self, table: contents.Table) -> Iterator[tuple[int, dict[str, Any]]]:
+        """The member's rows, streamed (a table of millions of readings is never held whole); its
+        sha256 is checked once the last line is read, so a caller loading inside a transaction
+        rolls back an altered member."""
         name = f"tables/{table.key}.jsonl"
         if name not in self.manifest["members"]:
             return  # a table this bundle's version did not have
-        for lineno, line in enumerate(self.member_bytes(name).decode("ascii", "strict").splitlines(), 1):
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise BundleError(f"{self.path}: {name} line {lineno}: not JSON ({exc.msg})") from None
-            if not isinstance(row, dict):
-                raise BundleError(f"{self.path}: {name} line {lineno}: not an object")
-            yield lineno, row
+        expected = self.manifest["members"][name].get("sha256")
+        digest = hashlib.sha256()
+        try:
+            handle = self.zf.open(name)
+        except KeyError:
+            raise BundleError(f"{self.path}: member {name} is listed in the manifest but missing") from None
+        with handle:
+            for lineno, raw in enumerate(handle, 1):
+                digest.update(raw)
+                try:
+                    row = json.loads(raw.decode("ascii"))
+                except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+                    raise BundleError(f"{self.path}: {name} line {lineno}: not JSON ({exc})") from None
+                if not isinstance(row, dict):
+                    raise BundleError(f"{self.path}: {name} line {lineno}: not an object")
+                yield lineno, row
+        if digest.hexdigest() != expected:
+            raise BundleError(f"{self.path}: member {name}: sha256 differs from the manifest (the file was altered)")
 
 
 def bundle_open(path: Path) -> Bundle:
@@ -363,15 +377,22 @@ def bundle_load(bundle: Bundle) -> dict[str, int]:
     counts: dict[str, int] = {}
     with transaction.atomic(), contents.keep_timestamps():
         for table in contents.TABLES:
-            batch = []
+            batch: list[Any] = []
             name = f"tables/{table.key}.jsonl"
+            n = 0
             for lineno, row in bundle.rows(table):
                 try:
                     batch.append(contents.build_instance(table, row, where=f"{bundle.path}: {name} line {lineno}"))
                 except ValueError as exc:
                     raise BundleError(str(exc)) from None
-            table.model.objects.bulk_create(batch, batch_size=1000) if batch else None
-            counts[table.key] = len(batch)
+                if len(batch) >= LOAD_BATCH:
+                    table.model._base_manager.bulk_create(batch)
+                    n += len(batch)
+                    batch = []
+            if batch:
+                table.model._base_manager.bulk_create(batch)
+                n += len(batch)
+            counts[table.key] = n
         # Explicit ids leave PostgreSQL's sequences behind; the next insert would collide.
         sql = connection.ops.sequence_reset_sql(no_style(), [t.model for t in contents.TABLES])
         if sql:
