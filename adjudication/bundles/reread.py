@@ -8,11 +8,10 @@ and are listed as not re-read. A rule reader this registry does not have is list
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from adjudication.models import Dataset, Question, ReaderSpec, Reading, Response
+from adjudication.models import Dataset, ReaderSpec, Reading, Response
 from adjudication.pipeline.readings import panel_read, stored_item
 
 SHOWN = 50  # changed items listed per reader in the text output (all of them in --json)
@@ -74,21 +73,11 @@ def reread_rule_readers(*, dataset: Dataset) -> list[ReaderReread]:
     ids = sorted({rid for _, rows in todo for rid, _, _ in rows})
     items = {}
     externals = {}
-    questions: dict[int, tuple[str, list[str], str]] = {}
-    by_question: dict[int, list[int]] = defaultdict(list)
-    for rid, qid, external_id, text in Response.objects.filter(id__in=ids).values_list(
-        "id", "question_id", "external_id", "text"
+    for rid, external_id, text, gold, choices, question in Response.objects.filter(id__in=ids).values_list(
+        "id", "external_id", "text", "question__gold", "question__choices", "question__text"
     ):
-        by_question[qid].append(rid)
-        externals[rid] = (external_id, text)
-    for qid, gold, choices, qtext in Question.objects.filter(id__in=list(by_question)).values_list(
-        "id", "gold", "choices", "text"
-    ):
-        questions[qid] = (gold, list(choices or ()), qtext)
-    for qid, rids in by_question.items():
-        for rid in rids:
-            gold, choices, qtext = questions[qid]
-            items[rid] = stored_item(text=externals[rid][1], gold=gold, choices=choices, question=qtext)
+        externals[rid] = external_id
+        items[rid] = stored_item(text=text, gold=gold, choices=list(choices or ()), question=question)
     # One pool run for every reader, as the pipeline reads (same budgets, same isolation).
     results = panel_read([(e.name, [items[rid] for rid, _, _ in rows]) for e, rows in todo])
     for (entry, rows), readings in zip(todo, results, strict=True):
@@ -98,7 +87,7 @@ def reread_rule_readers(*, dataset: Dataset) -> list[ReaderReread]:
             if now != verdict:
                 entry.changes.append(
                     {
-                        "response": externals[rid][0],
+                        "response": externals[rid],
                         "stored": {"verdict": verdict, "answer": answer},
                         "now": {"verdict": now, "answer": reading.answer},
                     }
