@@ -17,7 +17,10 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 def test_run_judges_through_a_real_worker(loopback, make_endpoint, make_dataset, celery_worker, tmp_path):
     ds = make_dataset([mc_row(i) for i in range(12)] + [math_row(i) for i in range(4)], n_mc=0)
     loopback.latency_s = 0.05
-    loopback.fault_for = lambda body, n: {"status": 500} if n % 5 == 0 else None
+    # An overloaded server's 500s differ from one to the next; the same 500 twice on one request is a
+    # refusal by design (judges.services.calls.deterministic_500), which the two worker processes'
+    # interleaving would otherwise hit now and then when a retry lands on the next multiple of 5.
+    loopback.fault_for = lambda body, n: {"status": 500, "message": f"overloaded (request {n})"} if n % 5 == 0 else None
     ep = make_endpoint(max_concurrency=3)
     Judge.objects.create(name="sq", endpoint=ep, template="simpleqa")
     Judge.objects.create(name="xv", endpoint=ep, template="xverify")
