@@ -12,7 +12,7 @@ REQS := requirements/base.txt requirements/test.txt requirements/lock.txt
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/adjudication
 TEST_BROKER_URL ?= redis://127.0.0.1:6379/15
 
-.PHONY: demo test test-fast lint venv services bench clean real-model-venv real-model-test real-model-bench
+.PHONY: demo test test-quick test-fast lint venv services bench clean real-model-venv real-model-test real-model-bench
 
 $(VENV)/.installed: $(REQS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -31,10 +31,23 @@ demo: venv
 services:
 	bash scripts/ensure-services.sh
 
-# Lint first: a style or type error fails CI before twenty minutes of tests.
+# The suite runs on TEST_WORKERS pytest-xdist workers; each has its own PostgreSQL database
+# (pytest-django: test_adjudication_gw0, ...) and its own Redis database (tests/xdist_services.py:
+# /15, /14, ...). Most tests wait on PostgreSQL, a browser or a child process, so three workers keep
+# two cores busy. TEST_WORKERS=0 runs in one process (pytest's own output, pdb, a single test).
+TEST_WORKERS ?= 3
+TEST_ENV = DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) SECRET_KEY=test-only
+PYTEST_PARALLEL = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
+
+# Lint first: a style or type error fails CI before the tests. The slowest 30 tests are listed at
+# the end, so that growth shows in CI's output.
 test: venv lint services
-	DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) SECRET_KEY=test-only \
-	  $(PY) -m pytest $(PYTEST_ARGS)
+	$(TEST_ENV) $(PY) -m pytest $(PYTEST_PARALLEL) --durations=30 $(PYTEST_ARGS)
+
+# The inner loop: everything but the system tier (real Celery workers, Chromium, child processes,
+# ../shared/data; see the `system` marker in pyproject.toml). No lint.
+test-quick: venv services
+	$(TEST_ENV) $(PY) -m pytest $(PYTEST_PARALLEL) -m "not system" $(PYTEST_ARGS)
 
 lint: venv
 	$(PY) -m ruff check .

@@ -7,6 +7,7 @@ from `service_env`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -15,10 +16,13 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from time import time_ns
 from typing import TYPE_CHECKING, Any
 
+import hypothesis
 import pytest
 from django.apps import apps
 from django.core.management import call_command
@@ -28,6 +32,11 @@ if TYPE_CHECKING:  # the reader tests run without Django (`-p no:django`): no mo
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = ROOT.parent / "shared" / "data"
+
+# Hypothesis's default 200 ms deadline per example is a wall-clock assertion: on a loaded machine (a
+# parallel run, CI) it fails tests that are correct. Tests assert behaviour, never time.
+hypothesis.settings.register_profile("suite", deadline=None)
+hypothesis.settings.load_profile("suite")
 
 
 @pytest.fixture(autouse=True)
@@ -42,6 +51,28 @@ def _plain_http(request) -> None:
     settings.SESSION_COOKIE_SECURE = False
     settings.CSRF_COOKIE_SECURE = False
     settings.SECURE_HSTS_SECONDS = 0  # a browser that saw HSTS on localhost would refuse plain HTTP
+
+
+# The system tier (`-m system`; `make test-quick` leaves it out): tests that start real processes or
+# read real data. A test is in it by its markers or fixtures below, or by `pytest.mark.system` where
+# it starts a process itself (subprocess) or reads ../shared/data.
+SYSTEM_MARKERS = ("worker", "browser", "real_model")
+SYSTEM_FIXTURES = ("celery_worker", "session_worker", "broker", "service_env", "plain_live_server")
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        fixtures = getattr(item, "fixturenames", ())
+        if any(item.get_closest_marker(name) for name in SYSTEM_MARKERS) or any(f in fixtures for f in SYSTEM_FIXTURES):
+            item.add_marker(pytest.mark.system)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The run's Chromium (tests/browser.py), if a test started it."""
+    from tests import browser
+
+    browser.shutdown()
 
 
 def shared_data(*parts: str) -> Path:
@@ -120,18 +151,48 @@ def reading_at(response: Response, spec: ReaderSpec, answer: str, *, at: int, ve
     )
 
 
-@pytest.fixture
-def write_jsonl(tmp_path: Path) -> Callable[..., Path]:
-    """write_jsonl(rows, name="in.jsonl") -> path; a row may be a dict or a raw line string."""
+def jsonl_writer(directory: Path) -> Callable[..., Path]:
+    """write(rows, name="in.jsonl") -> the path of a JSON-lines file in `directory`; a row may be a
+    dict or a raw line string."""
 
     def write(rows: list[Any], name: str = "in.jsonl") -> Path:
-        path = tmp_path / name
+        path = directory / name
         with open(path, "w", encoding="utf-8") as handle:
             for row in rows:
                 handle.write((row if isinstance(row, str) else json.dumps(row)) + "\n")
         return path
 
     return write
+
+
+@pytest.fixture
+def write_jsonl(tmp_path: Path) -> Callable[..., Path]:
+    """write_jsonl(rows, name="in.jsonl") -> path, in this test's tmp_path."""
+    return jsonl_writer(tmp_path)
+
+
+@contextmanager
+def world_transaction(django_db_blocker: Any) -> Iterator[None]:
+    """The lifetime of a world: rows built once for a module or class and read by each of its tests.
+
+    The world is built inside a transaction that is rolled back when the block ends. Each test's
+    own transaction (pytest-django's `django_db`, a TestCase) is then a savepoint inside it, so what
+    a test writes is undone after it and the next test finds the world as it was built. A
+    transactional test (`transaction=True`) commits and flushes: it must not use a world.
+
+    Build the rows inside `django_db_blocker.unblock()`, in a fixture that also requests
+    `django_db_setup` (so the test database exists first)."""
+    from django.db import transaction
+
+    with django_db_blocker.unblock():
+        atomic = transaction.atomic()
+        atomic.__enter__()
+    try:
+        yield
+    finally:
+        with django_db_blocker.unblock():
+            transaction.set_rollback(True)
+            atomic.__exit__(None, None, None)
 
 
 def project_table_counts() -> dict[str, int]:
@@ -151,9 +212,9 @@ def run_command(*args: str, **options: Any) -> str:
     return out.getvalue()
 
 
-@pytest.fixture
-def service_env(tmp_path: Path) -> dict[str, str]:
-    """Environment for child processes (manage.py, celery) pointing at this test's database."""
+def child_env() -> dict[str, str]:
+    """Environment for child processes (manage.py, celery) pointing at this process's test database
+    (and, through the inherited CELERY_BROKER_URL, its Redis database: tests/xdist_services.py)."""
     from django.db import connection
 
     env = dict(os.environ)
@@ -171,6 +232,12 @@ def service_env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
+@pytest.fixture
+def service_env() -> dict[str, str]:
+    """Environment for child processes (manage.py, celery) pointing at this test's database."""
+    return child_env()
+
+
 def manage(*args: str, env: dict[str, str], timeout: float = 300, check: bool = False) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, str(ROOT / "manage.py"), *args],
@@ -183,7 +250,14 @@ def manage(*args: str, env: dict[str, str], timeout: float = 300, check: bool = 
     )
 
 
-def start_worker(env: dict[str, str], log_path: Path, *, concurrency: int = 2) -> subprocess.Popen:
+def start_worker(
+    env: dict[str, str],
+    log_path: Path,
+    *,
+    concurrency: int = 2,
+    queues: str = "readers,default,llm",
+    name: str | None = None,
+) -> subprocess.Popen:
     """A real Celery worker (prefork) in its own process group, so a test can kill it whole."""
     from config.celery import worker_argv
 
@@ -191,8 +265,8 @@ def start_worker(env: dict[str, str], log_path: Path, *, concurrency: int = 2) -
     with open(log_path, "a") as log:
         return subprocess.Popen(
             [
-                *worker_argv(queues="readers,default,llm", concurrency=concurrency, loglevel="INFO"),
-                *("--without-heartbeat", "-n", f"test-{os.getpid()}-{time_ns()}@%h"),
+                *worker_argv(queues=queues, concurrency=concurrency, loglevel="INFO"),
+                *("--without-heartbeat", "-n", name or f"test-{os.getpid()}-{time_ns()}@%h"),
             ],
             env=env,
             cwd=ROOT,
@@ -229,31 +303,143 @@ def eager():
         app.conf.task_always_eager, app.conf.task_eager_propagates = before
 
 
+# The platform's LLM retry timing, shrunk so that retries take milliseconds in tests (the judges'
+# tests set it in-process; the session's Celery worker has it in its environment).
+FAST_RETRY = {
+    "LLM_RETRY_MAX_ATTEMPTS": "4",
+    "LLM_BACKOFF_BASE_S": "0.01",
+    "LLM_BACKOFF_MAX_S": "0.05",
+    "LLM_RETRY_BUDGET_S": "5",
+}
+WORKER_QUEUES = ("readers", "default", "llm")
+
+
+class SessionWorker:
+    """One real Celery worker (prefork, 2 children) on Redis for the whole test run, started by the
+    first test that asks for it (~13 s until it answers a ping, ~5 s to stop: once, not per test).
+
+    It consumes only while a `celery_worker` test runs. Between them it listens on a queue of its
+    own that nothing is sent to, so it cannot take the tasks another test leaves in Redis on purpose
+    (a test that checks what was enqueued, or starts workers of its own). A test's end waits until
+    the worker has finished every task it took, before the test's rows are flushed.
+    """
+
+    def __init__(self, env: dict[str, str], log_path: Path) -> None:
+        import socket
+
+        self.env = env
+        self.log_path = log_path
+        self.name = f"session-{os.getpid()}-{time_ns()}@{socket.gethostname()}"
+        self.idle_queue = f"idle-{os.getpid()}-{time_ns()}"
+        self.proc: subprocess.Popen | None = None
+
+    def _control(self, command: str, **arguments: Any) -> list[dict]:
+        from config.celery import app
+
+        return app.control.broadcast(command, arguments=arguments, destination=[self.name], reply=True, timeout=10)
+
+    def ensure_running(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            return
+        self.proc = start_worker(self.env, self.log_path, queues=self.idle_queue, name=self.name)
+        deadline = time.monotonic() + 120
+        while not self._control("ping"):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the session's Celery worker did not start; see {self.log_path}")
+            time.sleep(0.2)
+
+    def consume(self) -> None:
+        for queue in WORKER_QUEUES:
+            assert self._control("add_consumer", queue=queue), f"{self.name} did not take {queue}"
+
+    def idle(self, timeout: float = 180) -> None:
+        """Stop consuming, then wait for the tasks already taken (acks are late: a task the worker
+        holds is still its own). A worker that does not settle is stopped; the next test starts
+        another."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        for queue in WORKER_QUEUES:
+            self._control("cancel_consumer", queue=queue)
+
+        def settled() -> bool:
+            busy = [*self._control("active"), *self._control("reserved")]
+            return bool(busy) and not any(tasks for reply in busy for tasks in reply.values())
+
+        if not wait_until(settled, timeout=timeout, interval=0.1):
+            self.stop()
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            stop_worker(self.proc)
+            self.proc = None
+
+
+_session_workers: list[SessionWorker] = []  # at most one: the `broker` fixture stops it
+
+
+@pytest.fixture(scope="session")
+def session_worker(django_db_setup, tmp_path_factory) -> Iterator[SessionWorker]:
+    """The run's Celery worker, reading this process's test database (it ends before the database
+    is dropped: it depends on django_db_setup)."""
+    env = {**child_env(), **FAST_RETRY}
+    env.setdefault("NO_PROXY", "127.0.0.1,localhost")
+    worker = SessionWorker(env, tmp_path_factory.mktemp("celery") / "worker.log")
+    _session_workers.append(worker)
+    yield worker
+    worker.stop()
+    _session_workers.remove(worker)
+
+
 @pytest.fixture
 def broker():
-    """The Celery app with a real broker, its queues purged before and after the test."""
+    """The Celery app with a real broker to this test alone (it may start workers of its own: the
+    session's worker is stopped), its queues purged before and after the test."""
     from config.celery import app
 
     if app.conf.task_always_eager:
         if os.environ.get("CELERY_BROKER_URL") or os.environ.get("REDIS_URL"):
             pytest.fail("a broker is configured but Celery runs eagerly: a test leaked task_always_eager")
         pytest.skip("no broker configured (CELERY_BROKER_URL); run the suite with `make test`")
+    for worker in _session_workers:
+        worker.stop()
     app.control.purge()
     yield app
     app.control.purge()
 
 
+@dataclass
+class WorkerHandle:
+    """What a test sees of the session's worker: its process and what it logged during the test."""
+
+    proc: subprocess.Popen
+    log_path: Path
+    log_start: int
+
+    def log(self) -> str:
+        with open(self.log_path, encoding="utf-8", errors="replace") as handle:
+            handle.seek(self.log_start)
+            return handle.read()
+
+
 @pytest.fixture
-def celery_worker(service_env: dict[str, str], broker, tmp_path: Path):
-    """A real Celery worker process (prefork, 2 children) on Redis, reading this test's database.
+def celery_worker(session_worker: SessionWorker) -> Iterator[WorkerHandle]:
+    """The session's real Celery worker, consuming the queues for this test.
 
     Needs `transactional_db`: the worker is another process and only sees committed rows.
     """
-    proc = start_worker(service_env, tmp_path / "worker.log")
+    from config.celery import app
+
+    if app.conf.task_always_eager:
+        pytest.skip("no broker configured (CELERY_BROKER_URL); run the suite with `make test`")
+    session_worker.ensure_running()
+    app.control.purge()  # what earlier tests left queued is not this test's
+    session_worker.consume()
+    assert session_worker.proc is not None
     try:
-        yield proc
+        yield WorkerHandle(session_worker.proc, session_worker.log_path, session_worker.log_path.stat().st_size)
     finally:
-        stop_worker(proc)
+        session_worker.idle()
+        app.control.purge()
 
 
 class FakeClock:
@@ -289,6 +475,52 @@ def wait_until(predicate: Callable[[], bool], timeout: float = 120, interval: fl
     return predicate()
 
 
+def _closing_live_server_thread(static_handler: Any) -> Any:
+    """A LiveServerThread whose server can end its keep-alive connections.
+
+    Each connection is served by a thread of its own, which closes its database connection when the
+    socket closes. A browser keeps idle connections open for a while after its last request, so
+    stopping the server leaves those threads waiting for bytes that never come (the test database
+    could not be dropped); shutting their sockets down ends them at once."""
+    import socket
+
+    from django.core.servers.basehttp import ThreadedWSGIServer
+    from django.test.testcases import LiveServerThread
+
+    class ClosingWSGIServer(ThreadedWSGIServer):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.open_requests: set[socket.socket] = set()
+            self.open_lock = threading.Lock()
+
+        def process_request(self, request: Any, client_address: Any) -> None:
+            with self.open_lock:
+                self.open_requests.add(request)
+            super().process_request(request, client_address)
+
+        def close_request(self, request: Any) -> None:
+            with self.open_lock:
+                self.open_requests.discard(request)
+            super().close_request(request)
+
+        def end_open_requests(self) -> None:
+            with self.open_lock:
+                sockets = list(self.open_requests)
+            for sock in sockets:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+
+    class ClosingLiveServerThread(LiveServerThread):
+        server_class = ClosingWSGIServer
+
+        def terminate(self) -> None:
+            super().terminate()
+            if hasattr(self, "httpd"):
+                self.httpd.end_open_requests()
+
+    return ClosingLiveServerThread("127.0.0.1", static_handler, port=0)
+
+
 @pytest.fixture
 def plain_live_server(transactional_db, settings) -> Iterator[str]:
     """A live server started for this test, after the suite's plain-HTTP settings are in place.
@@ -299,11 +531,10 @@ def plain_live_server(transactional_db, settings) -> Iterator[str]:
     handler is built after `_plain_http` turned the redirect off.
     """
     from django.contrib.staticfiles.handlers import StaticFilesHandler
-    from django.test.testcases import LiveServerThread
 
     settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "127.0.0.1"]
     settings.DEBUG = False
-    thread = LiveServerThread("127.0.0.1", StaticFilesHandler, port=0)
+    thread = _closing_live_server_thread(StaticFilesHandler)
     thread.daemon = True
     thread.start()
     thread.is_ready.wait()
@@ -313,8 +544,8 @@ def plain_live_server(transactional_db, settings) -> Iterator[str]:
         yield f"http://127.0.0.1:{thread.port}"
     finally:
         thread.terminate()
-        # Request threads (daemons, one per keep-alive connection) close their database connection
-        # when their socket closes; wait for them so the test database can be dropped afterwards.
+        # The request threads close their database connections as their sockets close (above):
+        # wait for them, so the test database can be flushed and dropped afterwards.
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and any(
             "process_request_thread" in t.name and t.is_alive() for t in threading.enumerate()

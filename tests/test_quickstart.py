@@ -157,7 +157,7 @@ def test_disputed_counts_are_the_review_queue_items(quickstart):
 def test_the_browser_shows_the_headline_format_share_json_computes(quickstart):
     """Logged in as demo: the landing card and the top of the analytics page carry the same
     numbers as `format_share --dataset quickstart --by benchmark --json`."""
-    from tests.review.test_browser_flow import chromium_browser
+    from tests.browser import chromium_browser
 
     fs = quickstart.format_share_json()
     want = {"(all)": fs["pooled"], **{b: g["pooled"] for b, g in fs["groups"].items()}}

@@ -29,10 +29,9 @@ LIMIT = 4
 
 
 @pytest.fixture(autouse=True)
-def fast_hasher_and_small_limit(settings) -> None:
-    """A cheap hasher so that failed logins take milliseconds, not the ~0.7 s each of the production
-    PBKDF2 (which is exactly why failed attempts must be throttled); a small lockout limit."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+def small_limit(settings) -> None:
+    """A small lockout limit. (Failed logins cost milliseconds here: the test settings' hasher is
+    MD5, not the production PBKDF2 whose ~0.7 s per attempt is exactly why they are throttled.)"""
     settings.AXES_FAILURE_LIMIT = LIMIT
 
 
@@ -53,6 +52,22 @@ def basic(username: str, password: str) -> str:
 
 
 # -- 13: brute force ---------------------------------------------------------------------------------
+
+
+def test_production_stores_passwords_with_django_s_pbkdf2(settings):
+    """The suite runs on config.settings.test (MD5, for speed); production keeps Django's default."""
+    from django.conf import global_settings
+    from django.contrib.auth.hashers import PBKDF2PasswordHasher
+
+    import config.settings as production
+
+    hashers = getattr(production, "PASSWORD_HASHERS", global_settings.PASSWORD_HASHERS)
+    assert hashers[0] == "django.contrib.auth.hashers.PBKDF2PasswordHasher"
+    settings.PASSWORD_HASHERS = hashers
+    stored = user_with_role("prod-hash").password
+    algorithm, iterations, _salt, _hash = stored.split("$")
+    assert (algorithm, int(iterations)) == ("pbkdf2_sha256", PBKDF2PasswordHasher.iterations)
+    assert User.objects.get(username="prod-hash").check_password(PASSWORD)
 
 
 def test_form_login_locks_an_account_after_repeated_failures_from_any_address():

@@ -12,9 +12,10 @@ from adjudication.models import AnalyticsReport, Dataset
 from adjudication.review.labels import LabelEntry
 from adjudication.review.services import label_submit, lease_claim_next, queue_create
 
+from ..browser import chromium_browser, require_chromium
 from ..conftest import ROOT, manage, run_command
 from ..review.conftest import make_user
-from ..review.test_browser_flow import add_user, chromium_browser, logged_in, require_chromium
+from ..review.test_browser_flow import add_user, logged_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -10,10 +10,18 @@ from scripts import realdata
 
 from ..conftest import shared_data
 
+pytestmark = pytest.mark.system  # reads ../shared/data
+
 
 @pytest.fixture(scope="module")
-def answer_matching():
-    return jsonable(realdata.answer_matching(shared_data("answer-matching-human-annotations")))
+def answer_matching_result():
+    """Computed once for the module (~10 s): every test reads the same result."""
+    return realdata.answer_matching(shared_data("answer-matching-human-annotations"))
+
+
+@pytest.fixture(scope="module")
+def answer_matching(answer_matching_result):
+    return jsonable(answer_matching_result)
 
 
 def test_the_counts_match_the_answer_matching_readme(answer_matching):
@@ -54,8 +62,8 @@ def test_deepseek_v3_bias_against_each_human_rater(answer_matching):
     }
 
 
-def test_the_answer_matching_markdown_renders(answer_matching):
-    text = realdata.answer_matching_markdown(realdata.answer_matching(shared_data("answer-matching-human-annotations")))
+def test_the_answer_matching_markdown_renders(answer_matching_result):
+    text = realdata.answer_matching_markdown(answer_matching_result)
     assert "| deepseek-chat-v3-0324 | annotator_ameya | 636 | 160 | 8 | 29 | 439 |" in text
 
 

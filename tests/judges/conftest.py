@@ -14,15 +14,7 @@ from judges.models import Endpoint
 from judges.services.regeneration import regenerations_create
 from judges.testing.loopback import LoopbackServer
 
-from ..conftest import math_row, mc_row, run_command
-
-# The platform's own retry timing, shrunk so that retries take milliseconds in tests.
-FAST_RETRY = {
-    "LLM_RETRY_MAX_ATTEMPTS": "4",
-    "LLM_BACKOFF_BASE_S": "0.01",
-    "LLM_BACKOFF_MAX_S": "0.05",
-    "LLM_RETRY_BUDGET_S": "5",
-}
+from ..conftest import FAST_RETRY, math_row, mc_row, run_command
 
 
 @pytest.fixture(autouse=True)

@@ -14,7 +14,7 @@ from ..conftest import math_row, mc_row, run_command
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 
 
-def test_run_judges_through_a_real_worker(loopback, make_endpoint, make_dataset, celery_worker, tmp_path):
+def test_run_judges_through_a_real_worker(loopback, make_endpoint, make_dataset, celery_worker):
     ds = make_dataset([mc_row(i) for i in range(12)] + [math_row(i) for i in range(4)], n_mc=0)
     loopback.latency_s = 0.05
     # An overloaded server's 500s differ from one to the next; the same 500 twice on one request is a
@@ -35,8 +35,7 @@ def test_run_judges_through_a_real_worker(loopback, make_endpoint, make_dataset,
     assert LLMAttempt.objects.filter(status="retryable_error", http_status=500).count() == loopback.stats.faults > 0
     # the endpoint's concurrency held across the worker's two processes (leases in Redis)
     assert loopback.stats.max_in_flight <= 3
-    log = (tmp_path / "worker.log").read_text()
-    assert "judges.tasks.judge_batch" in log
+    assert "judges.tasks.judge_batch" in celery_worker.log()
 
     # a second run enqueues nothing
     out = run_command("run_judges", dataset=ds.name, judges=["sq", "xv"], timeout=60)

@@ -62,7 +62,7 @@ def format_share_json(dataset: str) -> dict:
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
 def test_each_dataset_is_a_card_with_its_counts_headline_and_links(two_datasets, plain_live_server):
-    from ..review.test_browser_flow import chromium_browser
+    from ..browser import chromium_browser
 
     big, _ = two_datasets
     fs = format_share_json(big.name)

@@ -23,11 +23,6 @@ pytestmark = pytest.mark.django_db
 PASSWORD = "pw-ann-123"  # make_user("ann", …)'s
 
 
-@pytest.fixture(autouse=True)
-def fast_hasher(settings) -> None:
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 def basic(username: str, password: str) -> str:
     return "Basic " + base64.b64encode(f"{username}:{password}".encode()).decode()
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from .test_browser_flow import SCREENSHOTS, add_user, chromium_browser, log_in, require_chromium
+from ..browser import chromium_browser, require_chromium
+from .test_browser_flow import SCREENSHOTS, add_user, log_in
 from .test_csp_in_browser import Violations
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -8,9 +8,10 @@ from django.urls import URLPattern, URLResolver, get_resolver
 
 from adjudication.models import AuditRun, Dataset
 from adjudication.review.labels import LabelEntry
-from adjudication.review.services import label_submit, lease_claim_next
+from adjudication.review.services import label_submit, lease_claim_next, queue_create
 
-from .conftest import make_user
+from ..conftest import jsonl_writer, world_transaction
+from .conftest import disputed_dataset, make_user
 
 pytestmark = pytest.mark.django_db
 
@@ -100,8 +101,18 @@ def test_the_matrix_covers_every_url():
     assert not missing, f"add these URLs to the authorization matrix: {missing}"
 
 
-@pytest.fixture
-def world(queue):
+@pytest.fixture(scope="module")
+def world(django_db_setup, django_db_blocker, tmp_path_factory):
+    """Users of every role and one of each object the URLs name, built once for the whole matrix
+    (each case runs in a savepoint of the world's transaction: what a POST changes is undone)."""
+    with world_transaction(django_db_blocker):
+        with django_db_blocker.unblock():
+            built = build_world(jsonl_writer(tmp_path_factory.mktemp("authorization")))
+        yield built
+
+
+def build_world(write_jsonl) -> tuple[dict, dict]:
+    queue = queue_create(dataset=disputed_dataset(write_jsonl, 6), name="q", overlap=2, lease_seconds=600)
     users = {
         "annotator": make_user("ann", "annotator"),
         "adjudicator": make_user("adj", "adjudicator"),

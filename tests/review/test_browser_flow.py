@@ -19,17 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from ..browser import chromium_browser, require_chromium
 from ..conftest import manage, mc_row, run_command
 
-CHROMIUM = Path("/usr/bin/chromium")
-LAUNCH_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 PASSWORD = "browser-flow-pw-7731"
 READERS = ["fixed", "boxed", "strict-match"]
 # Where the flow leaves its screenshots (docs/img holds the ones docs/review.md shows).
@@ -54,33 +46,6 @@ KEY_OF = {"A": "1", "B": "2", "C": "3", "D": "4"}
 
 
 # -- shared with the other browser tests (imported there; plain_live_server is in conftest) --------
-
-
-def require_chromium() -> None:
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} is not installed")
-    pytest.importorskip("playwright.sync_api")
-
-
-@contextmanager
-def chromium_browser() -> Iterator:
-    """Headless Debian Chromium through Playwright, or a clean skip when either is missing.
-
-    Started inside the test body, after the data exists: a process forked while the Playwright
-    driver runs inherits the driver's stdin pipe, and closing Playwright then hangs.
-
-    Make no ORM call inside it: Playwright's sync API runs the caller in a greenlet, where Django
-    opens a second connection that nothing closes (the test database then cannot be dropped).
-    """
-    require_chromium()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=LAUNCH_ARGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
 
 
 def run_readers(service_env: dict[str, str], dataset: str) -> None:

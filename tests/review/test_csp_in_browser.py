@@ -14,8 +14,9 @@ import re
 
 import pytest
 
+from ..browser import chromium_browser, require_chromium
 from ..conftest import manage, math_row, mc_row, reading_at, run_command
-from .test_browser_flow import ITEM_URL, add_user, chromium_browser, log_in, require_chromium
+from .test_browser_flow import ITEM_URL, add_user, log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

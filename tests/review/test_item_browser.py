@@ -197,12 +197,7 @@ def build_world(write_jsonl) -> World:
 
 
 @pytest.fixture
-def fast_passwords(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
-@pytest.fixture
-def world(write_jsonl, fast_passwords) -> World:
+def world(write_jsonl) -> World:
     return build_world(write_jsonl)
 
 

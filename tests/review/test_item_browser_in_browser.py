@@ -19,7 +19,8 @@ from django.test import Client
 
 from adjudication.review import browse
 
-from .test_browser_flow import SCREENSHOTS, chromium_browser, require_chromium
+from ..browser import chromium_browser, require_chromium
+from .test_browser_flow import SCREENSHOTS
 from .test_item_browser import ALPHA, BETA, HOSTILE_ID, World, build_world
 from .test_xss_in_browser import DANGEROUS_DOM, Watch
 
@@ -27,9 +28,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture
-def world(write_jsonl, settings) -> World:
+def world(write_jsonl) -> World:
     require_chromium()  # skip before building anything
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     return build_world(write_jsonl)
 
 

@@ -19,16 +19,9 @@ import pytest
 
 from adjudication.review.selectors import response_parts
 
+from ..browser import chromium_browser, require_chromium
 from ..conftest import ROOT, mc_row, run_command
-from .test_browser_flow import (
-    ITEM_URL,
-    READERS,
-    add_user,
-    chromium_browser,
-    log_in,
-    require_chromium,
-    run_readers,
-)
+from .test_browser_flow import ITEM_URL, READERS, add_user, log_in, run_readers
 
 DISPUTE = "\nThe answer is B. Then again \\boxed{C}"  # fixed/boxed read C, strict-match reads B: disputed
 DEEP_FRAC = "$" + "\\frac{1}{" * 500 + "x" + "}" * 500 + "$"

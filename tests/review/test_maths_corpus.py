@@ -15,8 +15,8 @@ import pytest
 from adjudication.review.rendering import response_parts
 from adjudication.text import displayable
 
+from ..browser import chromium_browser, require_chromium
 from ..conftest import shared_data
-from .test_browser_flow import chromium_browser, require_chromium
 from .test_katex_guard import static_page
 
 RAW_TEX = re.compile(r"\\(?:boxed|frac|begin\{)")

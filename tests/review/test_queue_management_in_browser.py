@@ -9,8 +9,9 @@ import re
 
 import pytest
 
+from ..browser import chromium_browser, require_chromium
 from .conftest import make_user, panel_dataset_build
-from .test_browser_flow import SCREENSHOTS, add_user, chromium_browser, logged_in, require_chromium
+from .test_browser_flow import SCREENSHOTS, add_user, logged_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

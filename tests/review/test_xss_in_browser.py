@@ -13,16 +13,9 @@ import re
 
 import pytest
 
+from ..browser import chromium_browser, require_chromium
 from ..conftest import mc_row, run_command
-from .test_browser_flow import (
-    ITEM_URL,
-    READERS,
-    add_user,
-    chromium_browser,
-    log_in,
-    require_chromium,
-    run_readers,
-)
+from .test_browser_flow import ITEM_URL, READERS, add_user, log_in, run_readers
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
