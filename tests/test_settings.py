@@ -7,7 +7,11 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from .conftest import ROOT
+
+pytestmark = pytest.mark.system  # child processes
 
 PROBE = (
     "import django, json; django.setup(); from django.conf import settings as s; "

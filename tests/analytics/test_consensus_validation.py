@@ -31,6 +31,7 @@ def report(dirs):
     return jsonable(realdata.consensus_validation(answer_matching_dir=am, evouna_dir=evouna, quick=True))
 
 
+@pytest.mark.system  # reads ../shared/data
 def test_every_data_set_has_the_three_comparisons_and_the_curves(report):
     assert report["quick"] is True and set(report["datasets"]) == DATASETS
     for name, ds in report["datasets"].items():
@@ -47,6 +48,7 @@ def test_every_data_set_has_the_three_comparisons_and_the_curves(report):
         assert ds["curves"], name
 
 
+@pytest.mark.system  # reads ../shared/data
 def test_the_label_curves_end_with_every_label_revealed_and_no_error(report):
     for name, ds in report["datasets"].items():
         for target, c in ds["curves"].items():
@@ -58,6 +60,7 @@ def test_the_label_curves_end_with_every_label_revealed_and_no_error(report):
                 assert all(r is not None and 0 <= r <= c["items"] for r in block["runs"])
 
 
+@pytest.mark.system  # reads ../shared/data
 def test_evouna_human_accuracy_and_producer_accuracy_are_direct_counts(report, dirs):
     with open(dirs[1] / "TQ.json", encoding="utf-8") as fh:
         questions = realdata._sample(json.load(fh), 40)  # the --quick slice: 40 seeded questions
@@ -82,6 +85,7 @@ def test_evouna_human_accuracy_and_producer_accuracy_are_direct_counts(report, d
     assert (contains["votes"], contains["human_accuracy"]) == (total, hits / total)
 
 
+@pytest.mark.system  # reads ../shared/data
 def test_answer_matching_truth_is_the_agreeing_raters_label(report, dirs):
     rows = realdata._sample(realdata._load(dirs[0] / realdata.FILES["gpqa_diamond"]), 80)
     agreed = []
@@ -98,6 +102,7 @@ def test_answer_matching_truth_is_the_agreeing_raters_label(report, dirs):
     assert judges == {"judge:deepseek-chat-v3-0324", "judge:qwen-2.5-7b-instruct"}
 
 
+@pytest.mark.system  # reads ../shared/data
 def test_the_markdown_report_renders_every_data_set(report):
     text = realdata.consensus_validation_markdown(report)
     assert "--quick: a seeded slice" in text

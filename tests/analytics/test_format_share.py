@@ -265,6 +265,7 @@ def test_without_a_base_checkpoint_the_command_says_so(write_jsonl):
     assert out["comparisons"][0]["base_checkpoint"] == "sft"
 
 
+@pytest.mark.system  # a child process
 def test_the_command_runs_without_a_database_server(write_jsonl, tmp_path):
     """As the analytics check runs it: a DATABASE_URL that points nowhere."""
     import os

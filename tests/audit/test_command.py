@@ -13,6 +13,7 @@ from ..conftest import ROOT, manage, math_row, mc_row, run_command
 DEAD_DB = "postgres://nobody@127.0.0.1:1/none"
 
 
+@pytest.mark.system  # a child process
 def test_cli_runs_with_a_dead_database(tmp_path):
     golds = tmp_path / "golds.txt"
     golds.write_text("\n".join(["3", "42", "9999", "10000", "123456", "\\frac{1}{2}", "3\\sqrt{2}"]) + "\n")

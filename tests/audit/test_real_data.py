@@ -14,6 +14,8 @@ from readers.audit.transforms import BY_NAME, int_value
 
 from .conftest import OTHERS, load_real_golds
 
+pytestmark = pytest.mark.system  # reads ../shared/data
+
 
 @pytest.fixture(scope="module")
 def real_golds() -> list[str]:

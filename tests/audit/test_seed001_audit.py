@@ -163,6 +163,7 @@ def test_synthetic_golds_are_deterministic_and_cover_sets_and_intervals():
     assert any(g.startswith("\\{") for g in golds) and any(g.endswith((")", "]")) and "," in g for g in golds)
 
 
+@pytest.mark.system  # reads ../shared/data
 def test_seed_conventions_on_real_golds(pool, tmp_path):
     sample = load_real_golds()[::8]
     result = run_audit(sample, list(SEED_READERS), tmp_path, pool=pool)

@@ -323,6 +323,7 @@ def test_the_analytics_report_replays(labelled, tmp_path, settings):  # noqa: F8
     assert result.reports[0].describe.startswith("analytics ") and result.ok
 
 
+@pytest.mark.system  # a child process
 @pytest.mark.django_db(transaction=True)
 def test_replay_command_uses_a_scratch_database_and_leaves_this_one_alone(labelled, tmp_path):  # noqa: F811
     """The user's path: `manage.py replay FILE` in a child process, on a new SQLite database."""

@@ -320,6 +320,7 @@ def test_copy_text_escapes_what_copy_reads_as_delimiters_and_nothing_else():
     assert copyrows.copy_text("é 🙂 \"'") == "é 🙂 \"'"
 
 
+@pytest.mark.system  # a child process
 def test_the_embedded_sqlite_default_imports_through_the_orm_path(tmp_path, write_jsonl):
     """SQLite (make demo) has no COPY: the portable ORM path imports the same hostile file, re-imports
     it as a no-op, and refuses a bad line leaving nothing behind."""

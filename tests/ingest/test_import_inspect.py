@@ -280,6 +280,7 @@ def test_file_only_commands_read_inspect_logs_through_the_same_dispatcher(logs):
     assert all(r.model == "mockllm/model" for r in rows)
 
 
+@pytest.mark.system  # a child process
 def test_the_read_command_reads_an_inspect_log_with_no_database_server(logs, tmp_path):
     out = tmp_path / "out.jsonl"
     # Port 1 on loopback: nothing listens, so any ORM access would fail loudly.

@@ -328,6 +328,7 @@ def test_file_only_commands_read_details_through_the_same_dispatcher(tmp_path):
     assert [r.gold for r in rows] == ["B", "B", "B"] and rows[0].model == "org/qwen-7b"
 
 
+@pytest.mark.system  # reads ../shared/data
 def test_lighteval_s_own_metric_test_docs_import_with_its_expected_verdicts(tmp_path):
     """lighteval's declarative metric tests (shared data) hold real Doc and ModelResponse values and
     the metric's expected output: as details rows they import with those verdicts."""

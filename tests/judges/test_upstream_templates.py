@@ -130,6 +130,7 @@ def test_simpleqa_upstream_needs_the_users_file_and_says_where_to_get_it(loopbac
     assert not Judge.objects.filter(name="sq-up").exists()
 
 
+@pytest.mark.system  # a child process
 def test_the_grader_is_read_from_simpleqa_eval_py_without_running_it(loopback, make_endpoint, tmp_path):
     make_endpoint()
     path = write(tmp_path, "simpleqa_eval.py", STAND_IN_PY)

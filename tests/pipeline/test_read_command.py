@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from ..conftest import ROOT, manage, math_row, mc_row
+
+pytestmark = pytest.mark.system  # child processes
 
 
 def test_read_works_with_no_database_server(write_jsonl, tmp_path):

@@ -77,6 +77,7 @@ def test_registered_with_declarations() -> None:
     json.dumps(reader.config_dict())
 
 
+@pytest.mark.system  # a child process
 def test_library_never_imports_django() -> None:
     code = (
         "import sys; import readers.fixed, readers.equivalence; from readers import registry; "
@@ -687,6 +688,7 @@ def _mmlu_pro_odd_rows() -> list[dict[str, Any]]:
         return [json.loads(line) for i, line in enumerate(handle) if i % 2 == 1]
 
 
+@pytest.mark.system  # reads ../shared/data
 def test_mmlu_pro_odd_rows() -> None:
     rows = _mmlu_pro_odd_rows()
     counts: Counter[str] = Counter()
@@ -710,6 +712,7 @@ def test_mmlu_pro_odd_rows() -> None:
     assert counts["fixed_correct"] >= counts["released_correct"] - 5
 
 
+@pytest.mark.system  # reads ../shared/data
 def test_qwen25_math_problems_25_to_99() -> None:
     path = shared_data("qwen25-math-eval", "math_cot_100.jsonl")
     with open(path, encoding="utf-8") as handle:

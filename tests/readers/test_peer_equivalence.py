@@ -13,6 +13,8 @@ from readers.isolation.pool import IsolatedPool
 
 from .peer import SHARED, isolated, peer_dev_cases, score, vector_cases
 
+pytestmark = pytest.mark.system  # reads ../shared/data
+
 
 @pytest.fixture(scope="module")
 def read_many():

@@ -86,6 +86,7 @@ register("calling-plugin", Calls, "registered at import")
 """
 
 
+@pytest.mark.system  # a child process
 def test_reader_plugins_declare_a_table_or_register_themselves(tmp_path):
     (tmp_path / "my_plugin.py").write_text(PLUGIN, encoding="utf-8")
     code = (

@@ -14,7 +14,7 @@ import pytest
 from ..conftest import ROOT, run_command
 from .conftest import disputed_dataset, make_user
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.system]  # child processes
 
 SCRIPT = ROOT / "docs" / "api_example.py"
 

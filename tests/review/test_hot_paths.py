@@ -130,6 +130,7 @@ SQLITE_FLOW = textwrap.dedent("""
 """)
 
 
+@pytest.mark.system  # a child process
 @pytest.mark.worker
 def test_the_review_loop_runs_on_the_embedded_sqlite_default(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL", "REDIS_URL")}

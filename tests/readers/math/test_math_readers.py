@@ -313,6 +313,7 @@ def _peer_config(settings: dict[str, Any]) -> MathVerifyConfig:
     )
 
 
+@pytest.mark.system  # reads ../shared/data
 def test_math_verify_peer_vectors_replayed_with_their_settings() -> None:
     rows = _mv_vectors()
     assert len(rows) == 270
@@ -340,6 +341,7 @@ MV_LATEX_DEPARTURES = {
 }
 
 
+@pytest.mark.system  # reads ../shared/data
 def test_registered_math_verify_latex_on_peer_vectors() -> None:
     reader = registry.get("math-verify-latex")
     departures = {
@@ -350,6 +352,7 @@ def test_registered_math_verify_latex_on_peer_vectors() -> None:
     assert departures == MV_LATEX_DEPARTURES
 
 
+@pytest.mark.system  # reads ../shared/data
 def test_registered_math_verify_expr_on_peer_expr_vectors() -> None:
     reader = registry.get("math-verify-expr")
     rows = [r for r in _mv_vectors() if r["settings"].get("match_types") == ["expr"]]
@@ -443,6 +446,7 @@ def _hendrycks_vectors() -> list[dict[str, Any]]:
     return read_jsonl(shared_data("hendrycks-math-equivalence-tests", "hendrycks_math_equivalence_vectors.jsonl"))
 
 
+@pytest.mark.system  # reads ../shared/data
 @pytest.mark.parametrize("port", ["hendrycks", "lm-eval"])
 def test_hendrycks_is_equiv_vectors(port: str) -> None:
     rows = _hendrycks_vectors()
@@ -452,6 +456,7 @@ def test_hendrycks_is_equiv_vectors(port: str) -> None:
         assert got == bool(row["expected"]), (port, row["id"])
 
 
+@pytest.mark.system  # reads ../shared/data
 @pytest.mark.parametrize("name", ["strip-string", "strip-string-lm-eval"])
 def test_hendrycks_vectors_through_the_reader(name: str) -> None:
     reader = registry.get(name)
@@ -700,6 +705,7 @@ def _count_correct(reader: Any, golds: list[str], make: Callable[[str], str]) ->
     return sum(read(reader, g, make(g)).verdict == "correct" for g in golds)
 
 
+@pytest.mark.system  # reads ../shared/data
 def test_math500_boxed_self_validation_and_trailing_characters() -> None:
     golds = _math500_golds()
     assert len(golds) == 500

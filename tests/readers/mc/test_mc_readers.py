@@ -210,6 +210,7 @@ def test_multi_choice_regex_filter_steps() -> None:
     assert multi_choice_regex_filter("x - foo", ("- foo", "bar"), **kw).value == "foo"
 
 
+@pytest.mark.system  # reads ../shared/data
 def test_filter_test_vectors() -> None:
     rows = read_jsonl(shared_data("lm-eval-harness-filters", "filter_test_vectors.jsonl"))
     assert len(rows) == 2
@@ -234,6 +235,7 @@ CLAIMS: dict[str, list[tuple[str, str]]] = {
 }
 
 
+@pytest.mark.system  # reads ../shared/data
 def test_named_configs_equal_task_rows() -> None:
     rows = read_jsonl(shared_data("lm-eval-harness-filters", "task_regex_filters.jsonl"))
     by_key = {(r["yaml_path"], r["filter_name"]): r for r in rows if r["function"] in ("regex", "multi_choice_regex")}
@@ -332,6 +334,7 @@ def test_multi_choice_regex_reader() -> None:
     assert read("multi-choice-regex", "Answer: C", gold="(C)", choices=()).verdict == "correct"
 
 
+@pytest.mark.system  # reads ../shared/data
 def test_mmlu_pro_released_predictions_reproduced() -> None:
     """MMLU-Pro's own first runs used only `answer is \\(?([A-J])\\)?`: custom-extract must agree."""
     path = shared_data("mmlu-pro-model-outputs", "mmlu_pro_cot_outputs_sample.jsonl")

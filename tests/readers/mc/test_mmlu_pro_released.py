@@ -245,6 +245,7 @@ def _agrees(reading: Reading, released: str | None) -> tuple[bool, str]:
     return False, "differs"
 
 
+@pytest.mark.system  # reads ../shared/data
 def test_released_predictions_are_reproduced_per_model() -> None:
     path = shared_data("mmlu-pro-model-outputs", "mmlu_pro_cot_outputs_sample.jsonl")
     readers = {**{m: registry.get(FULL) for m in CASCADE_RUNS}, **{m: registry.get(FIRST) for m in FIRST_PATTERN_RUNS}}
