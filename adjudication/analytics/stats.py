@@ -25,12 +25,12 @@ import numpy as np
 from readers.stats import wilson
 
 ALPHA = 0.05
+Z95 = 1.959963984540054  # scipy.stats.norm.isf(0.025), what statsmodels uses for alpha = 0.05
 # Krippendorff's levels of measurement, as the `krippendorff` package names them.
 Level = Literal["nominal", "ordinal", "interval", "ratio"]
 # {rater: {item: category}}: raters and items are any hashable keys (names, ids).
 _Rater = TypeVar("_Rater", bound=Hashable)
 _Item = TypeVar("_Item", bound=Hashable)
-Z95 = 1.959963984540054  # scipy.stats.norm.isf(0.025), what statsmodels uses for alpha = 0.05
 
 
 def proportion(k: int, n: int, alpha: float = ALPHA) -> dict[str, Any]:
