@@ -42,7 +42,9 @@ class ErrorBodySerializer(serializers.Serializer):
     status = serializers.IntegerField(help_text="the HTTP status, repeated")
     code = serializers.CharField(help_text="a stable machine word: invalid, not_authenticated, busy, throttled, …")
     message = serializers.CharField(help_text="one readable sentence")
-    fields = serializers.DictField(
+    # A field named "fields": DRF's serializer metaclass takes declared fields out of the class, so
+    # Serializer.fields (the property) is not shadowed at run time; mypy sees only the class body.
+    fields = serializers.DictField(  # type: ignore[assignment]
         required=False, help_text="validation errors only: each refused field and its messages"
     )
     retry_after = serializers.IntegerField(required=False, help_text="409 busy and 429: seconds to wait")
@@ -107,8 +109,11 @@ def exception_handler(exc: Exception, context: dict) -> HttpResponse | None:
     if isinstance(exc, exceptions.ValidationError) and isinstance(exc.detail, Mapping):
         fields = {k: v for k, v in _plain(exc.detail).items() if k != "non_field_errors"} or None
     retry_after = None
-    if isinstance(exc, exceptions.Throttled) and exc.wait is not None:
-        retry_after = math.ceil(exc.wait)
+    if isinstance(exc, exceptions.Throttled):
+        # djangorestframework-stubs do not declare Throttled.wait, which Throttled.__init__ sets.
+        wait: float | None = exc.wait  # type: ignore[attr-defined]
+        if wait is not None:
+            retry_after = math.ceil(wait)
     elif isinstance(exc, Busy):
         retry_after = exc.retry_after
         response["Retry-After"] = str(exc.retry_after)

@@ -11,11 +11,19 @@ from __future__ import annotations
 from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.models import User
 from django.db import connections, router
+from django.db.models import Field
 
 from adjudication.rawsql import convert_row, raw_all
 
+
+def _column(field: Field) -> str:
+    assert field.column is not None  # a concrete field has a column
+    return field.column
+
+
 _FIELDS = list(User._meta.concrete_fields)
 _ATTNAMES = [f.attname for f in _FIELDS]
+_COLUMNS = [_column(f) for f in _FIELDS]
 
 
 class RoleModelBackend(ModelBackend):
@@ -26,7 +34,7 @@ class RoleModelBackend(ModelBackend):
             return None
         alias = router.db_for_read(User)
         quote = connections[alias].ops.quote_name
-        columns = ", ".join(f"u.{quote(f.column)}" for f in _FIELDS)
+        columns = ", ".join(f"u.{quote(column)}" for column in _COLUMNS)
         # One row per group (or one row with a NULL name for a user without any).
         rows = raw_all(
             f"SELECT {columns}, g.name FROM auth_user u "
@@ -40,5 +48,6 @@ class RoleModelBackend(ModelBackend):
         user = User.from_db(alias, _ATTNAMES, convert_row(rows[0][:-1], _FIELDS, alias))
         if not self.user_can_authenticate(user):
             return None
-        user._role_names = frozenset(row[-1] for row in rows if row[-1] is not None)  # read by has_role
+        # Read by has_role: a per-request cache that User does not declare.
+        user._role_names = frozenset(row[-1] for row in rows if row[-1] is not None)  # type: ignore[attr-defined]
         return user

@@ -7,18 +7,21 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.db import models
 
 from adjudication.validators import validate_free_text
 
 MAX_TEXT = 10_000
 
 
-def model_bounds(model: type, name: str) -> dict[str, Any]:
+def model_bounds(model: type[models.Model], name: str) -> dict[str, Any]:
     """min_value / max_value from a model field's Min/MaxValueValidators."""
     from django.core.validators import MaxValueValidator, MinValueValidator
 
+    field = model._meta.get_field(name)
+    assert isinstance(field, models.Field)  # a column of the model, not a reverse relation
     bounds: dict[str, Any] = {}
-    for validator in model._meta.get_field(name).validators:
+    for validator in field.validators:
         if isinstance(validator, MinValueValidator):
             bounds["min_value"] = validator.limit_value
         elif isinstance(validator, MaxValueValidator):
@@ -35,5 +38,5 @@ def form_errors(form: forms.Form) -> str:
     parts = []
     for field, errors in form.errors.items():
         label = "" if field == "__all__" else f"{field}: "
-        parts.append(label + " ".join(errors))
+        parts.append(label + " ".join(map(str, errors)))
     return "; ".join(parts)

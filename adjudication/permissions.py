@@ -4,10 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import wraps
-from typing import Any
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, cast
 
 from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest
 from rest_framework.permissions import BasePermission
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 ROLES = ("annotator", "adjudicator", "manager")
 
@@ -29,16 +36,28 @@ def is_manager(user) -> bool:
     return has_role(user, "manager")
 
 
-def role_required(*roles: str) -> Callable:
+class AuthenticatedRequest(HttpRequest):
+    """For type checking only: the request a view under role_required is given, whose user is
+    signed in (has_role is false for an anonymous one). No request is of this class."""
+
+    user: User
+
+
+def role_required(
+    *roles: str,
+) -> Callable[[Callable[Concatenate[AuthenticatedRequest, _P], _R]], Callable[Concatenate[HttpRequest, _P], _R]]:
     """Page views: 403 unless the user holds one of `roles` (superusers hold every role). Put it
     below the method decorators, so that a wrong method is refused before the role is looked up."""
 
-    def decorator(view: Callable) -> Callable:
+    def decorator(
+        view: Callable[Concatenate[AuthenticatedRequest, _P], _R],
+    ) -> Callable[Concatenate[HttpRequest, _P], _R]:
         @wraps(view)
-        def wrapped(request: Any, *args: Any, **kwargs: Any) -> Any:
+        def wrapped(request: HttpRequest, *args: _P.args, **kwargs: _P.kwargs) -> _R:
             if not any(has_role(request.user, role) for role in roles):
                 raise PermissionDenied(" and ".join(f"{role}s" for role in roles) + " only")
-            return view(request, *args, **kwargs)
+            # Holding a role, the user is signed in.
+            return view(cast(AuthenticatedRequest, request), *args, **kwargs)
 
         return wrapped
 

@@ -10,17 +10,32 @@ parsing, aware datetimes on SQLite), so callers get what the ORM gives."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import connections
 from django.db.models import Field
 
-_converters: dict[tuple[str, tuple[int, ...]], list[list[Callable]]] = {}
+if TYPE_CHECKING:
+    from django.db.models import Model
+    from django.db.models.expressions import Col
+
+_converters: dict[tuple[str, tuple[int, ...]], list[tuple[Col, list[Callable]]]] = {}
 Params = Sequence[Any] | dict[str, Any]
 
 
-def _converters_for(alias: str, fields: Sequence[Field]) -> list[tuple[Any, list[Callable]]]:
+def column_fields(model: type[Model], *names: str) -> list[Field]:
+    """The fields `names` of `model`, for the columns of a statement written out: each one a column
+    of the model's table (a relation by its forward field, never a reverse one)."""
+    fields = []
+    for name in names:
+        field = model._meta.get_field(name)
+        assert isinstance(field, Field), f"{model.__name__}.{name} is not a column"
+        fields.append(field)
+    return fields
+
+
+def _converters_for(alias: str, fields: Sequence[Field]) -> list[tuple[Col, list[Callable]]]:
     key = (alias, tuple(id(f) for f in fields))
     cached = _converters.get(key)
     if cached is None:

@@ -4,11 +4,15 @@ when django-axes has locked the account or address out (429, not a plain 401).""
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
+from django.db import models
 from drf_spectacular.authentication import BasicScheme
 from rest_framework import exceptions
 from rest_framework.authentication import BasicAuthentication
 
-_USERNAME_MAX = get_user_model()._meta.get_field(get_user_model().USERNAME_FIELD).max_length
+_USERNAME_FIELD = get_user_model()._meta.get_field(get_user_model().USERNAME_FIELD)
+# The username is a column of its own (not a relation) with a bound: the check below compares with it.
+assert isinstance(_USERNAME_FIELD, models.Field) and _USERNAME_FIELD.max_length is not None
+_USERNAME_MAX: int = _USERNAME_FIELD.max_length
 
 
 class BoundedBasicAuthentication(BasicAuthentication):

@@ -35,7 +35,14 @@ from typing import Any
 import numpy as np
 
 from adjudication.analytics.bias import judge_bias, producer_binary
-from adjudication.analytics.stats import all_agree_rate, krippendorff_alpha, pairwise, percentile_interval, proportion
+from adjudication.analytics.stats import (
+    Level,
+    all_agree_rate,
+    krippendorff_alpha,
+    pairwise,
+    percentile_interval,
+    proportion,
+)
 from adjudication.routing.rules import answer_key
 
 NO_ANSWER = "∅"  # the answer key of "no answer" (reader no_answer, human label kind no_answer)
@@ -170,13 +177,13 @@ def reader_overview(obs: Iterable[ReaderObs], by: str | None = None) -> dict[str
 def _vs_human_one(pairs: list[tuple[ReaderObs, HumanObs]], *, seed: int) -> dict[str, Any]:
     stats = judge_bias([(r.verdict, h.verdict) for r, h in pairs], seed=seed)
     judges = {r.kind for r, _ in pairs} == {"judge"}
-    usable = [(r, h) for r, h in pairs if h.answer is not None and r.verdict not in ("error", "timeout")]
+    usable = [(r, h.answer) for r, h in pairs if h.answer is not None and r.verdict not in ("error", "timeout")]
     if judges:
         stats["answer_agreement"] = None
         stats["answer_agreement_reason"] = "a judge gives verdicts, not answers"
     else:
         agree = sum(
-            answers_agree(r.answer if r.verdict in ("correct", "incorrect") else None, h.answer) for r, h in usable
+            answers_agree(r.answer if r.verdict in ("correct", "incorrect") else None, answer) for r, answer in usable
         )
         stats["answer_agreement"] = proportion(agree, len(usable))
     return stats
@@ -262,7 +269,9 @@ def stratified(
         arrays = {s: np.array(v, dtype=float).reshape(-1, 3) for s, v in strata.items()}
 
         def estimate(means: dict[str, np.ndarray], arrays: dict[str, np.ndarray] = arrays) -> np.ndarray:
-            return sum(w[s] * means[s] for s in arrays if w[s] > 0)
+            weighted = sum(w[s] * means[s] for s in arrays if w[s] > 0)
+            assert isinstance(weighted, np.ndarray)  # total > 0: some stratum has a positive weight
+            return weighted
 
         point = estimate({s: a.mean(axis=0) for s, a in arrays.items() if a.size})
         # Stratified bootstrap: each stratum resampled within itself, n_boot times at once.
@@ -303,7 +312,7 @@ def resample_counts(rng: np.random.Generator, n: int, n_boot: int) -> np.ndarray
 
 
 def human_human(
-    ratings: Mapping[str, Mapping[str, str]], *, level: str = "nominal", value_order: list | None = None
+    ratings: Mapping[str, Mapping[str, str]], *, level: Level = "nominal", value_order: list | None = None
 ) -> dict[str, Any]:
     """{annotator: {item: category}} -> percent agreement (all raters equal, items with ≥ 2
     ratings), pairwise agreement and Cohen's κ, and Krippendorff's α."""

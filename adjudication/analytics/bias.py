@@ -60,7 +60,9 @@ def human_binary(verdict: str | None) -> str | None:
 def _rate(k: int, n: int) -> tuple[float | Undefined, list[float] | None]:
     if n == 0:
         return Undefined("empty denominator"), None
-    return k / n, list(wilson(k, n))  # type: ignore[arg-type]
+    ci = wilson(k, n)
+    assert ci is not None  # None only when n = 0
+    return k / n, list(ci)
 
 
 def judge_bias(

@@ -334,6 +334,8 @@ def fit_model(
         known = pd.Series(dict(human), dtype=object)
         known = known[known.index.isin(df["task"].unique())]
         ds = DawidSkene(n_iter=100, tol=1e-5).fit(df, true_labels=known if len(known) else None)
+    # None until fitted: fit() has set both.
+    assert ds.probas_ is not None and ds.errors_ is not None
     probas = ds.probas_.reindex(columns=list(BINARY), fill_value=0.0)
     errors = ds.errors_
     rates: dict[str, tuple[float | None, float | None]] = {}

@@ -144,10 +144,12 @@ def agreement_records(path: Path) -> list[dict[str, Any]]:
         for key in AGREEMENT_OPTIONAL:
             if obj.get(key) is not None and not isinstance(obj[key], str):
                 raise RowError(path, line_no, key, f"must be a string, got {type(obj[key]).__name__}")
-        key = (str(obj["id"]), obj["producer"])
-        if key in seen:
-            raise RowError(path, line_no, "id", f"duplicate (id, producer) {key!r} (first seen on line {seen[key]})")
-        seen[key] = line_no
+        identity = (str(obj["id"]), obj["producer"])
+        if identity in seen:
+            raise RowError(
+                path, line_no, "id", f"duplicate (id, producer) {identity!r} (first seen on line {seen[identity]})"
+            )
+        seen[identity] = line_no
         out.append(
             {
                 "id": str(obj["id"]),

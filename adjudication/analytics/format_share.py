@@ -56,7 +56,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -163,6 +163,18 @@ class _Side:
     """One checkpoint of a comparison: per question, the responses' (reported, fixed, box)."""
 
     by_question: dict[str, list[Observation]] = field(default_factory=lambda: defaultdict(list))
+
+
+class _SideStats(TypedDict):
+    """One checkpoint's side of a comparison, exact until the output turns it into floats."""
+
+    n_responses: int
+    reported_accuracy: Fraction
+    fixed_accuracy: Fraction
+    reported_extraction_rate: Fraction
+    fixed_extraction_rate: Fraction
+    box_rate: dict[str, Any]
+    failures: dict[str, int]
 
 
 def _q_acc(obs: list[Observation], attr: str) -> Fraction:
@@ -369,7 +381,7 @@ def _comparison(
             _box={BASE: {}, RL: {}},
         )
         return out, (np.zeros(0), np.zeros(0))
-    per_side = {}
+    per_side: dict[str, _SideStats] = {}
     box_counts: dict[str, dict[str, tuple[int, int]]] = {}
     for name, side in ((BASE, base), (RL, rl)):
         obs = [o for q in paired for o in side.by_question[q]]

@@ -23,15 +23,16 @@ from adjudication.analytics.stats import kendall_tau, wilson
 
 def rank(scores: Mapping[str, tuple[int, int]]) -> list[dict[str, Any]]:
     """[{model, k, n, accuracy, ci, rank}] best first; ties share a rank, then order by name."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for model, (k, n) in scores.items():
+        ci = wilson(k, n)  # None when n = 0
         rows.append(
             {
                 "model": model,
                 "k": k,
                 "n": n,
                 "accuracy": (k / n) if n else None,
-                "ci": list(wilson(k, n)) if n else None,
+                "ci": list(ci) if ci is not None else None,
                 "_exact": Fraction(k, n) if n else Fraction(-1),
             }
         )

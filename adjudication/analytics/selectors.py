@@ -372,6 +372,7 @@ def format_share_observations(
     if CONSENSUS in (rep, fix):
         verdicts[CONSENSUS] = consensus_verdicts(dataset=dataset)
     for spec in {rep, fix} - {HUMAN, CONSENSUS}:
+        assert isinstance(spec, int)  # resolve_reader's only strings are HUMAN and CONSENSUS
         verdicts[spec] = dict(
             Reading.objects.filter(response__dataset=dataset, reader_spec_id=spec).values_list("response_id", "verdict")
         )

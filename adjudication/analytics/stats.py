@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
-from typing import Any
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 
@@ -26,11 +26,17 @@ from readers.stats import wilson
 
 ALPHA = 0.05
 Z95 = 1.959963984540054  # scipy.stats.norm.isf(0.025), what statsmodels uses for alpha = 0.05
+# Krippendorff's levels of measurement, as the `krippendorff` package names them.
+Level = Literal["nominal", "ordinal", "interval", "ratio"]
+# {rater: {item: category}}: raters and items are any hashable keys (names, ids).
+_Rater = TypeVar("_Rater", bound=Hashable)
+_Item = TypeVar("_Item", bound=Hashable)
 
 
 def proportion(k: int, n: int, alpha: float = ALPHA) -> dict[str, Any]:
     """{"k", "n", "rate", "ci"}: a proportion with its Wilson interval (rate and ci None when n = 0)."""
-    return {"k": k, "n": n, "rate": (k / n) if n else None, "ci": list(wilson(k, n, alpha)) if n else None}
+    ci = wilson(k, n, alpha)  # None when n = 0
+    return {"k": k, "n": n, "rate": (k / n) if n else None, "ci": list(ci) if ci is not None else None}
 
 
 @dataclass(frozen=True)
@@ -89,8 +95,8 @@ def percent_agreement(a: Sequence[Hashable], b: Sequence[Hashable]) -> float | N
 
 
 def krippendorff_alpha(
-    ratings: Mapping[Hashable, Mapping[Hashable, Hashable]],
-    level: str = "nominal",
+    ratings: Mapping[_Rater, Mapping[_Item, Hashable]],
+    level: Level = "nominal",
     value_order: Sequence[Hashable] | None = None,
 ) -> float | Undefined:
     """Krippendorff's α (the `krippendorff` package) from {rater: {item: category}}; missing
@@ -136,7 +142,7 @@ def krippendorff_alpha(
     return float(value)
 
 
-def pairwise(ratings: Mapping[Hashable, Mapping[Hashable, Hashable]]) -> list[dict[str, Any]]:
+def pairwise(ratings: Mapping[_Rater, Mapping[_Item, Hashable]]) -> list[dict[str, Any]]:
     """For every pair of raters, on the items both rated: n, percent agreement (Wilson) and κ."""
     out = []
     for r1, r2 in combinations(sorted(ratings, key=str), 2):
@@ -155,9 +161,9 @@ def pairwise(ratings: Mapping[Hashable, Mapping[Hashable, Hashable]]) -> list[di
     return out
 
 
-def all_agree_rate(ratings: Mapping[Hashable, Mapping[Hashable, Hashable]]) -> dict[str, Any]:
+def all_agree_rate(ratings: Mapping[_Rater, Mapping[_Item, Hashable]]) -> dict[str, Any]:
     """Share of items with at least two ratings on which every rater gave the same category."""
-    by_item: dict[Hashable, list[Hashable]] = {}
+    by_item: dict[_Item, list[Hashable]] = {}
     for r in ratings:
         for item, v in ratings[r].items():
             by_item.setdefault(item, []).append(v)

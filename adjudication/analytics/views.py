@@ -75,7 +75,7 @@ def _ci(value, ci, **kw) -> str:
 
 
 def _agreement_display(rows: list[dict], preferred: str) -> list[dict]:
-    order = {preferred: 0, "reviewed": 1, "disputed": 2, "controls": 3}
+    order: dict[str | None, int] = {preferred: 0, "reviewed": 1, "disputed": 2, "controls": 3}
     out = []
     for r in sorted(rows, key=lambda r: (order.get(r.get("scope"), 9), r["reader"])):
         out.append(
@@ -311,7 +311,7 @@ def _format_share_pools(res: dict | None) -> list[dict]:
     """The overall pool and each group's, with the top three pairs' cumulative share of the summed gain."""
     if not res or not res["comparisons"]:
         return []
-    pools = [{"name": "all eligible", "g": res}]
+    pools: list[dict[str, Any]] = [{"name": "all eligible", "g": res}]
     pools += [{"name": f"{res['by']}: {name}", "g": g} for name, g in (res.get("groups") or {}).items()]
     for p in pools:
         pairs = p["g"]["pair_contributions"]

@@ -65,7 +65,7 @@ def audit_run_start(*, dataset: Dataset, reader_names: list[str], user=None) -> 
             created_by=user if getattr(user, "is_authenticated", False) else None,
         )
         # on_commit: a worker must never receive the id of a row it cannot see yet.
-        transaction.on_commit(lambda run_id=run.pk: run_audit.delay(run_id))
+        transaction.on_commit(lambda: run_audit.delay(run.pk))
     return run
 
 
@@ -76,7 +76,7 @@ def audit_run_resume(*, run: AuditRun) -> bool:
 
     if not audit_claim_is_stale(run, now=timezone.now()):
         return False
-    transaction.on_commit(lambda run_id=run.pk: run_audit.delay(run_id))
+    transaction.on_commit(lambda: run_audit.delay(run.pk))
     return True
 
 
@@ -104,6 +104,7 @@ def audit_run_claim(*, audit_run_id: int) -> AuditOutcome:
         now: datetime = run.db_now
         if run.status == AuditRun.Status.RUNNING and not audit_claim_is_stale(run, now=now):
             seen = audit_last_seen(run)
+            assert seen is not None  # not stale: its worker has been heard of
             return AuditOutcome(run.status, recheck_in=max(1.0, lease - (now - seen).total_seconds()) + 1.0)
         if run.status not in (AuditRun.Status.QUEUED, AuditRun.Status.RUNNING):
             return AuditOutcome(run.status)

@@ -54,6 +54,7 @@ def audit_home(request: HttpRequest) -> HttpResponse:
         if not selected:
             errors.append("Choose at least one reader.")
         if not errors:
+            assert selected_dataset is not None  # "Choose a dataset." otherwise
             run = audit_run_start(dataset=selected_dataset, reader_names=selected, user=request.user)
             return redirect("audit:report", audit_id=run.pk)
     now = timezone.now()

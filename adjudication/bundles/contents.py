@@ -51,7 +51,8 @@ TEXT_HASH_PREFIX = "sha256:"
 
 def _model(key: str) -> type[models.Model]:
     # By name from the app registry: adjudication never imports the judges app (docs/architecture.md),
-    # whose tables a bundle still carries.
+    # whose tables a bundle still carries. Its rows are read through _default_manager, the model's
+    # `objects` (the judges' models declare no other manager).
     return apps.get_model(key)
 
 
@@ -106,12 +107,12 @@ TABLES: tuple[Table, ...] = (
     Table("adjudication.Reading", lambda d: Reading.objects.filter(response__dataset=d)),
     Table(
         "judges.Endpoint",
-        lambda d: _model("judges.Endpoint").objects.filter(judges__name__in=_judge_names(d)).distinct(),
+        lambda d: _model("judges.Endpoint")._default_manager.filter(judges__name__in=_judge_names(d)).distinct(),
     ),
-    Table("judges.Judge", lambda d: _model("judges.Judge").objects.filter(name__in=_judge_names(d))),
+    Table("judges.Judge", lambda d: _model("judges.Judge")._default_manager.filter(name__in=_judge_names(d))),
     Table(
         "judges.Judgement",
-        lambda d: _model("judges.Judgement").objects.filter(reading__response__dataset=d),
+        lambda d: _model("judges.Judgement")._default_manager.filter(reading__response__dataset=d),
     ),
     Table("adjudication.RoutingPolicy", lambda d: RoutingPolicy.objects.filter(dataset=d)),
     Table(
@@ -177,7 +178,7 @@ def export_rows(table: Table, dataset: Dataset, *, text: bool) -> Iterator[dict[
 def keep_timestamps() -> Iterator[None]:
     """auto_now / auto_now_add off for the block: a loaded row keeps the times it was made at
     (the newest label per item is found by them), instead of getting the time of the load."""
-    touched: list[tuple[models.DateTimeField, bool, bool]] = []
+    touched: list[tuple[models.DateField, bool, bool]] = []
     for table in TABLES:
         for f in table.model._meta.concrete_fields:
             if isinstance(f, models.DateField) and (f.auto_now or f.auto_now_add):

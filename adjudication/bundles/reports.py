@@ -99,10 +99,13 @@ def analytics_params(words: list[str], *, where: str) -> dict[str, Any]:
 
 
 def _audit_run(spec: ReportSpec, dataset: Dataset) -> AuditRun:
-    try:
-        return AuditRun.objects.get(pk=spec.params.get("run"), dataset=dataset)
-    except AuditRun.DoesNotExist:
-        raise ReportError(f"report {spec.describe()!r}: dataset {dataset.name!r} has no such audit run") from None
+    run_id = spec.params.get("run")
+    if run_id is not None:
+        try:
+            return AuditRun.objects.get(pk=run_id, dataset=dataset)
+        except AuditRun.DoesNotExist:
+            pass
+    raise ReportError(f"report {spec.describe()!r}: dataset {dataset.name!r} has no such audit run")
 
 
 def stored(spec: ReportSpec, *, dataset: Dataset) -> dict[str, Any]:

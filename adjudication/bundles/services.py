@@ -172,7 +172,7 @@ def bundle_write(
     report_specs, every default report that computes on this dataset (the others are listed as
     skipped, with the reason); a report asked for by name that fails is an error."""
     asked = report_specs is not None
-    specs = list(report_specs) if asked else [reports.ReportSpec(k) for k in reports.DEFAULT_KINDS]
+    specs = list(report_specs) if report_specs is not None else [reports.ReportSpec(k) for k in reports.DEFAULT_KINDS]
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     # Beside the target (one file system, so the rename is atomic), made by open() under the
@@ -216,7 +216,7 @@ def bundle_write(
                     members[name] = {"sha256": _write(zf, name, _dumps(report))}
                 members["environment.json"] = {"sha256": _write(zf, "environment.json", _dumps(environment()))}
                 members["readers.json"] = {"sha256": _write(zf, "readers.json", _dumps(readers_table(dataset)))}
-                manifest = {
+                manifest: dict[str, Any] = {
                     "format": FORMAT,
                     "version": VERSION,
                     "created_at": datetime.now(UTC).isoformat(),

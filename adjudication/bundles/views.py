@@ -6,6 +6,7 @@ import tempfile
 from pathlib import Path
 
 from django.http import FileResponse, HttpRequest, HttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import get_object_or_404
 
 from adjudication.analytics.report import Params
@@ -15,7 +16,7 @@ from adjudication.models import AuditRun, Dataset
 from adjudication.permissions import role_required
 
 
-def _send(dataset: Dataset, spec: reports.ReportSpec, filename: str) -> HttpResponse:
+def _send(dataset: Dataset, spec: reports.ReportSpec, filename: str) -> HttpResponseBase:
     scratch = tempfile.TemporaryDirectory(prefix="bundle-download-")
     path = Path(scratch.name) / filename
     try:
@@ -30,7 +31,7 @@ def _send(dataset: Dataset, spec: reports.ReportSpec, filename: str) -> HttpResp
 
 
 @role_required("manager")
-def analytics_bundle(request: HttpRequest, dataset_id: int) -> HttpResponse:
+def analytics_bundle(request: HttpRequest, dataset_id: int) -> HttpResponseBase:
     """The analytics report for the page's parameters (its query string), with everything it was
     computed from."""
     dataset = get_object_or_404(Dataset, pk=dataset_id)
@@ -40,7 +41,7 @@ def analytics_bundle(request: HttpRequest, dataset_id: int) -> HttpResponse:
 
 
 @role_required("manager")
-def audit_bundle(request: HttpRequest, audit_id: int) -> HttpResponse:
+def audit_bundle(request: HttpRequest, audit_id: int) -> HttpResponseBase:
     run = get_object_or_404(AuditRun.objects.select_related("dataset"), pk=audit_id)
     spec = reports.ReportSpec("audit_run", params={"run": run.pk})
     return _send(run.dataset, spec, f"bundle-{run.dataset_id}-audit-{run.pk}.zip")

@@ -20,7 +20,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from readers.options import LETTERS
 
@@ -328,7 +328,7 @@ def _lm_eval_choices(doc: dict, path: Path, line: int, check: _LineChecks) -> tu
     return choices
 
 
-def _is_index(value: Any) -> bool:
+def _is_index(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 

@@ -193,7 +193,8 @@ class _LogInfo:
         path, self._entry = self.path, entry
         if not isinstance(sample, dict):
             raise self._fail(index, None, f"expected a sample object, got {type(sample).__name__}")
-        attachments = sample.get("attachments") if isinstance(sample.get("attachments"), dict) else {}
+        raw_attachments = sample.get("attachments")
+        attachments: dict[str, Any] = raw_attachments if isinstance(raw_attachments, dict) else {}
         sample_id = sample.get("id")
         if not (isinstance(sample_id, (str, int)) and not isinstance(sample_id, bool)):
             raise self._fail(index, "id", f"must be a string or an integer, got {type(sample_id).__name__}")

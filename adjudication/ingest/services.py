@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-from django.db import connection, transaction
+from django.db import connection, models, transaction
 
 from adjudication.ingest.formats import Row, RowError, count_lines, identity_problem, iter_rows
 from adjudication.ingest.harness_readings import harness_readings_store
@@ -22,8 +22,11 @@ from adjudication.revisions import dataset_changed
 BATCH = 1000
 
 
-def _max_length(model: type, field_name: str) -> int:
-    return model._meta.get_field(field_name).max_length
+def _max_length(model: type[models.Model], field_name: str) -> int:
+    field = model._meta.get_field(field_name)
+    # Each identity field is a bounded column of its own model (a schema fact, not input).
+    assert isinstance(field, models.Field) and field.max_length is not None
+    return field.max_length
 
 
 # What each identity field of a row may hold: the max_length of the column it is stored in.

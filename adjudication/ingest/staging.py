@@ -370,7 +370,7 @@ class _ChunkWriter:
                 {**params, **dict(zip(("models", "checkpoints", "benchmarks", "prompts"), map(list, zip(*missing))))},
             )
             for run_id, *key in self.cursor.fetchall():
-                self.run_ids[tuple(key)] = run_id  # type: ignore[index]
+                self.run_ids[tuple(key)] = run_id
             for key in missing:
                 if key not in self.run_ids:
                     names = dict(zip(("model", "checkpoint", "benchmark", "prompt"), key))

@@ -17,6 +17,7 @@ import traceback
 import uuid
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from functools import partial
 from typing import TypeVar
 
 from django.db import DatabaseError, transaction
@@ -71,7 +72,7 @@ def batches_enqueue(
     for chunk, batch_id in zip(chunks, batch_ids, strict=True):
         keys = [key for key, ids in wanted.items() if any(rid in ids for rid in chunk)]
         # on_commit: a worker must never receive ids of rows it cannot see yet.
-        transaction.on_commit(lambda keys=keys, chunk=chunk, batch_id=batch_id: send(keys, chunk, batch_id))
+        transaction.on_commit(partial(send, keys, chunk, batch_id))
         if on_enqueued:
             on_enqueued(sum(1 for ids in wanted.values() for rid in chunk if rid in ids))
     return len(chunks)

@@ -12,4 +12,6 @@ class RunReadersForm(forms.Form):
 
     def __init__(self, *args: Any, readers: list[str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["reader"].choices = [(name, name) for name in readers]
+        field = self.fields["reader"]
+        assert isinstance(field, forms.MultipleChoiceField)  # declared above
+        field.choices = [(name, name) for name in readers]

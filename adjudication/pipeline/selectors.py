@@ -33,6 +33,8 @@ def dataset_progress(*, dataset: Dataset, reader_names: list[str] | None = None)
         .annotate(n=Count("id"))
         .values_list("reader_spec", "n")
     )
+    # (spec id, name, version, config hash); a named reader with no spec yet has no id.
+    identities: list[tuple[int | None, str, str, str]]
     if reader_names is None:
         identities = list(ReaderSpec.objects.filter(id__in=counts).values_list("id", "name", "version", "config_hash"))
     else:
@@ -50,7 +52,7 @@ def dataset_progress(*, dataset: Dataset, reader_names: list[str] | None = None)
             "reader": name,
             "version": version,
             "config_hash": config_hash,
-            "done": counts.get(spec_id, 0),
+            "done": 0 if spec_id is None else counts.get(spec_id, 0),
             "total": responses,
         }
         for spec_id, name, version, config_hash in sorted(identities, key=lambda t: t[1])

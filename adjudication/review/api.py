@@ -3,6 +3,8 @@ prompt or reader identity, no other annotators' labels."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.db import transaction
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, PolymorphicProxySerializer, extend_schema
@@ -40,10 +42,15 @@ from adjudication.review.services import (
 from adjudication.validators import INT_MAX, INT_MIN, SMALLINT_MAX, validate_name
 from readers.options import LETTERS
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
 
 class QueueSerializer(serializers.ModelSerializer):
     # Usernames of the assigned annotators; empty: every annotator.
-    annotators = serializers.SlugRelatedField(slug_field="username", many=True, read_only=True)
+    annotators: serializers.SlugRelatedField[User] = serializers.SlugRelatedField(
+        slug_field="username", many=True, read_only=True
+    )
 
     class Meta:
         model = ReviewQueue
@@ -252,12 +259,14 @@ class LabelSerializer(ReviseSerializer):
     skip_reason = serializers.CharField(required=False, allow_blank=True, default="")
 
 
+# A field named "label" (like "fields" in api_errors.ErrorBodySerializer): DRF's serializer
+# metaclass takes declared fields out of the class, so Field.label is not shadowed at run time.
 class LabelCreatedSerializer(serializers.Serializer):
-    label = serializers.IntegerField(help_text="the new label's id")
+    label = serializers.IntegerField(help_text="the new label's id")  # type: ignore[assignment]  # see above
 
 
 class RevisedSerializer(serializers.Serializer):
-    label = serializers.IntegerField(help_text="the new label's id")
+    label = serializers.IntegerField(help_text="the new label's id")  # type: ignore[assignment]  # as above
     revises = serializers.IntegerField(help_text="the label it revises (kept as history)")
 
 

@@ -444,12 +444,14 @@ def item_detail(*, response_id: int) -> dict | None:
         )
     )
     length = len(response.text)
-    shown_readings, spans = [], []
+    shown_readings: list[ShownReading] = []
+    spans: list[tuple[int, int, int]] = []
     for number, reading in enumerate(readings, start=1):
         start, end = reading.span_start, reading.span_end
-        marked = start is not None and end is not None and 0 <= start < end <= length
-        if marked:
-            spans.append((start, end, number))
+        span = (start, end, number) if start is not None and end is not None and 0 <= start < end <= length else None
+        marked = span is not None
+        if span is not None:
+            spans.append(span)
         shown_readings.append(
             ShownReading(
                 number=number,

@@ -8,6 +8,8 @@ from urllib.parse import urlencode
 
 from django import forms
 from django.contrib.auth.models import User
+from django.db.models import Model, QuerySet
+from django.http import QueryDict
 
 from adjudication.models import Dataset, ReviewQueue, Verdict
 from adjudication.review.browse import STATES, ItemFilters, VerdictCondition, filter_choices, reader_names
@@ -61,14 +63,13 @@ class ConditionsField(forms.Field):
             raise forms.ValidationError(f"no reader named {', '.join(repr(n[:80]) for n in unknown)}")
 
 
-def _id_field(model: type, what: str) -> forms.ModelChoiceField:
+def _id_field(queryset: QuerySet[Model], what: str) -> forms.ModelChoiceField:
     message = f"no such {what}: give the id of one listed in the form"
-    return forms.ModelChoiceField(
-        queryset=model.objects.all(), required=False, error_messages={"invalid_choice": message}
-    )
+    return forms.ModelChoiceField(queryset=queryset, required=False, error_messages={"invalid_choice": message})
 
 
 class ItemFilterForm(forms.Form):
+    data: QueryDict  # the GET parameters: a repeated one (verdict) is read with getlist
     q = forms.CharField(
         required=False,
         max_length=MAX_Q,
@@ -76,11 +77,11 @@ class ItemFilterForm(forms.Form):
         validators=[_valid_text],
         error_messages={"max_length": f"search for at most {MAX_Q} characters (this is %(show_value)d)"},
     )
-    dataset = _id_field(Dataset, "dataset")
+    dataset = _id_field(Dataset.objects.all(), "dataset")
     model = forms.ChoiceField(required=False)
     checkpoint = forms.ChoiceField(required=False)
     benchmark = forms.ChoiceField(required=False)
-    queue = _id_field(ReviewQueue, "queue")
+    queue = _id_field(ReviewQueue.objects.all(), "queue")
     status = forms.ChoiceField(
         required=False,
         choices=[("", "any"), *((s, s) for s in STATES)],
@@ -95,7 +96,7 @@ class ItemFilterForm(forms.Form):
         error_messages={"invalid": "the page must be a number"},
     )
 
-    def __init__(self, data: Any, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, data: QueryDict, *args: Any, **kwargs: Any) -> None:
         super().__init__(data, *args, **kwargs)
         raw = data.get("dataset", "") if data else ""
         dataset_id = int(raw) if raw.isdigit() and len(raw) < 19 else None
@@ -103,6 +104,7 @@ class ItemFilterForm(forms.Form):
         self.run_values = filter_choices(dataset_id=dataset_id)
         for column, values in self.run_values.items():
             choice = self.fields[column]
+            assert isinstance(choice, forms.ChoiceField)  # model, checkpoint, benchmark: declared above
             choice.choices = [("", "any"), *((v, v) for v in values)]
             choice.error_messages["invalid_choice"] = (
                 f"no run {'of this dataset ' if dataset_id else ''}has the {column} “%(value)s”"
@@ -125,6 +127,7 @@ class ItemFilterForm(forms.Form):
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
+        assert data is not None  # Form.clean returns cleaned_data
         if data.get("disagree") and not data.get("queue") and "queue" not in self.errors:
             self.add_error("disagree", "needs a queue (queue=<id>): disagreement is counted within one queue")
         return data

@@ -44,6 +44,7 @@ class AdjudicationForm(forms.Form):
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
+        assert data is not None  # Form.clean returns cleaned_data
         if not data.get("unresolved") and not data.get("kind") and not self.errors:
             raise forms.ValidationError("choose the final label's kind, or mark the item unresolved")
         return data
@@ -95,7 +96,9 @@ class QueueForm(forms.Form):
 
     def __init__(self, *args: Any, readers: list[ReaderSpec], creating: bool = False, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["panel"].queryset = ReaderSpec.objects.filter(pk__in=[r.pk for r in readers])
+        panel = self.fields["panel"]
+        assert isinstance(panel, forms.ModelMultipleChoiceField)  # declared above
+        panel.queryset = ReaderSpec.objects.filter(pk__in=[r.pk for r in readers])
         # A preview needs no name yet; creating does.
         self.fields["name"].required = creating
 
@@ -109,6 +112,7 @@ class QueueForm(forms.Form):
         # The target's own check (does it parse, does the fit have that group or producer) is the
         # routing service's, against the data: its message is shown as the form's error.
         data = super().clean()
+        assert data is not None  # Form.clean returns cleaned_data
         priority = data.get("priority") or RoutingPolicy.Priority.DISAGREEMENT
         data["priority"] = priority
         data["target"] = (data.get("target") or "").strip()
@@ -147,4 +151,6 @@ class QueueAnnotatorsForm(forms.Form):
 
     def __init__(self, *args: Any, candidates: QuerySet[User], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["annotators"].queryset = candidates
+        annotators = self.fields["annotators"]
+        assert isinstance(annotators, forms.ModelMultipleChoiceField)  # declared above
+        annotators.queryset = candidates

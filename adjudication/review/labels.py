@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -58,7 +59,7 @@ def label_category(kind: str, answer: str, correctness: str, judge_correctness: 
     return ":".join(label_key(entry, judge_correctness))
 
 
-def agreement(labels: list[Label] | list[LabelValues], judge_correctness: bool) -> float:
+def agreement(labels: Sequence[LabelValues], judge_correctness: bool) -> float:
     if not labels:
         return 1.0
     counts = Counter(label_key(lab, judge_correctness) for lab in labels)

@@ -22,7 +22,7 @@ thousand unclosed `\\(` or `\\frac{` costs no more than one pass each.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import MutableMapping, Sequence
 from typing import Any
 
 from markdown_it import MarkdownIt
@@ -53,7 +53,7 @@ _ENV_NAME = re.compile(r"\\begin\{([A-Za-z]+\*?)\}")
 _MAX_BARE_ARGUMENT = 2_000
 
 
-def _next_index(env: dict[str, Any], src: str, needle: str, start: int) -> int:
+def _next_index(env: MutableMapping[str, Any], src: str, needle: str, start: int) -> int:
     """src.find(needle, start), remembered: the first occurrence at or after p is the answer for
     every start from p up to it, so repeated openers without a closer cost one scan in all."""
     cache: dict[tuple[str, str], tuple[int, int]] = env.setdefault("_math_next", {})
@@ -65,7 +65,7 @@ def _next_index(env: dict[str, Any], src: str, needle: str, start: int) -> int:
     return found
 
 
-def _brace_partners(env: dict[str, Any], src: str) -> dict[int, int]:
+def _brace_partners(env: MutableMapping[str, Any], src: str) -> dict[int, int]:
     """Index of each `{` → index of its `}` (escaped `\\{` `\\}` are not braces), computed once per text."""
     cache: dict[str, dict[int, int]] = env.setdefault("_math_braces", {})
     partners = cache.get(src)
@@ -85,7 +85,7 @@ def _brace_partners(env: dict[str, Any], src: str) -> dict[int, int]:
     return partners
 
 
-def _bare_command_end(env: dict[str, Any], src: str, pos: int) -> int:
+def _bare_command_end(env: MutableMapping[str, Any], src: str, pos: int) -> int:
     """End of a bare maths command starting at src[pos] == '\\', or -1 when it is not one."""
     name = _COMMAND_NAME.match(src, pos + 1)
     if name is None:
@@ -118,7 +118,7 @@ def _bare_command_end(env: dict[str, Any], src: str, pos: int) -> int:
     return end
 
 
-def _delimited_end(env: dict[str, Any], src: str, pos: int) -> tuple[int, int, int, bool] | None:
+def _delimited_end(env: MutableMapping[str, Any], src: str, pos: int) -> tuple[int, int, int, bool] | None:
     """(content start, content end, span end, display) of a `\\(` `\\[` or `\\begin{}` span at pos."""
     if src.startswith("\\(", pos) or src.startswith("\\[", pos):
         closer = "\\)" if src[pos + 1] == "(" else "\\]"

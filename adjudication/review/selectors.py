@@ -9,6 +9,7 @@ import statistics
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import cast
 
 from django.contrib.auth.models import User
 from django.db import connection
@@ -42,7 +43,7 @@ from adjudication.models import (
     ReviewItem,
     ReviewQueue,
 )
-from adjudication.rawsql import fetch_all, fetch_one, raw_all, raw_one
+from adjudication.rawsql import column_fields, fetch_all, fetch_one, raw_all, raw_one
 from adjudication.review.markup import answer_html, inline_html
 from adjudication.review.rendering import response_parts, text_html
 from adjudication.routing.rules import MISSING, answer_key, comparable_answer
@@ -56,9 +57,7 @@ _PANEL_READINGS_SQL = """
     WHERE r.response_id = %s AND r.reader_spec_id IN (
         SELECT p.readerspec_id FROM adjudication_routingpolicy_panel p WHERE p.routingpolicy_id = %s)
     ORDER BY r.reader_spec_id"""
-_PANEL_READING_FIELDS = [
-    Reading._meta.get_field(name) for name in ("answer", "normalized", "canonical", "verdict", "span_start", "span_end")
-]
+_PANEL_READING_FIELDS = column_fields(Reading, "answer", "normalized", "canonical", "verdict", "span_start", "span_end")
 
 
 def candidates_for(item: QueueItem, annotator: User) -> tuple[list[dict], list[tuple[int, int, int]]]:
@@ -106,7 +105,8 @@ def panel_candidates(
             spans_of.add((span_start, span_end))
     shown_answers = sorted(by_shown)
     random.Random(f"{item_id}:{annotator_id}").shuffle(shown_answers)
-    cands, spans = [], []
+    cands: list[dict] = []
+    spans: list[tuple[int, int, int]] = []
     for number, shown in enumerate(shown_answers, start=1):
         cands.append({"number": number, "answer": shown})
         spans.extend((s, e, number) for s, e in sorted(by_shown[shown]))
@@ -147,13 +147,10 @@ _LEASED_ITEM_SQL = """
     JOIN adjudication_question qu ON qu.id = r.question_id
     WHERE l.id = %s AND l.annotator_id = %s"""
 _LEASED_ITEM_FIELDS = [
-    *(Lease._meta.get_field(n) for n in ("id", "item", "claimed_at", "expires_at", "completed_at")),
-    *(
-        ReviewQueue._meta.get_field(n)
-        for n in ("id", "title", "overlap", "show_candidates", "judge_correctness", "policy")
-    ),
-    *(Response._meta.get_field(n) for n in ("id", "text")),
-    *(Question._meta.get_field(n) for n in ("text", "choices", "gold")),
+    *column_fields(Lease, "id", "item", "claimed_at", "expires_at", "completed_at"),
+    *column_fields(ReviewQueue, "id", "title", "overlap", "show_candidates", "judge_correctness", "policy"),
+    *column_fields(Response, "id", "text"),
+    *column_fields(Question, "text", "choices", "gold"),
 ]
 
 
@@ -371,8 +368,8 @@ def my_labels(*, queue: ReviewQueue, annotator: User) -> list[dict]:
         .order_by("-completed_at", "-id")
     )
     own: dict[int, Label] = {}
-    for label in Label.objects.filter(annotator=annotator, item__queue=queue).order_by("created_at", "id"):
-        own[label.item_id] = label
+    for mine in Label.objects.filter(annotator=annotator, item__queue=queue).order_by("created_at", "id"):
+        own[mine.item_id] = mine
     rows = []
     for lease in leases:
         label = own.get(lease.item_id)
@@ -403,7 +400,7 @@ def revisit_page(*, leased: LeasedItem, annotator: User) -> dict:
         "revisit": True,
         "own_label": label,
         "own_pick": "text:" if typed and pick not in listed else pick,
-        "own_free_text": label.answer if typed and pick not in listed else "",
+        "own_free_text": label.answer if label is not None and typed and pick not in listed else "",
         "locked": label is None or label.invalidated_at is not None or status == QueueItem.Status.ADJUDICATED,
     }
 
@@ -504,9 +501,11 @@ def annotator_progress(*, queue: ReviewQueue, annotator: User) -> dict:
 
 
 def progress_counts(*, queue_id: int, overlap: int, annotator_id: int) -> dict:
-    done, remaining = raw_one(
+    row = raw_one(
         _PROGRESS_SQL, {"queue": queue_id, "annotator": annotator_id, "overlap": overlap, "limit": REMAINING_CAP + 1}
     )
+    assert row is not None  # a SELECT of two scalar subqueries: always one row
+    done, remaining = row
     return {"done": done, "remaining": min(remaining, REMAINING_CAP), "remaining_more": remaining > REMAINING_CAP}
 
 
@@ -547,11 +546,15 @@ def queue_eta(*, queue: ReviewQueue, now: datetime) -> dict:
         )["n"]
         or 0
     )
-    recent = list(
-        Label.objects.filter(queue=queue, revises__isnull=True, seconds_spent__isnull=False)
-        .exclude(kind=Label.Kind.SKIPPED)
-        .order_by("-created_at")
-        .values_list("seconds_spent", flat=True)[:200]
+    # seconds_spent__isnull=False: the column is nullable, these values are not.
+    recent = cast(
+        "list[float]",
+        list(
+            Label.objects.filter(queue=queue, revises__isnull=True, seconds_spent__isnull=False)
+            .exclude(kind=Label.Kind.SKIPPED)
+            .order_by("-created_at")
+            .values_list("seconds_spent", flat=True)[:200]
+        ),
     )
     active = (
         Label.objects.filter(queue=queue, created_at__gte=now - timedelta(hours=24))
@@ -574,8 +577,8 @@ def annotator_stats(*, queue: ReviewQueue) -> list[dict]:
     ):
         by_user.setdefault(annotator_id, []).append(seconds or 0.0)
         names[annotator_id] = username
-    for uid, seconds in sorted(by_user.items(), key=lambda kv: names[kv[0]]):
-        rows.append({"annotator": names[uid], "count": len(seconds), "median_seconds": statistics.median(seconds)})
+    for uid, spent in sorted(by_user.items(), key=lambda kv: names[kv[0]]):
+        rows.append({"annotator": names[uid], "count": len(spent), "median_seconds": statistics.median(spent)})
     return rows
 
 

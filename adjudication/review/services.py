@@ -33,7 +33,7 @@ from adjudication.models import (
     RoutingPolicy,
 )
 from adjudication.permissions import has_role
-from adjudication.rawsql import convert_row, fetch_one, raw_all, raw_one
+from adjudication.rawsql import column_fields, convert_row, fetch_one, raw_all, raw_one
 from adjudication.review.guidelines import default_guidelines
 from adjudication.review.labels import LabelEntry, agreement
 from adjudication.review.selectors import current_labels, open_item_skips
@@ -187,7 +187,9 @@ def _check_annotators(annotators: Sequence[User]) -> None:
         raise ReviewError(f"annotators: {', '.join(refused)} do not hold the annotator role")
 
 
-TITLE_MAX = ReviewQueue._meta.get_field("title").max_length
+_TITLE_FIELD = ReviewQueue._meta.get_field("title")
+assert _TITLE_FIELD.max_length is not None  # the title is a bounded CharField
+TITLE_MAX: int = _TITLE_FIELD.max_length
 
 
 def queue_state_set(*, queue: ReviewQueue, state: str) -> ReviewQueue:
@@ -363,10 +365,10 @@ _ITEM_COLUMNS = ["id", "queue_id", "review_item_id", "priority", "label_count", 
 # policy_id: a final label asks an information policy for a refit (routing.services), no query either.
 _QUEUE_COLUMNS = ["id", "name", "dataset_id", "policy_id", "overlap", "judge_correctness"]
 _LOCK_ITEM_FIELDS = [
-    *(QueueItem._meta.get_field(n.removesuffix("_id")) for n in _ITEM_COLUMNS),
-    *(ReviewQueue._meta.get_field(n.removesuffix("_id")) for n in _QUEUE_COLUMNS),
-    Question._meta.get_field("choices"),
-    ReviewItem._meta.get_field("replaced_at"),
+    *column_fields(QueueItem, *(n.removesuffix("_id") for n in _ITEM_COLUMNS)),
+    *column_fields(ReviewQueue, *(n.removesuffix("_id") for n in _QUEUE_COLUMNS)),
+    *column_fields(Question, "choices"),
+    *column_fields(ReviewItem, "replaced_at"),
 ]
 
 
@@ -435,7 +437,7 @@ _LOCK_LEASE_SQL = """
                    WHERE lab.item_id = l.item_id AND lab.annotator_id = %(annotator)s
                      AND lab.invalidated_at IS NULL)
     FROM adjudication_lease l WHERE l.id = %(lease)s"""
-_LOCK_LEASE_FIELDS = [Lease._meta.get_field(n) for n in ("annotator", "claimed_at", "expires_at", "completed_at")]
+_LOCK_LEASE_FIELDS = column_fields(Lease, "annotator", "claimed_at", "expires_at", "completed_at")
 
 
 def label_submit(*, lease: Lease, annotator: User, entry: LabelEntry, skip_reason: str = "") -> Label:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from urllib.parse import urlencode
 
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -15,7 +15,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from adjudication.exports import FORMATS, table_download
 from adjudication.forms import form_errors
 from adjudication.models import Dataset, FinalLabel, Label, Lease, QueueItem, ReaderSpec, ReviewQueue, RoutingPolicy
-from adjudication.permissions import has_role, is_manager, role_required
+from adjudication.permissions import AuthenticatedRequest, has_role, is_manager, role_required
 from adjudication.review.agreement import queue_agreement
 from adjudication.review.forms import (
     AdjudicationForm,
@@ -72,7 +72,7 @@ from adjudication.routing.selectors import dataset_readers, information_preview,
 # redirect the browser kept, which is how Back after a submit looped.
 @never_cache
 @role_required("annotator")
-def review_home(request: HttpRequest) -> HttpResponse:
+def review_home(request: AuthenticatedRequest) -> HttpResponse:
     """The annotator's landing page: their queues with their progress. Claiming starts only in the
     queue they pick (?queue=<id>); with a single queue holding work for them there is nothing to
     pick, and its next item opens at once."""
@@ -96,7 +96,7 @@ def review_home(request: HttpRequest) -> HttpResponse:
 
 @never_cache
 @role_required("annotator")
-def review_mine(request: HttpRequest, queue_id: int) -> HttpResponse:
+def review_mine(request: AuthenticatedRequest, queue_id: int) -> HttpResponse:
     """My labels in one queue, each reopening its item to revise it while not adjudicated. A closed
     queue, or one assigned to others, is not found: annotators do not see it."""
     queue = get_object_or_404(annotator_visible_queues(annotator=request.user), pk=queue_id)
@@ -113,7 +113,7 @@ def review_mine(request: HttpRequest, queue_id: int) -> HttpResponse:
 
 @never_cache
 @role_required("annotator", "adjudicator", "manager")
-def guidelines_page(request: HttpRequest, queue_id: int) -> HttpResponse:
+def guidelines_page(request: AuthenticatedRequest, queue_id: int) -> HttpResponse:
     """A queue's current guidelines, for everyone who labels or decides its items (an annotator
     only for the queues they see)."""
     queue = get_object_or_404(ReviewQueue, pk=queue_id)
@@ -130,7 +130,7 @@ def guidelines_page(request: HttpRequest, queue_id: int) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 @role_required("manager")
-def guidelines_edit(request: HttpRequest, queue_id: int) -> HttpResponse:
+def guidelines_edit(request: AuthenticatedRequest, queue_id: int) -> HttpResponse:
     """Managers edit a queue's guidelines; each save is a new version, the old ones are kept."""
     queue = get_object_or_404(ReviewQueue, pk=queue_id)
     if request.method == "POST":
@@ -159,7 +159,7 @@ def _next_item_url(queue_id: int) -> str:
 @never_cache
 @require_http_methods(["GET", "POST"])
 @role_required("annotator")
-def review_item(request: HttpRequest, lease_id: int) -> HttpResponse:
+def review_item(request: AuthenticatedRequest, lease_id: int) -> HttpResponse:
     leased = leased_item(lease_id=lease_id, annotator=request.user)
     if leased is None:
         raise Http404("no such lease of yours")
@@ -197,7 +197,7 @@ def review_item(request: HttpRequest, lease_id: int) -> HttpResponse:
     return render(request, "review/item.html", item_page(leased=leased, annotator=request.user))
 
 
-def _revisit(request: HttpRequest, leased: LeasedItem) -> HttpResponse:
+def _revisit(request: AuthenticatedRequest, leased: LeasedItem) -> HttpResponse:
     """A finished item again: its page with the annotator's label picked; a POST revises the label
     (a new row; the old one is kept) and goes on to the next item."""
     if request.method == "POST":
@@ -218,7 +218,7 @@ def _revisit(request: HttpRequest, leased: LeasedItem) -> HttpResponse:
 
 
 @role_required("adjudicator")
-def adjudicate_list(request: HttpRequest) -> HttpResponse:
+def adjudicate_list(request: AuthenticatedRequest) -> HttpResponse:
     rows = []
     for queue in ReviewQueue.objects.order_by("name"):
         for item, score in adjudication_queue(queue=queue, adjudicator=request.user):
@@ -229,7 +229,7 @@ def adjudicate_list(request: HttpRequest) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 @role_required("adjudicator")
-def adjudicate_item(request: HttpRequest, item_id: int) -> HttpResponse:
+def adjudicate_item(request: AuthenticatedRequest, item_id: int) -> HttpResponse:
     item = get_object_or_404(QueueItem.objects.select_related("queue", "review_item__response__question"), pk=item_id)
     if may_adjudicate(item=item, adjudicator=request.user):
         # Not "forbidden": whether an item exists and is still being labelled is itself not shown.
@@ -256,7 +256,7 @@ def adjudicate_item(request: HttpRequest, item_id: int) -> HttpResponse:
 
 
 @role_required("manager")
-def queue_list(request: HttpRequest) -> HttpResponse:
+def queue_list(request: AuthenticatedRequest) -> HttpResponse:
     """Every queue, or one dataset's (?dataset=<id>, the landing card's link), with the new-queue
     form's dataset already picked."""
     listed = ReviewQueue.objects.select_related("dataset").order_by("name")
@@ -284,7 +284,7 @@ def _reader_groups(readers: list[ReaderSpec]) -> list[tuple[str, list[ReaderSpec
 
 @require_http_methods(["GET", "POST"])
 @role_required("manager")
-def queue_new(request: HttpRequest) -> HttpResponse:
+def queue_new(request: AuthenticatedRequest) -> HttpResponse:
     """Two steps: the dataset (GET ?dataset=), then the panel and the rest. "Preview" shows what the
     queue would route, without writing anything; "Create" makes it and opens its page."""
     if request.method == "GET" and not request.GET.get("dataset"):
@@ -356,7 +356,7 @@ def queue_new(request: HttpRequest) -> HttpResponse:
 
 
 @role_required("manager")
-def queue_detail(request: HttpRequest, queue_id: int) -> HttpResponse:
+def queue_detail(request: AuthenticatedRequest, queue_id: int) -> HttpResponse:
     """One queue for its managers: progress, state, who may label it, its title, routing, exports,
     and how much its annotators agree (each number linked to the disagreeing items)."""
     queue = get_object_or_404(ReviewQueue.objects.select_related("dataset", "policy"), pk=queue_id)
@@ -384,7 +384,7 @@ def _back_to_queue(queue: ReviewQueue) -> HttpResponse:
 
 @require_POST
 @role_required("manager")
-def queue_state(request: HttpRequest, queue_id: int) -> HttpResponse:
+def queue_state(request: AuthenticatedRequest, queue_id: int) -> HttpResponse:
     queue = get_object_or_404(ReviewQueue, pk=queue_id)
     form = QueueStateForm(request.POST)
     if not form.is_valid():
@@ -401,7 +401,7 @@ def queue_state(request: HttpRequest, queue_id: int) -> HttpResponse:
 
 @require_POST
 @role_required("manager")
-def queue_title(request: HttpRequest, queue_id: int) -> HttpResponse:
+def queue_title(request: AuthenticatedRequest, queue_id: int) -> HttpResponse:
     queue = get_object_or_404(ReviewQueue, pk=queue_id)
     form = QueueTitleForm(request.POST)
     try:
@@ -417,7 +417,7 @@ def queue_title(request: HttpRequest, queue_id: int) -> HttpResponse:
 
 @require_POST
 @role_required("manager")
-def queue_annotators(request: HttpRequest, queue_id: int) -> HttpResponse:
+def queue_annotators(request: AuthenticatedRequest, queue_id: int) -> HttpResponse:
     queue = get_object_or_404(ReviewQueue, pk=queue_id)
     form = QueueAnnotatorsForm(request.POST, candidates=annotator_candidates(queue=queue))
     try:
@@ -438,7 +438,7 @@ def queue_annotators(request: HttpRequest, queue_id: int) -> HttpResponse:
 
 @require_POST
 @role_required("manager")
-def queue_reopen_skips(request: HttpRequest, queue_id: int) -> HttpResponse:
+def queue_reopen_skips(request: AuthenticatedRequest, queue_id: int) -> HttpResponse:
     queue = get_object_or_404(ReviewQueue, pk=queue_id)
     n = skips_reopen(queue=queue)
     messages.success(request, f"{queue.name}: {n} skip{'s' if n != 1 else ''} re-opened for their annotators.")
@@ -447,7 +447,7 @@ def queue_reopen_skips(request: HttpRequest, queue_id: int) -> HttpResponse:
 
 @require_POST
 @role_required("manager")
-def queue_sync_view(request: HttpRequest, queue_id: int) -> HttpResponse:
+def queue_sync_view(request: AuthenticatedRequest, queue_id: int) -> HttpResponse:
     queue = get_object_or_404(ReviewQueue.objects.select_related("policy"), pk=queue_id)
     added = queue_sync(queue=queue)
     messages.info(request, f"queue {queue.name}: {added} new item(s) from its policy")
@@ -455,13 +455,13 @@ def queue_sync_view(request: HttpRequest, queue_id: int) -> HttpResponse:
 
 
 @role_required("manager")
-def queue_export(request: HttpRequest, queue_id: int, fmt: str) -> HttpResponse:
+def queue_export(request: AuthenticatedRequest, queue_id: int, fmt: str) -> HttpResponse:
     """The final labels of a queue, one row per decided item (JSONL also nests its labels)."""
     return _queue_download(queue_id, fmt, "final-labels")
 
 
 @role_required("manager")
-def queue_labels_export(request: HttpRequest, queue_id: int, fmt: str) -> HttpResponse:
+def queue_labels_export(request: AuthenticatedRequest, queue_id: int, fmt: str) -> HttpResponse:
     """Every individual label of a queue, one row each, history included."""
     return _queue_download(queue_id, fmt, "labels")
 

@@ -10,6 +10,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import cast
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -30,7 +31,14 @@ from adjudication.models import (
 )
 from adjudication.pipeline.readings import reader_spec_for
 from adjudication.revisions import dataset_changed
-from adjudication.routing.rules import Decision, PanelReading, information_priorities, random_priority, route_response
+from adjudication.routing.rules import (
+    Compare,
+    Decision,
+    PanelReading,
+    information_priorities,
+    random_priority,
+    route_response,
+)
 from adjudication.routing.selectors import (
     RouteCounts,
     dataset_readers,
@@ -221,7 +229,7 @@ def _route(policy: RoutingPolicy) -> RouteReport:
             route = route_response(
                 response.readings,
                 panel_size=len(specs),
-                compare=policy.compare,
+                compare=cast(Compare, policy.compare),  # the column holds one of its choices, Compare's values
                 missing_is_disagreement=policy.missing_is_disagreement,
                 control_fraction=policy.control_fraction,
                 seed=policy.seed,

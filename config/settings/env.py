@@ -2,10 +2,15 @@
 
 import os
 from pathlib import Path
+from typing import overload
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
 
+@overload
+def env_str(*names: str, default: str) -> str: ...
+@overload
+def env_str(*names: str, default: None = None) -> str | None: ...
 def env_str(*names: str, default: str | None = None) -> str | None:
     for name in names:
         value = os.environ.get(name)

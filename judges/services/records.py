@@ -86,9 +86,8 @@ def _attempt_fallback(e: AttemptEvent, exc: Exception) -> LLMAttempt:
     """What is left of an attempt whose row the database refused: who, when and how it ended."""
     row = _attempt_row(e)
     row.http_status = row.prompt_tokens = row.completion_tokens = None
-    # No Django stubs here: mypy takes a model field for its Field class, not the value it holds.
     message = f"(this attempt's details could not be stored: {type(exc).__name__}: {exc})"
-    row.error = message[:_FALLBACK_ERROR_CHARS]  # type: ignore[assignment]
+    row.error = message[:_FALLBACK_ERROR_CHARS]
     return row
 
 
@@ -241,6 +240,7 @@ def _save_retried(f: Finished, tag: str) -> None:
 
 
 def _replace(r: ReadingResult, elapsed_ms: float, tag: str) -> None:
+    assert r.replace_id is not None  # only write()'s `retried` results come here: they replace a reading
     with transaction.atomic():
         detail = dict(r.detail, retry_tag=tag) if tag else r.detail
         updated = Reading.objects.filter(id=r.replace_id, verdict__in=RETRYABLE_VERDICTS).update(

@@ -53,6 +53,7 @@ class Command(BaseCommand):
         if input is not None:
             result = self._from_file(input, by, no_answer, seed)
         else:
+            assert dataset is not None  # add_file_or_dataset_arguments: the file or --dataset, one required
             result = self._from_dataset(dataset, seed)
         if json:
             self.stdout.write(_dumps(jsonable(result)))

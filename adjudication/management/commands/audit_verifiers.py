@@ -127,6 +127,7 @@ class Command(BaseCommand):
         else:
             from adjudication.audit.selectors import dataset_golds
 
+            assert dataset is not None  # add_file_or_dataset_arguments: the file or --dataset, one required
             ds = dataset_named(dataset)
             gold_list, skipped = dataset_golds(ds)
             if not gold_list:

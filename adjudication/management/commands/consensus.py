@@ -85,7 +85,8 @@ class Command(BaseCommand):
         if input is not None:
             inputs, source = self._from_file(input), {"input": str(input)}
         else:
-            inputs, source = self._from_dataset(dataset or ""), {"dataset": dataset}
+            assert dataset is not None  # add_file_or_dataset_arguments: the file or --dataset, one required
+            inputs, source = self._from_dataset(dataset), {"dataset": dataset}
         try:
             result = consensus(
                 inputs,

@@ -134,6 +134,7 @@ class Command(BaseCommand):
         else:
             from adjudication.analytics.selectors import format_share_observations as db_observations
 
+            assert dataset is not None  # add_file_or_dataset_arguments: the file or --dataset, one required
             ds = dataset_named(dataset)
             try:
                 obs = db_observations(dataset=ds, reported=reported_reader, fixed=fixed_reader)
