@@ -60,12 +60,32 @@ SYSTEM_MARKERS = ("worker", "browser", "real_model")
 SYSTEM_FIXTURES = ("celery_worker", "session_worker", "broker", "service_env", "plain_live_server")
 
 
-@pytest.hookimpl(tryfirst=True)  # before `-m` deselects
+SHARED_SCOPES = ("class", "module", "package")
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects and before xdist reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         fixtures = getattr(item, "fixturenames", ())
         if any(item.get_closest_marker(name) for name in SYSTEM_MARKERS) or any(f in fixtures for f in SYSTEM_FIXTURES):
             item.add_marker(pytest.mark.system)
+        # A test that shares a class- or module-scoped fixture (a world, a pool, a computed real-data
+        # result) runs on the xdist worker that runs the others of its module: spread over three
+        # workers, the fixture would be built three times (`--dist loadgroup`).
+        info = getattr(item, "_fixtureinfo", None)
+        definitions = info.name2fixturedefs.values() if info is not None else ()
+        # (Only the suite's own fixtures: a plugin's have an empty baseid, pytest-django's class-scoped
+        # unittest hook is on every test.)
+        if item.get_closest_marker("xdist_group"):
+            continue
+        if any(d.scope in SHARED_SCOPES and d.baseid for defs in definitions for d in defs):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
+        # The heavy processes are started once per xdist worker: their tests go to one worker, so
+        # that the run starts one Celery worker and (but for a module's world above) one Chromium.
+        elif "celery_worker" in fixtures:
+            item.add_marker(pytest.mark.xdist_group("celery-worker"))
+        elif item.get_closest_marker("browser"):
+            item.add_marker(pytest.mark.xdist_group("chromium"))
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
