@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -511,6 +512,7 @@ def _closing_live_server_thread(static_handler: Any) -> Any:
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             self.open_requests: set[socket.socket] = set()
+            self.request_threads: set[threading.Thread] = set()
             self.open_lock = threading.Lock()
 
         def process_request(self, request: Any, client_address: Any) -> None:
@@ -518,17 +520,34 @@ def _closing_live_server_thread(static_handler: Any) -> Any:
                 self.open_requests.add(request)
             super().process_request(request, client_address)
 
+        def process_request_thread(self, request: Any, client_address: Any) -> None:
+            with self.open_lock:
+                self.request_threads.add(threading.current_thread())
+            try:
+                super().process_request_thread(request, client_address)
+            finally:
+                with self.open_lock:
+                    self.request_threads.discard(threading.current_thread())
+
         def close_request(self, request: Any) -> None:
             with self.open_lock:
                 self.open_requests.discard(request)
             super().close_request(request)
 
-        def end_open_requests(self) -> None:
+        def end_open_requests(self, timeout: float) -> None:
+            """Shut the open connections down, then wait (at most `timeout`) for their threads."""
             with self.open_lock:
                 sockets = list(self.open_requests)
             for sock in sockets:
                 with contextlib.suppress(OSError):
                     sock.shutdown(socket.SHUT_RDWR)
+            deadline = time.monotonic() + timeout
+            with self.open_lock:
+                threads = list(self.request_threads)
+            for thread in threads:
+                thread.join(max(0.0, deadline - time.monotonic()))
+            if any(thread.is_alive() for thread in threads):
+                warnings.warn(f"the live server still answers a request {timeout} s after its test", stacklevel=1)
 
     class ClosingLiveServerThread(LiveServerThread):
         server_class = ClosingWSGIServer
@@ -536,7 +555,9 @@ def _closing_live_server_thread(static_handler: Any) -> Any:
         def terminate(self) -> None:
             super().terminate()
             if hasattr(self, "httpd"):
-                self.httpd.end_open_requests()
+                # A request still being answered (a page computing a report) is waited for, up to
+                # 10 s; only this server's threads: another test's straggler is not this test's.
+                self.httpd.end_open_requests(timeout=10)
 
     return ClosingLiveServerThread("127.0.0.1", static_handler, port=0)
 
@@ -563,11 +584,6 @@ def plain_live_server(transactional_db, settings) -> Iterator[str]:
     try:
         yield f"http://127.0.0.1:{thread.port}"
     finally:
+        # The request threads close their database connections as their sockets close: terminate
+        # waits for them, so the test database can be flushed and dropped afterwards.
         thread.terminate()
-        # The request threads close their database connections as their sockets close (above):
-        # wait for them, so the test database can be flushed and dropped afterwards.
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and any(
-            "process_request_thread" in t.name and t.is_alive() for t in threading.enumerate()
-        ):
-            time.sleep(0.05)

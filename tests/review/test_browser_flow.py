@@ -6,7 +6,7 @@ on /adjudicate/. Then the database holds 10 labels, 10 completed leases and five
 unanimous x4 and adjudicated x1.
 
 The data goes through the real pipeline: import_responses, run_readers (fixed, boxed, strict-match;
-eager, in a child process), create_queue --overlap 2, add_user.
+eager, in this process), create_queue --overlap 2, add_user.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from ..browser import chromium_browser, require_chromium
-from ..conftest import manage, mc_row, run_command
+from ..conftest import mc_row, run_command
 
 PASSWORD = "browser-flow-pw-7731"
 READERS = ["fixed", "boxed", "strict-match"]
@@ -48,19 +48,13 @@ KEY_OF = {"A": "1", "B": "2", "C": "3", "D": "4"}
 # -- shared with the other browser tests (imported there; plain_live_server is in conftest) --------
 
 
-def run_readers(service_env: dict[str, str], dataset: str) -> None:
-    """run_readers in a child process, eager (no broker in its environment).
-
-    Not in this process: the readers' isolation pool forks workers that live as long as their
-    parent, and a fork inherits every open socket: the test's database session (so the test
-    database could not be dropped at the end) and the Playwright driver's pipe (so closing
-    Playwright would hang)."""
-    env = {k: v for k, v in service_env.items() if k not in ("CELERY_BROKER_URL", "REDIS_URL")}
-    args = ["run_readers", "--dataset", dataset]
-    for name in READERS:
-        args += ["--reader", name]
-    done = manage(*args, env=env, timeout=300)
-    assert done.returncode == 0, done.stderr
+def run_readers(eager, dataset: str) -> None:
+    """The panel's readers over `dataset`, in this process and eager, as on the embedded default
+    (`eager` is the fixture's app: the browser tests are transactional, so each batch runs as its
+    transaction commits). The isolation pool's children live as long as this process and inherit
+    the Playwright driver's pipe: tests/browser.py ends the driver by its process id."""
+    assert eager.conf.task_always_eager
+    run_command("run_readers", dataset=dataset, readers=list(READERS))
 
 
 def add_user(monkeypatch, name: str, role: str) -> None:
@@ -94,14 +88,14 @@ def logged_in(browser, base_url: str, username: str, path: str) -> Iterator:
 
 
 @pytest.fixture
-def flow_queue(write_jsonl, service_env, monkeypatch):
+def flow_queue(write_jsonl, eager, monkeypatch):
     require_chromium()  # skip before doing any work
     rows = [
         mc_row(q, id=f"flow-{q}", question=f"Q{q}: which sociologist fits description {q}?", response=text)
         for q, text in RESPONSES.items()
     ]
     run_command("import_responses", str(write_jsonl(rows)), dataset="flow", no_progress=True)
-    run_readers(service_env, "flow")
+    run_readers(eager, "flow")
     out = run_command("create_queue", dataset="flow", name="flow-q", overlap=2, panel=READERS)
     assert "5 items" in out, out
     for name, role in (("ann1", "annotator"), ("ann2", "annotator"), ("adj", "adjudicator")):

@@ -77,14 +77,14 @@ def test_ordinary_markdown_still_renders():
 
 
 @pytest.fixture
-def guard_queue(write_jsonl, service_env, monkeypatch):
+def guard_queue(write_jsonl, eager, monkeypatch):
     require_chromium()
     rows = [
         mc_row(i, id=f"k-{name}", question=f"Q{i}: which one?", response=text)
         for i, (name, text) in enumerate(RESPONSES.items())
     ]
     run_command("import_responses", str(write_jsonl(rows)), dataset="katex", no_progress=True)
-    run_readers(service_env, "katex")
+    run_readers(eager, "katex")
     out = run_command("create_queue", dataset="katex", name="katex-q", overlap=1, panel=READERS)
     assert f"{len(RESPONSES)} items" in out, out
     add_user(monkeypatch, "ann", "annotator")

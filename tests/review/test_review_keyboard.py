@@ -22,11 +22,11 @@ RESPONSES = {
 
 
 @pytest.fixture
-def keyboard_queue(write_jsonl, service_env, monkeypatch):
+def keyboard_queue(write_jsonl, eager, monkeypatch):
     require_chromium()
     rows = [mc_row(q, id=f"kb-{q}", question=f"Q{q}?", response=text) for q, text in RESPONSES.items()]
     run_command("import_responses", str(write_jsonl(rows)), dataset="kb", no_progress=True)
-    run_readers(service_env, "kb")
+    run_readers(eager, "kb")
     run_command("create_queue", dataset="kb", name="kb-q", overlap=1, panel=READERS)
     add_user(monkeypatch, "ann", "annotator")
 
@@ -199,11 +199,11 @@ def test_logging_in_with_two_queues_shows_them_and_claims_only_in_the_one_picked
 
 
 @pytest.fixture
-def overlap_two(write_jsonl, service_env, monkeypatch):
+def overlap_two(write_jsonl, eager, monkeypatch):
     require_chromium()
     rows = [mc_row(1, id="sk-1", question="Q1?", response=RESPONSES[1])]
     run_command("import_responses", str(write_jsonl(rows)), dataset="sk", no_progress=True)
-    run_readers(service_env, "sk")
+    run_readers(eager, "sk")
     run_command("create_queue", dataset="sk", name="sk-q", overlap=2, panel=READERS)
     for name, role in (("ann", "annotator"), ("bob", "annotator"), ("man", "manager")):
         add_user(monkeypatch, name, role)

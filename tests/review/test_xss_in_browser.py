@@ -60,14 +60,14 @@ DANGEROUS_DOM = """() => {
 
 
 @pytest.fixture
-def hostile_queue(write_jsonl, service_env, monkeypatch):
+def hostile_queue(write_jsonl, eager, monkeypatch):
     require_chromium()
     rows = [
         mc_row(i, id=f"x-{i}", question=QUESTION.replace("#", str(i)), choices=CHOICES, response=text)
         for i, text in enumerate(RESPONSES)
     ]
     run_command("import_responses", str(write_jsonl(rows)), dataset="hostile", no_progress=True)
-    run_readers(service_env, "hostile")
+    run_readers(eager, "hostile")
     out = run_command("create_queue", dataset="hostile", name="hostile-q", overlap=2, panel=READERS)
     assert f"{len(RESPONSES)} items" in out, out  # every response is disputed, so every one is shown
     add_user(monkeypatch, "ann", "annotator")
