@@ -562,19 +562,11 @@ def _closing_live_server_thread(static_handler: Any) -> Any:
     return ClosingLiveServerThread("127.0.0.1", static_handler, port=0)
 
 
-@pytest.fixture
-def plain_live_server(transactional_db, settings) -> Iterator[str]:
-    """A live server started for this test, after the suite's plain-HTTP settings are in place.
-
-    pytest-django's `live_server` is session-scoped: its handler loads the middleware once, and
-    SecurityMiddleware reads SECURE_SSL_REDIRECT (on by default with a PostgreSQL URL) at that
-    moment, before any per-test settings, so Chromium would be redirected to https. This server's
-    handler is built after `_plain_http` turned the redirect off.
-    """
+@contextmanager
+def serving() -> Iterator[str]:
+    """A live server thread (its handler built now, with the settings in force now), its URL."""
     from django.contrib.staticfiles.handlers import StaticFilesHandler
 
-    settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "127.0.0.1"]
-    settings.DEBUG = False
     thread = _closing_live_server_thread(StaticFilesHandler)
     thread.daemon = True
     thread.start()
@@ -587,3 +579,45 @@ def plain_live_server(transactional_db, settings) -> Iterator[str]:
         # The request threads close their database connections as their sockets close: terminate
         # waits for them, so the test database can be flushed and dropped afterwards.
         thread.terminate()
+
+
+@pytest.fixture
+def plain_live_server(transactional_db, settings) -> Iterator[str]:
+    """A live server started for this test, after the suite's plain-HTTP settings are in place.
+
+    pytest-django's `live_server` is session-scoped: its handler loads the middleware once, and
+    SecurityMiddleware reads SECURE_SSL_REDIRECT (on by default with a PostgreSQL URL) at that
+    moment, before any per-test settings, so Chromium would be redirected to https. This server's
+    handler is built after `_plain_http` turned the redirect off.
+    """
+    settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "127.0.0.1"]
+    settings.DEBUG = False
+    with serving() as url:
+        yield url
+
+
+@contextmanager
+def committed_world(django_db_blocker: Any) -> Iterator[str]:
+    """For a module of read-only tests against a live server: rows committed once, a live server
+    for the module, the database flushed when the block ends (as a transactional test's is).
+
+    Build the rows inside the block; the block yields the server's URL. The module's tests are not
+    marked `django_db`: the database stays open to them for the whole block, and nothing flushes it
+    between them, so they must not write (a login's session row aside)."""
+    from django.conf import settings
+    from django.test import override_settings
+
+    plain = override_settings(
+        ALLOWED_HOSTS=[*settings.ALLOWED_HOSTS, "127.0.0.1"],
+        DEBUG=False,
+        SECURE_SSL_REDIRECT=False,
+        SESSION_COOKIE_SECURE=False,
+        CSRF_COOKIE_SECURE=False,
+        SECURE_HSTS_SECONDS=0,
+    )
+    with django_db_blocker.unblock(), plain:
+        try:
+            with serving() as url:
+                yield url
+        finally:
+            call_command("flush", interactive=False, verbosity=0)

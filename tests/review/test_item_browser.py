@@ -9,6 +9,7 @@ tests/review/test_item_browser_in_browser.py drives the same data in Chromium.""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from html import unescape
 
@@ -32,7 +33,7 @@ from adjudication.review.services import (
     queue_create,
 )
 
-from ..conftest import mc_row, reading_at, run_command
+from ..conftest import jsonl_writer, mc_row, reading_at, run_command, world_transaction
 from .conftest import make_user
 
 pytestmark = pytest.mark.django_db
@@ -196,9 +197,13 @@ def build_world(write_jsonl) -> World:
     return world
 
 
-@pytest.fixture
-def world(write_jsonl) -> World:
-    return build_world(write_jsonl)
+@pytest.fixture(scope="module")
+def world(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[World]:
+    """Built once for the module; each test runs in a savepoint of it (world_transaction)."""
+    with world_transaction(django_db_blocker):
+        with django_db_blocker.unblock():
+            built = build_world(jsonl_writer(tmp_path_factory.mktemp("items")))
+        yield built
 
 
 @pytest.fixture

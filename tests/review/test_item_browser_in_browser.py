@@ -3,10 +3,10 @@ form (or following the queue page's `disagree` link) and asserting exactly which
 listed and that the form keeps the value; the item page with its readings, labels and final labels;
 hostile model text inert on both pages.
 
-The data is test_item_browser.build_world (real services); what each test expects is computed from
-it before Chromium starts (no ORM call inside chromium_browser: see its docstring). The manager's
-session is made with Django's test client and handed to Chromium as a cookie: the login form has
-its own browser test (test_browser_flow)."""
+The data is test_item_browser.build_world (real services), built once for the module; what each
+test expects is computed from it before Chromium starts (no ORM call inside chromium_browser: see
+its docstring). The manager's session is made with Django's test client and handed to Chromium as
+a cookie: the login form has its own browser test (test_browser_flow)."""
 
 from __future__ import annotations
 
@@ -20,23 +20,38 @@ from django.test import Client
 from adjudication.review import browse
 
 from ..browser import chromium_browser, require_chromium
+from ..conftest import committed_world, jsonl_writer
 from .test_browser_flow import SCREENSHOTS
 from .test_item_browser import ALPHA, BETA, HOSTILE_ID, World, build_world
 from .test_xss_in_browser import DANGEROUS_DOM, Watch
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+# Read-only tests: the world is built and committed once for the module (committed_world), with a
+# live server of its own; no test is marked django_db.
+pytestmark = pytest.mark.browser
 
 
-@pytest.fixture
-def world(write_jsonl) -> World:
+@pytest.fixture(scope="module")
+def served_world(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[tuple[World, str]]:
     require_chromium()  # skip before building anything
-    return build_world(write_jsonl)
+    with committed_world(django_db_blocker) as url:
+        yield build_world(jsonl_writer(tmp_path_factory.mktemp("item-browser"))), url
 
 
 @pytest.fixture
-def session(world) -> str:
+def world(served_world) -> World:
+    return served_world[0]
+
+
+@pytest.fixture
+def plain_live_server(served_world) -> str:
+    """The module's live server (see served_world), under the name the other browser tests use."""
+    return served_world[1]
+
+
+@pytest.fixture(scope="module")
+def session(served_world) -> str:
     client = Client()
-    client.force_login(world.users["boss"])
+    client.force_login(served_world[0].users["boss"])
     return client.cookies[settings.SESSION_COOKIE_NAME].value
 
 
