@@ -14,13 +14,13 @@ from adjudication.models import Dataset, Lease
 from adjudication.review.labels import LabelEntry
 from adjudication.review.services import label_submit, lease_claim_next, queue_create
 
-from ..conftest import manage, math_row, mc_row, run_command
+from ..conftest import math_row, mc_row, run_command
 from ..review.conftest import make_user
 
 READERS = ("boxed", "fixed")
 
 
-def build_dataset(write_jsonl, service_env, name: str, *, questions: int, maths: int, read: bool = True) -> Dataset:
+def build_dataset(write_jsonl, name: str, *, questions: int, maths: int, read: bool = True) -> Dataset:
     """Base checkpoints answer in prose, RL checkpoints box the same right answer: boxed finds
     nothing on base and everything on RL, fixed finds everything (a 100-point reported gain, 0 fixed)."""
     rows = []
@@ -32,17 +32,15 @@ def build_dataset(write_jsonl, service_env, name: str, *, questions: int, maths:
             rows.append(math_row(q, id=f"{name}-m-{q}-{ckpt}", checkpoint=ckpt, response=f"Q{q}. {text}"))
     run_command("import_responses", str(write_jsonl(rows, name=f"{name}.jsonl")), dataset=name, no_progress=True)
     if read:
-        # Eager, in a child process: the isolation pool's forks must not inherit this test's sockets.
-        env = {k: v for k, v in service_env.items() if k not in ("CELERY_BROKER_URL", "REDIS_URL")}
-        done = manage("run_readers", "--dataset", name, *[a for r in READERS for a in ("--reader", r)], env=env)
-        assert done.returncode == 0, done.stderr
+        # Eager and transactional (two_datasets): each batch runs as its transaction commits.
+        run_command("run_readers", dataset=name, readers=list(READERS))
     return Dataset.objects.get(name=name)
 
 
 @pytest.fixture
-def two_datasets(write_jsonl, service_env, eager):
-    big = build_dataset(write_jsonl, service_env, "cards-a", questions=4, maths=2)
-    unread = build_dataset(write_jsonl, service_env, "cards-b", questions=1, maths=0, read=False)
+def two_datasets(write_jsonl, eager):
+    big = build_dataset(write_jsonl, "cards-a", questions=4, maths=2)
+    unread = build_dataset(write_jsonl, "cards-b", questions=1, maths=0, read=False)
     queue = queue_create(dataset=big, name="cards-q", panel=list(READERS), missing_is_disagreement=True, overlap=1)
     annotator = make_user("carla", "annotator")
     for _ in range(2):

@@ -154,6 +154,13 @@ def outcome(response, role: str) -> str:
     return f"status {code}"
 
 
+@pytest.fixture(autouse=True)
+def _report_without_consensus_bootstrap(settings) -> None:
+    """The analytics bundle's report without its consensus bootstrap (each replicate refits the
+    model: ~10 s for the page's 50): the matrix checks who may download it, not its intervals."""
+    settings.ANALYTICS_CONSENSUS_BOOTSTRAP = 0
+
+
 @pytest.mark.parametrize("role", ROLES)
 @pytest.mark.parametrize("route", list(MATRIX))
 def test_authorization_matrix(world, route, role):
