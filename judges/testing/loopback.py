@@ -172,9 +172,12 @@ class LoopbackServer:
                 self.stats.faults += 1
         return n, fault
 
-    def _leave(self, status: int) -> None:
+    def _release(self) -> None:
         with self.lock:
             self.stats.in_flight -= 1
+
+    def _record(self, status: int) -> None:
+        with self.lock:
             self.stats.statuses[status] = self.stats.statuses.get(status, 0) + 1
 
     def refusal(self, body: dict, path: str) -> tuple[int, dict] | None:
@@ -341,7 +344,17 @@ class _Handler(BaseHTTPRequestHandler):
         for k, v in (headers or {}).items():
             self.send_header(k, v)
         self.end_headers()
+        self._release_slot()
         self.wfile.write(payload)
+
+    def _release_slot(self) -> None:
+        """A request stops counting as in flight just before its reply's last write: once the
+        client has read the reply it may send its next request at once, and counting this one until
+        after the write (when its thread runs again) would see the two overlap, more so on a busy
+        machine. So `max_in_flight` never counts more than the client's own slots."""
+        if getattr(self, "_in_flight", False):
+            self._in_flight = False
+            self.owner._release()
 
     def _json(self, code: int, obj: Any, headers: dict[str, str] | None = None) -> None:
         self._send(code, json.dumps(obj).encode(), headers=headers)
@@ -366,6 +379,7 @@ class _Handler(BaseHTTPRequestHandler):
             return self._json(400, {"error": {"message": "request body is not JSON"}})
         owner = self.owner
         n, fault = owner._enter(body, self.path)
+        self._in_flight = True
         status = 200
         try:
             fault = fault or {}
@@ -413,7 +427,8 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             status = 499  # the client gave up (timeout, size cap) before the reply was written
         finally:
-            owner._leave(status)
+            self._release_slot()
+            owner._record(status)
 
     def _reply(
         self,

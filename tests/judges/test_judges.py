@@ -273,6 +273,33 @@ def test_concurrency_is_honoured_and_kept_full(loopback, make_endpoint, make_jud
     assert Counter(r.verdict for r in readings_of(judge)) == {"correct": n}
 
 
+def test_the_loopback_counts_a_request_in_flight_only_until_the_client_can_have_its_reply(loopback, monkeypatch):
+    """A client that sends its next request as soon as it has read a reply never shows two in
+    flight, however late the server's thread runs after writing the reply (here 0.2 s, as on a busy
+    machine). Counted until after the write, the two overlapped, and a limit of 3 once read as 4."""
+    import time
+    import urllib.request
+
+    from judges.testing import loopback as module
+
+    send = module._Handler._send
+
+    def late(self, *args, **kwargs) -> None:
+        send(self, *args, **kwargs)
+        time.sleep(0.2)  # the reply is out; this thread is slow to go on
+
+    monkeypatch.setattr(module._Handler, "_send", late)
+    loopback.reply = "A"
+    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "Q?"}]}).encode()
+    for _ in range(3):  # a new connection each: another server thread each
+        request = urllib.request.Request(
+            loopback.base_url + "/chat/completions", data=body, headers={"Content-Type": "application/json"}
+        )
+        with urllib.request.urlopen(request, timeout=10) as reply:
+            assert json.loads(reply.read())["choices"][0]["message"]["content"] == "A"
+    assert loopback.stats.requests == 3 and loopback.stats.max_in_flight == 1
+
+
 def test_two_judges_on_two_endpoints_each_keep_their_own_concurrency(make_dataset):
     from judges.testing.loopback import LoopbackServer
 
