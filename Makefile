@@ -41,8 +41,8 @@ services:
 # The suite runs on TEST_WORKERS pytest-xdist workers; each has its own PostgreSQL database
 # (pytest-django: test_adjudication_gw0, ...) and its own Redis database (tests/xdist_services.py:
 # /15, /14, ...). Many tests wait on PostgreSQL, a browser or a child process: on two cores, four
-# workers finished the suite in 472 s, three in 498 s, five in 483 s. TEST_WORKERS=0 runs in one
-# process (pytest's own output, pdb, a single test).
+# workers finished the suite in 472 s and three in 498 s on the same tree; five were no faster on
+# a later one. TEST_WORKERS=0 runs in one process (pytest's own output, pdb, a single test).
 TEST_WORKERS ?= 4
 TEST_ENV = DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) SECRET_KEY=test-only
 PYTEST_PARALLEL = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
@@ -66,7 +66,7 @@ lint: venv
 
 # The pure-library tests (readers, the audit library): no services, about two minutes.
 test-fast: venv
-	$(PY) -m pytest -p no:django tests/readers $(PYTEST_ARGS)
+	$(PY) -m pytest -p no:django -W ignore::pytest.PytestConfigWarning tests/readers $(PYTEST_ARGS)
 
 bench: venv services
 	for f in bench/*.py; do $(PY) $$f || exit 1; done

@@ -3,6 +3,7 @@ and a module's shared fixture built once when the suite runs in parallel."""
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
@@ -32,6 +33,7 @@ def test_each_xdist_worker_takes_its_own_redis_database_below_the_given_one():
 
 
 MINI_SUITE = """
+import ast
 import os
 import pytest
 
@@ -73,3 +75,23 @@ def test_a_modules_shared_fixture_is_built_once_when_the_suite_runs_in_parallel(
     assert done.returncode == 0, done.stdout + done.stderr
     assert "24 passed" in done.stdout
     assert len(builds.read_text().splitlines()) == 1, builds.read_text()
+
+
+def test_the_pure_reader_tests_import_neither_django_nor_the_app():
+    """`make test-fast` runs tests/readers with pytest-django off: a test there that needs Django
+    fails only in that tier. Checked statically so that `make test` catches it."""
+    offenders = []
+    for path in sorted((ROOT / "tests" / "readers").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            else:
+                continue
+            offenders += [
+                f"{path.relative_to(ROOT)}:{node.lineno} {name}"
+                for name in names
+                if name.split(".")[0] in ("django", "rest_framework", "celery", "adjudication", "config")
+            ]
+    assert offenders == []

@@ -120,7 +120,7 @@ def test_the_command_names_a_missing_directory(tmp_path, capsys):
 def test_the_weighted_loop_at_weight_one_is_simulate_budget():
     # weighted_budget replays simulate_budget's rounds with a label weight; at weight 1 the two agree.
     rng = np.random.default_rng(4)
-    truth = {f"i{i}": "correct" if t else "incorrect" for i, t in enumerate(rng.random(120) < 0.6)}
+    truth = {f"i{i}": "correct" if t else "incorrect" for i, t in enumerate(rng.random(60) < 0.6)}
     votes = []
     for producer, (se, sp) in {"a": (0.9, 0.8), "b": (0.7, 0.9), "c": (0.8, 0.6)}.items():
         for item, t in truth.items():
@@ -129,8 +129,8 @@ def test_the_weighted_loop_at_weight_one_is_simulate_budget():
     inputs = ConsensusInputs(votes=votes, strata={i: {"model": "m"} for i in truth})
     target = Target("accuracy", ("m",))
     for strategy in ("information", "random"):
-        expected = simulate_budget(inputs, truth, target=target, strategy=strategy, batch=30, by="model", seed=3)
+        expected = simulate_budget(inputs, truth, target=target, strategy=strategy, batch=20, by="model", seed=3)
         got = realdata.weighted_budget(
-            inputs, truth, target=target, strategy=strategy, batch=30, human_weight=1, seed=3
+            inputs, truth, target=target, strategy=strategy, batch=20, human_weight=1, seed=3
         )
         assert got == expected, strategy

@@ -124,13 +124,6 @@ def test_a_multiple_choice_item_is_out_of_contract():
         assert reader.read(item).verdict == "error"
 
 
-def test_they_run_when_named_not_in_the_default_panel():
-    from adjudication.pipeline.selectors import default_panel
-
-    panel = default_panel()
-    assert "fixed" in panel and not {"qa-exact-match", "qa-contains", "qa-token-f1"} & set(panel)
-
-
 def test_the_three_are_registered_for_short_text():
     rows = {r["name"]: r for r in registry.describe()}
     for name in ("qa-exact-match", "qa-contains", "qa-token-f1"):
