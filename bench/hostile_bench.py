@@ -22,23 +22,38 @@ Prints, last:
   RESULT pathological_worst_ratio <max of pathological time / same-length ordinary time>
   RESULT fixed_mc_per_s <fixed reader, usual MC responses per second, in-process>
   RESULT fixed_mc_vs_regex_ratio <fixed reader's rate / strict-match's rate on the same responses>
+  RESULT hostile_file_cases <hostile bundles and harness logs given to replay / import_responses>
+  RESULT hostile_file_tracebacks <cases that ended in a traceback, were killed or hit the cap: must be 0>
+  RESULT hostile_file_worst_peak_mb <the largest peak RSS of any case's process, MB>
+  RESULT hostile_file_worst_peak_ratio <max of a case's peak RSS / its baseline's>
+The file section gives each hostile file to the command a user would run (`manage.py replay FILE`,
+`manage.py import_responses FILE`), a child process of its own with an address-space cap
+(BENCH_FILE_CAP_MB, 4096), and prints the process's peak RSS (wait4's ru_maxrss, grandchildren
+included) beside the same command's on an ordinary file in the same run: the quickstart's bundle,
+and canonical JSONL of the same size as the largest hostile log. A zip bomb's member expands to
+BENCH_FILE_BOMB_MB (1024) MB.
 Run: python bench/hostile_bench.py   (BENCH_HOSTILE_N, BENCH_BUDGET_S to change the size and budget;
-BENCH_HOSTILE_SECTIONS=pathological,throughput to skip the 10,000-input run)
+BENCH_HOSTILE_SECTIONS=pathological,throughput,files to skip the 10,000-input run)
 """
 
 from __future__ import annotations
 
 import collections
 import dataclasses
+import hashlib
+import json
 import os
 import resource
+import subprocess
 import sys
+import tempfile
 import time
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import result  # noqa: E402
+from _common import ROOT, result, write_mc_rows  # noqa: E402
 
 from readers import VERDICTS, registry  # noqa: E402
 from readers.base import Item, Reader, Reading  # noqa: E402
@@ -54,7 +69,10 @@ from tests.readers.mc import test_mc_readers as mc_tests  # noqa: E402
 
 N = int(os.environ.get("BENCH_HOSTILE_N", "10000"))
 BUDGET_S = float(os.environ.get("BENCH_BUDGET_S", "2"))
-SECTIONS = set(os.environ.get("BENCH_HOSTILE_SECTIONS", "hostile,pathological,throughput").split(","))
+SECTIONS = set(os.environ.get("BENCH_HOSTILE_SECTIONS", "hostile,pathological,throughput,files").split(","))
+FILE_CAP_MB = int(os.environ.get("BENCH_FILE_CAP_MB", "4096"))
+BOMB_MB = int(os.environ.get("BENCH_FILE_BOMB_MB", "1024"))
+DEPTH = 200_000
 # generous: a pathological reading that reaches it is reported as a timeout, not waited out
 PATH_BUDGET_S = float(os.environ.get("BENCH_PATH_BUDGET_S", "30"))
 PATH_ROUNDS = int(os.environ.get("BENCH_PATH_ROUNDS", "3"))
@@ -190,6 +208,8 @@ def main() -> None:
         pathological()
     if "throughput" in SECTIONS:
         throughput()
+    if "files" in SECTIONS:
+        files()
 
 
 def hostile() -> None:
@@ -219,6 +239,154 @@ def hostile() -> None:
     result("hostile_worst_overrun_ms", max(worst_overrun, 0.0))
     result("hostile_peak_worker_rss_mb", peak_mb)
     result("hostile_unclassified", unclassified)
+
+
+@dataclasses.dataclass(frozen=True)
+class FileCase:
+    label: str
+    argv: tuple[str, ...]
+    baseline: str  # the label of the ordinary case it is compared with
+
+
+def _write_bomb_member(archive: zipfile.ZipFile, name: str, prefix: bytes, suffix: bytes) -> str:
+    """A member of BOMB_MB MB that deflates to about a thousandth of that: `prefix`, spaces inside
+    a JSON string, `suffix`. Returns its sha256 (the attacker rewrites the manifest to match)."""
+    digest = hashlib.sha256()
+    chunk = b"a" * (1 << 20)
+    with archive.open(name, "w", force_zip64=True) as out:
+        for part in (prefix, *([chunk] * BOMB_MB), suffix):
+            out.write(part)
+            digest.update(part)
+    return digest.hexdigest()
+
+
+def _rebundle(source: Path, target: Path, member: str, content: bytes | None, *, bomb: bool = False) -> None:
+    """`source` with one member replaced (its sha256 in the manifest rewritten to match): a bundle
+    edited as a careful attacker would, so that the checksums do not refuse it first."""
+    with zipfile.ZipFile(source) as old:
+        manifest = json.loads(old.read("manifest.json"))
+        with zipfile.ZipFile(target, "w", compression=zipfile.ZIP_DEFLATED) as new:
+            for info in old.infolist():
+                if info.filename in (member, "manifest.json"):
+                    continue
+                new.writestr(info, old.read(info.filename))
+            if bomb:
+                digest = _write_bomb_member(new, member, b'{"id": 1, "text": "', b'"}\n')
+            else:
+                assert content is not None
+                new.writestr(member, content)
+                digest = hashlib.sha256(content).hexdigest()
+            if member in manifest["members"]:
+                manifest["members"][member]["sha256"] = digest
+            new.writestr("manifest.json", json.dumps(manifest))
+
+
+def _hostile_files(scratch: Path, bundle: Path) -> list[FileCase]:
+    rows = next(name for name in zipfile.ZipFile(bundle).namelist() if name.endswith(".jsonl"))
+    deep_line = ("[" * DEPTH + "]" * DEPTH + "\n").encode()
+    cases: list[FileCase] = []
+
+    def replay(label: str, path: Path) -> None:
+        cases.append(FileCase(f"bundle/{label}", ("replay", str(path)), "bundle/ordinary"))
+
+    def load(label: str, path: Path, *extra: str) -> None:
+        argv = ("import_responses", str(path), "--dataset", label.replace("/", "-"), "--no-progress", *extra)
+        cases.append(FileCase(f"log/{label}", argv, "log/ordinary"))
+
+    replay("ordinary", bundle)
+    for label, member, content in (
+        ("manifest-open-brackets", "manifest.json", b"[" * DEPTH),
+        ("deeply-nested-row", rows, deep_line),
+    ):
+        path = scratch / f"{label}.zip"
+        if member == "manifest.json":
+            with zipfile.ZipFile(bundle) as old, zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as new:
+                for info in old.infolist():
+                    new.writestr(info, content if info.filename == member else old.read(info.filename))
+        else:
+            _rebundle(bundle, path, member, content)
+        replay(label, path)
+    _rebundle(bundle, scratch / "member-bomb.zip", rows, None, bomb=True)
+    replay("member-bomb", scratch / "member-bomb.zip")
+
+    deep_json = scratch / "inspect-deep.json"
+    header = {"version": 2, "status": "success", "eval": {"task": "t", "model": "m"}}
+    deep_json.write_text(json.dumps(header)[:-1] + ', "samples": [' + "[" * DEPTH + "]" * DEPTH + "]}")
+    load("inspect-json-deep", deep_json, "--format", "inspect")
+    bomb = scratch / "inspect-bomb.eval"
+    with zipfile.ZipFile(bomb, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("header.json", json.dumps(header))
+        _write_bomb_member(archive, "samples/1_epoch_1.json", b'{"id": 1, "input": "', b'"}')
+    load("inspect-eval-bomb", bomb, "--format", "inspect")
+    deep_jsonl = scratch / "canonical-deep.jsonl"
+    deep_jsonl.write_bytes(deep_line)
+    load("canonical-deep-line", deep_jsonl)
+    deep_lm_eval = scratch / "lm-eval-deep.jsonl"
+    deep_lm_eval.write_bytes(b'{"doc_id": 0, "doc": ' + b"[" * DEPTH + b"]" * DEPTH + b"}\n")
+    load("lm-eval-deep-doc", deep_lm_eval, "--format", "lm-eval", "--model", "m", "--task", "t")
+
+    largest = max(p.stat().st_size for p in (deep_json, deep_jsonl, deep_lm_eval))
+    ordinary = scratch / "ordinary.jsonl"
+    write_mc_rows(ordinary, max(1, largest // 400), lambda i, gold: f"Step by step. The answer is ({gold}).")
+    load("ordinary", ordinary)
+    return cases
+
+
+def _run_capped(argv: tuple[str, ...], env: dict[str, str]) -> tuple[int, float, str]:
+    """(exit status, peak RSS in MB of the process and what it waited for, its output)."""
+
+    def cap() -> None:
+        limit = FILE_CAP_MB * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    with tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(
+            [sys.executable, str(ROOT / "manage.py"), *argv],
+            env=env,
+            cwd=ROOT,
+            stdout=err,
+            stderr=subprocess.STDOUT,
+            preexec_fn=cap,  # noqa: PLW1509 - the cap must be set in the child before it reads
+        )
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        output = err.read().decode("utf-8", "replace")
+    return proc.returncode, usage.ru_maxrss / 1024, output
+
+
+def files() -> None:
+    with tempfile.TemporaryDirectory(prefix="hostile-files-") as tmp:
+        scratch = Path(tmp)
+        env = {k: v for k, v in os.environ.items() if k not in ("CELERY_BROKER_URL", "REDIS_URL")}
+        env.update(
+            DATABASE_URL=f"sqlite:///{scratch / 'bench.sqlite3'}",
+            SECRET_KEY=os.environ.get("SECRET_KEY", "bench-only"),
+            PYTHONPATH=str(ROOT),
+        )
+        quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "check": True, "cwd": ROOT, "env": env}
+        manage = [sys.executable, str(ROOT / "manage.py")]
+        subprocess.run([*manage, "migrate", "--no-input"], **quiet)  # type: ignore[call-overload]
+        subprocess.run([*manage, "quickstart", "--no-serve"], **quiet)  # type: ignore[call-overload]
+        bundle = scratch / "quickstart.zip"
+        subprocess.run([*manage, "bundle", "--dataset", "quickstart", "--out", str(bundle)], **quiet)  # type: ignore[call-overload]
+        cases = _hostile_files(scratch, bundle)
+        peaks: dict[str, float] = {}
+        crashed = 0
+        for case in cases:
+            status, peak_mb, output = _run_capped(case.argv, env)
+            peaks[case.label] = peak_mb
+            # A refusal is CommandError's message and status 1; a traceback, a signal or the cap is a crash.
+            broken = status < 0 or "Traceback (most recent call last)" in output or "MemoryError" in output
+            crashed += broken
+            lines = [line for line in output.strip().splitlines() if "did not reproduce" not in line]
+            said = ("CRASH " if broken else "") + (lines[-1][:110] if lines else "(no output)")
+            print(f"{case.label:32s} exit {status:3d} peak {peak_mb:7.0f} MB  {said}", flush=True)
+        ratios = [peaks[c.label] / peaks[c.baseline] for c in cases if c.label != c.baseline]
+        result("hostile_file_cases", len(cases) - 2)
+        result("hostile_file_tracebacks", crashed)
+        result("hostile_file_worst_peak_mb", max(peaks.values()))
+        result("hostile_file_worst_peak_ratio", max(ratios))
 
 
 if __name__ == "__main__":
