@@ -398,13 +398,18 @@ def attempt(
     except LookupError:  # a charset Python does not know
         text = data.decode("utf-8", errors="replace")
     try:
-        parsed = json.loads(text)
+        parsed = parse_reply(text)
         if not isinstance(parsed, dict) or not isinstance(parsed.get("choices"), list) or not parsed["choices"]:
             raise ValueError("no choices in the reply")
+    except UnreadableReply as exc:
+        # Its own class beside "malformed": valid or not, no parser should be asked to read it.
+        # Retried like a malformed reply (a proxy's or server's hiccup as far as we can tell).
+        return done(RETRYABLE, http_status=raw.status_code, error=f"unreadable reply: {exc}: {text[:300]!r}")
     except ValueError as exc:
         # A 200 with a body that is not a completion: a proxy or server hiccup; worth retrying.
         return done(RETRYABLE, http_status=raw.status_code, error=f"malformed reply: {exc}: {text[:300]!r}")
-    usage = parsed.get("usage") or {}
+    usage = parsed.get("usage")
+    usage = usage if isinstance(usage, dict) else {}  # a server's odd `usage` is no count, not a crash
     return done(
         OK,
         http_status=raw.status_code,
@@ -412,6 +417,53 @@ def attempt(
         prompt_tokens=_int_or_none(usage.get("prompt_tokens")),
         completion_tokens=_int_or_none(usage.get("completion_tokens")),
     )
+
+
+# -- reading a reply's JSON within a depth bound ---------------------------------------------------------------
+#
+# json.loads recurses once per nesting level: a reply nested 100,000 deep raises RecursionError
+# (not ValueError), and one just under the interpreter's limit parses but breaks whatever walks it
+# next (json_safe, jsonb encoding). A completion is a handful of levels deep; a document nested
+# past MAX_REPLY_DEPTH is refused whole. (The C decoder stops such a document within its first
+# thousand levels; the depth of what it did parse is then counted level by level, which stops at
+# the bound and, being bytecode, never holds the GIL for long.)
+
+MAX_REPLY_DEPTH = 64
+_CONTAINERS = frozenset({dict, list})
+
+
+class UnreadableReply(ValueError):
+    """A reply no parser is asked to read: JSON nested deeper than MAX_REPLY_DEPTH."""
+
+
+def nesting_exceeds(value: Any, limit: int = MAX_REPLY_DEPTH) -> bool:
+    """Whether the parsed JSON `value` nests arrays and objects more than `limit` deep."""
+    level = [value] if type(value) in _CONTAINERS else []
+    for _ in range(limit):
+        deeper: list[Any] = []
+        keep = deeper.append
+        for container in level:
+            for item in container.values() if type(container) is dict else container:
+                if type(item) in _CONTAINERS:  # json.loads makes exactly these types
+                    keep(item)
+        if not deeper:
+            return False
+        level = deeper
+    return True
+
+
+def parse_reply(text: str, *, max_depth: int = MAX_REPLY_DEPTH) -> Any:
+    """`json.loads(text)`, refusing (UnreadableReply) a document nested deeper than `max_depth`;
+    other invalid JSON raises ValueError as json.loads does. The one way this app parses a
+    server's reply."""
+    unreadable = UnreadableReply(f"nested deeper than {max_depth} levels; not parsed")
+    try:
+        parsed = json.loads(text)
+    except RecursionError:
+        raise unreadable from None
+    if nesting_exceeds(parsed, max_depth):
+        raise unreadable
+    return parsed
 
 
 def _timeout_error(cfg: EndpointConfig, budget: _Budget, exc: BaseException) -> str:

@@ -423,3 +423,86 @@ def test_an_echoed_api_key_is_redacted_from_everything_stored_and_logged(
         "model-[redacted API key]",
         "[redacted API key]",
     )
+
+
+# -- issue 32, item 12: a reply nested too deep to parse is an attempt of its own, recorded and retried ----------
+
+DEEP = '{"choices": [' + "[" * 100_000 + "]" * 100_000 + "]}"
+
+
+def test_a_reply_nested_100k_deep_is_a_recorded_unreadable_attempt_then_retried(loopback, make_judge, make_dataset):
+    ds = make_dataset(n_mc=1, n_math=0)
+    loopback.reply = "A"
+    loopback.inject({"body": DEEP})
+    judge = make_judge("sq")
+    judge_all(ds, judge)
+    first, second = LLMAttempt.objects.order_by("attempt")
+    assert first.status == "retryable_error" and first.http_status == 200
+    assert first.error.startswith("unreadable reply: nested deeper than 64 levels")
+    assert second.status == "ok"
+    (r,) = readings_of("sq")
+    assert r.verdict == "correct" and r.detail["attempts"] == 2
+
+
+def test_a_server_that_always_replies_nested_too_deep_gives_a_call_failure_not_an_internal_one(
+    loopback, make_judge, make_dataset, settings
+):
+    settings.LLM_RETRY_MAX_ATTEMPTS = "3"
+    ds = make_dataset(n_mc=1, n_math=0)
+    loopback.fault_for = lambda body, n: {"body": DEEP}
+    judge = make_judge("sq")
+    judge_all(ds, judge)
+    attempts = list(LLMAttempt.objects.order_by("attempt").values_list("status", "error"))
+    assert [status for status, _ in attempts] == ["retryable_error"] * 3
+    assert all(error.startswith("unreadable reply:") for _, error in attempts)
+    (r,) = readings_of("sq")
+    assert r.verdict == "error" and r.detail["failed"] == "call" and r.detail["attempts"] == 3
+    assert r.judgement.parse_status == "call_failed"
+
+
+def test_brackets_inside_a_reply_s_strings_and_a_nesting_within_the_bound_are_read(loopback, make_judge, make_dataset):
+    ds = make_dataset(n_mc=1, n_math=0)
+    content = "[" * 5000 + "{ A"  # brackets in text are no nesting
+    nested = '{"a": ' * 40 + "1" + "}" * 40
+    body = json.dumps(
+        {"id": "x", "model": "m", "choices": [{"index": 0, "finish_reason": "stop", "message": {"content": content}}]}
+    )
+    loopback.inject({"body": body[:-1] + f', "vendor_extra": {nested}}}'})
+    judge = make_judge("sq")
+    judge_all(ds, judge)
+    (attempt,) = LLMAttempt.objects.all()
+    assert attempt.status == "ok"
+    (r,) = readings_of("sq")
+    assert r.judgement.raw_reply == content
+
+
+@pytest.mark.parametrize("usage", [[1, 2], "lots", 7], ids=["list", "string", "number"])
+def test_a_reply_whose_usage_is_not_an_object_is_read_without_token_counts(loopback, make_judge, make_dataset, usage):
+    ds = make_dataset(n_mc=1, n_math=0)
+    loopback.reply = "A"
+    loopback.inject({"usage": usage})
+    judge = make_judge("sq")
+    judge_all(ds, judge)
+    (attempt,) = LLMAttempt.objects.all()
+    assert attempt.status == "ok" and attempt.prompt_tokens is None and attempt.completion_tokens is None
+    (r,) = readings_of("sq")
+    assert r.verdict == "correct"
+
+
+def test_an_attempt_whose_client_code_raises_is_still_a_recorded_attempt(
+    loopback, make_judge, make_dataset, monkeypatch
+):
+    from judges import client
+
+    def broken(text: str, **kwargs: object) -> object:
+        raise RuntimeError("a reply shape nobody foresaw")
+
+    monkeypatch.setattr(client, "parse_reply", broken)
+    ds = make_dataset(n_mc=1, n_math=0)
+    judge = make_judge("sq")
+    judge_all(ds, judge)
+    (attempt,) = LLMAttempt.objects.all()  # fatal: our own code would raise the same way again
+    assert attempt.status == "fatal_error"
+    assert attempt.error == "internal error in the attempt: RuntimeError: a reply shape nobody foresaw"
+    (r,) = readings_of("sq")
+    assert r.verdict == "error" and r.detail["failed"] == "call"
