@@ -131,7 +131,9 @@ class _Budget:
         self.deadline = time.monotonic() + seconds
         self.max_bytes = max_bytes
         self.received = 0
-        self.exceeded = ""  # "deadline" or "size": why the transport gave up, for the attempt's error
+        # why the attempt gave up, for its error: "deadline" or "size" (the transport), "parse" (the
+        # deadline passed after the last read: _within_deadline)
+        self.exceeded = ""
 
 
 def _bounded(timeout: float | None, error: type[Exception]) -> tuple[float | None, _Budget | None, bool]:
@@ -398,9 +400,14 @@ def attempt(
     except LookupError:  # a charset Python does not know
         text = data.decode("utf-8", errors="replace")
     try:
-        parsed = parse_reply(text)
+        try:
+            parsed = parse_reply(text)
+        finally:  # parsed or refused, past the deadline is a timeout
+            _within_deadline(budget)
         if not isinstance(parsed, dict) or not isinstance(parsed.get("choices"), list) or not parsed["choices"]:
             raise ValueError("no choices in the reply")
+    except _PastDeadline:
+        return done(TIMEOUT, http_status=raw.status_code, error=_timeout_error(cfg, budget, None))
     except UnreadableReply as exc:
         # Its own class beside "malformed": valid or not, no parser should be asked to read it.
         # Retried like a malformed reply (a proxy's or server's hiccup as far as we can tell).
@@ -466,11 +473,26 @@ def parse_reply(text: str, *, max_depth: int = MAX_REPLY_DEPTH) -> Any:
     return parsed
 
 
-def _timeout_error(cfg: EndpointConfig, budget: _Budget, exc: BaseException) -> str:
-    if budget.exceeded == "deadline":
+class _PastDeadline(Exception):
+    pass
+
+
+def _within_deadline(budget: _Budget) -> None:
+    """The deadline also bounds what follows the last read: decoding and parsing a reply of up to
+    LLM_MAX_REPLY_BYTES takes a while, and under load longer (the thread waits for the GIL while
+    another parses its own large reply: json.loads holds it throughout). The socket timeouts cannot
+    see that time; this can. A reply parsed past the deadline is a timeout, as if cut off."""
+    if time.monotonic() > budget.deadline:
+        budget.exceeded = "parse"
+        raise _PastDeadline
+
+
+def _timeout_error(cfg: EndpointConfig, budget: _Budget, exc: BaseException | None) -> str:
+    if budget.exceeded in ("deadline", "parse"):
+        how = "; read whole, then parsed past the deadline" if budget.exceeded == "parse" else ""
         return (
             f"deadline of {cfg.timeout_s:g}s exceeded (the endpoint's timeout_s, for the whole attempt; "
-            f"{budget.received} bytes received)"
+            f"{budget.received} bytes received{how})"
         )
     return f"timeout after {cfg.timeout_s:g}s: {exc}"
 

@@ -333,6 +333,38 @@ def test_a_trickling_server_is_cut_off_at_the_attempt_deadline(
     assert wait_until(lambda: loopback.stats.statuses.get(499) == 1, timeout=10)
 
 
+def test_a_reply_read_whole_in_time_but_parsed_past_the_deadline_is_a_timeout(
+    loopback, make_judge, make_dataset, settings, monkeypatch
+):
+    """The deadline is the attempt's wall clock to the end, parse included: under load a parse (or
+    the wait for the GIL while another thread parses a 64 MiB reply) can end well past it, and
+    every read having returned in time is no excuse. The stall is simulated where it happens."""
+    from judges import client
+
+    settings.LLM_RETRY_MAX_ATTEMPTS = "2"
+    ds = make_dataset(n_mc=1, n_math=0)
+    loopback.reply = "A"
+    judge = make_judge("sq", endpoint=None)
+    judge.endpoint.timeout_s = 0.5
+    judge.endpoint.save()
+    real_parse = client.parse_reply
+    stalls = [0.8]  # the first attempt's parse ends past its deadline; the retry's does not
+
+    def stalled_parse(text: str, **kwargs: object) -> object:
+        if stalls:
+            time.sleep(stalls.pop())
+        return real_parse(text)
+
+    monkeypatch.setattr(client, "parse_reply", stalled_parse)
+    judge_all(ds, judge)
+    first, second = LLMAttempt.objects.order_by("attempt")
+    assert first.status == "timeout" and "deadline of 0.5s exceeded" in first.error
+    assert "read whole, then parsed past the deadline" in first.error and first.latency_ms >= 500
+    assert second.status == "ok"
+    (r,) = readings_of("sq")
+    assert r.verdict == "correct" and r.detail["attempts"] == 2
+
+
 # -- item 8: the reply read and stored is capped ---------------------------------------------------------------
 
 
