@@ -309,6 +309,39 @@ def test_regeneration_wait_exits_with_a_clear_error_when_a_worker_task_failed(
         run_command("run_readers", dataset=ds.name, readers=["regeneration"], endpoint="loop", timeout=100)
 
 
+# -- issue 32, item 10: batches the broker lost are sent again; a timeout says what is still out ---------------
+
+
+@pytest.mark.django_db(transaction=True)  # autocommit, as in `manage.py`: the batches really reach Redis
+def test_run_judges_wait_sends_again_the_batches_the_broker_lost_and_says_no_worker_started_them(
+    loopback, make_judge, make_dataset, broker, monkeypatch, capsys
+):
+    import redis
+    from django.conf import settings
+
+    from adjudication.models import TaskBatch
+    from adjudication.pipeline import progress
+    from adjudication.pipeline.broker import batches_held
+    from adjudication.pipeline.progress import wait_for_run
+    from judges.services.runs import dataset_judge
+
+    ds = make_dataset(n_mc=6, n_math=0)
+    run = dataset_judge(dataset=ds, judges=[make_judge("sq")], batch_size=2)
+    ids = set(TaskBatch.objects.filter(run=run.id).values_list("id", flat=True))
+    assert len(ids) == 3 and batches_held() == ids
+    redis.Redis.from_url(settings.CELERY_BROKER_URL).flushdb()  # Redis restarted without persistence
+    clock = FakeClock()
+    monkeypatch.setattr(progress, "time", clock)
+    # No worker in this test: the wait ends at its timeout, after the lost batches were sent again.
+    with pytest.raises(CommandError) as ended:
+        wait_for_run(run, bar=tqdm(disable=True), timeout=30)
+    assert batches_held() == ids
+    assert "the broker no longer held 3 LLM task(s) of this run" in capsys.readouterr().err
+    message = str(ended.value)
+    assert message.startswith("timed out after 30s with 0/6 readings; 3 LLM task(s) not started by any worker")
+    assert "is a worker consuming their queue?" in message and "workers keep going" not in message
+
+
 # -- item 7: a total deadline per attempt, however the bytes trickle ------------------------------------------
 
 
