@@ -131,7 +131,9 @@ class _Budget:
         self.deadline = time.monotonic() + seconds
         self.max_bytes = max_bytes
         self.received = 0
-        self.exceeded = ""  # "deadline" or "size": why the transport gave up, for the attempt's error
+        # why the attempt gave up, for its error: "deadline" or "size" (the transport), "parse" (the
+        # deadline passed after the last read: _within_deadline)
+        self.exceeded = ""
 
 
 def _bounded(timeout: float | None, error: type[Exception]) -> tuple[float | None, _Budget | None, bool]:
@@ -398,13 +400,23 @@ def attempt(
     except LookupError:  # a charset Python does not know
         text = data.decode("utf-8", errors="replace")
     try:
-        parsed = json.loads(text)
+        try:
+            parsed = parse_reply(text)
+        finally:  # parsed or refused, past the deadline is a timeout
+            _within_deadline(budget)
         if not isinstance(parsed, dict) or not isinstance(parsed.get("choices"), list) or not parsed["choices"]:
             raise ValueError("no choices in the reply")
+    except _PastDeadline:
+        return done(TIMEOUT, http_status=raw.status_code, error=_timeout_error(cfg, budget, None))
+    except UnreadableReply as exc:
+        # Its own class beside "malformed": valid or not, no parser should be asked to read it.
+        # Retried like a malformed reply (a proxy's or server's hiccup as far as we can tell).
+        return done(RETRYABLE, http_status=raw.status_code, error=f"unreadable reply: {exc}: {text[:300]!r}")
     except ValueError as exc:
         # A 200 with a body that is not a completion: a proxy or server hiccup; worth retrying.
         return done(RETRYABLE, http_status=raw.status_code, error=f"malformed reply: {exc}: {text[:300]!r}")
-    usage = parsed.get("usage") or {}
+    usage = parsed.get("usage")
+    usage = usage if isinstance(usage, dict) else {}  # a server's odd `usage` is no count, not a crash
     return done(
         OK,
         http_status=raw.status_code,
@@ -414,11 +426,73 @@ def attempt(
     )
 
 
-def _timeout_error(cfg: EndpointConfig, budget: _Budget, exc: BaseException) -> str:
-    if budget.exceeded == "deadline":
+# -- reading a reply's JSON within a depth bound ---------------------------------------------------------------
+#
+# json.loads recurses once per nesting level: a reply nested 100,000 deep raises RecursionError
+# (not ValueError), and one just under the interpreter's limit parses but breaks whatever walks it
+# next (json_safe, jsonb encoding). A completion is a handful of levels deep; a document nested
+# past MAX_REPLY_DEPTH is refused whole. (The C decoder stops such a document within its first
+# thousand levels; the depth of what it did parse is then counted level by level, which stops at
+# the bound and, being bytecode, never holds the GIL for long.)
+
+MAX_REPLY_DEPTH = 64
+_CONTAINERS = frozenset({dict, list})
+
+
+class UnreadableReply(ValueError):
+    """A reply no parser is asked to read: JSON nested deeper than MAX_REPLY_DEPTH."""
+
+
+def nesting_exceeds(value: Any, limit: int = MAX_REPLY_DEPTH) -> bool:
+    """Whether the parsed JSON `value` nests arrays and objects more than `limit` deep."""
+    level = [value] if type(value) in _CONTAINERS else []
+    for _ in range(limit):
+        deeper: list[Any] = []
+        keep = deeper.append
+        for container in level:
+            for item in container.values() if type(container) is dict else container:
+                if type(item) in _CONTAINERS:  # json.loads makes exactly these types
+                    keep(item)
+        if not deeper:
+            return False
+        level = deeper
+    return True
+
+
+def parse_reply(text: str, *, max_depth: int = MAX_REPLY_DEPTH) -> Any:
+    """`json.loads(text)`, refusing (UnreadableReply) a document nested deeper than `max_depth`;
+    other invalid JSON raises ValueError as json.loads does. The one way this app parses a
+    server's reply."""
+    unreadable = UnreadableReply(f"nested deeper than {max_depth} levels; not parsed")
+    try:
+        parsed = json.loads(text)
+    except RecursionError:
+        raise unreadable from None
+    if nesting_exceeds(parsed, max_depth):
+        raise unreadable
+    return parsed
+
+
+class _PastDeadline(Exception):
+    pass
+
+
+def _within_deadline(budget: _Budget) -> None:
+    """The deadline also bounds what follows the last read: decoding and parsing a reply of up to
+    LLM_MAX_REPLY_BYTES takes a while, and under load longer (the thread waits for the GIL while
+    another parses its own large reply: json.loads holds it throughout). The socket timeouts cannot
+    see that time; this can. A reply parsed past the deadline is a timeout, as if cut off."""
+    if time.monotonic() > budget.deadline:
+        budget.exceeded = "parse"
+        raise _PastDeadline
+
+
+def _timeout_error(cfg: EndpointConfig, budget: _Budget, exc: BaseException | None) -> str:
+    if budget.exceeded in ("deadline", "parse"):
+        how = "; read whole, then parsed past the deadline" if budget.exceeded == "parse" else ""
         return (
             f"deadline of {cfg.timeout_s:g}s exceeded (the endpoint's timeout_s, for the whole attempt; "
-            f"{budget.received} bytes received)"
+            f"{budget.received} bytes received{how})"
         )
     return f"timeout after {cfg.timeout_s:g}s: {exc}"
 

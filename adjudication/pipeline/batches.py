@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import traceback
 import uuid
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
@@ -43,6 +44,21 @@ def batches_create(*, run_id: uuid.UUID, kind: str, dataset: Dataset, sizes: Seq
     return [row.pk for row in rows]
 
 
+def batch_task_id(batch_id: int) -> str:
+    """The Celery task id of a message for batch `batch_id` (a new one per message sent): the broker's
+    messages then say which batches they carry (pipeline.broker.batches_held), without decoding them."""
+    return f"batch-{batch_id}-{uuid.uuid4().hex}"
+
+
+_BATCH_TASK_ID = re.compile(r"batch-(\d+)-")
+
+
+def batch_of_task(task_id: object) -> int | None:
+    """The batch a task id of batch_task_id's names, or None."""
+    match = _BATCH_TASK_ID.match(task_id) if isinstance(task_id, str) else None
+    return int(match.group(1)) if match else None
+
+
 def batches_enqueue(
     *,
     run_id: uuid.UUID,
@@ -54,12 +70,15 @@ def batches_enqueue(
     send: Callable[[list[K], list[int], int], None],
     on_enqueued: Callable[[int], None] | None = None,
     taper: bool = False,
+    resend: dict[int, Callable[[], None]] | None = None,
 ) -> int:
     """Split the responses some producer still needs (`todo`: producer key -> response ids) into
     batches in `order`, record one TaskBatch each, and hand each batch to `send(keys, ids,
     batch_id)` once the transaction commits, with only the producers that batch needs. Returns the
     number of batches. `on_enqueued(n_readings)` follows each batch (in eager mode: after it ran).
-    `taper`: the last batches of a long run get smaller (batch_sizes)."""
+    `taper`: the last batches of a long run get smaller (batch_sizes). `resend` (batch id -> send
+    it again) is filled for a waiting command, which re-sends a batch the broker lost
+    (pipeline.progress); `send` names its message with `batch_task_id(batch_id)`."""
     if batch_size < 1:
         raise ValueError("batch size must be at least 1")
     wanted = {key: set(ids) for key, ids in todo.items()}
@@ -73,6 +92,8 @@ def batches_enqueue(
         keys = [key for key, ids in wanted.items() if any(rid in ids for rid in chunk)]
         # on_commit: a worker must never receive ids of rows it cannot see yet.
         transaction.on_commit(partial(send, keys, chunk, batch_id))
+        if resend is not None:
+            resend[batch_id] = partial(send, keys, chunk, batch_id)
         if on_enqueued:
             on_enqueued(sum(1 for ids in wanted.values() for rid in chunk if rid in ids))
     return len(chunks)

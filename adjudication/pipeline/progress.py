@@ -1,21 +1,73 @@
 """Waiting for workers: the commands that enqueue reader, judge and regeneration batches poll
-here until every reading arrived, or until every task of the run has ended without them."""
+here until every reading arrived, or until every task of the run has ended without them. A batch
+the broker lost (Redis restarted without persistence) is noticed and sent again."""
 
 from __future__ import annotations
 
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol, TypeVar
 
 from django.conf import settings
 from django.core.management.base import CommandError
 from tqdm import tqdm
 
+from adjudication.models import TaskBatch
 from adjudication.pipeline.batches import BatchFailed
-from adjudication.pipeline.selectors import BatchProgress, batch_progress, other_runs_active
+from adjudication.pipeline.broker import batches_held
+from adjudication.pipeline.selectors import BatchProgress, batch_progress, other_runs_active, unfinished_batches
 from adjudication.pipeline.services import Enqueued
+
+# How often a waiting command asks the broker which of its batches it still holds. A batch is lost
+# when two looks this far apart find its message nowhere (one look could fall in the instant
+# between a worker taking a message and recording it as taken).
+LOST_LOOK_S = 5.0
+
+
+class LostBatches:
+    """Notices a run's batches that the broker no longer holds (pipeline.broker) and sends them
+    again. Safe: a task re-checks what is still missing, and readings are written once, so a batch
+    sent twice (its worker still had it in hand) costs a query, never a duplicate reading."""
+
+    def __init__(self, *, run_id: uuid.UUID, resend: Mapping[int, Callable[[], None]], noun: str) -> None:
+        self.run_id = run_id
+        self.resend = resend
+        self.noun = noun
+        self.suspects: set[int] = set()
+        self.next_look = 0.0
+
+    def look(self) -> None:
+        now = time.monotonic()
+        if now < self.next_look:
+            return
+        self.next_look = now + LOST_LOOK_S
+        unfinished = {b.id for b in unfinished_batches(run_id=self.run_id)}  # the database first: see below
+        held = batches_held() if unfinished else set()
+        if held is None:  # no Redis broker, or it does not answer now: nothing known lost
+            return
+        # A batch that ended between the two reads is simply not unfinished at the next look.
+        missing = unfinished - held
+        lost = sorted(missing & self.suspects)
+        self.suspects = missing - set(lost)
+        if not lost:
+            return
+        unsendable = [b for b in lost if b not in self.resend]
+        if unsendable:
+            raise CommandError(
+                f"the broker lost {len(unsendable)} {self.noun}(s) of this run (TaskBatch {_ids(unsendable)}): "
+                "Redis restarted without its append-only file, or its queue was purged. Re-run the command: "
+                "it enqueues only what is still missing"
+            )
+        for batch_id in lost:
+            self.resend[batch_id]()
+        tqdm.write(
+            f"warning: the broker no longer held {len(lost)} {self.noun}(s) of this run (TaskBatch {_ids(lost)}): "
+            "Redis restarted without its append-only file, or its queue was purged? Sent again; readings "
+            "already written are not redone",
+            file=sys.stderr,
+        )
 
 
 def wait_for_readings(
@@ -28,14 +80,17 @@ def wait_for_readings(
     bar: tqdm,
     timeout: float,
     noun: str = "task",
+    resend: Mapping[int, Callable[[], None]] | None = None,
 ) -> None:
     """Poll until `done()` reaches `total`. Stops with a CommandError when every task of the run
     ended and some failed (their TaskBatch rows say why), when every task ended without writing
     everything (and no other run is still at work on the dataset), or after `timeout` seconds
-    (0 = never). Never waits forever on work nobody is doing."""
+    (0 = never). With `resend` (batch id -> send it again), a batch the broker lost is sent again
+    (LostBatches). Never waits forever on work nobody is doing."""
     started = time.monotonic()
     last = bar.n
     warned = 0
+    lost = LostBatches(run_id=run_id, resend=resend, noun=noun) if resend is not None else None
     while True:
         # Batch states first, readings second: a batch marked ended has committed its readings.
         progress = batch_progress(run_id=run_id)
@@ -59,9 +114,41 @@ def wait_for_readings(
                     f"every {noun} finished but {total - count} of {total} readings are missing "
                     "(a reader, judge or endpoint deleted meanwhile?); re-run the command to redo them"
                 )
+        if lost is not None:
+            lost.look()
         if timeout and time.monotonic() - started > timeout:
-            raise CommandError(f"timed out after {timeout:.0f}s with {count}/{total} readings; workers keep going")
+            raise CommandError(
+                f"timed out after {timeout:.0f}s with {count}/{total} readings; {_still_out(run_id, noun)}"
+            )
         time.sleep(0.5)
+
+
+def _still_out(run_id: uuid.UUID, noun: str) -> str:
+    """What became of the run's unfinished tasks, as far as the database and the broker tell."""
+    unfinished = unfinished_batches(run_id=run_id)
+    queued = [b.id for b in unfinished if b.status == TaskBatch.Status.QUEUED]
+    running = [b for b in unfinished if b.status == TaskBatch.Status.RUNNING]
+    held = batches_held()
+    parts = []
+    if queued:
+        waiting = f"{len(queued)} {noun}(s) not started by any worker"
+        if held is not None and not held.issuperset(queued):
+            gone = sorted(set(queued) - held)
+            waiting += f", of which {len(gone)} the broker no longer holds (TaskBatch {_ids(gone)}: lost)"
+        parts.append(waiting + ("" if running else ": is a worker consuming their queue?"))
+    if running:
+        workers = ", ".join(sorted({b.claimed_by or "?" for b in running}))
+        parts.append(f"{len(running)} still running (or their worker died) on {workers}")
+    return (
+        "; ".join(parts)
+        + ". Those the broker holds go on without this command; re-run it to wait again (it enqueues only "
+        "what is still missing, lost work included)"
+    )
+
+
+def _ids(ids: list[int]) -> str:
+    shown = ", ".join(str(i) for i in ids[:10])
+    return shown + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
 
 
 class TrackedRun(Protocol):
@@ -72,6 +159,7 @@ class TrackedRun(Protocol):
     dataset: Any
     kind: str
     enqueued: list[Enqueued]
+    resend: dict[int, Callable[[], None]]
 
     @property
     def total(self) -> int: ...
@@ -89,6 +177,7 @@ def wait_for_run(run: TrackedRun, *, bar: tqdm, timeout: float, noun: str = "LLM
         bar=bar,
         timeout=timeout,
         noun=noun,
+        resend=run.resend,
     )
 
 

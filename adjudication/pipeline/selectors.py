@@ -168,6 +168,19 @@ def batch_progress(*, run_id: uuid.UUID) -> BatchProgress:
     return progress
 
 
+@dataclass(frozen=True)
+class UnfinishedBatch:
+    id: int
+    status: str
+    claimed_by: str
+
+
+def unfinished_batches(*, run_id: uuid.UUID) -> list[UnfinishedBatch]:
+    """The run's batches still queued or running (a running one names the worker that took it)."""
+    rows = TaskBatch.objects.filter(run=run_id, status__in=_ACTIVE_BATCH).order_by("id")
+    return [UnfinishedBatch(*row) for row in rows.values_list("id", "status", "claimed_by")]
+
+
 def other_runs_active(*, run_id: uuid.UUID, dataset_id: int, kind: str) -> bool:
     """Another run's tasks of the same kind on the same dataset still queued or running: they may
     be writing the readings this run's tasks found already claimed."""

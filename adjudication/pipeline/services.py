@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from adjudication.models import Dataset, ReaderSpec, Response, TaskBatch
-from adjudication.pipeline.batches import batches_enqueue
+from adjudication.pipeline.batches import batch_task_id, batches_enqueue
 from adjudication.pipeline.readings import reader_spec_for
 from adjudication.pipeline.selectors import reading_counts
 from readers import registry as reader_registry
@@ -28,6 +28,7 @@ class ReadRun:
     enqueued: list[Enqueued]
     id: uuid.UUID = field(default_factory=uuid.uuid4)
     kind: str = TaskBatch.Kind.READ
+    resend: dict[int, Callable[[], None]] = field(default_factory=dict)  # batch id -> send it again
 
     @property
     def total(self) -> int:
@@ -71,8 +72,11 @@ def dataset_read(
         order=response_ids,
         batch_size=batch_size,
         on_enqueued=on_enqueued,
-        send=lambda spec_ids, ids, batch_id: read_batch.delay(spec_ids, ids, batch_id),
+        send=lambda spec_ids, ids, batch_id: read_batch.apply_async(
+            (spec_ids, ids, batch_id), task_id=batch_task_id(batch_id)
+        ),
         taper=True,
+        resend=run.resend,
     )
     run.enqueued = [Enqueued(reader_spec=s, missing=len(missing_by_spec[s.id]), batches=n_batches) for s in specs]
     return run

@@ -38,6 +38,7 @@ from judges import client as llm
 from judges.client import AttemptResult, EndpointConfig
 from judges.fit import Fit, context_overflow
 from judges.limits import limiter_for
+from judges.redaction import redact
 
 
 @dataclass(frozen=True)
@@ -151,6 +152,21 @@ def deterministic_500(previous: AttemptResult | None, res: AttemptResult) -> boo
     )
 
 
+def _attempt(cfg: EndpointConfig, api: str, params: dict, reply_cap: int) -> AttemptResult:
+    """`llm.attempt`, which promises never to raise. Should our own code raise anyway (a reply of a
+    shape nobody foresaw), the attempt is still one the caller records, a `fatal_error` naming the
+    exception: an attempt that ends in an exception would vanish with its job into an "internal"
+    error reading, with no attempt row and no retry."""
+    started, t0 = time.time(), time.perf_counter()
+    try:
+        return llm.attempt(cfg, api, params, max_reply_bytes=reply_cap)
+    except Exception as exc:  # noqa: BLE001 - recorded as the attempt's outcome
+        error = redact(f"internal error in the attempt: {type(exc).__name__}: {exc}", cfg.secrets())
+        return AttemptResult(
+            status=llm.FATAL, latency_ms=(time.perf_counter() - t0) * 1000, started_at=started, error=error[:2000]
+        )
+
+
 class Caller:
     """What a job uses to call its endpoint: retries and reporting included."""
 
@@ -181,7 +197,7 @@ class Caller:
         while True:
             n += 1
             with self.limiter.slot():
-                res = llm.attempt(self.job.endpoint, api, params, max_reply_bytes=self.reply_cap)
+                res = _attempt(self.job.endpoint, api, params, self.reply_cap)
             if deterministic_500(previous, res):
                 res = replace(res, status=llm.FATAL, error=f"{res.error} {REPEATED_500 % (n - 1)}")
             previous = res

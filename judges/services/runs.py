@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from django.conf import settings
 
 from adjudication.models import Dataset, ReaderSpec, Reading, Response, TaskBatch
-from adjudication.pipeline.batches import batches_enqueue
+from adjudication.pipeline.batches import batch_task_id, batches_enqueue
 from adjudication.pipeline.services import Enqueued
 from judges.models import Endpoint, Judge
 from judges.services.judging import judge_spec_for
@@ -35,6 +35,7 @@ class LLMRun:
     retrying: dict[int, list[int]] = field(default_factory=dict)  # spec id -> failed reading ids redone
     id: uuid.UUID = field(default_factory=uuid.uuid4)  # its tasks' TaskBatch rows carry it
     kind: str = TaskBatch.Kind.JUDGE
+    resend: dict[int, Callable[[], None]] = field(default_factory=dict)  # batch id -> send it again
 
     @property
     def total(self) -> int:
@@ -116,7 +117,10 @@ def dataset_judge(
         order=order,
         batch_size=batch_size,
         on_enqueued=on_enqueued,
-        send=lambda judge_ids, ids, batch_id: judge_batch.delay(judge_ids, ids, retry_errors, run.tag, batch_id),
+        send=lambda judge_ids, ids, batch_id: judge_batch.apply_async(
+            (judge_ids, ids, retry_errors, run.tag, batch_id), task_id=batch_task_id(batch_id)
+        ),
+        resend=run.resend,
     )
     run.enqueued = [Enqueued(reader_spec=spec, missing=len(todo[judge.pk]), batches=n_batches) for judge, spec in specs]
     return run
@@ -148,9 +152,10 @@ def dataset_regenerate(
         order=sorted(todo),
         batch_size=batch_size,
         on_enqueued=on_enqueued,
-        send=lambda _specs, ids, batch_id: regenerate_batch.delay(
-            endpoint.pk, ids, retry_errors, run.tag, batch_id, instruction
+        send=lambda _specs, ids, batch_id: regenerate_batch.apply_async(
+            (endpoint.pk, ids, retry_errors, run.tag, batch_id, instruction), task_id=batch_task_id(batch_id)
         ),
+        resend=run.resend,
     )
     run.enqueued = [Enqueued(reader_spec=spec, missing=len(todo), batches=n_batches)]
     return run

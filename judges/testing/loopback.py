@@ -18,6 +18,8 @@ A fault is a dict; its keys combine:
 * `status`: reply with this HTTP status and an OpenAI-style error body (`message` sets its text,
   `retry_after` a Retry-After header); `text`: the error body is this plain text instead of JSON.
 * `malformed`: a 200 whose body is truncated JSON. `no_logprobs`: leave log-probabilities out.
+  `body`: a 200 whose body is exactly this text (a reply nested 100,000 deep, a completion of an
+  unexpected shape).
 * `sleep`: seconds to wait before replying (on top of `latency_s`, which delays every reply).
 * `model`, `finish_reason`, `content`, `usage`: override these fields of a 200 reply (hostile
   values: NUL characters, lone surrogates, absurd token counts, an echoed API key...).
@@ -401,6 +403,8 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._reply(status, json.dumps({"error": error}).encode(), fault, headers=headers)
             if fault.get("malformed"):
                 return self._send(200, b'{"id": "broken", "choices": [')
+            if "body" in fault:
+                return self._reply(200, str(fault["body"]).encode("utf-8", "surrogatepass"), fault)
             if fault.get("oversize"):
                 return self._send_oversize(
                     200,

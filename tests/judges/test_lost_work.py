@@ -309,6 +309,39 @@ def test_regeneration_wait_exits_with_a_clear_error_when_a_worker_task_failed(
         run_command("run_readers", dataset=ds.name, readers=["regeneration"], endpoint="loop", timeout=100)
 
 
+# -- issue 32, item 10: batches the broker lost are sent again; a timeout says what is still out ---------------
+
+
+@pytest.mark.django_db(transaction=True)  # autocommit, as in `manage.py`: the batches really reach Redis
+def test_run_judges_wait_sends_again_the_batches_the_broker_lost_and_says_no_worker_started_them(
+    loopback, make_judge, make_dataset, broker, monkeypatch, capsys
+):
+    import redis
+    from django.conf import settings
+
+    from adjudication.models import TaskBatch
+    from adjudication.pipeline import progress
+    from adjudication.pipeline.broker import batches_held
+    from adjudication.pipeline.progress import wait_for_run
+    from judges.services.runs import dataset_judge
+
+    ds = make_dataset(n_mc=6, n_math=0)
+    run = dataset_judge(dataset=ds, judges=[make_judge("sq")], batch_size=2)
+    ids = set(TaskBatch.objects.filter(run=run.id).values_list("id", flat=True))
+    assert len(ids) == 3 and batches_held() == ids
+    redis.Redis.from_url(settings.CELERY_BROKER_URL).flushdb()  # Redis restarted without persistence
+    clock = FakeClock()
+    monkeypatch.setattr(progress, "time", clock)
+    # No worker in this test: the wait ends at its timeout, after the lost batches were sent again.
+    with pytest.raises(CommandError) as ended:
+        wait_for_run(run, bar=tqdm(disable=True), timeout=30)
+    assert batches_held() == ids
+    assert "the broker no longer held 3 LLM task(s) of this run" in capsys.readouterr().err
+    message = str(ended.value)
+    assert message.startswith("timed out after 30s with 0/6 readings; 3 LLM task(s) not started by any worker")
+    assert "is a worker consuming their queue?" in message and "workers keep going" not in message
+
+
 # -- item 7: a total deadline per attempt, however the bytes trickle ------------------------------------------
 
 
@@ -331,6 +364,38 @@ def test_a_trickling_server_is_cut_off_at_the_attempt_deadline(
     # the client hung up mid-reply (the server's next byte found the connection closed): it was cut
     # off at its deadline, not after waiting the minute-long trickle out
     assert wait_until(lambda: loopback.stats.statuses.get(499) == 1, timeout=10)
+
+
+def test_a_reply_read_whole_in_time_but_parsed_past_the_deadline_is_a_timeout(
+    loopback, make_judge, make_dataset, settings, monkeypatch
+):
+    """The deadline is the attempt's wall clock to the end, parse included: under load a parse (or
+    the wait for the GIL while another thread parses a 64 MiB reply) can end well past it, and
+    every read having returned in time is no excuse. The stall is simulated where it happens."""
+    from judges import client
+
+    settings.LLM_RETRY_MAX_ATTEMPTS = "2"
+    ds = make_dataset(n_mc=1, n_math=0)
+    loopback.reply = "A"
+    judge = make_judge("sq", endpoint=None)
+    judge.endpoint.timeout_s = 0.5
+    judge.endpoint.save()
+    real_parse = client.parse_reply
+    stalls = [0.8]  # the first attempt's parse ends past its deadline; the retry's does not
+
+    def stalled_parse(text: str, **kwargs: object) -> object:
+        if stalls:
+            time.sleep(stalls.pop())
+        return real_parse(text)
+
+    monkeypatch.setattr(client, "parse_reply", stalled_parse)
+    judge_all(ds, judge)
+    first, second = LLMAttempt.objects.order_by("attempt")
+    assert first.status == "timeout" and "deadline of 0.5s exceeded" in first.error
+    assert "read whole, then parsed past the deadline" in first.error and first.latency_ms >= 500
+    assert second.status == "ok"
+    (r,) = readings_of("sq")
+    assert r.verdict == "correct" and r.detail["attempts"] == 2
 
 
 # -- item 8: the reply read and stored is capped ---------------------------------------------------------------
@@ -423,3 +488,86 @@ def test_an_echoed_api_key_is_redacted_from_everything_stored_and_logged(
         "model-[redacted API key]",
         "[redacted API key]",
     )
+
+
+# -- issue 32, item 12: a reply nested too deep to parse is an attempt of its own, recorded and retried ----------
+
+DEEP = '{"choices": [' + "[" * 100_000 + "]" * 100_000 + "]}"
+
+
+def test_a_reply_nested_100k_deep_is_a_recorded_unreadable_attempt_then_retried(loopback, make_judge, make_dataset):
+    ds = make_dataset(n_mc=1, n_math=0)
+    loopback.reply = "A"
+    loopback.inject({"body": DEEP})
+    judge = make_judge("sq")
+    judge_all(ds, judge)
+    first, second = LLMAttempt.objects.order_by("attempt")
+    assert first.status == "retryable_error" and first.http_status == 200
+    assert first.error.startswith("unreadable reply: nested deeper than 64 levels")
+    assert second.status == "ok"
+    (r,) = readings_of("sq")
+    assert r.verdict == "correct" and r.detail["attempts"] == 2
+
+
+def test_a_server_that_always_replies_nested_too_deep_gives_a_call_failure_not_an_internal_one(
+    loopback, make_judge, make_dataset, settings
+):
+    settings.LLM_RETRY_MAX_ATTEMPTS = "3"
+    ds = make_dataset(n_mc=1, n_math=0)
+    loopback.fault_for = lambda body, n: {"body": DEEP}
+    judge = make_judge("sq")
+    judge_all(ds, judge)
+    attempts = list(LLMAttempt.objects.order_by("attempt").values_list("status", "error"))
+    assert [status for status, _ in attempts] == ["retryable_error"] * 3
+    assert all(error.startswith("unreadable reply:") for _, error in attempts)
+    (r,) = readings_of("sq")
+    assert r.verdict == "error" and r.detail["failed"] == "call" and r.detail["attempts"] == 3
+    assert r.judgement.parse_status == "call_failed"
+
+
+def test_brackets_inside_a_reply_s_strings_and_a_nesting_within_the_bound_are_read(loopback, make_judge, make_dataset):
+    ds = make_dataset(n_mc=1, n_math=0)
+    content = "[" * 5000 + "{ A"  # brackets in text are no nesting
+    nested = '{"a": ' * 40 + "1" + "}" * 40
+    body = json.dumps(
+        {"id": "x", "model": "m", "choices": [{"index": 0, "finish_reason": "stop", "message": {"content": content}}]}
+    )
+    loopback.inject({"body": body[:-1] + f', "vendor_extra": {nested}}}'})
+    judge = make_judge("sq")
+    judge_all(ds, judge)
+    (attempt,) = LLMAttempt.objects.all()
+    assert attempt.status == "ok"
+    (r,) = readings_of("sq")
+    assert r.judgement.raw_reply == content
+
+
+@pytest.mark.parametrize("usage", [[1, 2], "lots", 7], ids=["list", "string", "number"])
+def test_a_reply_whose_usage_is_not_an_object_is_read_without_token_counts(loopback, make_judge, make_dataset, usage):
+    ds = make_dataset(n_mc=1, n_math=0)
+    loopback.reply = "A"
+    loopback.inject({"usage": usage})
+    judge = make_judge("sq")
+    judge_all(ds, judge)
+    (attempt,) = LLMAttempt.objects.all()
+    assert attempt.status == "ok" and attempt.prompt_tokens is None and attempt.completion_tokens is None
+    (r,) = readings_of("sq")
+    assert r.verdict == "correct"
+
+
+def test_an_attempt_whose_client_code_raises_is_still_a_recorded_attempt(
+    loopback, make_judge, make_dataset, monkeypatch
+):
+    from judges import client
+
+    def broken(text: str, **kwargs: object) -> object:
+        raise RuntimeError("a reply shape nobody foresaw")
+
+    monkeypatch.setattr(client, "parse_reply", broken)
+    ds = make_dataset(n_mc=1, n_math=0)
+    judge = make_judge("sq")
+    judge_all(ds, judge)
+    (attempt,) = LLMAttempt.objects.all()  # fatal: our own code would raise the same way again
+    assert attempt.status == "fatal_error"
+    assert attempt.error == "internal error in the attempt: RuntimeError: a reply shape nobody foresaw"
+    (r,) = readings_of("sq")
+    assert r.verdict == "error" and r.detail["failed"] == "call"
