@@ -5,8 +5,12 @@ add_user) see every model here and edit the editable ones; deleting stays with s
 
 from django.contrib import admin
 
+from adjudication.accounts.forms import AdminLoginForm
 from adjudication.models import Dataset, Question, ReaderSpec, Reading, Response, Run, TaskBatch
 from adjudication.permissions import is_manager
+
+# The admin's login too hands every username to authenticate(), for django-axes to count.
+admin.site.login_form = AdminLoginForm
 
 
 class ManagerAdmin(admin.ModelAdmin):

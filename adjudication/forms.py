@@ -7,9 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.core.exceptions import BadRequest, ValidationError
 from django.db import models
+from django.http import QueryDict
 
-from adjudication.validators import validate_free_text
+from adjudication.validators import parse_id, validate_free_text
 
 MAX_TEXT = 10_000
 
@@ -40,3 +42,30 @@ def form_errors(form: forms.Form) -> str:
         label = "" if field == "__all__" else f"{field}: "
         parts.append(label + " ".join(map(str, errors)))
     return "; ".join(parts)
+
+
+def query_id(params: QueryDict, name: str) -> int | None:
+    """The id a query string or a POST names under `name` (None when absent or blank); anything but
+    an id is a 400 (BadRequest), never a 500 from int() nor a different id read from "３"."""
+    raw = params.get(name, "")
+    if raw == "":
+        return None
+    try:
+        return parse_id(raw, name=name)
+    except ValidationError as exc:
+        raise BadRequest(exc.messages[0]) from None
+
+
+class IdChoiceField(forms.ModelChoiceField):
+    """A ModelChoiceField that takes only what parse_id takes: Django's own lookup runs int() on the
+    value, which reads " 1" and "１" as 1."""
+
+    def to_python(self, value: Any) -> models.Model | None:
+        if isinstance(value, str) and value not in self.empty_values:
+            try:
+                parse_id(value)
+            except ValidationError:
+                raise ValidationError(
+                    self.error_messages["invalid_choice"], code="invalid_choice", params={"value": value}
+                ) from None
+        return super().to_python(value)

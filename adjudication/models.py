@@ -381,7 +381,8 @@ class ValidManager(models.Manager):
 
 class Invalidatable(models.Model):
     """A row kept as history once it no longer stands (the response text it was made on was replaced,
-    or a manager re-opened a skip): `objects` (the default manager, so reverse relations too) sees
+    a manager re-opened a skip, or a revised label undid the agreement a unanimous final label
+    recorded): `objects` (the default manager, so reverse relations too) sees
     the valid rows, `all_objects` every row."""
 
     invalidated_at = models.DateTimeField(

@@ -12,6 +12,23 @@ from django.core.exceptions import ValidationError
 
 SMALLINT_MAX = 32_767
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1
+ID_MAX = 2**63 - 1  # every table's primary key is a BigAutoField
+
+
+def is_plain_integer(text: str) -> bool:
+    """ASCII digits only. str.isdigit() also takes "²" (which int() refuses: a 500 where it was the
+    only check) and "٣" or "３" (which int() reads as 3)."""
+    return text.isascii() and text.isdigit()
+
+
+def parse_id(value: object, *, name: str = "id") -> int:
+    """A primary key as a query string, a form or a URL gives it: plain ASCII digits (no sign, space,
+    full-width or superscript digit) naming a value the column holds (1 to ID_MAX). ValidationError
+    otherwise, naming `name`: the one id parser of every page and form."""
+    # The length bound first: int() of thousands of digits is slow, and refused past 4,300.
+    if isinstance(value, str) and len(value) <= 25 and is_plain_integer(value) and 1 <= int(value) <= ID_MAX:
+        return int(value)
+    raise ValidationError(f"{name}: must be an id (a whole number from 1 to {ID_MAX})", code="invalid_id")
 
 
 def unprintable(value: str) -> str | None:

@@ -1,31 +1,23 @@
-"""HTTP Basic auth that refuses impossible usernames before they reach the database, and says so
-when django-axes has locked the account or address out (429, not a plain 401)."""
+"""HTTP Basic auth that says so when django-axes has locked the account or address out (429, not a
+plain 401)."""
 
 from __future__ import annotations
 
-from django.contrib.auth import get_user_model
-from django.db import models
 from drf_spectacular.authentication import BasicScheme
 from rest_framework import exceptions
 from rest_framework.authentication import BasicAuthentication
 
-_USERNAME_FIELD = get_user_model()._meta.get_field(get_user_model().USERNAME_FIELD)
-# The username is a column of its own (not a relation) with a bound: the check below compares with it.
-assert isinstance(_USERNAME_FIELD, models.Field) and _USERNAME_FIELD.max_length is not None
-_USERNAME_MAX: int = _USERNAME_FIELD.max_length
-
 
 class BoundedBasicAuthentication(BasicAuthentication):
-    """A NUL in a Basic username made PostgreSQL refuse the lookup (a 500), and django-axes would
-    store any length in its 255-character column: no account can have such a name anyway.
+    """A username no account can have (a NUL, over-long) is refused by the login backend
+    (adjudication.auth_backends) before any lookup or hash, and counted by django-axes like any
+    failure: it is not refused here first, where django-axes would never see it.
 
     django-axes refuses a locked-out attempt before any password is hashed, and marks the request it
     was given: DRF's Request, which the axes middleware never sees. So the lockout is turned into its
     answer here: 429 with Retry-After (the cool-off), code "locked_out"."""
 
     def authenticate_credentials(self, userid, password, request=None):
-        if "\x00" in userid or len(userid) > _USERNAME_MAX:
-            raise exceptions.AuthenticationFailed("Invalid username/password.")
         try:
             return super().authenticate_credentials(userid, password, request)
         except exceptions.AuthenticationFailed:

@@ -1,11 +1,10 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.contrib.auth.decorators import login_not_required
 from django.urls import include, path
 
 urlpatterns = [
     path("admin/", admin.site.urls),
-    path("accounts/login/", login_not_required(auth_views.LoginView.as_view()), name="login"),
+    path("accounts/", include("adjudication.accounts.urls")),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/", include("adjudication.api_urls")),
     path("", include("adjudication.urls")),

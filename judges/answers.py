@@ -9,6 +9,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from adjudication.validators import is_plain_integer
 from readers import equivalence as eq
 from readers.options import letters
 
@@ -24,7 +25,7 @@ def gold_letter(gold: str, choices: Iterable[str]) -> str | None:
     m = re.fullmatch(r"[(（]?\s*([A-Za-z])\s*[)）]?\.?", g)
     if m and m.group(1).upper() in valid:
         return m.group(1).upper()
-    if g.isdigit() and int(g) < len(options):
+    if is_plain_integer(g) and int(g) < len(options):
         return valid[int(g)]
     letter = eq.letter_of(g)
     if letter and letter in valid:

@@ -25,6 +25,7 @@ import httpcore2
 import httpx2
 import openai
 
+from adjudication.validators import is_plain_integer
 from judges.redaction import redact, redact_bytes
 
 OK = "ok"
@@ -299,7 +300,8 @@ def _read_capped(raw: httpx2.Response, max_bytes: int) -> bytes:
     """The body, decoded (gzip and the like), refused past `max_bytes`: a compressed body is
     counted as it expands, so a small bomb is no way around the cap."""
     declared = raw.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > max_bytes:
+    # httpx reads headers as Latin-1: a "²" (0xB2) passes isdigit() and fails int().
+    if is_plain_integer(declared) and int(declared) > max_bytes:
         raise _TooLarge
     chunks: list[bytes] = []
     size = 0

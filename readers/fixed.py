@@ -1082,7 +1082,7 @@ def _gold_letter(gold: str, opts: _Options) -> str | None:
     m = re.fullmatch(r"[(（]?\s*([A-Za-z])\s*[)）]?\.?", g)
     if m and opts.valid(m.group(1).upper()):
         return m.group(1).upper()
-    if g.isdigit() and int(g) < len(opts.letters):
+    if g.isascii() and g.isdigit() and int(g) < len(opts.letters):  # not "²", which int() refuses
         # An index gold (MMLU's 0-based `answer`).
         return opts.letters[int(g)]
     letter = eq.letter_of(g)

@@ -8,13 +8,18 @@ from __future__ import annotations
 
 import base64
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from unittest import mock
 
 import pytest
+from axes.models import AccessAttempt
+from django.contrib.auth import authenticate
+from django.contrib.auth.hashers import get_hasher
 from django.contrib.auth.models import Group, User
 from django.core.cache import cache
-from django.test import Client
+from django.test import Client, RequestFactory
 
 from adjudication.auth_backends import RoleModelBackend
 
@@ -153,6 +158,66 @@ def test_basic_auth_with_an_impossible_username_is_refused_cleanly(username):
     client = Client()
     header = "Basic " + base64.b64encode(f"{username}:pw".encode("utf-8", "surrogateescape")).decode()
     assert client.get("/api/queues/", HTTP_AUTHORIZATION=header).status_code == 401
+
+
+HOSTILE_USERNAMES = ["u" * 151, "u" * 300, "u" * 5000, "nul\x00name"]
+
+
+@contextmanager
+def no_password_hashed() -> Iterator[None]:
+    """Fails the test if the password hasher runs (production's costs ~0.7 s of CPU a call)."""
+    hasher = type(get_hasher())
+    with mock.patch.object(hasher, "encode", autospec=True, side_effect=hasher.encode) as encode:
+        yield
+    assert encode.call_count == 0
+
+
+@pytest.mark.parametrize("username", HOSTILE_USERNAMES, ids=["151", "300", "5000", "nul"])
+def test_a_hostile_login_username_is_the_ordinary_failure_without_a_hash_and_counts_toward_the_lockout(username):
+    user_with_role("olga")
+    address = "198.51.100.60"
+    wrong = Client(REMOTE_ADDR="203.0.113.60").post("/accounts/login/", {"username": "olga", "password": "guess"})
+    with no_password_hashed():
+        replies = [
+            Client(REMOTE_ADDR=address).post("/accounts/login/", {"username": username, "password": "guess"})
+            for _ in range(LIMIT)
+        ]
+    assert [r.status_code for r in replies] == [200] * (LIMIT - 1) + [429]
+    assert replies[0].context["form"].errors == wrong.context["form"].errors
+    assert AccessAttempt.objects.filter(ip_address=address).count() == 1
+    # The address is locked out, even for an existing account with its right password.
+    status, client = form_login("olga", PASSWORD, address=address)
+    assert status == 429 and "_auth_user_id" not in client.session
+
+
+@pytest.mark.parametrize("username", HOSTILE_USERNAMES, ids=["151", "300", "5000", "nul"])
+def test_a_hostile_basic_auth_username_is_refused_without_a_hash_and_counts_toward_the_lockout(username):
+    user_with_role("pavel")
+    client = Client(REMOTE_ADDR="198.51.100.61")
+    with no_password_hashed():
+        statuses = [
+            client.get("/api/queues/", HTTP_AUTHORIZATION=basic(username, "guess")).status_code for _ in range(LIMIT)
+        ]
+    assert statuses == [401] * (LIMIT - 1) + [429]
+    assert client.get("/api/queues/", HTTP_AUTHORIZATION=basic("pavel", PASSWORD)).status_code == 429
+
+
+def test_the_admin_login_counts_a_hostile_username_toward_the_lockout():
+    client = Client(REMOTE_ADDR="198.51.100.62")
+    replies = [
+        client.post("/admin/login/?next=/admin/", {"username": "a\x00" * 100, "password": "guess"})
+        for _ in range(LIMIT)
+    ]
+    assert [r.status_code for r in replies] == [200] * (LIMIT - 1) + [429]
+
+
+def test_a_lone_surrogate_username_is_refused_by_the_backend_and_counted():
+    """A form or Basic header cannot carry one (both decode bytes), a direct authenticate() call can."""
+    request = RequestFactory().post("/accounts/login/", REMOTE_ADDR="198.51.100.63")
+    with no_password_hashed():
+        assert authenticate(request=request, username="surrogate\udcff", password="guess") is None
+    (attempt,) = AccessAttempt.objects.filter(ip_address="198.51.100.63")
+    assert attempt.username.startswith("surrogate\\udcff") and len(attempt.username) <= 255
 
 
 def test_api_requests_beyond_the_user_rate_are_throttled(monkeypatch):

@@ -19,6 +19,7 @@ from adjudication.audit.selectors import (
     default_audit_readers,
 )
 from adjudication.audit.services import audit_run_resume, audit_run_start
+from adjudication.forms import query_id
 from adjudication.models import AuditRun, Dataset
 from adjudication.permissions import role_required
 from readers.audit.contracts import seed_stratum_label
@@ -41,14 +42,14 @@ def audit_home(request: HttpRequest) -> HttpResponse:
     errors: list[str] = []
     selected_dataset = None
     selected = default_audit_readers()
-    wanted = request.GET.get("dataset", "")
-    if request.method == "GET" and wanted.isdigit():
+    wanted = query_id(request.GET, "dataset")
+    if request.method == "GET" and wanted is not None:
         # A dataset's card links here with its id: the form opens with that dataset chosen.
-        selected_dataset = Dataset.objects.filter(pk=int(wanted)).first()
+        selected_dataset = Dataset.objects.filter(pk=wanted).first()
     if request.method == "POST":
         selected = [n for n in request.POST.getlist("reader") if n in choices]
-        dataset_id = request.POST.get("dataset", "")
-        selected_dataset = Dataset.objects.filter(pk=int(dataset_id)).first() if dataset_id.isdigit() else None
+        dataset_id = query_id(request.POST, "dataset")
+        selected_dataset = Dataset.objects.filter(pk=dataset_id).first() if dataset_id is not None else None
         if selected_dataset is None:
             errors.append("Choose a dataset.")
         if not selected:

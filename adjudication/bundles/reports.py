@@ -25,6 +25,7 @@ from typing import Any
 from django.core.management import CommandError, call_command
 
 from adjudication.models import AuditRun, Dataset
+from adjudication.validators import is_plain_integer
 
 COMMAND_KINDS = ("format_share", "agreement", "consensus")
 KINDS = (*COMMAND_KINDS, "audit", "audit_run", "analytics")
@@ -69,7 +70,7 @@ def parse_report(text: str) -> ReportSpec:
         raise ReportError(f"report {text!r}: the kind must be one of {', '.join(KINDS)}")
     kind, rest = words[0], words[1:]
     if kind == "audit_run":
-        if len(rest) != 1 or not rest[0].startswith("run=") or not rest[0][4:].isdigit():
+        if len(rest) != 1 or not rest[0].startswith("run=") or not is_plain_integer(rest[0][4:]):
             raise ReportError(f"report {text!r}: write audit_run run=ID (an audit run of the dataset)")
         return ReportSpec(kind, params={"run": int(rest[0][4:])})
     if kind == "analytics":

@@ -8,13 +8,15 @@ from urllib.parse import urlencode
 
 from django import forms
 from django.contrib.auth.models import User
+from django.core.exceptions import ValidationError
 from django.db.models import Model, QuerySet
 from django.http import QueryDict
 
+from adjudication.forms import IdChoiceField
 from adjudication.models import Dataset, ReviewQueue, Verdict
 from adjudication.review.browse import STATES, ItemFilters, VerdictCondition, filter_choices, reader_names
 from adjudication.text import displayable
-from adjudication.validators import free_text_problem
+from adjudication.validators import free_text_problem, parse_id
 
 MAX_Q = 500  # an external id is at most 500 characters; a text search longer than that is a mistake
 MAX_CONDITIONS = 8
@@ -65,7 +67,7 @@ class ConditionsField(forms.Field):
 
 def _id_field(queryset: QuerySet[Model], what: str) -> forms.ModelChoiceField:
     message = f"no such {what}: give the id of one listed in the form"
-    return forms.ModelChoiceField(queryset=queryset, required=False, error_messages={"invalid_choice": message})
+    return IdChoiceField(queryset=queryset, required=False, error_messages={"invalid_choice": message})
 
 
 class ItemFilterForm(forms.Form):
@@ -99,7 +101,10 @@ class ItemFilterForm(forms.Form):
     def __init__(self, data: QueryDict, *args: Any, **kwargs: Any) -> None:
         super().__init__(data, *args, **kwargs)
         raw = data.get("dataset", "") if data else ""
-        dataset_id = int(raw) if raw.isdigit() and len(raw) < 19 else None
+        try:
+            dataset_id: int | None = parse_id(raw)
+        except ValidationError:
+            dataset_id = None  # the dataset field says why, and the page answers 400
         # The run columns offered are the chosen dataset's (all datasets': none or a bad one chosen).
         self.run_values = filter_choices(dataset_id=dataset_id)
         for column, values in self.run_values.items():

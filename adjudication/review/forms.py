@@ -8,7 +8,7 @@ from django import forms
 from django.contrib.auth.models import User
 from django.db.models import QuerySet
 
-from adjudication.forms import free_text_field, model_bounds
+from adjudication.forms import IdChoiceField, free_text_field, model_bounds
 from adjudication.models import Dataset, FinalLabel, Label, ReaderSpec, ReviewQueue, RoutingPolicy
 
 
@@ -53,7 +53,7 @@ class AdjudicationForm(forms.Form):
 class DatasetPickForm(forms.Form):
     """The first step of creating a queue: the dataset, whose readers make the panel's choices."""
 
-    dataset = forms.ModelChoiceField(
+    dataset = IdChoiceField(
         queryset=Dataset.objects.order_by("name"),
         error_messages={"required": "choose a dataset", "invalid_choice": "choose a dataset"},
     )

@@ -35,7 +35,7 @@ from adjudication.models import (
 from adjudication.permissions import has_role
 from adjudication.rawsql import column_fields, convert_row, fetch_one, raw_all, raw_one
 from adjudication.review.guidelines import default_guidelines
-from adjudication.review.labels import LabelEntry, agreement
+from adjudication.review.labels import LabelEntry, agreement, label_key
 from adjudication.review.selectors import current_labels, open_item_skips
 from adjudication.revisions import dataset_changed
 from adjudication.routing.services import (
@@ -494,7 +494,15 @@ def _guidelines_version(queue_id: int) -> int | None:
 
 
 def label_revise(*, label: Label, annotator: User, entry: LabelEntry) -> Label:
-    """A new label row revising the annotator's earlier one (the old row is kept)."""
+    """A new label revising the annotator's current one (the old row is kept). The item's state and
+    final label are derived again from its current labels, by the rule a new label settles by.
+
+    An adjudicated item is refused: the adjudicator decided on the labels as they stood, and an
+    annotator's second thought neither overrides that decision nor silently re-opens the item (what
+    users of review tools such as Label Studio or Potato expect of a reviewer's decision: it stays
+    until a reviewer changes it). The annotator asks an adjudicator, who may decide again; the
+    newest decision counts."""
+    now = timezone.now()
     with transaction.atomic():
         locked = _lock_item(label.item_id)
         item = locked.item
@@ -506,6 +514,11 @@ def label_revise(*, label: Label, annotator: User, entry: LabelEntry) -> Label:
             raise ReviewError("the item is adjudicated; ask an adjudicator")
         if entry.kind == Label.Kind.SKIPPED:
             raise ReviewError("a label cannot be revised into a skip")
+        # Checked under the item's lock: two revisions of one label would fork its history, and
+        # the second, made on a superseded row, would read a state that no longer holds.
+        newer = Q(created_at__gt=label.created_at) | Q(created_at=label.created_at, id__gt=label.pk)
+        if Label.objects.filter(newer, item_id=label.item_id, annotator_id=annotator.id).exists():
+            raise ReviewError("this label has been revised since; revise your newest label of the item")
         clean = _validate(item.queue, locked.choices, entry)
         new = Label.objects.create(
             item=item,
@@ -514,32 +527,55 @@ def label_revise(*, label: Label, annotator: User, entry: LabelEntry) -> Label:
             revises=label,
             guidelines_version=_guidelines_version(item.queue_id),
         )
-        if label.kind == Label.Kind.SKIPPED:
-            item.label_count += 1
-        _settle(item, item.queue)
+        labels = current_labels(item)
+        item.label_count = len(labels)
+        _settle(item, item.queue, labels=labels, now=now)
         item.save(update_fields=["label_count", "status"])
         dataset_changed(dataset_id=item.queue.dataset_id)
         return new
 
 
-def _settle(item: QueueItem, queue: ReviewQueue) -> None:
-    """With k labels in, an item is either agreed (final label: unanimous) or in conflict."""
+def _settle(
+    item: QueueItem, queue: ReviewQueue, *, labels: list[Label] | None = None, now: datetime | None = None
+) -> None:
+    """With k labels in, an item is either agreed (one standing final label: unanimous) or in
+    conflict (none). The same rule settles a new label and re-settles a revised one: a standing
+    unanimous final label that no longer matches the labels is invalidated (kept as history), one
+    that still matches stands as it is, so an item never holds two."""
     if item.label_count < queue.overlap or item.status == QueueItem.Status.ADJUDICATED:
         return
-    labels = current_labels(item)
+    labels = current_labels(item) if labels is None else labels
+    # Only a settled item can hold a standing final label; a first settle (every new label's)
+    # costs no query for it.
+    standing = [] if item.status == QueueItem.Status.OPEN else list(FinalLabel.objects.filter(item_id=item.pk))
+    kept: FinalLabel | None = None
     if agreement(labels, queue.judge_correctness) == 1.0:
         first = labels[0]
-        FinalLabel.objects.create(
-            item=item,
-            kind=first.kind,
-            answer=first.answer,
-            correctness=first.correctness,
-            provenance=FinalLabel.Provenance.UNANIMOUS,
+        key = label_key(first, queue.judge_correctness)
+        kept = next(
+            (
+                f
+                for f in standing
+                if f.provenance == FinalLabel.Provenance.UNANIMOUS and label_key(f, queue.judge_correctness) == key
+            ),
+            None,
         )
-        information_refresh_request(policy_id=queue.policy_id)
+        if kept is None:
+            FinalLabel.objects.create(
+                item=item,
+                kind=first.kind,
+                answer=first.answer,
+                correctness=first.correctness,
+                provenance=FinalLabel.Provenance.UNANIMOUS,
+            )
         item.status = QueueItem.Status.AGREED
     else:
         item.status = QueueItem.Status.CONFLICT
+    stale = [f.pk for f in standing if f is not kept]
+    if stale:
+        FinalLabel.objects.filter(pk__in=stale).update(invalidated_at=now or timezone.now())
+    if stale or (item.status == QueueItem.Status.AGREED and kept is None):
+        information_refresh_request(policy_id=queue.policy_id)
 
 
 ADJUDICABLE = (QueueItem.Status.CONFLICT, QueueItem.Status.ADJUDICATED)

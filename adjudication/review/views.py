@@ -13,7 +13,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
 from adjudication.exports import FORMATS, table_download
-from adjudication.forms import form_errors
+from adjudication.forms import form_errors, query_id
 from adjudication.models import Dataset, FinalLabel, Label, Lease, QueueItem, ReaderSpec, ReviewQueue, RoutingPolicy
 from adjudication.permissions import AuthenticatedRequest, has_role, is_manager, role_required
 from adjudication.review.agreement import queue_agreement
@@ -76,11 +76,9 @@ def review_home(request: AuthenticatedRequest) -> HttpResponse:
     """The annotator's landing page: their queues with their progress. Claiming starts only in the
     queue they pick (?queue=<id>); with a single queue holding work for them there is nothing to
     pick, and its next item opens at once."""
-    wanted = request.GET.get("queue", "")
-    if wanted:
-        if not wanted.isdigit() or len(wanted) > 18:
-            raise Http404("no such queue")
-        queue = get_object_or_404(ReviewQueue, pk=int(wanted))
+    wanted = query_id(request.GET, "queue")
+    if wanted is not None:
+        queue = get_object_or_404(ReviewQueue, pk=wanted)
     else:
         queues = annotator_queues(annotator=request.user)
         with_work = [q for q in queues if q["remaining"] and not q["paused"]]
@@ -260,8 +258,8 @@ def queue_list(request: AuthenticatedRequest) -> HttpResponse:
     """Every queue, or one dataset's (?dataset=<id>, the landing card's link), with the new-queue
     form's dataset already picked."""
     listed = ReviewQueue.objects.select_related("dataset").order_by("name")
-    wanted = request.GET.get("dataset", "")
-    dataset = Dataset.objects.filter(pk=int(wanted)).first() if wanted.isdigit() and len(wanted) < 12 else None
+    wanted = query_id(request.GET, "dataset")
+    dataset = Dataset.objects.filter(pk=wanted).first() if wanted is not None else None
     if dataset is not None:
         listed = listed.filter(dataset=dataset)
     queues = [{"queue": q, "status": queue_status(queue=q), "missing": policy_items_missing(queue=q)} for q in listed]
@@ -292,7 +290,7 @@ def queue_new(request: AuthenticatedRequest) -> HttpResponse:
     pick = DatasetPickForm(request.POST if request.method == "POST" else request.GET)
     if not pick.is_valid():
         messages.error(request, form_errors(pick))
-        return render(request, "review/queue_new.html", {"pick": DatasetPickForm()})
+        return render(request, "review/queue_new.html", {"pick": DatasetPickForm()}, status=400)
     dataset = pick.cleaned_data["dataset"]
     readers = dataset_readers(dataset=dataset)
     creating = request.POST.get("action") == "create"

@@ -64,6 +64,9 @@ AXES_LOCKOUT_TEMPLATE = "registration/login.html"
 # Behind TRUSTED_PROXY_COUNT proxies the client address comes from X-Forwarded-For (see there).
 TRUSTED_PROXY_COUNT = int(env_str("TRUSTED_PROXY_COUNT", default="0"))
 AXES_CLIENT_IP_CALLABLE = "config.client_address.client_address"
+# A username no account can have is counted under a bounded stand-in (its column holds 255
+# characters; PostgreSQL takes no NUL): recording it as given was a 500 that counted nothing.
+AXES_USERNAME_CALLABLE = "adjudication.auth_backends.axes_username"
 
 # Every script, style, font and image is served by this site (KaTeX included, from static/vendor):
 # nothing inline, nothing from elsewhere. Templates carry no <style> block, style attribute or

@@ -96,6 +96,11 @@ _UNITS = re.compile(r"\\(?:text|mbox|mathrm)\{\s*[A-Za-z]|\^\s*\{?\s*\\circ|\\\$
 _SETLIKE = re.compile(r"\\\{|\\cup|\\cap|\\infty|\\emptyset|\\varnothing")
 
 
+def _natural(text: str) -> bool:
+    """ASCII digits: str.isdigit() also takes "²", which int() refuses."""
+    return text.isascii() and text.isdigit()
+
+
 def int_value(gold: str) -> int | None:
     """The integer a gold denotes: "42", "-7", "65,960", "10,\\!080"; else None."""
     g = gold.strip()
@@ -172,7 +177,7 @@ def simple_fraction(gold: str) -> tuple[int, int, int] | None:
     if len(fr) != 1 or fr[0].start != 0 or fr[0].end != len(g):
         return None
     num, den = fr[0].num.strip(), fr[0].den.strip()
-    if not (num.isdigit() and den.isdigit()) or int(den) == 0:
+    if not (_natural(num) and _natural(den)) or int(den) == 0:
         return None
     return sign, int(num), int(den)
 
@@ -744,7 +749,7 @@ def t_frac_double(g: str) -> str | None:
     out, pos, changed = "", 0, False
     for f in fr:
         out += g[pos : f.start]
-        if f.num.strip().isdigit() and f.den.strip().isdigit():
+        if _natural(f.num.strip()) and _natural(f.den.strip()):
             out += f"{f.cmd}{{{2 * int(f.num)}}}{{{2 * int(f.den)}}}"
             changed = True
         else:
@@ -924,7 +929,7 @@ def t_wrong_fraction(g: str) -> str | None:
     if m:
         return f"{m.group(1)}{int(m.group(2)) + 1}/{m.group(3)}"
     for f in find_fracs(g):
-        if f.num.strip().isdigit() and f.den.strip().isdigit() and int(f.den) != 0:
+        if _natural(f.num.strip()) and _natural(f.den.strip()) and int(f.den) != 0:
             return g[: f.start] + f"{f.cmd}{{{int(f.num) + 1}}}{{{f.den.strip()}}}" + g[f.end :]
     return None
 

@@ -13,7 +13,7 @@ from readers.audit.contracts import CONTRACT_OVERRIDES, SEED001_READERS, SEED_ST
 from readers.audit.golds import GoldsError, load_golds_tagged
 from readers.audit.runner import BUCKETS, OUR_READERS, SEED_READERS, resolve_readers, run_audit
 from readers.audit.synthetic import synthetic_golds
-from readers.audit.transforms import BY_NAME, STRATA
+from readers.audit.transforms import BY_NAME, STRATA, simple_fraction
 
 from .conftest import load_real_golds
 
@@ -186,3 +186,9 @@ def test_figures_escape_reader_names_and_draw_the_step(bundled):
     assert all(f.startswith("<svg") for f in figs.values())
     assert "<script>" not in "".join(figs.values()) and "&lt;script&gt;" in figs["figure_self_validation"]
     assert 'fill="url(#hatch)"' in figs["figure_error_budget"]  # the cascade's execution failures
+
+
+@pytest.mark.parametrize("gold", ["\\frac{²}{3}", "\\frac{2}{³}"])
+def test_a_fraction_of_superscript_digits_is_not_a_simple_fraction(gold):
+    """A "²" passes str.isdigit() and int("²") raises: the audit's transforms took every gold apart so."""
+    assert simple_fraction(gold) is None

@@ -293,6 +293,8 @@ def test_replay_refuses_a_database_that_is_not_fresh(bundled):
         ("analytics n_boot=many", "n_boot must be an integer"),
         ("analytics colour=blue", "'colour=blue' is not KEY=VALUE"),
         ("consensus 'unclosed", "No closing quotation"),
+        ("audit_run run=²", "write audit_run run=ID"),  # "²".isdigit(), and int() refuses it
+        ("audit_run run=３", "write audit_run run=ID"),
     ],
 )
 def test_a_bad_report_is_refused_before_anything_is_written(text, message):

@@ -72,6 +72,12 @@ def test_gold_letter(gold, expected):
     assert answers.gold_letter(gold, ["Durkheim", "Weber", "Merton", "Parsons"]) == expected
 
 
+@pytest.mark.parametrize("gold", ["²", "１"])
+def test_a_gold_in_non_ascii_digits_is_no_option_index(gold):
+    """A "²" passes str.isdigit() and int("²") raises; "１" is 1 to int(), but no dataset writes an index so."""
+    assert answers.gold_letter(gold, ["Durkheim", "Weber", "Merton", "Parsons"]) is None
+
+
 @pytest.mark.parametrize(
     "text, expected",
     [

@@ -43,8 +43,8 @@ MATRIX: dict[str, tuple[str, str, dict[str, str]]] = {
     "adjudicate/": ("get", "/adjudicate/", {"adjudicator": OK}),
     "adjudicate/<int:item_id>/": ("get", "/adjudicate/{item}/", {"adjudicator": OK}),
     "queues/": ("get", "/queues/", {"manager": OK}),
-    # An empty form: the page again, with the message naming the dataset field.
-    "queues/new/": ("post", "/queues/new/", {"manager": OK}),
+    # An empty form: the page again (400), with the message naming the dataset field.
+    "queues/new/": ("post", "/queues/new/", {"manager": "client_error"}),
     "queues/<int:queue_id>/": ("get", "/queues/{queue}/", {"manager": OK}),
     "queues/<int:queue_id>/state/": ("post", "/queues/{queue}/state/", {"manager": "redirect"}),
     "queues/<int:queue_id>/title/": ("post", "/queues/{queue}/title/", {"manager": "redirect"}),

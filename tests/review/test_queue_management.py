@@ -184,7 +184,7 @@ def test_a_reader_of_another_dataset_is_not_a_panel_choice(panel_dataset, write_
 def test_a_bad_dataset_is_a_message_and_the_picker_again(panel_dataset, value):
     manager = logged_in(make_user("man", "manager"))
     for page in (manager.get("/queues/new/", {"dataset": value}), manager.post("/queues/new/", {"dataset": value})):
-        assert page.status_code == 200
+        assert page.status_code == 400
         assert " ".join(messages_of(page)).startswith("dataset: ")
         assert 'id="dataset-pick"' in page.content.decode()
 
@@ -392,7 +392,8 @@ def test_the_list_can_show_one_datasets_queues_with_it_picked_for_a_new_one(queu
     listing = manager.get(f"/queues/?dataset={other.pk}").content.decode()
     assert f'href="/queues/{theirs.pk}/"' in listing and f'href="/queues/{queue.pk}/"' not in listing
     assert re.search(rf'<option value="{other.pk}" selected>', listing)
-    everything = manager.get("/queues/?dataset=x%00").content.decode()
+    assert manager.get("/queues/?dataset=x%00").status_code == 400  # not an id: refused, not ignored
+    everything = manager.get("/queues/?dataset=").content.decode()
     assert f'href="/queues/{theirs.pk}/"' in everything and f'href="/queues/{queue.pk}/"' in everything
 
 
