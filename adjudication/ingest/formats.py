@@ -370,6 +370,28 @@ def _lm_eval_prompt(obj: dict, path: Path, line: int) -> str | None:
     return _prompt_text(context, path, line, field_name)
 
 
+def _lm_eval_choice_gold(target: Any, answer: Any, choices: tuple[str, ...], path: Path, line: int) -> str:
+    """The gold letter of a multiple-choice sample. An index out of range, or a string naming no
+    option, would store a gold no reading can ever match: refused rather than imported."""
+    last = LETTERS[len(choices) - 1]
+    if _is_index(target):
+        if not 0 <= target < len(choices):
+            raise RowError(path, line, "target", f"index {target} is out of range for {len(choices)} choices")
+        return LETTERS[target]
+    if _is_index(answer) and 0 <= answer < len(choices):
+        return LETTERS[answer]
+    if isinstance(target, str):
+        if target in choices:
+            return LETTERS[choices.index(target)]  # lm-eval's own reading of a text target
+        letter = target.strip().strip("()").strip()
+        if len(letter) == 1 and letter.upper() in LETTERS[: len(choices)]:
+            return letter
+    elif target is None or isinstance(target, bool) or not isinstance(target, (int, float)):
+        raise RowError(path, line, "target", "missing or not a string/number")
+    message = f"multiple-choice gold must be a letter A–{last} or one of the choices, got {target!r}"
+    raise RowError(path, line, "target", message[:300])
+
+
 def lm_eval_row(
     obj: Any,
     path: Path,
@@ -411,14 +433,10 @@ def lm_eval_row(
         raise RowError(path, line, "doc", "no question text (looked for question, problem, query, input, prompt, text)")
     choices = _lm_eval_choices(doc, path, line, check)
     target = obj.get("target")
-    if choices and _is_index(target) and 0 <= target < len(choices):
-        gold = LETTERS[target]
-    elif choices and _is_index(doc.get("answer")) and 0 <= doc["answer"] < len(choices):
-        gold = LETTERS[doc["answer"]]
+    if choices:
+        gold = _lm_eval_choice_gold(target, doc.get("answer"), choices, path, line)
     elif isinstance(target, str) or (isinstance(target, (int, float)) and not isinstance(target, bool)):
         gold = target if isinstance(target, str) else _number_text(target, "target", path, line)
-        if choices:
-            gold = gold.strip().strip("()").strip() or gold
     else:
         raise RowError(path, line, "target", "missing or not a string/number")
     if "####" in gold and not choices:

@@ -327,6 +327,37 @@ def test_an_lm_eval_field_the_database_cannot_hold_is_named(write_jsonl, overrid
     assert "line 2" in message and f"field '{field}'" in message and needle in message
 
 
+_NO_ANSWER_DOC = {"question": "q", "choices": ["a", "b", "c", "d"]}
+
+
+@pytest.mark.parametrize(
+    ("overrides", "needle"),
+    [
+        ({"target": 7, "doc": _NO_ANSWER_DOC}, "index 7 is out of range for 4 choices"),
+        ({"target": -1, "doc": _NO_ANSWER_DOC}, "index -1 is out of range for 4 choices"),
+        # doc.answer must not stand in silently for lm-eval's own (bad) gold.
+        ({"target": 7, "doc": {**_NO_ANSWER_DOC, "answer": 1}}, "index 7 is out of range for 4 choices"),
+        ({"target": "E", "doc": _NO_ANSWER_DOC}, "must be a letter A–D or one of the choices"),
+        ({"target": 2.0, "doc": _NO_ANSWER_DOC}, "must be a letter A–D or one of the choices"),
+    ],
+)
+def test_an_lm_eval_multiple_choice_target_out_of_range_is_named(write_jsonl, overrides, needle):
+    path = write_jsonl(
+        [lm_eval_sample(0), lm_eval_sample(**{"doc_id": 1, **overrides})], name="samples_arc_2026-01-02T10-11-12.jsonl"
+    )
+    message = import_error(path, fmt="lm-eval")
+    assert "samples_arc_2026-01-02T10-11-12.jsonl, line 2, field 'target'" in message and needle in message
+
+
+@pytest.mark.parametrize(("target", "gold"), [(3, "D"), ("(C)", "C"), ("b-text", "B")])
+def test_an_lm_eval_target_in_range_a_letter_or_a_choice_text_is_the_gold_letter(write_jsonl, target, gold):
+    # lm-eval itself reads a string target naming an option by its text as that option (choices.index).
+    doc = {"question": "q", "choices": ["a-text", "b-text", "c-text", "d-text"]}
+    path = write_jsonl([lm_eval_sample(0, target=target, doc=doc)], name="samples_arc_2026-01-02T10-11-12.jsonl")
+    run_command("import_responses", str(path), dataset="d", fmt="lm-eval", no_progress=True)
+    assert Question.objects.get().gold == gold
+
+
 def test_lm_eval_text_fields_keep_nul_and_lone_surrogates_verbatim(write_jsonl):
     nasty = "NUL\x00 and \ud800"
     doc = {"question": nasty, "choices": ["a", "b"], "answer": 0}
