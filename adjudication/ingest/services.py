@@ -18,6 +18,7 @@ from adjudication.ingest.staging import staged_rows_import
 from adjudication.models import Dataset, Question, Reading, Response, Run
 from adjudication.review.services import InvalidationReport, review_invalidate_replaced
 from adjudication.revisions import dataset_changed
+from adjudication.validators import name_problem
 
 BATCH = 1000
 
@@ -116,6 +117,11 @@ def _check_names(*, dataset_name: str, model: str, checkpoint: str, task: str | 
     """The names given on the command line must fit their columns like the names in the file."""
     if not dataset_name.strip():
         raise ImportFailed("--dataset: a dataset name must not be blank")
+    # The dataset's name is shown in pages, commands' output and file names: the model's own rule
+    # (validate_name), which get_or_create below does not run.
+    problem = identity_problem(dataset_name) or name_problem(dataset_name)
+    if problem:
+        raise ImportFailed(f"--dataset: the name {_preview(dataset_name)} {problem}")
     for option, value, max_length in (
         ("dataset", dataset_name, _max_length(Dataset, "name")),
         ("model", model, ROW_MAX_LENGTHS["model"]),
@@ -124,8 +130,12 @@ def _check_names(*, dataset_name: str, model: str, checkpoint: str, task: str | 
     ):
         problem = identity_problem(value, max_length)
         if problem:
-            preview = ascii(value[:40] + ("…" if len(value) > 40 else ""))
-            raise ImportFailed(f"--{option}: the name {preview} {problem}")
+            raise ImportFailed(f"--{option}: the name {_preview(value)} {problem}")
+
+
+def _preview(value: str) -> str:
+    # Escaped: a name that is refused may hold the very characters a terminal would act on.
+    return ascii(value[:40] + ("…" if len(value) > 40 else ""))
 
 
 class _Importer:

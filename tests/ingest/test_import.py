@@ -286,6 +286,15 @@ def test_a_blank_or_unstorable_dataset_name_is_an_error(write_jsonl, name, needl
     assert "--dataset" in message and needle in message
 
 
+@pytest.mark.parametrize("name", ["a\rb", "a\nb", "bell\x07", "a\tb", "del\x7f", "\u202eevil", " padded"])
+def test_a_dataset_name_with_control_characters_is_refused_without_printing_them(write_jsonl, name):
+    message = import_error(write_jsonl([mc_row(0)]), dataset=name)
+    assert "--dataset" in message and ("printable" in message or "spaces" in message)
+    # The name is shown escaped: the message itself is one printable line.
+    assert message.isprintable()
+    assert not Dataset.objects.exists()
+
+
 @pytest.mark.parametrize(
     ("option", "value", "needle"),
     [
