@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-from django.db import connection, models, transaction
+from django.db import InterfaceError, OperationalError, connection, models, transaction
 
 from adjudication.ingest.formats import Row, RowError, count_lines, identity_problem, iter_rows
 from adjudication.ingest.harness_readings import harness_readings_store
@@ -41,7 +41,12 @@ ROW_MAX_LENGTHS: dict[str, int] = {
 
 
 class ImportFailed(Exception):
-    """The import was rolled back; the message names file, line and field."""
+    """The import was rolled back; the message names file, line and field. `nothing_written` is
+    False only where the database itself cannot say (its connection lost while committing)."""
+
+    def __init__(self, message: str, *, nothing_written: bool = True) -> None:
+        super().__init__(message)
+        self.nothing_written = nothing_written
 
 
 @dataclass
@@ -90,6 +95,7 @@ def responses_import(
         max_lengths=ROW_MAX_LENGTHS,
         duplicates=not copies_on(connection.vendor),
     )
+    committing = False
     try:
         with transaction.atomic():
             dataset, _ = Dataset.objects.get_or_create(name=dataset_name)
@@ -108,9 +114,39 @@ def responses_import(
             if report.created or report.replaced or report.harness_readings:
                 # Once per import, last: the analytics of this dataset are out of date from its commit on.
                 dataset_changed(dataset_id=dataset.pk)
-            return report
+            committing = True
+        return report
     except RowError as exc:
         raise ImportFailed(str(exc)) from exc
+    except _database_failures() as exc:
+        raise _database_failed(exc, committing=committing) from exc
+
+
+def _database_failures() -> tuple[type[Exception], ...]:
+    # The COPY path talks to psycopg directly (staging.py), whose errors Django does not wrap.
+    failures: list[type[Exception]] = [OperationalError, InterfaceError]
+    if connection.vendor == "postgresql":
+        import psycopg
+
+        failures += [psycopg.OperationalError, psycopg.InterfaceError]
+    return tuple(failures)
+
+
+def _database_failed(exc: Exception, *, committing: bool) -> ImportFailed:
+    """A failure of the database itself (connection lost, server shutting down, disk full, a
+    deadlock), not of the file: said as an import error, since a traceback reads as a bug."""
+    reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    retry = "run the same command again once the database is reachable"
+    if committing:
+        # The COMMIT was sent and no answer came back: only the server knows whether it happened.
+        return ImportFailed(
+            f"the database connection failed while committing the import ({reason}): it may or may not have "
+            f"been saved; {retry} (re-importing the same file adds only what is missing)",
+            nothing_written=False,
+        )
+    return ImportFailed(
+        f"the database connection failed during the import ({reason}); the transaction was rolled back; {retry}"
+    )
 
 
 def _check_names(*, dataset_name: str, model: str, checkpoint: str, task: str | None) -> None:
