@@ -225,7 +225,7 @@ def test_an_identity_field_longer_than_its_column_is_named_and_one_that_fits_is_
         ({"choices": ["Durkheim", "We\x00ber", "Merton", "Parsons"]}, "choices", "NUL"),
         ({"logprob": float("nan")}, "logprob", "NaN"),
         ({"trace": ["\udfff"]}, "trace", "lone surrogate"),
-        ({"meta": {"deep": json.loads("[" * 150 + "]" * 150)}}, "meta", "nested more than"),
+        ({"meta": {"deep": json.loads("[" * 150 + "]" * 150)}}, "meta.deep[0][0]…", "nested more than"),
     ],
 )
 def test_a_json_field_holding_what_jsonb_cannot_store_is_named(write_jsonl, overrides, field, needle):
@@ -365,6 +365,16 @@ def test_an_lm_eval_target_in_range_a_letter_or_a_choice_text_is_the_gold_letter
     path = write_jsonl([lm_eval_sample(0, target=target, doc=doc)], name="samples_arc_2026-01-02T10-11-12.jsonl")
     run_command("import_responses", str(path), dataset="d", fmt="lm-eval", no_progress=True)
     assert Question.objects.get().gold == gold
+
+
+def test_an_lm_eval_line_nested_past_the_bound_in_a_field_it_does_not_keep_is_named(write_jsonl):
+    deep: list = []
+    for _ in range(120):  # a bit over the bound of 100 levels, far under what json.loads refuses
+        deep = [deep]
+    doc = {"question": "q", "choices": ["a", "b", "c"], "answer": 1, "unused": deep}
+    path = write_jsonl([lm_eval_sample(0), lm_eval_sample(1, doc=doc)], name="samples_arc_2026-01-02T10-11-12.jsonl")
+    message = import_error(path, fmt="lm-eval")
+    assert "line 2, field 'doc.unused[0][0]…'" in message and "nested more than 100 levels deep" in message
 
 
 def test_lm_eval_text_fields_keep_nul_and_lone_surrogates_verbatim(write_jsonl):
