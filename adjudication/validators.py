@@ -40,14 +40,23 @@ def unprintable(value: str) -> str | None:
     return None
 
 
-def validate_name(value: str) -> None:
+def name_problem(value: str) -> str | None:
+    """Why `value` cannot name something a user names (a dataset, a queue, a policy, an endpoint, a
+    judge), or None: the one rule for them all, for the commands as for the forms and the API."""
     if not value.strip():
-        raise ValidationError("must not be blank")
+        return "must not be blank"
     if value != value.strip():
-        raise ValidationError("must not start or end with spaces")
+        return "must not start or end with spaces"
     bad = unprintable(value)
     if bad:
-        raise ValidationError(f"must be one line of printable text (found {bad})")
+        return f"must be one line of printable text (found {bad})"
+    return None
+
+
+def validate_name(value: str) -> None:
+    problem = name_problem(value)
+    if problem:
+        raise ValidationError(problem)
 
 
 def free_text_problem(value: str) -> str | None:

@@ -15,6 +15,7 @@ from django.db import models
 from django.db.models import CheckConstraint, Q
 
 from adjudication.fields import VerbatimTextField
+from adjudication.validators import validate_name
 
 
 def validate_base_url(value: str) -> None:
@@ -37,7 +38,7 @@ class Endpoint(models.Model):
         CHAT_TOP_LOGPROBS = "chat_top_logprobs", "chat: logprobs + top_logprobs over option letters"
         NONE = "none", "no log-probabilities: parse a short generation"
 
-    name = models.CharField(max_length=100, unique=True)
+    name = models.CharField(max_length=100, unique=True, validators=[validate_name])
     base_url = models.CharField(
         max_length=500,
         validators=[validate_base_url],
@@ -116,7 +117,9 @@ class Judge(models.Model):
         INSPECT_LAST_GRADE = "inspect_last_grade", "upstream inspect-ai: last GRADE: C/I"
         XVERIFY_EXACT_LABEL = "xverify_exact_label", "upstream xVerify package: exact label"
 
-    name = models.CharField(max_length=100, unique=True, help_text="the reader name its verdicts carry")
+    name = models.CharField(
+        max_length=100, unique=True, validators=[validate_name], help_text="the reader name its verdicts carry"
+    )
     endpoint = models.ForeignKey(Endpoint, on_delete=models.PROTECT, related_name="judges")
     template = models.CharField(max_length=30, choices=Template.choices, default=Template.SIMPLEQA)
     custom_template = models.TextField(

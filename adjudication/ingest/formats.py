@@ -169,6 +169,33 @@ def json_problem(value: Any) -> str | None:
     return None
 
 
+def too_deep(value: Any) -> list[str] | None:
+    """Where `value`'s fields nest more than MAX_JSON_DEPTH levels (the keys and indices down to the
+    first container past the bound), or None. The value itself is not a level: a line's or a
+    sample's fields each get the bound json_problem sets for a stored value. Iterative, and it
+    visits containers only."""
+    if not isinstance(value, (dict, list)):
+        return None
+    stack: list[tuple[Any, list[str]]] = [(value, [])]
+    while stack:
+        item, where = stack.pop()
+        if len(where) > MAX_JSON_DEPTH:
+            return where
+        steps = item.items() if isinstance(item, dict) else ((f"[{i}]", c) for i, c in enumerate(item))
+        stack.extend((child, [*where, str(step)]) for step, child in steps if isinstance(child, (dict, list)))
+    return None
+
+
+def path_text(where: list[str]) -> str:
+    """A field's place as `a.b[0].c`, its first few steps only (the path of a deep value is long)."""
+    shown = "".join(step if step.startswith("[") else f".{step}" for step in where[:4]).lstrip(".")
+    return shown + ("…" if len(where) > 4 else "")
+
+
+def nesting_error(path: str | Path, line: int, where: list[str]) -> RowError:
+    return RowError(path, line, path_text(where), f"is nested more than {MAX_JSON_DEPTH} levels deep")
+
+
 # Once a line has parsed, only these can have put into its values what the database refuses: \\u escapes
 # (NUL and lone surrogates: text decoded from UTF-8 holds no surrogate, and JSON forbids raw control
 # characters) and NaN / Infinity (float literals too large for a double are refused by the parser).
@@ -370,6 +397,28 @@ def _lm_eval_prompt(obj: dict, path: Path, line: int) -> str | None:
     return _prompt_text(context, path, line, field_name)
 
 
+def _lm_eval_choice_gold(target: Any, answer: Any, choices: tuple[str, ...], path: Path, line: int) -> str:
+    """The gold letter of a multiple-choice sample. An index out of range, or a string naming no
+    option, would store a gold no reading can ever match: refused rather than imported."""
+    last = LETTERS[len(choices) - 1]
+    if _is_index(target):
+        if not 0 <= target < len(choices):
+            raise RowError(path, line, "target", f"index {target} is out of range for {len(choices)} choices")
+        return LETTERS[target]
+    if _is_index(answer) and 0 <= answer < len(choices):
+        return LETTERS[answer]
+    if isinstance(target, str):
+        if target in choices:
+            return LETTERS[choices.index(target)]  # lm-eval's own reading of a text target
+        letter = target.strip().strip("()").strip()
+        if len(letter) == 1 and letter.upper() in LETTERS[: len(choices)]:
+            return letter
+    elif target is None or isinstance(target, bool) or not isinstance(target, (int, float)):
+        raise RowError(path, line, "target", "missing or not a string/number")
+    message = f"multiple-choice gold must be a letter A–{last} or one of the choices, got {target!r}"
+    raise RowError(path, line, "target", message[:300])
+
+
 def lm_eval_row(
     obj: Any,
     path: Path,
@@ -411,14 +460,10 @@ def lm_eval_row(
         raise RowError(path, line, "doc", "no question text (looked for question, problem, query, input, prompt, text)")
     choices = _lm_eval_choices(doc, path, line, check)
     target = obj.get("target")
-    if choices and _is_index(target) and 0 <= target < len(choices):
-        gold = LETTERS[target]
-    elif choices and _is_index(doc.get("answer")) and 0 <= doc["answer"] < len(choices):
-        gold = LETTERS[doc["answer"]]
+    if choices:
+        gold = _lm_eval_choice_gold(target, doc.get("answer"), choices, path, line)
     elif isinstance(target, str) or (isinstance(target, (int, float)) and not isinstance(target, bool)):
         gold = target if isinstance(target, str) else _number_text(target, "target", path, line)
-        if choices:
-            gold = gold.strip().strip("()").strip() or gold
     else:
         raise RowError(path, line, "target", "missing or not a string/number")
     if "####" in gold and not choices:
@@ -482,7 +527,13 @@ def _iter_json_lines(path: Path) -> Iterator[tuple[int, str, Any]]:
                 ) from exc
             if not text.strip():
                 continue
-            yield line_no, text, _parse_json(text, path, line_no)
+            obj = _parse_json(text, path, line_no)
+            # Fewer brackets than the bound: nothing in the line can nest that deep.
+            if text.count("[") + text.count("{") > MAX_JSON_DEPTH:
+                where = too_deep(obj)
+                if where is not None:
+                    raise nesting_error(path, line_no, where)
+            yield line_no, text, obj
 
 
 class _FloatOverflow(ValueError):
@@ -506,7 +557,7 @@ def _parse_json(text: str, path: Path, line_no: int) -> Any:
     except json.JSONDecodeError as exc:
         raise RowError(path, line_no, None, f"not valid JSON ({exc.msg} at column {exc.colno})") from exc
     except RecursionError as exc:
-        raise RowError(path, line_no, None, "JSON nested too deeply to read") from exc
+        raise RowError(path, line_no, None, f"JSON nested more than {MAX_JSON_DEPTH} levels deep") from exc
     except _FloatOverflow as exc:
         literal = str(exc)
         shown = literal if len(literal) <= 24 else literal[:20] + "…"

@@ -22,13 +22,14 @@ is the score's `answer` ("" from choice() or an unusable response: no_answer).
 from __future__ import annotations
 
 import json
+import re
 import sys
 import zipfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from adjudication.ingest.formats import Row, identity_problem, json_problem
+from adjudication.ingest.formats import MAX_JSON_DEPTH, Row, identity_problem, json_problem, path_text, too_deep
 from adjudication.ingest.harnesses import (
     HarnessReading,
     RecordError,
@@ -63,13 +64,28 @@ def iter_records(
     path: Path, *, task: str | None = None, max_lengths: Mapping[str, int] | None = None
 ) -> Iterator[tuple[Row, tuple[HarnessReading, ...]]]:
     if zip_log(path) or path.suffix == ".eval":
-        samples = _zip_samples(path)
+        samples = _bounded(_zip_samples(path), path)
     else:
         samples = _json_samples(path)
     header = next(samples)
     log = _LogInfo(header, path, task=task, max_lengths=max_lengths)
     for index, (entry, sample) in enumerate(samples, start=1):
         yield log.record(sample, index, entry)
+
+
+def _bounded(entries: Iterator[Any], path: Path) -> Iterator[Any]:
+    """The header and samples of an archive, each refused where it nests deeper than a .json log's
+    may (json.loads itself stops only at the interpreter's recursion limit)."""
+    header = next(entries)
+    where = too_deep(header)
+    if where is not None:
+        raise _error(path, 0, path_text(where), f"is nested more than {MAX_JSON_DEPTH} levels deep", "header.json")
+    yield header
+    for index, (entry, sample) in enumerate(entries, start=1):
+        where = too_deep(sample)
+        if where is not None:
+            raise _error(path, index, path_text(where), f"is nested more than {MAX_JSON_DEPTH} levels deep", entry)
+        yield entry, sample
 
 
 def zip_sample_count(path: Path) -> int:
@@ -119,9 +135,15 @@ def _zip_json(archive: zipfile.ZipFile, name: str, path: Path, index: int) -> An
 
 
 def _json_samples(path: Path) -> Iterator[Any]:
-    """A .json log, streamed: the header (`eval`), then (None, sample) per sample."""
+    """A .json log, streamed: the header (`eval`), then (None, sample) per sample.
+
+    Values are built from ijson's basic events here, not by ijson.items: items tracks a prefix
+    string per open level, which costs memory quadratic in the nesting depth (a 95 KB file of
+    nested brackets took 2.2 GB), where this builder refuses a value nested deeper than
+    MAX_JSON_DEPTH as soon as it opens the level past it."""
     import ijson
 
+    backend = _json_backend(path)
     try:
         handle = open(path, "rb")  # noqa: SIM115 - closed in the finally below, after the samples
     except OSError as exc:
@@ -129,10 +151,16 @@ def _json_samples(path: Path) -> Iterator[Any]:
     try:
         header: dict[str, Any] = {}
         try:
-            for key, value in ijson.kvitems(handle, "", use_float=True):
-                header[key] = value
+            events = backend.basic_parse(handle, use_float=True)
+            for key in _top_level(events):
+                if key == "samples":
+                    _skip(events, key, limit=MAX_JSON_DEPTH + 2)  # read in the second pass below
+                    continue
+                header[key] = _build(events, limit=MAX_JSON_DEPTH)
                 if key == "eval":
                     break  # every key after `eval` but `samples` is a summary this import does not need
+        except _TooDeep as exc:
+            raise _error(path, 0, exc.field(), f"is nested more than {MAX_JSON_DEPTH} levels deep") from exc
         except ijson.JSONError as exc:
             raise _error(path, 0, None, f"not valid JSON before the samples ({exc})") from exc
         if "eval" not in header:
@@ -140,12 +168,14 @@ def _json_samples(path: Path) -> Iterator[Any]:
         yield header
         handle.seek(0)
         index = 0
-        samples = ijson.items(handle, "samples.item", use_float=True)
+        samples = _samples(backend.basic_parse(handle, use_float=True))
         while True:
             try:
                 sample = next(samples)
             except StopIteration:
                 return
+            except _TooDeep as exc:
+                raise _error(path, index + 1, exc.field(), f"is nested more than {MAX_JSON_DEPTH} levels deep") from exc
             except ijson.IncompleteJSONError as exc:
                 raise _error(path, index + 1, None, f"the log ends inside this sample: truncated? ({exc})") from exc
             except ijson.JSONError as exc:
@@ -154,6 +184,128 @@ def _json_samples(path: Path) -> Iterator[Any]:
             yield None, sample
     finally:
         handle.close()
+
+
+# A \u escape of a UTF-16 surrogate (half of a pair, or a lone one).
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def _json_backend(path: Path) -> Any:
+    """ijson's C backend, or its pure-Python one for a file holding surrogate escapes: yajl turns a
+    lone surrogate into "?" without a word, where the Python backend keeps it as json.loads (and
+    so the .eval path) does; response texts keep it verbatim, ids refuse it. A pair decodes alike
+    in both; a false alarm (an escaped backslash before "ud8") only costs speed."""
+    import ijson
+
+    tail = b""
+    try:
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                if _SURROGATE_ESCAPE.search(tail + block):
+                    return ijson.get_backend("python")
+                tail = block[-5:]
+    except OSError:
+        pass  # the open in _json_samples reports it
+    return ijson
+
+
+class _TooDeep(Exception):
+    def __init__(self, path: list[str]) -> None:
+        self.path = path
+
+    def field(self) -> str:
+        return path_text(self.path)
+
+
+def _top_level(events: Iterator[tuple[str, Any]]) -> Iterator[str]:
+    """The keys of the file's top-level object; the caller consumes each key's value from `events`
+    (the same iterator) before asking for the next key."""
+    event, _ = next(events)
+    if event != "start_map":
+        raise ijson_error(f"expected an object at the top, got {event}")
+    for event, value in events:
+        if event == "map_key":
+            yield value
+        elif event == "end_map":
+            return
+
+
+def _samples(events: Iterator[tuple[str, Any]]) -> Iterator[Any]:
+    """Each item of the top-level `samples` array (nothing if there is none)."""
+    keys = _top_level(events)
+    for key in keys:
+        if key != "samples":
+            _skip(events, key, limit=MAX_JSON_DEPTH)
+            continue
+        event, value = next(events)
+        if event != "start_array":
+            return  # no samples: the import refuses an empty log
+        for event, value in events:
+            if event == "end_array":
+                return
+            # The sample object itself is not a level: its fields are bounded like a .eval entry's.
+            yield _build(events, limit=MAX_JSON_DEPTH + 1, first=(event, value))
+        return
+
+
+def _build(events: Iterator[tuple[str, Any]], *, limit: int, first: tuple[str, Any] | None = None) -> Any:
+    """The next value of `events`, built; _TooDeep when it opens more than `limit` levels."""
+    event, value = first if first is not None else next(events)
+    if event == "start_map":
+        root: Any = {}
+    elif event == "start_array":
+        root = []
+    else:
+        return value
+    stack: list[Any] = [root]
+    keys: list[Any] = [None]
+    for event, value in events:
+        if event == "map_key":
+            keys[-1] = value
+            continue
+        if event == "end_map" or event == "end_array":
+            stack.pop()
+            keys.pop()
+            if not stack:
+                return root
+            continue
+        opens = event == "start_map" or event == "start_array"
+        item: Any = ({} if event == "start_map" else []) if opens else value
+        parent = stack[-1]
+        if type(parent) is list:
+            parent.append(item)
+        else:
+            parent[keys[-1]] = item
+        if opens:
+            if len(stack) >= limit:
+                raise _TooDeep([_step(container, key) for container, key in zip(stack, keys, strict=True)])
+            stack.append(item)
+            keys.append(None)
+    raise ijson_error("the JSON ends inside a value")
+
+
+def _step(container: Any, key: Any) -> str:
+    return str(key) if type(container) is dict else f"[{len(container) - 1}]"
+
+
+def _skip(events: Iterator[tuple[str, Any]], key: str, *, limit: int) -> None:
+    """Consume the value of top-level `key` from `events` without building it, bounded like _build."""
+    depth = 0
+    for event, _ in events:
+        if event == "start_map" or event == "start_array":
+            depth += 1
+            if depth > limit:
+                raise _TooDeep([key])
+        elif event == "end_map" or event == "end_array":
+            depth -= 1
+        if depth == 0:
+            return
+
+
+def ijson_error(message: str) -> Exception:
+    import ijson
+
+    return ijson.IncompleteJSONError(message)
 
 
 class _LogInfo:

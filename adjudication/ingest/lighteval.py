@@ -35,7 +35,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from adjudication.ingest.formats import Row, identity_problem, json_problem
+from adjudication.ingest.formats import MAX_JSON_DEPTH, Row, identity_problem, json_problem, path_text, too_deep
 from adjudication.ingest.harnesses import (
     HarnessReading,
     RecordError,
@@ -144,7 +144,7 @@ def iter_records(
         for record in batch.to_pylist():
             index += 1
             if layout == "v2":
-                fields = _v2_fields(record, path, index)
+                fields = _v2_fields(_bounded(record, path, index), path, index)
             else:
                 fields = _v1_fields(record, path, index, stringified)
             yield _record(fields, path, index, task=task, model=model, layout=layout, max_lengths=max_lengths)
@@ -154,6 +154,15 @@ def _expect(value: Any, kind: type | tuple[type, ...], path: Path, index: int, f
     if not isinstance(value, kind):
         raise _error(path, index, field_name, f"must be {what}, got {type(value).__name__}")
     return value
+
+
+def _bounded(record: dict[str, Any], path: Path, index: int) -> dict[str, Any]:
+    """The record, unless a cell nests deeper than any JSON the importers read (a parquet column's
+    nesting is its schema's, and a str() cell's is ast's: neither is bounded by the platform)."""
+    where = too_deep(record)
+    if where is not None:
+        raise _error(path, index, path_text(where), f"is nested more than {MAX_JSON_DEPTH} levels deep")
+    return record
 
 
 def _v2_fields(record: dict[str, Any], path: Path, index: int) -> dict[str, Any]:
@@ -207,6 +216,7 @@ def _literal(value: Any, path: Path, index: int, field_name: str) -> Any:
 def _v1_fields(record: dict[str, Any], path: Path, index: int, stringified: bool) -> dict[str, Any]:
     if stringified:
         record = {k: _literal(v, path, index, k) if k in _V1_STRUCTURED else v for k, v in record.items()}
+    record = _bounded(record, path, index)
     query = _expect(record.get("example"), str, path, index, "example", "a string")
     prompt = record.get("full_prompt")
     if stringified and isinstance(prompt, str) and prompt.startswith("[{"):

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-from django.db import connection, models, transaction
+from django.db import InterfaceError, OperationalError, connection, models, transaction
 
 from adjudication.ingest.formats import Row, RowError, count_lines, identity_problem, iter_rows
 from adjudication.ingest.harness_readings import harness_readings_store
@@ -18,6 +18,7 @@ from adjudication.ingest.staging import staged_rows_import
 from adjudication.models import Dataset, Question, Reading, Response, Run
 from adjudication.review.services import InvalidationReport, review_invalidate_replaced
 from adjudication.revisions import dataset_changed
+from adjudication.validators import name_problem
 
 BATCH = 1000
 
@@ -40,7 +41,12 @@ ROW_MAX_LENGTHS: dict[str, int] = {
 
 
 class ImportFailed(Exception):
-    """The import was rolled back; the message names file, line and field."""
+    """The import was rolled back; the message names file, line and field. `nothing_written` is
+    False only where the database itself cannot say (its connection lost while committing)."""
+
+    def __init__(self, message: str, *, nothing_written: bool = True) -> None:
+        super().__init__(message)
+        self.nothing_written = nothing_written
 
 
 @dataclass
@@ -89,6 +95,7 @@ def responses_import(
         max_lengths=ROW_MAX_LENGTHS,
         duplicates=not copies_on(connection.vendor),
     )
+    committing = False
     try:
         with transaction.atomic():
             dataset, _ = Dataset.objects.get_or_create(name=dataset_name)
@@ -107,15 +114,50 @@ def responses_import(
             if report.created or report.replaced or report.harness_readings:
                 # Once per import, last: the analytics of this dataset are out of date from its commit on.
                 dataset_changed(dataset_id=dataset.pk)
-            return report
+            committing = True
+        return report
     except RowError as exc:
         raise ImportFailed(str(exc)) from exc
+    except _database_failures() as exc:
+        raise _database_failed(exc, committing=committing) from exc
+
+
+def _database_failures() -> tuple[type[Exception], ...]:
+    # The COPY path talks to psycopg directly (staging.py), whose errors Django does not wrap.
+    failures: list[type[Exception]] = [OperationalError, InterfaceError]
+    if connection.vendor == "postgresql":
+        import psycopg
+
+        failures += [psycopg.OperationalError, psycopg.InterfaceError]
+    return tuple(failures)
+
+
+def _database_failed(exc: Exception, *, committing: bool) -> ImportFailed:
+    """A failure of the database itself (connection lost, server shutting down, disk full, a
+    deadlock), not of the file: said as an import error, since a traceback reads as a bug."""
+    reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    retry = "run the same command again once the database is reachable"
+    if committing:
+        # The COMMIT was sent and no answer came back: only the server knows whether it happened.
+        return ImportFailed(
+            f"the database connection failed while committing the import ({reason}): it may or may not have "
+            f"been saved; {retry} (re-importing the same file adds only what is missing)",
+            nothing_written=False,
+        )
+    return ImportFailed(
+        f"the database connection failed during the import ({reason}); the transaction was rolled back; {retry}"
+    )
 
 
 def _check_names(*, dataset_name: str, model: str, checkpoint: str, task: str | None) -> None:
     """The names given on the command line must fit their columns like the names in the file."""
     if not dataset_name.strip():
         raise ImportFailed("--dataset: a dataset name must not be blank")
+    # The dataset's name is shown in pages, commands' output and file names: the model's own rule
+    # (validate_name), which get_or_create below does not run.
+    problem = identity_problem(dataset_name) or name_problem(dataset_name)
+    if problem:
+        raise ImportFailed(f"--dataset: the name {_preview(dataset_name)} {problem}")
     for option, value, max_length in (
         ("dataset", dataset_name, _max_length(Dataset, "name")),
         ("model", model, ROW_MAX_LENGTHS["model"]),
@@ -124,8 +166,12 @@ def _check_names(*, dataset_name: str, model: str, checkpoint: str, task: str | 
     ):
         problem = identity_problem(value, max_length)
         if problem:
-            preview = ascii(value[:40] + ("…" if len(value) > 40 else ""))
-            raise ImportFailed(f"--{option}: the name {preview} {problem}")
+            raise ImportFailed(f"--{option}: the name {_preview(value)} {problem}")
+
+
+def _preview(value: str) -> str:
+    # Escaped: a name that is refused may hold the very characters a terminal would act on.
+    return ascii(value[:40] + ("…" if len(value) > 40 else ""))
 
 
 class _Importer:

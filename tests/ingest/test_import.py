@@ -225,7 +225,7 @@ def test_an_identity_field_longer_than_its_column_is_named_and_one_that_fits_is_
         ({"choices": ["Durkheim", "We\x00ber", "Merton", "Parsons"]}, "choices", "NUL"),
         ({"logprob": float("nan")}, "logprob", "NaN"),
         ({"trace": ["\udfff"]}, "trace", "lone surrogate"),
-        ({"meta": {"deep": json.loads("[" * 150 + "]" * 150)}}, "meta", "nested more than"),
+        ({"meta": {"deep": json.loads("[" * 150 + "]" * 150)}}, "meta.deep[0][0]…", "nested more than"),
     ],
 )
 def test_a_json_field_holding_what_jsonb_cannot_store_is_named(write_jsonl, overrides, field, needle):
@@ -286,6 +286,15 @@ def test_a_blank_or_unstorable_dataset_name_is_an_error(write_jsonl, name, needl
     assert "--dataset" in message and needle in message
 
 
+@pytest.mark.parametrize("name", ["a\rb", "a\nb", "bell\x07", "a\tb", "del\x7f", "\u202eevil", " padded"])
+def test_a_dataset_name_with_control_characters_is_refused_without_printing_them(write_jsonl, name):
+    message = import_error(write_jsonl([mc_row(0)]), dataset=name)
+    assert "--dataset" in message and ("printable" in message or "spaces" in message)
+    # The name is shown escaped: the message itself is one printable line.
+    assert message.isprintable()
+    assert not Dataset.objects.exists()
+
+
 @pytest.mark.parametrize(
     ("option", "value", "needle"),
     [
@@ -325,6 +334,47 @@ def test_an_lm_eval_field_the_database_cannot_hold_is_named(write_jsonl, overrid
     )
     message = import_error(path, fmt="lm-eval")
     assert "line 2" in message and f"field '{field}'" in message and needle in message
+
+
+_NO_ANSWER_DOC = {"question": "q", "choices": ["a", "b", "c", "d"]}
+
+
+@pytest.mark.parametrize(
+    ("overrides", "needle"),
+    [
+        ({"target": 7, "doc": _NO_ANSWER_DOC}, "index 7 is out of range for 4 choices"),
+        ({"target": -1, "doc": _NO_ANSWER_DOC}, "index -1 is out of range for 4 choices"),
+        # doc.answer must not stand in silently for lm-eval's own (bad) gold.
+        ({"target": 7, "doc": {**_NO_ANSWER_DOC, "answer": 1}}, "index 7 is out of range for 4 choices"),
+        ({"target": "E", "doc": _NO_ANSWER_DOC}, "must be a letter A–D or one of the choices"),
+        ({"target": 2.0, "doc": _NO_ANSWER_DOC}, "must be a letter A–D or one of the choices"),
+    ],
+)
+def test_an_lm_eval_multiple_choice_target_out_of_range_is_named(write_jsonl, overrides, needle):
+    path = write_jsonl(
+        [lm_eval_sample(0), lm_eval_sample(**{"doc_id": 1, **overrides})], name="samples_arc_2026-01-02T10-11-12.jsonl"
+    )
+    message = import_error(path, fmt="lm-eval")
+    assert "samples_arc_2026-01-02T10-11-12.jsonl, line 2, field 'target'" in message and needle in message
+
+
+@pytest.mark.parametrize(("target", "gold"), [(3, "D"), ("(C)", "C"), ("b-text", "B")])
+def test_an_lm_eval_target_in_range_a_letter_or_a_choice_text_is_the_gold_letter(write_jsonl, target, gold):
+    # lm-eval itself reads a string target naming an option by its text as that option (choices.index).
+    doc = {"question": "q", "choices": ["a-text", "b-text", "c-text", "d-text"]}
+    path = write_jsonl([lm_eval_sample(0, target=target, doc=doc)], name="samples_arc_2026-01-02T10-11-12.jsonl")
+    run_command("import_responses", str(path), dataset="d", fmt="lm-eval", no_progress=True)
+    assert Question.objects.get().gold == gold
+
+
+def test_an_lm_eval_line_nested_past_the_bound_in_a_field_it_does_not_keep_is_named(write_jsonl):
+    deep: list = []
+    for _ in range(120):  # a bit over the bound of 100 levels, far under what json.loads refuses
+        deep = [deep]
+    doc = {"question": "q", "choices": ["a", "b", "c"], "answer": 1, "unused": deep}
+    path = write_jsonl([lm_eval_sample(0), lm_eval_sample(1, doc=doc)], name="samples_arc_2026-01-02T10-11-12.jsonl")
+    message = import_error(path, fmt="lm-eval")
+    assert "line 2, field 'doc.unused[0][0]…'" in message and "nested more than 100 levels deep" in message
 
 
 def test_lm_eval_text_fields_keep_nul_and_lone_surrogates_verbatim(write_jsonl):

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from django.core.management.base import CommandError
 
-from adjudication.ingest.formats import RowError, iter_rows
+from adjudication.ingest.formats import MAX_JSON_DEPTH, RowError, iter_rows
 from adjudication.ingest.harnesses import detect_format
 from adjudication.models import Dataset, Question, ReaderSpec, Reading, Response, Run
 from readers.base import config_hash
@@ -301,3 +301,104 @@ def test_iter_rows_errors_are_row_errors_naming_the_sample(logs, tmp_path):
     with pytest.raises(RowError) as err:
         list(iter_rows(path, fmt=None))
     assert f"epoch.eval, sample 1 ({entry}), field 'epoch'" in str(err.value)
+
+
+def _rewrite_json(source: Path, target: Path, change) -> Path:
+    """A copy of a .json log with `change(log)` applied, written as json.dumps writes (non-ASCII and
+    lone surrogates as \\u escapes, as any JSON writer must for a lone surrogate)."""
+    log = json.loads(source.read_text())
+    change(log)
+    target.write_text(json.dumps(log))
+    return target
+
+
+def test_a_json_log_keeps_a_lone_surrogate_in_a_response_verbatim_as_the_eval_path_does(logs, tmp_path):
+    text = "half a pair \ud800 then a whole one \U0001f600"
+
+    def edit(log: dict) -> None:
+        log["samples"][0]["output"]["completion"] = text
+
+    path = _rewrite_json(logs["json"], tmp_path / "surrogate.json", edit)
+    assert b"\\ud800" in path.read_bytes()
+    rows = list(iter_rows(path, fmt=None))
+    assert rows[0].response == text
+    import_log(path)
+    assert Response.objects.get(external_id=rows[0].id).text == text
+
+
+def test_a_json_log_refuses_a_sample_id_holding_a_lone_surrogate_as_the_eval_path_does(logs, tmp_path):
+    def edit(log: dict) -> None:
+        log["samples"][1]["id"] = "q\udc80"
+
+    path = _rewrite_json(logs["json"], tmp_path / "surrogate-id.json", edit)
+    before = project_table_counts()
+    message = import_refusal(path)
+    assert "surrogate-id.json, sample 2, field 'id'" in message and "lone surrogate" in message
+    assert project_table_counts() == before
+
+
+def _nested(depth: int) -> list:
+    value: list = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
+DEEP = MAX_JSON_DEPTH + 20  # a bit over the bound: small, so a broken reader still cannot hurt the machine
+
+
+def test_a_json_log_nested_past_the_bound_is_refused_naming_the_sample_and_field(logs, tmp_path):
+    def edit(log: dict) -> None:
+        log["samples"][1]["metadata"] = {"deep": _nested(DEEP)}
+
+    path = _rewrite_json(logs["json"], tmp_path / "deep.json", edit)
+    message = import_refusal(path)
+    assert "deep.json, sample 2, field 'metadata.deep[0][0]…'" in message
+    assert f"nested more than {MAX_JSON_DEPTH} levels deep" in message
+    assert not Dataset.objects.filter(name="bad").exists()
+
+
+def test_a_json_log_nested_exactly_to_the_bound_imports(logs, tmp_path):
+    def edit(log: dict) -> None:
+        # A field the import does not keep (a stored metadata is nested a level deeper, in meta).
+        log["samples"][0]["events"] = [{"deep": _nested(MAX_JSON_DEPTH - 2)}]
+
+    path = _rewrite_json(logs["json"], tmp_path / "deep-ok.json", edit)
+    assert "6 new" in import_log(path)
+
+
+def test_reading_a_deeply_nested_json_log_takes_memory_linear_in_its_size(logs, tmp_path):
+    """ijson.items kept a prefix string per open level: memory quadratic in the depth (a 95 KB file
+    took 2.2 GB). These 8,000 levels (an 18 KB file) took 160 MB that way, 2 MB now; the bound stops at 100."""
+    import tracemalloc
+
+    header = {k: v for k, v in json.loads(logs["json"].read_text()).items() if k != "samples"}
+    sample = '{"id": 1, "metadata": ' + "[" * 8_000 + "]" * 8_000 + "}"
+    path = tmp_path / "nest.json"
+    path.write_text(json.dumps(header)[:-1] + f', "samples": [{sample}]}}')
+    list(iter_rows(logs["json"], fmt=None))  # modules imported on first use are not the file's cost
+    tracemalloc.start()
+    try:
+        with pytest.raises(RowError) as err:
+            list(iter_rows(path, fmt=None))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 << 20  # a 1 MB read buffer and the header, whatever the depth
+    assert "nest.json, sample 1, field 'metadata[0][0][0]…'" in str(err.value)
+
+
+def test_an_eval_archive_sample_nested_past_the_bound_is_refused_naming_its_entry(logs, tmp_path):
+    entry = _first_sample(logs["mc"])
+
+    def edit(name: str, data: bytes) -> bytes:
+        if name != entry:
+            return data
+        sample = json.loads(data)
+        sample["events"] = [{"deep": _nested(DEEP)}]  # a field the import does not even read
+        return json.dumps(sample).encode()
+
+    path = _rewrite_eval(logs["mc"], tmp_path / "deep.eval", edit)
+    message = import_refusal(path)
+    assert f"deep.eval, sample 1 ({entry}), field 'events[0].deep[0]…'" in message
+    assert f"nested more than {MAX_JSON_DEPTH} levels deep" in message

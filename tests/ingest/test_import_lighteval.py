@@ -242,6 +242,16 @@ def test_the_flat_layout_of_earlier_releases_reads_typed_or_cast_to_str(tmp_path
     }
 
 
+def test_a_str_cast_cell_nested_past_the_bound_is_named_with_its_row_and_field(tmp_path):
+    deep = "[" * 120 + "]" * 120  # over the bound of 100 levels, under ast's own limit of 200
+    rows = [{k: str(v) for k, v in v1_row().items()}, {**{k: str(v) for k, v in v1_row().items()}, "specifics": deep}]
+    path = write_details(tmp_path, rows, task="lighteval|arith|0")
+    before = project_table_counts()
+    message = import_refusal(path)
+    assert "row 2, field 'specifics[0][0][0]…'" in message and "nested more than 100 levels deep" in message
+    assert project_table_counts() == before
+
+
 def test_the_format_is_told_from_the_file_when_omitted(tmp_path):
     path = write_details(tmp_path, gpqa_rows(), layout=False)
     renamed = path.rename(tmp_path / f"details_lighteval|gpqa:diamond|0_{DATE}.bin")

@@ -265,3 +265,166 @@ def test_a_successful_example_really_imports(tmp_path: Path) -> None:
     path.write_text(json_line({"id": "r-1", "question": "Q?", "gold": "7", "response": "nul\x00 \ud800"}) + "\n")
     call_command("import_responses", str(path), dataset="props", no_progress=True, stdout=StringIO())
     assert Dataset.objects.get().name == "props" and Response.objects.get().text == "nul\x00 \ud800"
+
+
+# Harness logs (issue 32): inspect-ai .json and .eval logs and lighteval details, spoiled the same way.
+HARNESS_ERROR = re.compile(
+    r"^import aborted, nothing was written: (log\.json|log\.eval|details_[^,]+\.parquet)"
+    r"(, (sample|row) \d+( \([^)]*\))?)?(, field '.*')?: \S"
+)
+# Inputs stay far under what could hurt the machine even if a reader misbehaved; the memory an
+# import takes is then checked against a bound that holds whatever the nesting.
+HARNESS_MEMORY_BOUND = 64 << 20
+
+
+def nested(value: object, depth: int) -> object:
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+# Values that nest around the bound of formats.MAX_JSON_DEPTH, and past it.
+around_the_bound = st.integers(min_value=rows.MAX_JSON_DEPTH - 3, max_value=rows.MAX_JSON_DEPTH + 3)
+deep_json = st.builds(nested, any_json, around_the_bound)
+spoiled = any_json | deep_json
+
+
+@st.composite
+def inspect_sample(draw: st.DrawFn, index: int) -> dict:
+    choices = draw(st.sampled_from([None, ["a", "b", "c"]]))
+    sample: dict = {
+        "id": draw(st.sampled_from([f"s{index}", index]) | any_text),
+        "epoch": 1,
+        "input": draw(nonblank_text),
+        "choices": choices,
+        "target": draw(st.sampled_from(["B", "C"]) if choices else nonblank_text),
+        "output": {"completion": draw(any_text)},
+        "scores": {"choice": {"value": draw(st.sampled_from(["C", "I", 1, 0.5])), "answer": draw(any_text)}},
+        "metadata": draw(st.dictionaries(name_text, storable_json, max_size=2)),
+        "events": draw(st.lists(storable_json, max_size=2)),
+    }
+    for key in draw(st.lists(st.sampled_from(sorted(sample)), max_size=draw(spoil_count))):
+        sample[key] = draw(spoiled)
+    return sample
+
+
+def inspect_header() -> dict:
+    return {
+        "version": 2,
+        "status": "success",
+        "eval": {"task": "props_task", "model": "mock/model", "packages": {"inspect_ai": "0.3.0"}, "config": {}},
+    }
+
+
+def run_harness_import(path: Path, samples: int, **options: object) -> tuple[bool, str]:
+    """(imported, message) from the real command in a savepoint undone afterwards; a success stored one
+    response per record, a refusal left the database as it was, and either stayed within the bound."""
+    import tracemalloc
+
+    before = project_table_counts()
+    tracemalloc.start()
+    try:
+        with transaction.atomic():
+            try:
+                call_command(
+                    "import_responses", str(path), dataset="props", no_progress=True, stdout=StringIO(), **options
+                )
+            except CommandError as exc:
+                assert project_table_counts() == before, "a refused import changed the database"
+                return False, str(exc)
+            else:
+                assert Response.objects.filter(dataset__name="props").count() == samples > 0
+            finally:
+                transaction.set_rollback(True)
+        return True, ""
+    finally:
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        assert peak < HARNESS_MEMORY_BOUND, f"{peak} bytes for a file of {path.stat().st_size}"
+
+
+def assert_harness_imported_or_refused_cleanly(imported: bool, message: str) -> None:
+    event("imported" if imported else "refused: " + message.split(": ")[-1][:40])
+    if not imported:
+        assert HARNESS_ERROR.match(message), message
+
+
+HARNESS_SETTINGS = settings(PROPERTY_SETTINGS, max_examples=60)
+
+
+@HARNESS_SETTINGS
+@given(data=st.data(), count=st.integers(min_value=0, max_value=3), header_spoil=st.none() | spoiled)
+def test_any_inspect_log_json_or_eval_imports_or_fails_with_a_sample_error(
+    tmp_path: Path, data: st.DataObject, count: int, header_spoil: object
+) -> None:
+    import zipfile
+
+    samples = [data.draw(inspect_sample(i)) for i in range(count)]
+    header = inspect_header()
+    if header_spoil is not None:
+        header[data.draw(st.sampled_from(["eval", "version", "status"]))] = header_spoil
+    # inspect-ai's field order: the header's fields, then the samples.
+    log = json.dumps({**header, "samples": samples}, ensure_ascii=True, allow_nan=True)
+    json_path = tmp_path / "log.json"
+    json_path.write_text(log)
+    eval_path = tmp_path / "log.eval"
+    with zipfile.ZipFile(eval_path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("header.json", json_line(header))
+        for i, sample in enumerate(samples):
+            archive.writestr(f"samples/{i}_epoch_1.json", json_line(sample))
+    outcomes = []
+    for path in (json_path, eval_path):
+        # The format named: a spoiled header is no longer told apart from JSON lines by its opening.
+        imported, message = run_harness_import(path, len(samples), fmt="inspect")
+        assert_harness_imported_or_refused_cleanly(imported, message)
+        outcomes.append(imported)
+    # The two formats of one log are read alike.
+    assert outcomes[0] == outcomes[1]
+
+
+@st.composite
+def lighteval_row(draw: st.DrawFn, index: int) -> dict:
+    row: dict = {
+        "doc": {
+            "query": draw(nonblank_text),
+            "choices": ["A", "B", "C", "D"],
+            "gold_index": draw(st.integers(min_value=-1, max_value=4)),
+            "id": f"d{index}",
+            "specific": json.dumps(draw(st.none() | spoiled), allow_nan=True),
+        },
+        "model_response": {"text": [draw(any_text)]},
+        "metric": {"extractive_match": draw(st.sampled_from([0.0, 1.0, 0.5]))},
+    }
+    return row
+
+
+@HARNESS_SETTINGS
+@given(data=st.data(), count=st.integers(min_value=1, max_value=3), stringified=st.booleans())
+def test_any_lighteval_details_import_or_fail_with_a_row_error(
+    tmp_path: Path, data: st.DataObject, count: int, stringified: bool
+) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    # The str() cells of earlier releases: any value (NaN, deep nesting, lone surrogates) as Python wrote it.
+    records = [
+        {
+            "example": data.draw(nonblank_text),
+            "predictions": str([data.draw(any_text)]),
+            "gold": str([data.draw(nonblank_text)]),
+            "choices": str([]),
+            "gold_index": str([]),
+            "metrics": str({"em": data.draw(st.sampled_from([0.0, 1.0, float("nan")]))}),
+            "specifics": str(data.draw(st.none() | spoiled)),
+        }
+        if stringified
+        else data.draw(lighteval_row(i))
+        for i in range(count)
+    ]
+    path = tmp_path / "details_lighteval|props|0_2025-06-01T10-11-12.123456.parquet"
+    try:
+        table = pa.Table.from_pylist(records)
+        pq.write_table(table, path)
+    except (pa.ArrowException, UnicodeEncodeError):
+        assume(False)  # pyarrow could not write it: no file for lighteval to have made
+    assert_harness_imported_or_refused_cleanly(*run_harness_import(path, count))

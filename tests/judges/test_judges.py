@@ -429,6 +429,18 @@ def test_add_judge_templates_and_name_rules(loopback, make_endpoint, tmp_path):
         run_command("add_judge", "x", endpoint="nope", template="simpleqa")
 
 
+@pytest.mark.parametrize("name", ["a\rb", "bell\x07", "tab\tname", "del\x7f", " padded"])
+def test_endpoint_and_judge_names_are_one_printable_line(loopback, make_endpoint, name):
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match="name: must"):
+        run_command("add_endpoint", name, base_url="http://x/v1", model="m")
+    make_endpoint("loop")
+    with pytest.raises(CommandError, match="name: must"):
+        run_command("add_judge", name, endpoint="loop", template="simpleqa")
+    assert not Judge.objects.exists() and Endpoint.objects.count() == 1
+
+
 def test_run_judges_refuses_unknown_names(make_dataset):
     from django.core.management.base import CommandError
 

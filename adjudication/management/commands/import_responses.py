@@ -75,6 +75,8 @@ class Command(BaseCommand):
                     progress=bar.update,
                 )
             except ImportFailed as exc:
+                if not exc.nothing_written:
+                    raise CommandError(f"import failed: {exc}") from exc
                 raise CommandError(f"import aborted, nothing was written: {exc}") from exc
         self.stdout.write(
             f"dataset {report.dataset}: {report.created} new, {report.unchanged} unchanged, {report.replaced} replaced "
