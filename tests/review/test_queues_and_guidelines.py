@@ -67,10 +67,12 @@ def test_picking_a_queue_claims_there_and_gives_back_an_item_held_in_another(two
     assert lease_claim_next(queue=first, annotator=other).lease.item_id == held.item_id
 
 
-def test_an_unknown_queue_is_not_found(two_queues):
+def test_an_unknown_queue_is_not_found_and_a_queue_named_instead_of_numbered_is_a_bad_request(two_queues):
+    # Annotators know queues by id and title only; a name in the query string is not an id (a 400,
+    # as every id a query string carries: validators.parse_id), whether or not a queue has it.
     client = logged_in(make_user("ann", "annotator"))
     assert client.get("/review/?queue=999999").status_code == 404
-    assert client.get("/review/?queue=boxed-vs-strict").status_code == 404
+    assert client.get("/review/?queue=boxed-vs-strict").status_code == 400
 
 
 def test_annotators_get_queue_titles_from_the_api_and_managers_get_names(two_queues):
