@@ -32,6 +32,7 @@ from django.core.management.color import no_style
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import connection, transaction
 
+from adjudication.archives import ArchiveError, BoundedMember, BoundedZip
 from adjudication.bundles import contents, reports
 from adjudication.bundles.compare import Difference, differences
 from adjudication.models import Dataset, ReaderSpec
@@ -271,7 +272,7 @@ def _write_lines(zf: zipfile.ZipFile, name: str, lines: Iterator[str]) -> tuple[
 class Bundle:
     path: Path
     manifest: dict[str, Any]
-    zf: zipfile.ZipFile
+    zf: BoundedZip
 
     @property
     def dataset(self) -> str:
@@ -289,6 +290,8 @@ class Bundle:
             data = self.zf.read(name)
         except KeyError:
             raise BundleError(f"{self.path}: member {name} is listed in the manifest but missing") from None
+        except ArchiveError as exc:
+            raise BundleError(f"{self.path}: {exc}") from None
         if hashlib.sha256(data).hexdigest() != expected:
             raise BundleError(f"{self.path}: member {name}: sha256 differs from the manifest (the file was altered)")
         return data
@@ -313,7 +316,7 @@ class Bundle:
         except KeyError:
             raise BundleError(f"{self.path}: member {name} is listed in the manifest but missing") from None
         with handle:
-            for lineno, raw in enumerate(handle, 1):
+            for lineno, raw in enumerate(_lines(handle, path=self.path), 1):
                 digest.update(raw)
                 try:
                     row = json.loads(raw.decode("ascii"))
@@ -326,13 +329,22 @@ class Bundle:
             raise BundleError(f"{self.path}: member {name}: sha256 differs from the manifest (the file was altered)")
 
 
+def _lines(handle: BoundedMember, *, path: Path) -> Iterator[bytes]:
+    try:
+        yield from handle
+    except ArchiveError as exc:
+        raise BundleError(f"{path}: {exc}") from None
+
+
 def bundle_open(path: Path) -> Bundle:
     """Open and check a bundle: a zip, a manifest of this format and version, every member listed."""
     path = Path(path)
     try:
-        zf = zipfile.ZipFile(path)
+        zf = BoundedZip(path)
     except FileNotFoundError:
         raise BundleError(f"{path}: no such file") from None
+    except ArchiveError as exc:  # before BadZipFile, which it is
+        raise BundleError(f"{path}: {exc}") from None
     except (zipfile.BadZipFile, OSError) as exc:
         raise BundleError(f"{path}: not a bundle (not a zip archive: {exc})") from None
     try:
@@ -340,6 +352,9 @@ def bundle_open(path: Path) -> Bundle:
     except KeyError:
         zf.close()
         raise BundleError(f"{path}: not a bundle (no {MANIFEST})") from None
+    except ArchiveError as exc:
+        zf.close()
+        raise BundleError(f"{path}: {exc}") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         zf.close()
         raise BundleError(f"{path}: {MANIFEST}: not JSON ({exc})") from None
