@@ -473,15 +473,22 @@ def bundle_replay(*, path: Path, reread: bool = False) -> ReplayResult:
     try:
         if reread and not bundle.has_text:
             raise BundleError(f"{bundle.path}: made with --no-text: there are no texts to re-read")
-        stored_reports = [(m["member"], bundle.member_json(m["member"])) for m in bundle.manifest["reports"]]
+        stored_reports = []
+        # Every report checked before a row is loaded: a bad one refuses the bundle, not half a replay.
+        for m in bundle.manifest["reports"]:
+            stored = bundle.member_json(m["member"])
+            try:
+                spec = reports.ReportSpec.from_stored(stored, where=f"{bundle.path}: {m['member']}")
+            except reports.ReportError as exc:
+                raise BundleError(str(exc)) from None
+            stored_reports.append((m["member"], spec, stored))
         stored_env = bundle.member_json("environment.json")
         rows = bundle_load(bundle)
     finally:
         bundle.zf.close()
     dataset = Dataset.objects.get(name=bundle.dataset)
     replays = []
-    for member, stored in stored_reports:
-        spec = reports.ReportSpec(stored["kind"], tuple(stored.get("options") or ()), stored.get("params") or {})
+    for member, spec, stored in stored_reports:
         try:
             now = reports.compute(spec, dataset=dataset)
         except reports.ReportError as exc:

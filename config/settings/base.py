@@ -110,3 +110,7 @@ ANALYTICS_CONSENSUS_BOOTSTRAP_MAX = int(env_str("ANALYTICS_CONSENSUS_BOOTSTRAP_M
 # archive declares more, and counted while reading (a declared size is the archive's own word).
 ARCHIVE_MAX_MEMBER_BYTES = int(env_str("ARCHIVE_MAX_MEMBER_BYTES", default=str(256 << 20)))
 ARCHIVE_MAX_TOTAL_BYTES = int(env_str("ARCHIVE_MAX_TOTAL_BYTES", default=str(2 << 30)))
+
+# Reproducibility bundles (docs/bundles.md): the most bootstrap replicates a bundled report may ask
+# for (a replay runs what the bundle says; each consensus replicate refits the model).
+BUNDLE_MAX_BOOTSTRAP = int(env_str("BUNDLE_MAX_BOOTSTRAP", default="2000"))
