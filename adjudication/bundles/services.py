@@ -30,10 +30,10 @@ from typing import Any
 from django.conf import settings
 from django.core.management.color import no_style
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db import connection, transaction
+from django.db import DatabaseError, connection, models, transaction
 
 from adjudication.archives import ArchiveError, BoundedMember, BoundedZip
-from adjudication.bundles import contents, reports
+from adjudication.bundles import checks, contents, reports
 from adjudication.bundles.compare import Difference, differences
 from adjudication.models import Dataset, ReaderSpec
 
@@ -297,10 +297,11 @@ class Bundle:
         return data
 
     def member_json(self, name: str) -> Any:
+        data = self.member_bytes(name)
         try:
-            return json.loads(self.member_bytes(name))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise BundleError(f"{self.path}: member {name}: not JSON ({exc})") from None
+            return checks.loads(data, where=f"{self.path}: member {name}")
+        except ValueError as exc:
+            raise BundleError(str(exc)) from None
 
     def rows(self, table: contents.Table) -> Iterator[tuple[int, dict[str, Any]]]:
         """The member's rows, streamed (a table of millions of readings is never held whole); its
@@ -319,9 +320,9 @@ class Bundle:
             for lineno, raw in enumerate(_lines(handle, path=self.path), 1):
                 digest.update(raw)
                 try:
-                    row = json.loads(raw.decode("ascii"))
-                except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-                    raise BundleError(f"{self.path}: {name} line {lineno}: not JSON ({exc})") from None
+                    row = checks.loads(raw, where=f"{self.path}: {name} line {lineno}")
+                except ValueError as exc:
+                    raise BundleError(str(exc)) from None
                 if not isinstance(row, dict):
                     raise BundleError(f"{self.path}: {name} line {lineno}: not an object")
                 yield lineno, row
@@ -348,30 +349,18 @@ def bundle_open(path: Path) -> Bundle:
     except (zipfile.BadZipFile, OSError) as exc:
         raise BundleError(f"{path}: not a bundle (not a zip archive: {exc})") from None
     try:
-        manifest = json.loads(zf.read(MANIFEST))
+        raw = zf.read(MANIFEST)
+        manifest = checks.loads(raw, where=f"{path}: {MANIFEST}")
+        checks.manifest(manifest, where=f"{path}: {MANIFEST}", format_name=FORMAT, version=VERSION)
     except KeyError:
         zf.close()
         raise BundleError(f"{path}: not a bundle (no {MANIFEST})") from None
     except ArchiveError as exc:
         zf.close()
         raise BundleError(f"{path}: {exc}") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except ValueError as exc:
         zf.close()
-        raise BundleError(f"{path}: {MANIFEST}: not JSON ({exc})") from None
-    problems = []
-    if not isinstance(manifest, dict):
-        problems.append("not an object")
-    elif manifest.get("format") != FORMAT:
-        problems.append(f"field 'format' is {manifest.get('format')!r}, not {FORMAT!r}")
-    elif manifest.get("version") != VERSION:
-        problems.append(f"field 'version' is {manifest.get('version')!r}; this platform reads version {VERSION}")
-    else:
-        for key, kind in (("dataset", str), ("members", dict), ("reports", list)):
-            if not isinstance(manifest.get(key), kind):
-                problems.append(f"field {key!r} is missing or not a {kind.__name__}")
-    if problems:
-        zf.close()
-        raise BundleError(f"{path}: {MANIFEST}: {problems[0]}")
+        raise BundleError(str(exc)) from None
     return Bundle(path=path, manifest=manifest, zf=zf)
 
 
@@ -382,7 +371,10 @@ def occupied_tables() -> list[str]:
 
 
 def bundle_load(bundle: Bundle) -> dict[str, int]:
-    """Every row of the bundle into this (fresh) database, in one transaction: all or nothing."""
+    """Every row of the bundle into this (fresh) database, in one transaction: all or nothing.
+    Each value is checked against its column (contents.build_instance), each primary key is new,
+    and each key points at a row of this bundle (the database held none before, so a row here
+    came from the bundle); whatever the database still refuses is named by its line."""
     occupied = occupied_tables()
     if occupied:
         raise BundleError(
@@ -390,31 +382,145 @@ def bundle_load(bundle: Bundle) -> dict[str, int]:
             f"holds rows of {', '.join(occupied)} (`manage.py replay` without --here uses a temporary one)"
         )
     counts: dict[str, int] = {}
-    with transaction.atomic(), contents.keep_timestamps():
-        for table in contents.TABLES:
-            batch: list[Any] = []
-            name = f"tables/{table.key}.jsonl"
-            n = 0
-            for lineno, row in bundle.rows(table):
-                try:
-                    batch.append(contents.build_instance(table, row, where=f"{bundle.path}: {name} line {lineno}"))
-                except ValueError as exc:
-                    raise BundleError(str(exc)) from None
-                if len(batch) >= LOAD_BATCH:
-                    table.model._base_manager.bulk_create(batch)
-                    n += len(batch)
-                    batch = []
-            if batch:
-                table.model._base_manager.bulk_create(batch)
-                n += len(batch)
-            counts[table.key] = n
-        # Explicit ids leave PostgreSQL's sequences behind; the next insert would collide.
-        sql = connection.ops.sequence_reset_sql(no_style(), [t.model for t in contents.TABLES])
-        if sql:
-            with connection.cursor() as cursor:
-                for statement in sql:
-                    cursor.execute(statement)
+    try:
+        with transaction.atomic(), contents.keep_timestamps():
+            loaded: set[str] = set()
+            later: list[_Reference] = []  # keys to a table not loaded yet (a label revising a later one)
+            for table in contents.TABLES:
+                name = f"tables/{table.key}.jsonl"
+                batch: list[tuple[int, Any]] = []
+                n = 0
+                for lineno, row in bundle.rows(table):
+                    where = f"{bundle.path}: {name} line {lineno}"
+                    try:
+                        batch.append((lineno, contents.build_instance(table, row, where=where)))
+                    except ValueError as exc:
+                        raise BundleError(str(exc)) from None
+                    if len(batch) >= LOAD_BATCH:
+                        n += _insert(bundle, table, batch, loaded, later)
+                        batch = []
+                if batch:
+                    n += _insert(bundle, table, batch, loaded, later)
+                counts[table.key] = n
+                loaded.add(table.key)
+                if table.model is Dataset:
+                    _check_dataset(bundle)
+            _check_references(bundle, later)
+            # Explicit ids leave PostgreSQL's sequences behind; the next insert would collide.
+            sql = connection.ops.sequence_reset_sql(no_style(), [t.model for t in contents.TABLES])
+            if sql:
+                with connection.cursor() as cursor:
+                    for statement in sql:
+                        cursor.execute(statement)
+    except DatabaseError as exc:  # a deferred constraint, checked at commit: nothing was loaded
+        raise BundleError(f"{bundle.path}: the database refuses the bundle's rows ({_first_line(exc)})") from None
     return counts
+
+
+@dataclass(frozen=True)
+class _Reference:
+    where: str  # "<bundle>: <member> line N: field 'x_id'"
+    table: str  # the key of the table it points into
+    pk: int
+
+
+def _check_dataset(bundle: Bundle) -> None:
+    names = list(Dataset.objects.order_by("pk").values_list("name", flat=True)[:2])
+    if names != [bundle.dataset]:
+        raise BundleError(
+            f"{bundle.path}: {MANIFEST}: field 'dataset' is {bundle.dataset!r}, but "
+            f"tables/adjudication.Dataset.jsonl holds {', '.join(map(repr, names)) or 'no dataset'} "
+            "(a bundle carries exactly its one dataset)"
+        )
+
+
+def _insert(
+    bundle: Bundle, table: contents.Table, batch: list[tuple[int, Any]], loaded: set[str], later: list[_Reference]
+) -> int:
+    """One batch: its keys checked (new, and pointing into the bundle), then inserted."""
+    name = f"tables/{table.key}.jsonl"
+    model = table.model
+    pk_name = model._meta.pk.attname
+    seen: dict[Any, int] = {}
+    for lineno, obj in batch:
+        pk = getattr(obj, pk_name)
+        if pk in seen:
+            raise BundleError(
+                f"{bundle.path}: {name} line {lineno}: field {pk_name!r}: {pk} is also the key of line {seen[pk]}"
+            )
+        seen[pk] = lineno
+    taken = set(model._base_manager.filter(pk__in=list(seen)).values_list("pk", flat=True))
+    if taken:
+        pk = min(taken, key=lambda k: seen[k])
+        raise BundleError(
+            f"{bundle.path}: {name} line {seen[pk]}: field {pk_name!r}: {pk} is the key of an earlier line"
+        )
+    carried = set(contents.columns(table))
+    for column in model._meta.concrete_fields:
+        if not isinstance(column, models.ForeignKey) or column.attname not in carried:
+            continue
+        target = str(column.target_field.model._meta.label)
+        if target not in contents.TABLE_BY_KEY:
+            raise BundleError(
+                f"{bundle.path}: {name}: field {column.attname!r} points at {target}, which a bundle does not carry"
+            )
+        refs: dict[Any, int] = {}
+        for lineno, obj in batch:
+            value = getattr(obj, column.attname)
+            if value is not None and value not in refs:
+                refs[value] = lineno
+        if not refs:
+            continue
+        if target not in loaded:
+            later += [
+                _Reference(f"{bundle.path}: {name} line {line}: field {column.attname!r}", target, pk)
+                for pk, line in refs.items()
+            ]
+            continue
+        related = contents.TABLE_BY_KEY[target].model
+        found = set(related._base_manager.filter(pk__in=list(refs)).values_list("pk", flat=True))
+        missing = sorted(set(refs) - found, key=lambda k: refs[k])
+        if missing:
+            raise BundleError(
+                f"{bundle.path}: {name} line {refs[missing[0]]}: field {column.attname!r}: {missing[0]} is not a row "
+                f"of {target} in this bundle"
+            )
+    objs = [obj for _lineno, obj in batch]
+    try:
+        with transaction.atomic():
+            model._base_manager.bulk_create(objs)
+    except (DatabaseError, ValueError, TypeError, OverflowError):
+        # The checks above hold what the bundle format promises; for what only the database
+        # knows (a unique or check constraint), find the line it refuses, row by row.
+        for lineno, obj in batch:
+            try:
+                with transaction.atomic():
+                    model._base_manager.bulk_create([obj])
+            except (DatabaseError, ValueError, TypeError, OverflowError) as exc:
+                raise BundleError(
+                    f"{bundle.path}: {name} line {lineno}: the database refuses the row ({_first_line(exc)})"
+                ) from None
+        raise  # pragma: no cover - the batch failed, so one of its rows does
+    return len(objs)
+
+
+def _check_references(bundle: Bundle, later: list[_Reference]) -> None:
+    by_table: dict[str, list[_Reference]] = {}
+    for ref in later:
+        by_table.setdefault(ref.table, []).append(ref)
+    for key, refs in by_table.items():
+        model = contents.TABLE_BY_KEY[key].model
+        found: set[Any] = set()
+        for i in range(0, len(refs), LOAD_BATCH):
+            chunk = [r.pk for r in refs[i : i + LOAD_BATCH]]
+            found |= set(model._base_manager.filter(pk__in=chunk).values_list("pk", flat=True))
+        for ref in refs:
+            if ref.pk not in found:
+                raise BundleError(f"{ref.where}: {ref.pk} is not a row of {key} in this bundle")
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
 
 
 @dataclass
@@ -483,6 +589,10 @@ def bundle_replay(*, path: Path, reread: bool = False) -> ReplayResult:
                 raise BundleError(str(exc)) from None
             stored_reports.append((m["member"], spec, stored))
         stored_env = bundle.member_json("environment.json")
+        try:
+            checks.environment(stored_env, where=f"{bundle.path}: environment.json")
+        except ValueError as exc:
+            raise BundleError(str(exc)) from None
         rows = bundle_load(bundle)
     finally:
         bundle.zf.close()
