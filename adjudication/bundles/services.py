@@ -12,6 +12,7 @@ The archive is a zip of JSON members:
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
 import platform
@@ -40,6 +41,7 @@ from adjudication.models import Dataset, ReaderSpec
 FORMAT = "adjudication-bundle"
 VERSION = 1
 MANIFEST = "manifest.json"
+SIGNATURE = "manifest.sig"  # {"algorithm": "hmac-sha256", "hmac": hex} over manifest.json's bytes
 LOAD_BATCH = 2000  # rows per INSERT while loading: memory stays bounded however large the table
 
 
@@ -234,7 +236,11 @@ def bundle_write(
                     "left_out": contents.LEFT_OUT,
                     "members": members,
                 }
-                zf.writestr(MANIFEST, json.dumps(manifest, indent=2, ensure_ascii=True, sort_keys=True))
+                manifest_bytes = json.dumps(manifest, indent=2, ensure_ascii=True, sort_keys=True).encode("ascii")
+                zf.writestr(MANIFEST, manifest_bytes)
+                key = signing_key()
+                if key:
+                    zf.writestr(SIGNATURE, json.dumps({"algorithm": "hmac-sha256", "hmac": _hmac(key, manifest_bytes)}))
         tmp.replace(out)
     finally:
         tmp.unlink(missing_ok=True)
@@ -273,6 +279,28 @@ class Bundle:
     path: Path
     manifest: dict[str, Any]
     zf: BoundedZip
+    manifest_bytes: bytes = b""
+
+    def verify_signature(self, key: bytes) -> None:
+        """The manifest's HMAC under `key` (the manifest holds every member's sha256, so it covers
+        the whole bundle); BundleError when the bundle is unsigned or the signature differs."""
+        try:
+            raw = self.zf.read(SIGNATURE)
+        except KeyError:
+            raise BundleError(f"{self.path}: not signed (no {SIGNATURE}); refused under --verify-signature") from None
+        except ArchiveError as exc:
+            raise BundleError(f"{self.path}: {exc}") from None
+        try:
+            doc = checks.loads(raw, where=f"{self.path}: {SIGNATURE}")
+        except ValueError as exc:
+            raise BundleError(str(exc)) from None
+        given = doc.get("hmac") if isinstance(doc, dict) else None
+        if not isinstance(doc, dict) or doc.get("algorithm") != "hmac-sha256" or not isinstance(given, str):
+            raise BundleError(f"{self.path}: {SIGNATURE}: not an hmac-sha256 signature")
+        if not hmac.compare_digest(given.encode("ascii", "replace"), _hmac(key, self.manifest_bytes).encode("ascii")):
+            raise BundleError(
+                f"{self.path}: {SIGNATURE}: the signature does not match (altered after signing, or another key)"
+            )
 
     @property
     def dataset(self) -> str:
@@ -361,7 +389,7 @@ def bundle_open(path: Path) -> Bundle:
     except ValueError as exc:
         zf.close()
         raise BundleError(str(exc)) from None
-    return Bundle(path=path, manifest=manifest, zf=zf)
+    return Bundle(path=path, manifest=manifest, zf=zf, manifest_bytes=raw)
 
 
 def occupied_tables() -> list[str]:
@@ -572,11 +600,33 @@ class ReplayResult:
         }
 
 
-def bundle_replay(*, path: Path, reread: bool = False) -> ReplayResult:
+def signing_key() -> bytes:
+    """BUNDLE_SIGNING_KEY: the HMAC key bundles are signed with and checked against ('' = none)."""
+    return str(getattr(settings, "BUNDLE_SIGNING_KEY", "") or "").encode("utf-8")
+
+
+def _hmac(key: bytes, data: bytes) -> str:
+    return hmac.new(key, data, hashlib.sha256).hexdigest()
+
+
+def bundle_verify(bundle: Bundle) -> None:
+    """--verify-signature: the bundle signed with this machine's BUNDLE_SIGNING_KEY, or BundleError."""
+    key = signing_key()
+    if not key:
+        raise BundleError(
+            f"{bundle.path}: --verify-signature needs BUNDLE_SIGNING_KEY set (the key it was signed with)"
+        )
+    bundle.verify_signature(key)
+
+
+def bundle_replay(*, path: Path, reread: bool = False, verify_signature: bool = False) -> ReplayResult:
     """Load the bundle into this fresh database, recompute every report and compare it with the
-    stored numbers; with reread, also re-run every rule reader on the stored texts."""
+    stored numbers; with reread, also re-run every rule reader on the stored texts; with
+    verify_signature, refuse a bundle not signed with BUNDLE_SIGNING_KEY before anything is read."""
     bundle = bundle_open(path)
     try:
+        if verify_signature:
+            bundle_verify(bundle)
         if reread and not bundle.has_text:
             raise BundleError(f"{bundle.path}: made with --no-text: there are no texts to re-read")
         stored_reports = []
@@ -646,7 +696,7 @@ def environment_changes(then: dict[str, Any], now: dict[str, Any]) -> dict[str, 
     return out
 
 
-def replay_in_scratch_database(*, path: Path, reread: bool, as_json: bool) -> int:
+def replay_in_scratch_database(*, path: Path, reread: bool, as_json: bool, verify_signature: bool = False) -> int:
     """Run `manage.py replay --here` in a child process on a new SQLite file (migrated first), so
     that a replay never touches the database this process is configured with. Its output passes
     through; returns its exit status."""
@@ -668,4 +718,6 @@ def replay_in_scratch_database(*, path: Path, reread: bool, as_json: bool) -> in
             args.append("--reread")
         if as_json:
             args.append("--json")
+        if verify_signature:
+            args.append("--verify-signature")
         return subprocess.run(args, env=env, check=False).returncode

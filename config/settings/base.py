@@ -114,3 +114,6 @@ ARCHIVE_MAX_TOTAL_BYTES = int(env_str("ARCHIVE_MAX_TOTAL_BYTES", default=str(2 <
 # Reproducibility bundles (docs/bundles.md): the most bootstrap replicates a bundled report may ask
 # for (a replay runs what the bundle says; each consensus replicate refits the model).
 BUNDLE_MAX_BOOTSTRAP = int(env_str("BUNDLE_MAX_BOOTSTRAP", default="2000"))
+# The HMAC-SHA256 key `bundle` signs with and `replay --verify-signature` checks against; unset, bundles
+# are written unsigned (checksummed only: an edit re-hashed into the manifest goes unnoticed).
+BUNDLE_SIGNING_KEY = env_str("BUNDLE_SIGNING_KEY", default="")

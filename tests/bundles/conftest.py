@@ -105,6 +105,17 @@ def jsonl(rows: list[Any]) -> bytes:
     return "".join(json.dumps(r) + "\n" for r in rows).encode("ascii")
 
 
+def edit_rows(change: Callable[[list[dict[str, Any]]], Any]) -> Callable[[bytes], bytes]:
+    """A rewrite() change that edits a table member's rows in place."""
+
+    def edit(blob: bytes) -> bytes:
+        rows = lines_of(blob)
+        change(rows)
+        return jsonl(rows)
+
+    return edit
+
+
 def member(path: Path, name: str) -> bytes:
     with zipfile.ZipFile(path) as zf:
         return zf.read(name)

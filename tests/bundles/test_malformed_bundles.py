@@ -13,7 +13,7 @@ import pytest
 from adjudication.bundles.services import BundleError, bundle_replay
 from adjudication.models import Dataset, Label, ReaderSpec, Response
 
-from .conftest import jsonl, lines_of, rewrite
+from .conftest import edit_rows, jsonl, lines_of, rewrite
 
 pytestmark = pytest.mark.django_db
 
@@ -21,15 +21,6 @@ RESPONSES = "tables/adjudication.Response.jsonl"
 READINGS = "tables/adjudication.Reading.jsonl"
 LABELS = "tables/adjudication.Label.jsonl"
 REPORT = "reports/00-agreement.json"
-
-
-def edit_rows(change: Callable[[list[dict[str, Any]]], Any]) -> Callable[[bytes], bytes]:
-    def edit(blob: bytes) -> bytes:
-        rows = lines_of(blob)
-        change(rows)
-        return jsonl(rows)
-
-    return edit
 
 
 def first_row(key: str, value: Any) -> Callable[[bytes], bytes]:
