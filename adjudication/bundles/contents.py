@@ -19,6 +19,8 @@ each call's prompt and template hash), users' roles and passwords.
 from __future__ import annotations
 
 import hashlib
+import json
+import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -26,8 +28,11 @@ from typing import Any
 
 from django.apps import apps
 from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxLengthValidator, MaxValueValidator, MinValueValidator
 from django.db import models
 
+from adjudication.fields import VerbatimTextField
 from adjudication.models import (
     AuditRun,
     Dataset,
@@ -192,24 +197,91 @@ def keep_timestamps() -> Iterator[None]:
 
 
 def build_instance(table: Table, row: dict[str, Any], *, where: str) -> models.Model:
-    """A model instance from a bundle row; ValueError naming `where` and the field on a bad value."""
+    """A model instance from a bundle row; ValueError naming `where` and the field on a bad value.
+    Every column is checked against its model field (type, null, range, length, choices) before an
+    instance is made: a bundle is untrusted, and a value the database refused would end the load
+    with the database's words instead of the member, the line and the field."""
     allowed = set(columns(table))
     unknown = sorted(set(row) - allowed)
     if unknown:
-        raise ValueError(f"{where}: field {unknown[0]!r} is not a column of {table.key}")
+        raise ValueError(f"{where}: field {unknown[0][:100]!r} is not a column of {table.key}")
     missing = sorted(allowed - set(row))
     if missing:
         raise ValueError(f"{where}: field {missing[0]!r} is missing")
     by_attname = {f.attname: f for f in table.model._meta.concrete_fields}
-    values: dict[str, Any] = {}
-    for name, value in row.items():
-        field = by_attname[name]
-        if value is not None and isinstance(field, (models.DateTimeField, models.DateField)):
-            try:
-                value = field.to_python(value)
-            except Exception as exc:  # Django raises ValidationError; the message is what matters
-                raise ValueError(f"{where}: field {name!r}: not a date-time: {value!r}") from exc
-        values[name] = value
+    values = {
+        name: checked_value(by_attname[name], value, where=f"{where}: field {name!r}") for name, value in row.items()
+    }
     if table.model is User:
         values["password"] = "!"  # unusable: a bundle carries no credentials
     return table.model(**values)
+
+
+# The validators that state a column's type and range (the database's integer bounds, a model's own
+# bounds, a length); others (a username's characters, a name's pattern) judge how a value was
+# entered, which a bundle replays rather than re-judges.
+_RANGE_VALIDATORS = (MinValueValidator, MaxValueValidator, MaxLengthValidator)
+
+
+def checked_value(field: models.Field, value: Any, *, where: str) -> Any:
+    """The column's value as the model field takes it; ValueError naming `where` otherwise."""
+    if value is None:
+        if not field.null:
+            raise ValueError(f"{where}: must not be null")
+        return None
+    if isinstance(field, models.JSONField):
+        return value  # any JSON (its depth is bounded when the line is parsed)
+    if isinstance(field, models.ForeignKey):  # OneToOneField too
+        field = field.target_field  # a key: the type and range of the row it points at
+    if isinstance(field, models.BooleanField):
+        if not isinstance(value, bool):
+            raise ValueError(f"{where}: must be true or false, not {_short(value)}")
+    elif isinstance(field, (models.IntegerField, models.AutoField)):
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ValueError(f"{where}: must be an integer, not {_short(value)}")
+    elif isinstance(field, models.FloatField):
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+            raise ValueError(f"{where}: must be a finite number, not {_short(value)}")
+        value = float(value)
+    elif isinstance(field, (models.DateTimeField, models.DateField)):
+        parsed = None
+        if isinstance(value, str):
+            try:
+                parsed = field.to_python(value)
+            except Exception:  # noqa: BLE001 - Django raises ValidationError (or ValueError); the message is ours
+                parsed = None
+        if parsed is None:
+            raise ValueError(f"{where}: not a date-time: {_short(value)}")
+        value = parsed
+    elif isinstance(field, (models.CharField, models.TextField)):
+        if not isinstance(value, str):
+            raise ValueError(f"{where}: must be a string, not {_short(value)}")
+        if not isinstance(field, VerbatimTextField) and not _plain(value):
+            raise ValueError(f"{where}: holds NUL or a lone surrogate, which only model text may hold")
+    else:  # pragma: no cover - a column type the tables above do not have
+        raise ValueError(f"{where}: a {type(field).__name__} column cannot be loaded from a bundle")
+    if field.choices and value not in {key for key, _label in field.flatchoices}:
+        raise ValueError(f"{where}: {_short(value)} is not one of {', '.join(str(k) for k, _ in field.flatchoices)}")
+    for validator in field.validators:
+        if isinstance(validator, _RANGE_VALIDATORS):
+            try:
+                validator(value)
+            except ValidationError as exc:
+                raise ValueError(f"{where}: {' '.join(exc.messages)}") from None
+    return value
+
+
+def _plain(text: str) -> bool:
+    """Text a non-verbatim column can hold: PostgreSQL refuses NUL, and UTF-8 a lone surrogate."""
+    if "\x00" in text:
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=True) if isinstance(value, (str, int, float, bool)) else type(value).__name__
+    return text if len(text) <= 60 else text[:57] + "..."

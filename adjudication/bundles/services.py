@@ -12,6 +12,7 @@ The archive is a zip of JSON members:
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
 import platform
@@ -30,15 +31,17 @@ from typing import Any
 from django.conf import settings
 from django.core.management.color import no_style
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db import connection, transaction
+from django.db import DatabaseError, connection, models, transaction
 
-from adjudication.bundles import contents, reports
+from adjudication.archives import ArchiveError, BoundedMember, BoundedZip
+from adjudication.bundles import checks, contents, reports
 from adjudication.bundles.compare import Difference, differences
 from adjudication.models import Dataset, ReaderSpec
 
 FORMAT = "adjudication-bundle"
 VERSION = 1
 MANIFEST = "manifest.json"
+SIGNATURE = "manifest.sig"  # {"algorithm": "hmac-sha256", "hmac": hex} over manifest.json's bytes
 LOAD_BATCH = 2000  # rows per INSERT while loading: memory stays bounded however large the table
 
 
@@ -233,7 +236,11 @@ def bundle_write(
                     "left_out": contents.LEFT_OUT,
                     "members": members,
                 }
-                zf.writestr(MANIFEST, json.dumps(manifest, indent=2, ensure_ascii=True, sort_keys=True))
+                manifest_bytes = json.dumps(manifest, indent=2, ensure_ascii=True, sort_keys=True).encode("ascii")
+                zf.writestr(MANIFEST, manifest_bytes)
+                key = signing_key()
+                if key:
+                    zf.writestr(SIGNATURE, json.dumps({"algorithm": "hmac-sha256", "hmac": _hmac(key, manifest_bytes)}))
         tmp.replace(out)
     finally:
         tmp.unlink(missing_ok=True)
@@ -271,7 +278,29 @@ def _write_lines(zf: zipfile.ZipFile, name: str, lines: Iterator[str]) -> tuple[
 class Bundle:
     path: Path
     manifest: dict[str, Any]
-    zf: zipfile.ZipFile
+    zf: BoundedZip
+    manifest_bytes: bytes = b""
+
+    def verify_signature(self, key: bytes) -> None:
+        """The manifest's HMAC under `key` (the manifest holds every member's sha256, so it covers
+        the whole bundle); BundleError when the bundle is unsigned or the signature differs."""
+        try:
+            raw = self.zf.read(SIGNATURE)
+        except KeyError:
+            raise BundleError(f"{self.path}: not signed (no {SIGNATURE}); refused under --verify-signature") from None
+        except ArchiveError as exc:
+            raise BundleError(f"{self.path}: {exc}") from None
+        try:
+            doc = checks.loads(raw, where=f"{self.path}: {SIGNATURE}")
+        except ValueError as exc:
+            raise BundleError(str(exc)) from None
+        given = doc.get("hmac") if isinstance(doc, dict) else None
+        if not isinstance(doc, dict) or doc.get("algorithm") != "hmac-sha256" or not isinstance(given, str):
+            raise BundleError(f"{self.path}: {SIGNATURE}: not an hmac-sha256 signature")
+        if not hmac.compare_digest(given.encode("ascii", "replace"), _hmac(key, self.manifest_bytes).encode("ascii")):
+            raise BundleError(
+                f"{self.path}: {SIGNATURE}: the signature does not match (altered after signing, or another key)"
+            )
 
     @property
     def dataset(self) -> str:
@@ -289,15 +318,18 @@ class Bundle:
             data = self.zf.read(name)
         except KeyError:
             raise BundleError(f"{self.path}: member {name} is listed in the manifest but missing") from None
+        except ArchiveError as exc:
+            raise BundleError(f"{self.path}: {exc}") from None
         if hashlib.sha256(data).hexdigest() != expected:
             raise BundleError(f"{self.path}: member {name}: sha256 differs from the manifest (the file was altered)")
         return data
 
     def member_json(self, name: str) -> Any:
+        data = self.member_bytes(name)
         try:
-            return json.loads(self.member_bytes(name))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise BundleError(f"{self.path}: member {name}: not JSON ({exc})") from None
+            return checks.loads(data, where=f"{self.path}: member {name}")
+        except ValueError as exc:
+            raise BundleError(str(exc)) from None
 
     def rows(self, table: contents.Table) -> Iterator[tuple[int, dict[str, Any]]]:
         """The member's rows, streamed (a table of millions of readings is never held whole); its
@@ -313,12 +345,12 @@ class Bundle:
         except KeyError:
             raise BundleError(f"{self.path}: member {name} is listed in the manifest but missing") from None
         with handle:
-            for lineno, raw in enumerate(handle, 1):
+            for lineno, raw in enumerate(_lines(handle, path=self.path), 1):
                 digest.update(raw)
                 try:
-                    row = json.loads(raw.decode("ascii"))
-                except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-                    raise BundleError(f"{self.path}: {name} line {lineno}: not JSON ({exc})") from None
+                    row = checks.loads(raw, where=f"{self.path}: {name} line {lineno}")
+                except ValueError as exc:
+                    raise BundleError(str(exc)) from None
                 if not isinstance(row, dict):
                     raise BundleError(f"{self.path}: {name} line {lineno}: not an object")
                 yield lineno, row
@@ -326,38 +358,38 @@ class Bundle:
             raise BundleError(f"{self.path}: member {name}: sha256 differs from the manifest (the file was altered)")
 
 
+def _lines(handle: BoundedMember, *, path: Path) -> Iterator[bytes]:
+    try:
+        yield from handle
+    except ArchiveError as exc:
+        raise BundleError(f"{path}: {exc}") from None
+
+
 def bundle_open(path: Path) -> Bundle:
     """Open and check a bundle: a zip, a manifest of this format and version, every member listed."""
     path = Path(path)
     try:
-        zf = zipfile.ZipFile(path)
+        zf = BoundedZip(path)
     except FileNotFoundError:
         raise BundleError(f"{path}: no such file") from None
+    except ArchiveError as exc:  # before BadZipFile, which it is
+        raise BundleError(f"{path}: {exc}") from None
     except (zipfile.BadZipFile, OSError) as exc:
         raise BundleError(f"{path}: not a bundle (not a zip archive: {exc})") from None
     try:
-        manifest = json.loads(zf.read(MANIFEST))
+        raw = zf.read(MANIFEST)
+        manifest = checks.loads(raw, where=f"{path}: {MANIFEST}")
+        checks.manifest(manifest, where=f"{path}: {MANIFEST}", format_name=FORMAT, version=VERSION)
     except KeyError:
         zf.close()
         raise BundleError(f"{path}: not a bundle (no {MANIFEST})") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except ArchiveError as exc:
         zf.close()
-        raise BundleError(f"{path}: {MANIFEST}: not JSON ({exc})") from None
-    problems = []
-    if not isinstance(manifest, dict):
-        problems.append("not an object")
-    elif manifest.get("format") != FORMAT:
-        problems.append(f"field 'format' is {manifest.get('format')!r}, not {FORMAT!r}")
-    elif manifest.get("version") != VERSION:
-        problems.append(f"field 'version' is {manifest.get('version')!r}; this platform reads version {VERSION}")
-    else:
-        for key, kind in (("dataset", str), ("members", dict), ("reports", list)):
-            if not isinstance(manifest.get(key), kind):
-                problems.append(f"field {key!r} is missing or not a {kind.__name__}")
-    if problems:
+        raise BundleError(f"{path}: {exc}") from None
+    except ValueError as exc:
         zf.close()
-        raise BundleError(f"{path}: {MANIFEST}: {problems[0]}")
-    return Bundle(path=path, manifest=manifest, zf=zf)
+        raise BundleError(str(exc)) from None
+    return Bundle(path=path, manifest=manifest, zf=zf, manifest_bytes=raw)
 
 
 def occupied_tables() -> list[str]:
@@ -367,7 +399,10 @@ def occupied_tables() -> list[str]:
 
 
 def bundle_load(bundle: Bundle) -> dict[str, int]:
-    """Every row of the bundle into this (fresh) database, in one transaction: all or nothing."""
+    """Every row of the bundle into this (fresh) database, in one transaction: all or nothing.
+    Each value is checked against its column (contents.build_instance), each primary key is new,
+    and each key points at a row of this bundle (the database held none before, so a row here
+    came from the bundle); whatever the database still refuses is named by its line."""
     occupied = occupied_tables()
     if occupied:
         raise BundleError(
@@ -375,31 +410,145 @@ def bundle_load(bundle: Bundle) -> dict[str, int]:
             f"holds rows of {', '.join(occupied)} (`manage.py replay` without --here uses a temporary one)"
         )
     counts: dict[str, int] = {}
-    with transaction.atomic(), contents.keep_timestamps():
-        for table in contents.TABLES:
-            batch: list[Any] = []
-            name = f"tables/{table.key}.jsonl"
-            n = 0
-            for lineno, row in bundle.rows(table):
-                try:
-                    batch.append(contents.build_instance(table, row, where=f"{bundle.path}: {name} line {lineno}"))
-                except ValueError as exc:
-                    raise BundleError(str(exc)) from None
-                if len(batch) >= LOAD_BATCH:
-                    table.model._base_manager.bulk_create(batch)
-                    n += len(batch)
-                    batch = []
-            if batch:
-                table.model._base_manager.bulk_create(batch)
-                n += len(batch)
-            counts[table.key] = n
-        # Explicit ids leave PostgreSQL's sequences behind; the next insert would collide.
-        sql = connection.ops.sequence_reset_sql(no_style(), [t.model for t in contents.TABLES])
-        if sql:
-            with connection.cursor() as cursor:
-                for statement in sql:
-                    cursor.execute(statement)
+    try:
+        with transaction.atomic(), contents.keep_timestamps():
+            loaded: set[str] = set()
+            later: list[_Reference] = []  # keys to a table not loaded yet (a label revising a later one)
+            for table in contents.TABLES:
+                name = f"tables/{table.key}.jsonl"
+                batch: list[tuple[int, Any]] = []
+                n = 0
+                for lineno, row in bundle.rows(table):
+                    where = f"{bundle.path}: {name} line {lineno}"
+                    try:
+                        batch.append((lineno, contents.build_instance(table, row, where=where)))
+                    except ValueError as exc:
+                        raise BundleError(str(exc)) from None
+                    if len(batch) >= LOAD_BATCH:
+                        n += _insert(bundle, table, batch, loaded, later)
+                        batch = []
+                if batch:
+                    n += _insert(bundle, table, batch, loaded, later)
+                counts[table.key] = n
+                loaded.add(table.key)
+                if table.model is Dataset:
+                    _check_dataset(bundle)
+            _check_references(bundle, later)
+            # Explicit ids leave PostgreSQL's sequences behind; the next insert would collide.
+            sql = connection.ops.sequence_reset_sql(no_style(), [t.model for t in contents.TABLES])
+            if sql:
+                with connection.cursor() as cursor:
+                    for statement in sql:
+                        cursor.execute(statement)
+    except DatabaseError as exc:  # a deferred constraint, checked at commit: nothing was loaded
+        raise BundleError(f"{bundle.path}: the database refuses the bundle's rows ({_first_line(exc)})") from None
     return counts
+
+
+@dataclass(frozen=True)
+class _Reference:
+    where: str  # "<bundle>: <member> line N: field 'x_id'"
+    table: str  # the key of the table it points into
+    pk: int
+
+
+def _check_dataset(bundle: Bundle) -> None:
+    names = list(Dataset.objects.order_by("pk").values_list("name", flat=True)[:2])
+    if names != [bundle.dataset]:
+        raise BundleError(
+            f"{bundle.path}: {MANIFEST}: field 'dataset' is {bundle.dataset!r}, but "
+            f"tables/adjudication.Dataset.jsonl holds {', '.join(map(repr, names)) or 'no dataset'} "
+            "(a bundle carries exactly its one dataset)"
+        )
+
+
+def _insert(
+    bundle: Bundle, table: contents.Table, batch: list[tuple[int, Any]], loaded: set[str], later: list[_Reference]
+) -> int:
+    """One batch: its keys checked (new, and pointing into the bundle), then inserted."""
+    name = f"tables/{table.key}.jsonl"
+    model = table.model
+    pk_name = model._meta.pk.attname
+    seen: dict[Any, int] = {}
+    for lineno, obj in batch:
+        pk = getattr(obj, pk_name)
+        if pk in seen:
+            raise BundleError(
+                f"{bundle.path}: {name} line {lineno}: field {pk_name!r}: {pk} is also the key of line {seen[pk]}"
+            )
+        seen[pk] = lineno
+    taken = set(model._base_manager.filter(pk__in=list(seen)).values_list("pk", flat=True))
+    if taken:
+        pk = min(taken, key=lambda k: seen[k])
+        raise BundleError(
+            f"{bundle.path}: {name} line {seen[pk]}: field {pk_name!r}: {pk} is the key of an earlier line"
+        )
+    carried = set(contents.columns(table))
+    for column in model._meta.concrete_fields:
+        if not isinstance(column, models.ForeignKey) or column.attname not in carried:
+            continue
+        target = str(column.target_field.model._meta.label)
+        if target not in contents.TABLE_BY_KEY:
+            raise BundleError(
+                f"{bundle.path}: {name}: field {column.attname!r} points at {target}, which a bundle does not carry"
+            )
+        refs: dict[Any, int] = {}
+        for lineno, obj in batch:
+            value = getattr(obj, column.attname)
+            if value is not None and value not in refs:
+                refs[value] = lineno
+        if not refs:
+            continue
+        if target not in loaded:
+            later += [
+                _Reference(f"{bundle.path}: {name} line {line}: field {column.attname!r}", target, pk)
+                for pk, line in refs.items()
+            ]
+            continue
+        related = contents.TABLE_BY_KEY[target].model
+        found = set(related._base_manager.filter(pk__in=list(refs)).values_list("pk", flat=True))
+        missing = sorted(set(refs) - found, key=lambda k: refs[k])
+        if missing:
+            raise BundleError(
+                f"{bundle.path}: {name} line {refs[missing[0]]}: field {column.attname!r}: {missing[0]} is not a row "
+                f"of {target} in this bundle"
+            )
+    objs = [obj for _lineno, obj in batch]
+    try:
+        with transaction.atomic():
+            model._base_manager.bulk_create(objs)
+    except (DatabaseError, ValueError, TypeError, OverflowError):
+        # The checks above hold what the bundle format promises; for what only the database
+        # knows (a unique or check constraint), find the line it refuses, row by row.
+        for lineno, obj in batch:
+            try:
+                with transaction.atomic():
+                    model._base_manager.bulk_create([obj])
+            except (DatabaseError, ValueError, TypeError, OverflowError) as exc:
+                raise BundleError(
+                    f"{bundle.path}: {name} line {lineno}: the database refuses the row ({_first_line(exc)})"
+                ) from None
+        raise  # pragma: no cover - the batch failed, so one of its rows does
+    return len(objs)
+
+
+def _check_references(bundle: Bundle, later: list[_Reference]) -> None:
+    by_table: dict[str, list[_Reference]] = {}
+    for ref in later:
+        by_table.setdefault(ref.table, []).append(ref)
+    for key, refs in by_table.items():
+        model = contents.TABLE_BY_KEY[key].model
+        found: set[Any] = set()
+        for i in range(0, len(refs), LOAD_BATCH):
+            chunk = [r.pk for r in refs[i : i + LOAD_BATCH]]
+            found |= set(model._base_manager.filter(pk__in=chunk).values_list("pk", flat=True))
+        for ref in refs:
+            if ref.pk not in found:
+                raise BundleError(f"{ref.where}: {ref.pk} is not a row of {key} in this bundle")
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
 
 
 @dataclass
@@ -451,22 +600,55 @@ class ReplayResult:
         }
 
 
-def bundle_replay(*, path: Path, reread: bool = False) -> ReplayResult:
+def signing_key() -> bytes:
+    """BUNDLE_SIGNING_KEY: the HMAC key bundles are signed with and checked against ('' = none)."""
+    return str(getattr(settings, "BUNDLE_SIGNING_KEY", "") or "").encode("utf-8")
+
+
+def _hmac(key: bytes, data: bytes) -> str:
+    return hmac.new(key, data, hashlib.sha256).hexdigest()
+
+
+def bundle_verify(bundle: Bundle) -> None:
+    """--verify-signature: the bundle signed with this machine's BUNDLE_SIGNING_KEY, or BundleError."""
+    key = signing_key()
+    if not key:
+        raise BundleError(
+            f"{bundle.path}: --verify-signature needs BUNDLE_SIGNING_KEY set (the key it was signed with)"
+        )
+    bundle.verify_signature(key)
+
+
+def bundle_replay(*, path: Path, reread: bool = False, verify_signature: bool = False) -> ReplayResult:
     """Load the bundle into this fresh database, recompute every report and compare it with the
-    stored numbers; with reread, also re-run every rule reader on the stored texts."""
+    stored numbers; with reread, also re-run every rule reader on the stored texts; with
+    verify_signature, refuse a bundle not signed with BUNDLE_SIGNING_KEY before anything is read."""
     bundle = bundle_open(path)
     try:
+        if verify_signature:
+            bundle_verify(bundle)
         if reread and not bundle.has_text:
             raise BundleError(f"{bundle.path}: made with --no-text: there are no texts to re-read")
-        stored_reports = [(m["member"], bundle.member_json(m["member"])) for m in bundle.manifest["reports"]]
+        stored_reports = []
+        # Every report checked before a row is loaded: a bad one refuses the bundle, not half a replay.
+        for m in bundle.manifest["reports"]:
+            stored = bundle.member_json(m["member"])
+            try:
+                spec = reports.ReportSpec.from_stored(stored, where=f"{bundle.path}: {m['member']}")
+            except reports.ReportError as exc:
+                raise BundleError(str(exc)) from None
+            stored_reports.append((m["member"], spec, stored))
         stored_env = bundle.member_json("environment.json")
+        try:
+            checks.environment(stored_env, where=f"{bundle.path}: environment.json")
+        except ValueError as exc:
+            raise BundleError(str(exc)) from None
         rows = bundle_load(bundle)
     finally:
         bundle.zf.close()
     dataset = Dataset.objects.get(name=bundle.dataset)
     replays = []
-    for member, stored in stored_reports:
-        spec = reports.ReportSpec(stored["kind"], tuple(stored.get("options") or ()), stored.get("params") or {})
+    for member, spec, stored in stored_reports:
         try:
             now = reports.compute(spec, dataset=dataset)
         except reports.ReportError as exc:
@@ -514,7 +696,7 @@ def environment_changes(then: dict[str, Any], now: dict[str, Any]) -> dict[str, 
     return out
 
 
-def replay_in_scratch_database(*, path: Path, reread: bool, as_json: bool) -> int:
+def replay_in_scratch_database(*, path: Path, reread: bool, as_json: bool, verify_signature: bool = False) -> int:
     """Run `manage.py replay --here` in a child process on a new SQLite file (migrated first), so
     that a replay never touches the database this process is configured with. Its output passes
     through; returns its exit status."""
@@ -536,4 +718,6 @@ def replay_in_scratch_database(*, path: Path, reread: bool, as_json: bool) -> in
             args.append("--reread")
         if as_json:
             args.append("--json")
+        if verify_signature:
+            args.append("--verify-signature")
         return subprocess.run(args, env=env, check=False).returncode

@@ -29,6 +29,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from adjudication.archives import BoundedZip
 from adjudication.ingest.formats import MAX_JSON_DEPTH, Row, identity_problem, json_problem, path_text, too_deep
 from adjudication.ingest.harnesses import (
     HarnessReading,
@@ -102,7 +103,7 @@ def _zip_samples(path: Path) -> Iterator[Any]:
     """The header (`eval` and the rest), then (entry name, sample) per sample entry."""
     _enable_zstd()
     try:
-        archive = zipfile.ZipFile(path)
+        archive = BoundedZip(path)
     except OSError as exc:
         raise _error(path, 0, None, f"cannot open: {exc.strerror or exc}") from exc
     except zipfile.BadZipFile as exc:
@@ -120,7 +121,7 @@ def _zip_samples(path: Path) -> Iterator[Any]:
                 yield name, _zip_json(archive, name, path, index)
 
 
-def _zip_json(archive: zipfile.ZipFile, name: str, path: Path, index: int) -> Any:
+def _zip_json(archive: BoundedZip, name: str, path: Path, index: int) -> Any:
     entry = name if index else None
     try:
         raw = archive.read(name)

@@ -104,3 +104,16 @@ INFORMATION_REFRESH_LEASE_SECONDS = float(env_str("INFORMATION_REFRESH_LEASE_SEC
 # crowd-kit refit: ~0.2 s on 8,000 votes (320 responses x 26 readers), so 50 add ~10 s to a report.
 ANALYTICS_CONSENSUS_BOOTSTRAP = int(env_str("ANALYTICS_CONSENSUS_BOOTSTRAP", default="50"))
 ANALYTICS_CONSENSUS_BOOTSTRAP_MAX = int(env_str("ANALYTICS_CONSENSUS_BOOTSTRAP_MAX", default="5000"))
+
+# Zip archives read from outside (reproducibility bundles, inspect-ai .eval logs; adjudication/archives.py):
+# the most any one member, and all of them together, may expand to. Refused before reading when the
+# archive declares more, and counted while reading (a declared size is the archive's own word).
+ARCHIVE_MAX_MEMBER_BYTES = int(env_str("ARCHIVE_MAX_MEMBER_BYTES", default=str(256 << 20)))
+ARCHIVE_MAX_TOTAL_BYTES = int(env_str("ARCHIVE_MAX_TOTAL_BYTES", default=str(2 << 30)))
+
+# Reproducibility bundles (docs/bundles.md): the most bootstrap replicates a bundled report may ask
+# for (a replay runs what the bundle says; each consensus replicate refits the model).
+BUNDLE_MAX_BOOTSTRAP = int(env_str("BUNDLE_MAX_BOOTSTRAP", default="2000"))
+# The HMAC-SHA256 key `bundle` signs with and `replay --verify-signature` checks against; unset, bundles
+# are written unsigned (checksummed only: an edit re-hashed into the manifest goes unnoticed).
+BUNDLE_SIGNING_KEY = env_str("BUNDLE_SIGNING_KEY", default="")

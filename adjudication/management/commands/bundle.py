@@ -28,7 +28,8 @@ class Command(BaseCommand):
             default=None,
             metavar="'KIND [OPTIONS]'",
             help="a report to include, repeatable: format_share, agreement, consensus or audit with the "
-            "command's own options (e.g. 'consensus --by checkpoint --bootstrap 50'), or 'analytics "
+            "command's options a bundle may carry (docs/bundles.md; e.g. 'consensus --by checkpoint "
+            "--bootstrap 50'), or 'analytics "
             "KEY=VALUE ...' (the analytics page's report). Default: format_share, agreement and "
             "consensus, each where it computes on the dataset",
         )

@@ -27,21 +27,41 @@ class Command(BaseCommand):
             help="load into the configured database (it must hold no dataset and no user yet)",
         )
         parser.add_argument("--json", action="store_true", help="print JSON only")
+        parser.add_argument(
+            "--verify-signature",
+            action="store_true",
+            help="refuse a bundle not signed with BUNDLE_SIGNING_KEY (HMAC-SHA256 of its manifest)",
+        )
 
-    def handle(self, *args: Any, bundle: Path, reread: bool, here: bool, json: bool, **options: Any) -> None:
-        from adjudication.bundles.services import BundleError, bundle_open, bundle_replay, replay_in_scratch_database
+    def handle(
+        self, *args: Any, bundle: Path, reread: bool, here: bool, json: bool, verify_signature: bool, **options: Any
+    ) -> None:
+        from adjudication.bundles.services import (
+            BundleError,
+            bundle_open,
+            bundle_replay,
+            bundle_verify,
+            replay_in_scratch_database,
+        )
 
         if not here:
-            try:  # a bad file is said here, before a scratch database is made for it
-                bundle_open(bundle).zf.close()
+            try:  # a bad (or unsigned) file is said here, before a scratch database is made for it
+                opened = bundle_open(bundle)
+                try:
+                    if verify_signature:
+                        bundle_verify(opened)
+                finally:
+                    opened.zf.close()
             except BundleError as exc:
                 raise CommandError(str(exc)) from None
-            status = replay_in_scratch_database(path=bundle, reread=reread, as_json=json)
+            status = replay_in_scratch_database(
+                path=bundle, reread=reread, as_json=json, verify_signature=verify_signature
+            )
             if status:
                 raise CommandError("the replay did not reproduce the bundle (see above)", returncode=status)
             return
         try:
-            result = bundle_replay(path=bundle, reread=reread)
+            result = bundle_replay(path=bundle, reread=reread, verify_signature=verify_signature)
         except BundleError as exc:
             raise CommandError(str(exc)) from None
         if json:
