@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth.models import Group, User
 
-from adjudication.models import Dataset, Reading, Response
+from adjudication.models import Dataset, Label, Reading, Response, ReviewQueue
 from adjudication.pipeline.readings import reader_spec_by_name
-from adjudication.review.services import queue_create
+from adjudication.review.labels import LabelEntry
+from adjudication.review.services import label_submit, lease_claim_next, queue_create
 
 from ..conftest import mc_row, reading_at, run_command
 
@@ -17,6 +18,15 @@ def make_user(name: str, *roles: str) -> User:
     for role in roles:
         user.groups.add(Group.objects.get_or_create(name=role)[0])
     return user
+
+
+def label_next(queue: ReviewQueue, user: User, answer: str = "B", kind: str = "option", skip_reason: str = "") -> Label:
+    """`user` claims the next item of `queue` and labels it."""
+    lease = lease_claim_next(queue=queue, annotator=user).lease
+    assert lease is not None
+    return label_submit(
+        lease=lease, annotator=user, entry=LabelEntry(kind=kind, answer=answer), skip_reason=skip_reason
+    )
 
 
 def disputed_dataset(write_jsonl, n: int, name: str = "rv") -> Dataset:

@@ -20,15 +20,9 @@ from adjudication.review.services import (
     lease_claim_next,
 )
 
-from .conftest import make_user
+from .conftest import label_next, make_user
 
 pytestmark = pytest.mark.django_db
-
-
-def label_next(queue, user, answer="B", kind="option"):
-    claim = lease_claim_next(queue=queue, annotator=user)
-    assert claim.lease is not None
-    return label_submit(lease=claim.lease, annotator=user, entry=LabelEntry(kind=kind, answer=answer))
 
 
 def expired_lease_filled_by_others(queue) -> tuple[User, Lease]:

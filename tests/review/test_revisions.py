@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
 
 from adjudication.analytics.selectors import human_observations
 from adjudication.models import FinalLabel, Label, QueueItem, ReviewQueue
@@ -17,21 +16,11 @@ from adjudication.review.services import (
     ReviewError,
     final_label_adjudicate,
     label_revise,
-    label_submit,
-    lease_claim_next,
 )
 
-from .conftest import make_user
+from .conftest import label_next, make_user
 
 pytestmark = pytest.mark.django_db
-
-
-def label_next(queue: ReviewQueue, user: User, answer: str = "B", kind: str = "option", skip_reason: str = "") -> Label:
-    lease = lease_claim_next(queue=queue, annotator=user).lease
-    assert lease is not None
-    return label_submit(
-        lease=lease, annotator=user, entry=LabelEntry(kind=kind, answer=answer), skip_reason=skip_reason
-    )
 
 
 def revise(label: Label, answer: str, **extra: Any) -> Label:
