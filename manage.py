@@ -7,9 +7,9 @@ import sys
 
 def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    from django.core.management import execute_from_command_line
+    from adjudication.management.entry import main as run
 
-    execute_from_command_line(sys.argv)
+    sys.exit(run(sys.argv))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,49 @@
+"""`manage.py`'s entry point: Django's, with a failing database said as an error, not a traceback.
+
+Any command can lose its database (the server restarted, the network dropped, the URL points
+nowhere). Django lets the OperationalError through as a traceback, which reads as a bug in the
+command or in the user's input. `import_responses` says more (whether its one transaction
+committed); every other command gets this general message. `--traceback` keeps Django's behaviour.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+
+def _database_failures() -> tuple[type[BaseException], ...]:
+    from django.db import InterfaceError, OperationalError
+
+    failures: list[type[BaseException]] = [OperationalError, InterfaceError]
+    try:  # the COPY path and connection checks raise psycopg's own, unwrapped by Django
+        import psycopg
+    except ImportError:
+        pass
+    else:
+        failures += [psycopg.OperationalError, psycopg.InterfaceError]
+    return tuple(failures)
+
+
+def database_failure_message(command: str, exc: BaseException) -> str:
+    reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return (
+        f"manage.py {command}: the database failed ({reason}). A write it interrupted was rolled back; what "
+        "the command had committed before stays. Check that the database in DATABASE_URL is reachable, then run "
+        "the command again."
+    )
+
+
+def main(argv: Sequence[str]) -> int:
+    from django.core.management import execute_from_command_line
+
+    if "--traceback" in argv:
+        execute_from_command_line(list(argv))
+        return 0
+    try:
+        execute_from_command_line(list(argv))
+    except _database_failures() as exc:
+        command = argv[1] if len(argv) > 1 else ""
+        print(database_failure_message(command, exc), file=sys.stderr)
+        return 1
+    return 0
