@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-from django.db import InterfaceError, OperationalError, connection, models, transaction
+from django.db import connection, models, transaction
 
+from adjudication.database_failures import database_failures
 from adjudication.ingest.formats import Row, RowError, count_lines, identity_problem, iter_rows
 from adjudication.ingest.harness_readings import harness_readings_store
 from adjudication.ingest.harnesses import HARNESS_FORMATS, detect_format
@@ -118,18 +119,8 @@ def responses_import(
         return report
     except RowError as exc:
         raise ImportFailed(str(exc)) from exc
-    except _database_failures() as exc:
+    except database_failures() as exc:
         raise _database_failed(exc, committing=committing) from exc
-
-
-def _database_failures() -> tuple[type[Exception], ...]:
-    # The COPY path talks to psycopg directly (staging.py), whose errors Django does not wrap.
-    failures: list[type[Exception]] = [OperationalError, InterfaceError]
-    if connection.vendor == "postgresql":
-        import psycopg
-
-        failures += [psycopg.OperationalError, psycopg.InterfaceError]
-    return tuple(failures)
 
 
 def _database_failed(exc: Exception, *, committing: bool) -> ImportFailed:

@@ -11,18 +11,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-
-def _database_failures() -> tuple[type[BaseException], ...]:
-    from django.db import InterfaceError, OperationalError
-
-    failures: list[type[BaseException]] = [OperationalError, InterfaceError]
-    try:  # the COPY path and connection checks raise psycopg's own, unwrapped by Django
-        import psycopg
-    except ImportError:
-        pass
-    else:
-        failures += [psycopg.OperationalError, psycopg.InterfaceError]
-    return tuple(failures)
+from adjudication.database_failures import database_failures
 
 
 def database_failure_message(command: str, exc: BaseException) -> str:
@@ -42,7 +31,7 @@ def main(argv: Sequence[str]) -> int:
         return 0
     try:
         execute_from_command_line(list(argv))
-    except _database_failures() as exc:
+    except database_failures() as exc:
         command = argv[1] if len(argv) > 1 else ""
         print(database_failure_message(command, exc), file=sys.stderr)
         return 1
