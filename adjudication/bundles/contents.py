@@ -50,6 +50,7 @@ from adjudication.models import (
     RoutingPolicy,
     Run,
 )
+from adjudication.validators import validate_name
 
 TEXT_HASH_PREFIX = "sha256:"
 
@@ -218,9 +219,15 @@ def build_instance(table: Table, row: dict[str, Any], *, where: str) -> models.M
 
 
 # The validators that state a column's type and range (the database's integer bounds, a model's own
-# bounds, a length); others (a username's characters, a name's pattern) judge how a value was
-# entered, which a bundle replays rather than re-judges.
+# bounds, a length), and the one-printable-line rule for names: a name is printed by commands and
+# shown in pages, so a bundle's control characters (a terminal's escape sequences) are refused as an
+# import's are. Others (a username's characters) judge how a value was entered, which a bundle
+# replays rather than re-judges.
 _RANGE_VALIDATORS = (MinValueValidator, MaxValueValidator, MaxLengthValidator)
+
+
+def _checked_by_a_bundle(validator: Any) -> bool:
+    return isinstance(validator, _RANGE_VALIDATORS) or validator is validate_name
 
 
 def checked_value(field: models.Field, value: Any, *, where: str) -> Any:
@@ -263,7 +270,7 @@ def checked_value(field: models.Field, value: Any, *, where: str) -> Any:
     if field.choices and value not in {key for key, _label in field.flatchoices}:
         raise ValueError(f"{where}: {_short(value)} is not one of {', '.join(str(k) for k, _ in field.flatchoices)}")
     for validator in field.validators:
-        if isinstance(validator, _RANGE_VALIDATORS):
+        if _checked_by_a_bundle(validator):
             try:
                 validator(value)
             except ValidationError as exc:

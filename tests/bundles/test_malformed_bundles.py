@@ -20,6 +20,7 @@ pytestmark = pytest.mark.django_db
 RESPONSES = "tables/adjudication.Response.jsonl"
 READINGS = "tables/adjudication.Reading.jsonl"
 LABELS = "tables/adjudication.Label.jsonl"
+QUEUES = "tables/adjudication.ReviewQueue.jsonl"
 REPORT = "reports/00-agreement.json"
 
 
@@ -138,6 +139,8 @@ def test_a_second_dataset_in_the_rows_is_refused(small_bundle, tmp_path):
         (LABELS, "queue_id", None, "field 'queue_id': must not be null"),
         (READINGS, "span_start", -1, r"field 'span_start': Ensure this value is greater than or equal to 0"),
         (RESPONSES, "external_id", "x" * 501, "field 'external_id': Ensure this value has at most 500 characters"),
+        # a name is printed by commands: a terminal's escape sequence is refused, as the import refuses it
+        (QUEUES, "name", "round \x1b[31m1", r"field 'name': must be one line of printable text \(found U\+001B\)"),
     ],
 )
 def test_every_column_is_checked_against_its_model_field(small_bundle, tmp_path, table, key, value, message):
