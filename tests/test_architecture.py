@@ -52,6 +52,37 @@ def test_adjudication_never_imports_judges(path: Path) -> None:
     assert not judges, f"{path.relative_to(ROOT)} imports {sorted(judges)}"
 
 
+# What judges may use of adjudication: the data (models, fields, validators, the data-version bump),
+# the pipeline it feeds (batches, progress, readings, services, selectors), the shared command
+# options and the admin site. Never a page, an API or another capability's internals.
+JUDGES_MAY_USE = (
+    "adjudication.models",
+    "adjudication.fields",
+    "adjudication.validators",
+    "adjudication.revisions",
+    "adjudication.admin",
+    "adjudication.management.arguments",
+    "adjudication.pipeline.batches",
+    "adjudication.pipeline.progress",
+    "adjudication.pipeline.readings",
+    "adjudication.pipeline.services",
+    "adjudication.pipeline.selectors",
+)
+
+
+@pytest.mark.parametrize("path", _modules("judges"), ids=lambda p: str(p.relative_to(ROOT)))
+def test_judges_use_only_adjudication_s_data_and_pipeline(path: Path) -> None:
+    used = {n for n in _project(_imports(path)) if n.split(".")[0] == "adjudication"}
+    outside = {n for n in used if not any(n == m or n.startswith(m + ".") for m in JUDGES_MAY_USE)}
+    assert not outside, f"{path.relative_to(ROOT)} imports {sorted(outside)}"
+
+
+@pytest.mark.parametrize("path", _modules("config"), ids=lambda p: str(p.relative_to(ROOT)))
+def test_config_names_the_apps_but_imports_none_of_them(path: Path) -> None:
+    apps = {n for n in _project(_imports(path)) if n.split(".")[0] != "config"}
+    assert not apps, f"{path.relative_to(ROOT)} imports {sorted(apps)}"
+
+
 @pytest.mark.parametrize(
     "path",
     [p for pkg in (*PACKAGES, "tests", "bench", "scripts") for p in _modules(pkg)],
@@ -71,30 +102,3 @@ def test_no_capability_imports_another_capabilitys_views() -> None:
             if len(parts) >= 3 and parts[0] == "adjudication" and parts[2] == "views" and tuple(parts[:2]) != own:
                 offenders.append(f"{path.relative_to(ROOT)} -> {name}")
     assert not offenders
-
-
-def test_the_old_module_paths_are_gone() -> None:
-    gone = [
-        "adjudication/services",
-        "adjudication/selectors.py",
-        "adjudication/views.py",
-        "adjudication/api.py",
-        "adjudication/routing.py",
-        "adjudication/review_views.py",
-        "adjudication/review_api.py",
-        "adjudication/review_selectors.py",
-        "adjudication/review_urls.py",
-        "adjudication/audit_views.py",
-        "adjudication/audit_urls.py",
-        "adjudication/audit_figures.py",
-        "adjudication/analytics_urls.py",
-        "adjudication/management/waiting.py",
-        "judges/loopback.py",
-        "judges/management/regeneration.py",
-        "readers/mc.py",
-        "readers/mathreaders.py",
-        "readers/isolation.py",
-        "readers/seed001.py",
-        "readers/seed002_gsm8k.py",
-    ]
-    assert [g for g in gone if (ROOT / g).exists()] == []
