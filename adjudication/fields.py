@@ -17,14 +17,19 @@ from django.db import models
 SENTINEL = "\x01json:"
 
 
-def _storable(value: str) -> bool:
-    if "\x00" in value or value.startswith(SENTINEL):
+def is_plain_text(value: str) -> bool:
+    """Text any text column can hold as it is: PostgreSQL refuses NUL, and UTF-8 a lone surrogate."""
+    if "\x00" in value:
         return False
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
         return False
     return True
+
+
+def _storable(value: str) -> bool:
+    return is_plain_text(value) and not value.startswith(SENTINEL)
 
 
 def encode_verbatim(value: str) -> str:

@@ -32,7 +32,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxLengthValidator, MaxValueValidator, MinValueValidator
 from django.db import models
 
-from adjudication.fields import VerbatimTextField
+from adjudication.fields import VerbatimTextField, is_plain_text
 from adjudication.models import (
     AuditRun,
     Dataset,
@@ -263,7 +263,7 @@ def checked_value(field: models.Field, value: Any, *, where: str) -> Any:
     elif isinstance(field, (models.CharField, models.TextField)):
         if not isinstance(value, str):
             raise ValueError(f"{where}: must be a string, not {_short(value)}")
-        if not isinstance(field, VerbatimTextField) and not _plain(value):
+        if not isinstance(field, VerbatimTextField) and not is_plain_text(value):
             raise ValueError(f"{where}: holds NUL or a lone surrogate, which only model text may hold")
     else:  # pragma: no cover - a column type the tables above do not have
         raise ValueError(f"{where}: a {type(field).__name__} column cannot be loaded from a bundle")
@@ -276,17 +276,6 @@ def checked_value(field: models.Field, value: Any, *, where: str) -> Any:
             except ValidationError as exc:
                 raise ValueError(f"{where}: {' '.join(exc.messages)}") from None
     return value
-
-
-def _plain(text: str) -> bool:
-    """Text a non-verbatim column can hold: PostgreSQL refuses NUL, and UTF-8 a lone surrogate."""
-    if "\x00" in text:
-        return False
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _short(value: Any) -> str:
