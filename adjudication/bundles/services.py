@@ -284,12 +284,7 @@ class Bundle:
     def verify_signature(self, key: bytes) -> None:
         """The manifest's HMAC under `key` (the manifest holds every member's sha256, so it covers
         the whole bundle); BundleError when the bundle is unsigned or the signature differs."""
-        try:
-            raw = self.zf.read(SIGNATURE)
-        except KeyError:
-            raise BundleError(f"{self.path}: not signed (no {SIGNATURE}); refused under --verify-signature") from None
-        except ArchiveError as exc:
-            raise BundleError(f"{self.path}: {exc}") from None
+        raw = self._read(SIGNATURE, missing=f"not signed (no {SIGNATURE}); refused under --verify-signature")
         try:
             doc = checks.loads(raw, where=f"{self.path}: {SIGNATURE}")
         except ValueError as exc:
@@ -310,16 +305,20 @@ class Bundle:
     def has_text(self) -> bool:
         return bool(self.manifest.get("text", True))
 
+    def _read(self, name: str, *, missing: str) -> bytes:
+        """A member whole, within the archive's caps; BundleError saying `missing` if it is absent."""
+        try:
+            return self.zf.read(name)
+        except KeyError:
+            raise BundleError(f"{self.path}: {missing}") from None
+        except ArchiveError as exc:
+            raise BundleError(f"{self.path}: {exc}") from None
+
     def member_bytes(self, name: str) -> bytes:
         expected = (self.manifest["members"].get(name) or {}).get("sha256")
         if expected is None:
             raise BundleError(f"{self.path}: member {name} is not in the manifest")
-        try:
-            data = self.zf.read(name)
-        except KeyError:
-            raise BundleError(f"{self.path}: member {name} is listed in the manifest but missing") from None
-        except ArchiveError as exc:
-            raise BundleError(f"{self.path}: {exc}") from None
+        data = self._read(name, missing=f"member {name} is listed in the manifest but missing")
         if hashlib.sha256(data).hexdigest() != expected:
             raise BundleError(f"{self.path}: member {name}: sha256 differs from the manifest (the file was altered)")
         return data
