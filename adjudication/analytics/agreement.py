@@ -411,3 +411,16 @@ def report(
         reader: {"scope": note["preferred_scope"], **groups["all"]} for reader, groups in preferred.items()
     }
     return out
+
+
+def report_of(inputs: Mapping[str, Any], *, seed: int) -> dict[str, Any]:
+    """The whole report over what analytics.selectors.agreement_inputs read of a dataset."""
+    return report(
+        inputs["obs"],
+        inputs["human"],
+        counts=inputs["counts"],
+        annotator_ratings=inputs["annotator_ratings"],
+        control_ids=inputs["control_ids"],
+        strata=inputs["strata"],
+        seed=seed,
+    )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -27,11 +28,13 @@ from adjudication.analytics.selectors import (
     disputed_by_benchmark,
     format_share_observations,
     ranking_tables,
+    read_snapshot,
     reading_summary,
 )
 from adjudication.analytics.stats import jsonable
 from adjudication.fields import json_safe
 from adjudication.models import Dataset
+from adjudication.revisions import dataset_version
 
 RATES = ("accuracy", "extraction_rate", "coverage")
 BIAS_RATES = ("accuracy", "judge_correct_rate", "human_correct_rate", "false_accept_rate", "false_reject_rate")
@@ -180,17 +183,7 @@ def build(dataset: Dataset, params: Params) -> Report:
     rep.kinds = summary.kinds
     rep.readers = sorted(rep.kinds)
     inputs = agreement_inputs(dataset=dataset, summary=summary)
-    result = jsonable(
-        ag.report(
-            inputs["obs"],
-            inputs["human"],
-            counts=inputs["counts"],
-            annotator_ratings=inputs["annotator_ratings"],
-            control_ids=inputs["control_ids"],
-            strata=inputs["strata"],
-            seed=params.seed,
-        )
-    )
+    result = jsonable(ag.report_of(inputs, seed=params.seed))
     templates: dict[str, str] = inputs.get("templates", {})
     result["judge_templates"] = templates
     rep.agreement = result
@@ -296,6 +289,19 @@ def build(dataset: Dataset, params: Params) -> Report:
     rep.headline = _headline(rep, obs)
     _consensus(rep)
     return rep
+
+
+def report_body(
+    *, dataset: Dataset, params: Params, build: Callable[[Dataset, Params], Report] = build
+) -> dict[str, Any]:
+    """The report's body (Report.body()) built on one snapshot of the data, with the data version
+    it saw. `build` is the caller's: the stored-report service passes its own name for it, the
+    seam its tests count builds at."""
+    with read_snapshot():
+        seen = dataset_version(dataset_id=dataset.pk)
+        body = build(dataset, params).body()
+    body["data_version_seen"] = seen
+    return body
 
 
 def _consensus(rep: Report) -> None:
@@ -577,4 +583,4 @@ def columns(rows: list[dict[str, Any]]) -> list[str]:
     return cols
 
 
-__all__ = ["HUMAN", "TABLES", "Params", "Report", "build", "columns", "flips_summary"]
+__all__ = ["HUMAN", "TABLES", "Params", "Report", "build", "columns", "flips_summary", "report_body"]

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import BooleanField, Case, Count, F, Q, QuerySet, Value, When
 from django.db.models.fields.json import KT
 
@@ -49,6 +50,7 @@ from adjudication.routing.rules import comparable_answer
 
 if TYPE_CHECKING:  # report.py imports this module
     from adjudication.analytics.report import Params
+    from adjudication.analytics.reports import ReportSpec
 
 HUMAN = "human"
 # The panel consensus (analytics.consensus) as a reader: each response's most likely truth.
@@ -441,7 +443,7 @@ class StoredReport:
     data_version: int  # the dataset's current data version
 
 
-def report_stored(*, dataset: Dataset, params: Params) -> StoredReport:
+def report_stored(*, dataset: Dataset, params: Params | ReportSpec) -> StoredReport:
     """The stored report for these parameters and the state of the current version's computation
     (read only: report_for_view in analytics.services requests one). Two or three key lookups."""
     version = dataset_version(dataset_id=dataset.pk)
@@ -564,3 +566,16 @@ def known_readers(*, dataset: Dataset) -> list[str]:
 
 def dataset_checkpoints(*, dataset: Dataset) -> set[str]:
     return set(Run.objects.filter(dataset=dataset).values_list("checkpoint", flat=True))
+
+
+@contextmanager
+def read_snapshot(*, read_only: bool = True) -> Iterator[None]:
+    """One snapshot of the data for everything read inside (REPEATABLE READ on PostgreSQL), so that
+    every table of a report agrees with every other however long it takes; inside a transaction
+    already open, that transaction's view (its isolation is set by whoever opened it)."""
+    outermost = not connection.in_atomic_block
+    with transaction.atomic():
+        if outermost and connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ" + (" READ ONLY" if read_only else ""))
+        yield

@@ -22,12 +22,15 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Max
 from django.db.models.functions import Now
 from django.utils import timezone
 
+from adjudication.analytics import reports
 from adjudication.analytics.report import Params, build
+from adjudication.analytics.report import report_body as analytics_report_body
+from adjudication.analytics.reports import ReportSpec
 from adjudication.analytics.selectors import StoredReport, report_is_stale, report_retryable, report_stored
 from adjudication.fields import json_safe
 from adjudication.models import AnalyticsReport, Dataset
@@ -54,7 +57,7 @@ def _enqueue(report_id: int) -> None:
     transaction.on_commit(lambda: compute_report.delay(report_id))
 
 
-def report_request(*, dataset: Dataset, params: Params) -> AnalyticsReport:
+def report_request(*, dataset: Dataset, params: Params | ReportSpec) -> AnalyticsReport:
     """The report row for the dataset's current data version and these parameters, created if
     absent; its computation is enqueued (on commit) when the row is new, failed and still
     retryable, or queued / running but not heard of for a lease. Concurrent calls converge on one
@@ -88,7 +91,7 @@ def _hand_out_again(report: AnalyticsReport) -> bool:
     return unchanged.update(status=Status.QUEUED, heartbeat_at=Now()) == 1
 
 
-def report_for_view(*, dataset: Dataset, params: Params) -> StoredReport:
+def report_for_view(*, dataset: Dataset, params: Params | ReportSpec) -> StoredReport:
     """What the page and the downloads show: the stored report, after requesting a computation
     when it is not current (and none is under way). In eager mode (the embedded default) the
     computation runs before this returns."""
@@ -138,18 +141,18 @@ def _storable_error(exc: BaseException) -> str:
     return json_safe(f"{type(exc).__name__}: {exc}")[:2000]
 
 
-def report_body(*, dataset: Dataset, params: Params) -> dict[str, Any]:
-    """Build the report on one snapshot of the data (REPEATABLE READ on PostgreSQL, so that every
-    table agrees with every other however long the build takes) and say which version it saw."""
-    outermost = not connection.in_atomic_block
-    with transaction.atomic():
-        if outermost and connection.vendor == "postgresql":
-            with connection.cursor() as cursor:
-                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-        seen = dataset_version(dataset_id=dataset.pk)
-        body = build(dataset, params).body()
-    body["data_version_seen"] = seen
-    return body
+def report_body(*, dataset: Dataset, params: Params | ReportSpec) -> dict[str, Any]:
+    """What a stored report holds: the analytics page's report (built on one snapshot, with the
+    data version it saw), or another kind's JSON as report_compute gives it."""
+    if isinstance(params, Params):
+        return analytics_report_body(dataset=dataset, params=params, build=build)
+    return reports.report_compute(params.kind, source=dataset, options=params.options)
+
+
+def _stored_spec(stored: dict[str, Any]) -> Params | ReportSpec:
+    if "report" in stored:
+        return ReportSpec.from_row(stored)
+    return Params.from_stored(stored)
 
 
 def report_compute(*, report_id: int) -> ReportOutcome:
@@ -165,7 +168,7 @@ def report_compute(*, report_id: int) -> ReportOutcome:
     try:
         report = AnalyticsReport.objects.select_related("dataset").defer("body").get(pk=report_id)
         started = time.perf_counter()
-        body = report_body(dataset=report.dataset, params=Params.from_stored(report.params))
+        body = report_body(dataset=report.dataset, params=_stored_spec(report.params))
         elapsed = time.perf_counter() - started
         with transaction.atomic():
             written = mine.update(status=status, body=body, elapsed_s=elapsed, finished_at=Now())

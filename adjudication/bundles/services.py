@@ -21,7 +21,6 @@ import sys
 import tempfile
 import zipfile
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
@@ -33,6 +32,7 @@ from django.core.management.color import no_style
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import DatabaseError, connection, models, transaction
 
+from adjudication.analytics.selectors import read_snapshot
 from adjudication.archives import ArchiveError, BoundedMember, BoundedZip
 from adjudication.bundles import checks, contents, reports
 from adjudication.bundles.compare import Difference, differences
@@ -124,18 +124,6 @@ class BundleSummary:
     skipped: list[str] = field(default_factory=list)
 
 
-@contextmanager
-def _snapshot(*, read_only: bool) -> Iterator[None]:
-    """One snapshot of the data for the rows and the reports (REPEATABLE READ on PostgreSQL), so
-    that the bundled numbers are the numbers of the bundled rows."""
-    outermost = not connection.in_atomic_block
-    with transaction.atomic():
-        if outermost and connection.vendor == "postgresql":
-            with connection.cursor() as cursor:
-                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ" + (" READ ONLY" if read_only else ""))
-        yield
-
-
 def _text_dependent(
     specs_and_results: list[tuple[reports.ReportSpec, dict[str, Any]]], dataset: Dataset
 ) -> list[list[str]]:
@@ -175,7 +163,11 @@ def bundle_write(
     report_specs, every default report that computes on this dataset (the others are listed as
     skipped, with the reason); a report asked for by name that fails is an error."""
     asked = report_specs is not None
-    specs = list(report_specs) if report_specs is not None else [reports.ReportSpec(k) for k in reports.DEFAULT_KINDS]
+    specs = (
+        list(report_specs)
+        if report_specs is not None
+        else [reports.ReportSpec.default(k) for k in reports.DEFAULT_KINDS]
+    )
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     # Beside the target (one file system, so the rename is atomic), made by open() under the
@@ -185,7 +177,7 @@ def bundle_write(
     computed: list[dict[str, Any]] = []
     skipped: list[str] = []
     try:
-        with _snapshot(read_only=text):
+        with read_snapshot(read_only=text):  # the bundled numbers are the numbers of the bundled rows
             done: list[tuple[reports.ReportSpec, dict[str, Any]]] = []
             for spec in specs:
                 try:
@@ -196,13 +188,7 @@ def bundle_write(
                     skipped.append(str(exc))
             needs_text = [[] for _ in done] if text else _text_dependent(done, dataset)
             computed = [
-                {
-                    "kind": spec.kind,
-                    "options": list(spec.options),
-                    "params": spec.params,
-                    "result": result,
-                    "text_dependent": paths,
-                }
+                {**reports.spec_stored(spec), "result": result, "text_dependent": paths}
                 for (spec, result), paths in zip(done, needs_text, strict=True)
             ]
             with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=6) as zf:
@@ -226,11 +212,8 @@ def bundle_write(
                     "dataset": dataset.name,
                     "text": text,
                     "reports": [
-                        {
-                            "member": f"reports/{i:02d}-{r['kind']}.json",
-                            "describe": reports.ReportSpec(r["kind"], tuple(r["options"]), r["params"]).describe(),
-                        }
-                        for i, r in enumerate(computed)
+                        {"member": f"reports/{i:02d}-{spec.kind}.json", "describe": spec.describe()}
+                        for i, (spec, _result) in enumerate(done)
                     ],
                     "skipped_reports": skipped,
                     "left_out": contents.LEFT_OUT,
@@ -633,7 +616,7 @@ def bundle_replay(*, path: Path, reread: bool = False, verify_signature: bool = 
         for m in bundle.manifest["reports"]:
             stored = bundle.member_json(m["member"])
             try:
-                spec = reports.ReportSpec.from_stored(stored, where=f"{bundle.path}: {m['member']}")
+                spec = reports.spec_from_stored(stored, where=f"{bundle.path}: {m['member']}")
             except reports.ReportError as exc:
                 raise BundleError(str(exc)) from None
             stored_reports.append((m["member"], spec, stored))

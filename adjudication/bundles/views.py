@@ -10,6 +10,7 @@ from django.http.response import HttpResponseBase
 from django.shortcuts import get_object_or_404
 
 from adjudication.analytics.report import Params
+from adjudication.analytics.reports import AnalyticsOptions, AuditRunOptions
 from adjudication.bundles import reports
 from adjudication.bundles.services import bundle_write
 from adjudication.models import AuditRun, Dataset
@@ -36,12 +37,12 @@ def analytics_bundle(request: HttpRequest, dataset_id: int) -> HttpResponseBase:
     computed from."""
     dataset = get_object_or_404(Dataset, pk=dataset_id)
     params = Params.from_query(request.GET)
-    spec = reports.ReportSpec("analytics", params=params.canonical())
+    spec = reports.ReportSpec("analytics", AnalyticsOptions.from_canonical(params.canonical()))
     return _send(dataset, spec, f"bundle-{dataset.pk}-analytics.zip")
 
 
 @role_required("manager")
 def audit_bundle(request: HttpRequest, audit_id: int) -> HttpResponseBase:
     run = get_object_or_404(AuditRun.objects.select_related("dataset"), pk=audit_id)
-    spec = reports.ReportSpec("audit_run", params={"run": run.pk})
+    spec = reports.ReportSpec("audit_run", AuditRunOptions(run=run.pk))
     return _send(run.dataset, spec, f"bundle-{run.dataset_id}-audit-{run.pk}.zip")

@@ -16,6 +16,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError
 
+from adjudication.analytics.reports import FormatShareOptions
 from adjudication.bundles import contents
 from adjudication.bundles.compare import differences
 from adjudication.bundles.reports import ReportError, parse_report
@@ -88,7 +89,10 @@ def test_the_stored_numbers_are_the_ones_the_commands_print(bundled):
     path, _ = bundled
     bundle = bundle_open(path)
     report = bundle.member_json(bundle.manifest["reports"][0]["member"])
-    assert report["kind"] == "format_share" and report["options"] == ["--bootstrap", "50", "--seed", "3"]
+    # The options canonical (every field, typed), not the words the user typed.
+    assert (
+        report["kind"] == "format_share" and report["options"] == FormatShareOptions(bootstrap=50, seed=3).canonical()
+    )
     printed = json.loads(run_command("format_share", dataset="an", json=True, bootstrap=50, seed=3))
     assert differences(report["result"], printed) == []
     env = bundle.member_json("environment.json")

@@ -66,6 +66,7 @@ class Command(BaseCommand):
         parser.add_argument("--out", type=Path, required=True, help="output directory")
         add_isolation_arguments(parser)
         parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+        parser.add_argument("--json", action="store_true", help="print summary.json's report only (it is written too)")
 
     def handle(
         self,
@@ -80,95 +81,69 @@ class Command(BaseCommand):
         contract_overrides: list[str] | None,
         no_seed_contracts: bool,
         synthetic: int,
+        json: bool,
         **options,
     ) -> None:
-        from readers import registry
-        from readers.audit.contracts import CONTRACT_OVERRIDES, parse_override
-        from readers.audit.golds import GoldsError, load_golds_tagged
-        from readers.audit.runner import render_table, resolve_readers, run_audit
-        from readers.audit.synthetic import synthetic_golds
-        from readers.audit.transforms import STRATA, build_variants
+        from adjudication.analytics.reports import (
+            AuditOptions,
+            Machine,
+            ReportError,
+            report_compute,
+            report_json,
+            report_text,
+        )
 
         if processes < 1:
             raise CommandError("--processes must be >= 1")
         if budget <= 0:
             raise CommandError("--budget must be > 0")
-        if synthetic < 0:
-            raise CommandError("--synthetic must be >= 0")
         try:
-            names = registry.require(resolve_readers(readers))
-        except registry.UnknownReader as exc:
-            raise CommandError(f"{exc}. Reader sets: seed001, ours, all.") from None
-        overrides: dict[str, dict[str, bool]] = (
-            {} if no_seed_contracts else {r: dict(v) for r, v in CONTRACT_OVERRIDES.items()}
-        )
-        for text in contract_overrides or []:
-            try:
-                reader, stratum, inside = parse_override(text)
-            except ValueError as exc:
-                raise CommandError(str(exc)) from exc
-            if reader not in names:
-                raise CommandError(f"contract override {text!r}: reader {reader!r} is not audited")
-            if stratum not in STRATA:
-                raise CommandError(
-                    f"contract override {text!r}: unknown stratum {stratum!r} (strata: {', '.join(STRATA)})"
-                )
-            overrides.setdefault(reader, {})[stratum] = inside
+            report_options = AuditOptions(
+                readers=tuple(readers) if readers is not None else None,
+                contract_overrides=tuple(contract_overrides) if contract_overrides is not None else None,
+                no_seed_contracts=no_seed_contracts,
+                synthetic=synthetic,
+            )
+            source = Path(golds) if golds is not None else dataset_named(str(dataset))
+            summary = report_compute(
+                "audit",
+                source=source,
+                options=report_options,
+                machine=Machine(processes=processes, budget=budget, out_dir=out, progress=_Progress(self, no_progress)),
+            )
+        except ReportError as exc:
+            raise CommandError(str(exc)) from exc
+        if json:
+            self.stdout.write(report_json(summary))
+            return
+        self.stdout.write(report_text("audit", summary))
+        self.stdout.write(f"wrote {out}/verdicts.jsonl, strata.csv, disagreement.csv, magnitude.csv, summary.json")
 
-        sources: dict[str, str] = {}
-        if golds is not None:
-            try:
-                tagged = load_golds_tagged(golds)
-            except GoldsError as exc:
-                raise CommandError(str(exc)) from exc
-            gold_list = [g for g, _s in tagged]
-            sources = dict(tagged)
-            skipped = 0
-        else:
-            from adjudication.audit.selectors import dataset_golds
 
-            assert dataset is not None  # add_file_or_dataset_arguments: the file or --dataset, one required
-            ds = dataset_named(dataset)
-            gold_list, skipped = dataset_golds(ds)
-            if not gold_list:
-                raise CommandError(f"dataset {dataset!r} has no open-ended golds to audit")
+class _Progress:
+    """The audit's progress on stderr: what it is about to read, then a bar (unless --no-progress)."""
 
-        for gold in synthetic_golds(synthetic):
-            if gold not in sources:
-                gold_list.append(gold)
-                sources[gold] = "synthetic"
-        n_variants = len(build_variants(gold_list))
-        self.stderr.write(
-            f"auditing {len(names)} reader(s) on {len(gold_list)} golds ({n_variants} variants"
+    def __init__(self, command: BaseCommand, hidden: bool) -> None:
+        self.command, self.hidden, self.bar = command, hidden, None
+
+    def start(self, *, readers: int, golds: int, variants: int, skipped: int) -> None:
+        self.command.stderr.write(
+            f"auditing {readers} reader(s) on {golds} golds ({variants} variants"
             + (f"; {skipped} multiple-choice questions skipped" if skipped else "")
             + ")"
         )
-        bar = None
-        if not no_progress:
+        if not self.hidden:
             from tqdm import tqdm
 
-            bar = tqdm(
-                total=n_variants * len(names), unit="verdict", file=sys.stderr, mininterval=0.5, dynamic_ncols=True
+            self.bar = tqdm(
+                total=variants * readers, unit="verdict", file=sys.stderr, mininterval=0.5, dynamic_ncols=True
             )
 
-        def progress(reader: str, n: int) -> None:
-            if bar is not None:
-                bar.set_postfix_str(reader)
-                bar.update(n)
+    def advance(self, reader: str, n: int) -> None:
+        if self.bar is not None:
+            self.bar.set_postfix_str(reader)
+            self.bar.update(n)
 
-        try:
-            result = run_audit(
-                gold_list,
-                names,
-                out,
-                processes=processes,
-                budget_s=budget,
-                progress=progress,
-                contract_overrides=overrides,
-                gold_sources=sources,
-            )
-        finally:
-            if bar is not None:
-                bar.close()
-        self.stdout.write(render_table(result.summary))
-        self.stdout.write(f"wrote {out}/verdicts.jsonl, strata.csv, disagreement.csv, magnitude.csv, summary.json")
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()

@@ -3,7 +3,6 @@ panel's verdicts, with few or no human labels (a latent-class model: docs/consen
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -71,113 +70,20 @@ class Command(BaseCommand):
         json: bool,
         **options: Any,
     ) -> None:
-        from adjudication.analytics.consensus import consensus
-        from adjudication.analytics.stats import jsonable
+        from adjudication.analytics.reports import ConsensusOptions, ReportError, report_compute, report_json
+        from adjudication.analytics.reports.render import consensus_text
 
-        if bootstrap < 0:
-            raise CommandError("--bootstrap must be 0 or more")
-        if group_duplicates is not None and not 0.5 < group_duplicates <= 1:
-            raise CommandError("--group-duplicates must be in (0.5, 1]")
-        if human_weight < 1:
-            raise CommandError("--human-weight must be 1 or more")
-        if human_weight > 1 and model != "dawid-skene":
-            raise CommandError("--human-weight needs --model dawid-skene (MACE takes no known labels)")
-        if input is not None:
-            inputs, source = self._from_file(input), {"input": str(input)}
-        else:
-            assert dataset is not None  # add_file_or_dataset_arguments: the file or --dataset, one required
-            inputs, source = self._from_dataset(dataset), {"dataset": dataset}
         try:
-            result = consensus(
-                inputs,
+            report_options = ConsensusOptions(
                 by=by,
                 model=model,
-                n_boot=bootstrap,
+                bootstrap=bootstrap,
                 seed=seed,
                 group_duplicates=group_duplicates,
                 human_weight=human_weight,
             )
-        except ValueError as exc:
-            raise CommandError(f"{source.get('input') or source.get('dataset')}: {exc}") from exc
-        out = jsonable({**source, **result.as_dict()})
-        self.stdout.write(_dumps(out) if json else render(out, items=items))
-
-    def _from_file(self, path: Path) -> Any:
-        from adjudication.analytics.files import InputError, consensus_file_inputs
-        from adjudication.ingest.formats import RowError
-
-        try:
-            return consensus_file_inputs(path)
-        except (RowError, InputError) as exc:
+            source = Path(input) if input is not None else dataset_named(str(dataset))
+            result = report_compute("consensus", source=source, options=report_options)
+        except ReportError as exc:
             raise CommandError(str(exc)) from exc
-
-    def _from_dataset(self, name: str) -> Any:
-        from adjudication.analytics.selectors import consensus_inputs
-
-        inputs = consensus_inputs(dataset=dataset_named(name))
-        if not inputs.votes:
-            raise CommandError(f"dataset {name!r} has no readings yet (run_readers first)")
-        return inputs
-
-
-def _dumps(obj: Any) -> str:
-    return json.dumps(obj, indent=2, ensure_ascii=False)
-
-
-def _r(x: float | None) -> str:
-    return "–" if x is None else f"{x:.3f}"
-
-
-def _ci(ci: list[float] | None) -> str:
-    return "" if not ci else f" [{ci[0]:.3f}, {ci[1]:.3f}]"
-
-
-def _measured(p: dict[str, Any]) -> str:
-    return "–" if p["rate"] is None else f"{p['rate']:.3f} (n={p['n']})"
-
-
-def render(result: dict[str, Any], *, items: bool = False) -> str:
-    lines = [
-        f"model: {result['model']}"
-        + (f", one fit per {result['by']}" if result["by"] else "")
-        + (f", human labels weighted x{result['human_weight']}" if result.get("human_weight", 1) > 1 else "")
-    ]
-    for group, members in result["groups"].items():
-        lines.append(f"grouped as one voter: {group} = {', '.join(members)}")
-    # Names are never cut: two readers may differ only in their tail (mmlu-pro-released, …-first-pattern).
-    w = max([len("producer"), *(len(p["producer"]) for p in result["producers"])])
-    head = (
-        f"{'producer':<{w}} {'stratum':<12} {'votes':>6} {'abst.':>6} {'sens.':>6} {'spec.':>6} {'f.acc':>6} "
-        f"{'f.rej':>6}  {'human sens.':>15} {'human spec.':>15}"
-    )
-    lines += ["", head, "-" * len(head)]
-    for p in result["producers"]:
-        lines.append(
-            f"{p['producer']:<{w}} {p['stratum'][:12]:<12} {p['n_votes']:>6} {sum(p['abstentions'].values()):>6} "
-            f"{_r(p['sensitivity']):>6} {_r(p['specificity']):>6} {_r(p['false_accept_rate']):>6} "
-            f"{_r(p['false_reject_rate']):>6}  {_measured(p['human_sensitivity']):>15} "
-            f"{_measured(p['human_specificity']):>15}"
-        )
-    label = result["accuracy_by"] or "items"
-    head = f"{label:<28} {'items':>6} {'accuracy (consensus)':>26} {'human-only':>30}"
-    lines += ["", head, "-" * len(head)]
-    for g in result["accuracy"]:
-        h = g["human"]
-        human = "–" if h["rate"] is None else f"{h['rate']:.3f}{_ci(h['ci'])} (n={h['n']})"
-        lines.append(f"{g['group'][:28]:<28} {g['n_items']:>6} {_r(g['accuracy']) + _ci(g['ci']):>26} {human:>30}")
-    if result["n_boot"]:
-        lines.append(f"(bootstrap: {result['n_boot']} replicates over items, each refitted, seed {result['seed']})")
-    if result["correlated"]:
-        lines += ["", "correlated producers (within-class phi; the model assumes independence):"]
-        for c in result["correlated"]:
-            a, b = c["producers"]
-            lines.append(f"  {a} ~ {b}: phi {_r(c['phi'])}, agreement {_r(c['agreement'])} on {c['n']} items")
-    if items:
-        lines += ["", f"{'item':<28} {'stratum':<12} {'P(correct)':>10} {'human':>10}"]
-        for i in result["items"]:
-            lines.append(
-                f"{i['item'][:28]:<28} {i['stratum'][:12]:<12} {_r(i['p_correct']):>10} {i['human'] or '–':>10}"
-            )
-    for w in result["warnings"]:
-        lines.append(f"! {w}")
-    return "\n".join(lines)
+        self.stdout.write(report_json(result) if json else consensus_text(result, items=items))

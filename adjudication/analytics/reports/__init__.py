@@ -1,0 +1,53 @@
+"""Reports: one home for every report kind (format_share, agreement, consensus, audit, audit_run
+and the analytics page's report).
+
+- `options`: each kind's frozen options dataclass (names, types, defaults, bounds), its canonical
+  JSON and the checks at every edge (a bundle, a query string, the API);
+- `compute`: `report_compute(kind, source=dataset or file, options=...)`, the report's JSON;
+- `render`: each kind's text.
+
+The commands parse their arguments into options, call report_compute and render; the report pages,
+their API, the stored-report task, bundles and their replay call the same function, so the number a
+page shows is the number the command prints is the number a bundle replays.
+
+Slot for the prediction-powered estimates (issue 34): one more kind, i.e. an options class in
+`options`, a compute function in `compute` and a text in `render`; nothing else changes.
+"""
+
+from adjudication.analytics.reports.compute import AuditProgress, Machine, audit_run_of, report_compute
+from adjudication.analytics.reports.options import (
+    KINDS,
+    OPTIONS,
+    AgreementOptions,
+    AnalyticsOptions,
+    AuditOptions,
+    AuditRunOptions,
+    ConsensusOptions,
+    FormatShareOptions,
+    ReportError,
+    ReportOptions,
+    ReportSpec,
+    max_bootstrap,
+)
+from adjudication.analytics.reports.render import report_json, report_text
+
+__all__ = [
+    "KINDS",
+    "OPTIONS",
+    "AgreementOptions",
+    "AnalyticsOptions",
+    "AuditOptions",
+    "AuditProgress",
+    "AuditRunOptions",
+    "ConsensusOptions",
+    "FormatShareOptions",
+    "Machine",
+    "ReportError",
+    "ReportOptions",
+    "ReportSpec",
+    "audit_run_of",
+    "max_bootstrap",
+    "report_compute",
+    "report_json",
+    "report_text",
+]
