@@ -1,6 +1,7 @@
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView
 
+from adjudication.analytics.api import REPORT_APIS
 from adjudication.api_docs import ApiDocsView
 from adjudication.pipeline import api
 from adjudication.review import api as review_api
@@ -11,6 +12,10 @@ urlpatterns = [
     path("datasets/", api.DatasetListApi.as_view(), name="api-datasets"),
     path("datasets/<int:dataset_id>/progress/", api.DatasetProgressApi.as_view(), name="api-dataset-progress"),
     path("datasets/<int:dataset_id>/run-readers/", api.RunReadersApi.as_view(), name="api-run-readers"),
+    *(
+        path(f"datasets/<int:dataset_id>/reports/{kind}/", api.as_view(), name=f"api-report-{kind}")
+        for kind, api in REPORT_APIS.items()
+    ),
     path("queues/", review_api.QueueListApi.as_view(), name="api-queues"),
     path("queues/<int:queue_id>/", review_api.QueueDetailApi.as_view(), name="api-queue"),
     path("queues/<int:queue_id>/claim/", review_api.ClaimApi.as_view(), name="api-claim"),

@@ -503,6 +503,13 @@ def report_parts(*, report: AnalyticsReport, parts: Sequence[str]) -> dict[str, 
     return {path: row.get(f"part{i}") for i, path in enumerate(parts)}
 
 
+def report_body_stored(*, report: AnalyticsReport) -> dict[str, Any]:
+    """A stored report's whole body (a report page's JSON: every number of the report); raises
+    AnalyticsReport.DoesNotExist when the report is gone (replaced by a newer one meanwhile)."""
+    body: dict[str, Any] = AnalyticsReport.objects.values_list("body", flat=True).get(pk=report.pk)
+    return body
+
+
 def report_parts_json(*, report: AnalyticsReport, parts: Sequence[str]) -> dict[str, str]:
     """The same for parts that are objects or arrays, as JSON text straight from the database (not
     parsed and dumped again); a missing or null part is "null"."""

@@ -76,6 +76,25 @@ MATRIX: dict[str, tuple[str, str, dict[str, str]]] = {
         "/analytics/{dataset}/agreement.csv",
         {"manager": "unavailable"},  # allowed in; no stored report yet (tests/analytics/test_stored_reports.py)
     ),
+    # Every report kind's page, its JSON and its API: managers only; no stored report yet (not eager).
+    "analytics/<int:dataset_id>/reports/<slug:kind>/": (
+        "get",
+        "/analytics/{dataset}/reports/agreement/",
+        {"manager": OK},
+    ),
+    "analytics/<int:dataset_id>/reports/<slug:kind>.json": (
+        "get",
+        "/analytics/{dataset}/reports/consensus.json",
+        {"manager": "unavailable"},
+    ),
+    **{
+        f"api/datasets/<int:dataset_id>/reports/{kind}/": (
+            "get",
+            f"/api/datasets/{{dataset}}/reports/{kind}/" + ("?run={audit}" if kind == "audit_run" else ""),
+            {"manager": "unavailable"},
+        )
+        for kind in ("format_share", "agreement", "consensus", "audit", "audit_run", "analytics")
+    },
     "bundles/analytics/<int:dataset_id>/": ("get", "/bundles/analytics/{dataset}/", {"manager": OK}),
     "bundles/audit/<int:audit_id>/": ("get", "/bundles/audit/{audit}/", {"manager": "client_error"}),  # not done: 409
     "audit/": ("get", "/audit/", {"manager": OK}),

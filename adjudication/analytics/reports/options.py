@@ -430,6 +430,9 @@ class AuditRunOptions(ReportOptions):
     kind: ClassVar[str] = "audit_run"
     run: int = option(0, "int", low=1, high=ID_MAX)
 
+    def __post_init__(self) -> None:
+        _need(self.run >= 1, "run: the id of one of the dataset's audit runs is required", "run")
+
     def describe(self) -> str:
         return f"audit_run run={self.run}"
 
