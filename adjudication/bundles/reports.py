@@ -20,13 +20,11 @@ settings; bootstrap replicates and synthetic golds are capped).
 
 from __future__ import annotations
 
-import shlex
 from typing import Any
 
 from adjudication.analytics.reports import (
     KINDS,
     OPTIONS,
-    AnalyticsOptions,
     AuditRunOptions,
     ReportError,
     ReportSpec,
@@ -34,7 +32,6 @@ from adjudication.analytics.reports import (
     report_compute,
 )
 from adjudication.models import AuditRun, Dataset
-from adjudication.validators import is_plain_integer
 
 DEFAULT_KINDS = ("format_share", "agreement", "consensus")
 # Audits read the golds (which --no-text keeps), never a response.
@@ -93,25 +90,6 @@ def spec_from_stored(report: Any, *, where: str) -> ReportSpec:
     if params:
         raise ReportError(f"{where}: field 'params': a {kind} report takes options, not parameters")
     return ReportSpec(kind, options_class.from_words(options, where=f"{where}: field 'options'"))
-
-
-def parse_report(text: str) -> ReportSpec:
-    """`KIND [OPTIONS]` (shell quoting; `bundle --report`) into a spec; ReportError on an unknown
-    kind, an option the kind does not have or out of its bounds, or an unknown analytics parameter."""
-    try:
-        words = shlex.split(text)
-    except ValueError as exc:
-        raise ReportError(f"report {text!r}: {exc}") from None
-    if not words or words[0] not in KINDS:
-        raise ReportError(f"report {text!r}: the kind must be one of {', '.join(KINDS)}")
-    kind, rest = words[0], words[1:]
-    if kind == "audit_run":
-        if len(rest) != 1 or not rest[0].startswith("run=") or not is_plain_integer(rest[0][4:]):
-            raise ReportError(f"report {text!r}: write audit_run run=ID (an audit run of the dataset)")
-        return ReportSpec(kind, AuditRunOptions.from_canonical({"run": int(rest[0][4:])}, where=f"report {text!r}"))
-    if kind == "analytics":
-        return ReportSpec(kind, AnalyticsOptions.from_words(rest, where=f"report {text!r}"))
-    return ReportSpec(kind, OPTIONS[kind].from_words(rest, where=f"report {text!r}"))
 
 
 def stored(spec: ReportSpec, *, dataset: Dataset) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from django.db import transaction
 
-from adjudication.bundles.reports import parse_report
+from adjudication.analytics.reports import parse_report
 from adjudication.bundles.services import bundle_write
 from adjudication.models import Dataset, Response
 from adjudication.pipeline.readings import reader_spec_by_name, readings_create

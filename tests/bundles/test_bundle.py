@@ -16,10 +16,9 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError
 
-from adjudication.analytics.reports import FormatShareOptions
+from adjudication.analytics.reports import FormatShareOptions, ReportError, parse_report
 from adjudication.bundles import contents
 from adjudication.bundles.compare import differences
-from adjudication.bundles.reports import ReportError, parse_report
 from adjudication.bundles.services import BundleError, bundle_open, bundle_replay, bundle_write
 from adjudication.models import (
     AnalyticsReport,

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from django.db import transaction
 
-from adjudication.bundles.reports import ReportError, parse_report
+from adjudication.analytics.reports import ReportError, parse_report
 from adjudication.bundles.services import BundleError, bundle_replay, bundle_write
 from adjudication.models import Dataset
 

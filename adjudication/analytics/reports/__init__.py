@@ -28,6 +28,7 @@ from adjudication.analytics.reports.options import (
     ReportOptions,
     ReportSpec,
     max_bootstrap,
+    parse_report,
 )
 from adjudication.analytics.reports.render import report_json, report_text
 
@@ -47,6 +48,7 @@ __all__ = [
     "ReportSpec",
     "audit_run_of",
     "max_bootstrap",
+    "parse_report",
     "report_compute",
     "report_json",
     "report_text",

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, ClassVar, Literal, TypeVar
@@ -25,6 +26,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 from django.conf import settings
 
 from adjudication.errors import ApplicationError
+from adjudication.validators import is_plain_integer
 
 
 class ReportError(ApplicationError):
@@ -525,3 +527,23 @@ class ReportSpec:
             raise ReportError(f"{str(kind)[:50]!r} is not a report kind ({', '.join(KINDS)})")
         stored = params["options"] if "report" in params else params
         return cls(kind, options_class.from_canonical(stored))
+
+
+def parse_report(text: str) -> ReportSpec:
+    """`KIND [OPTIONS]` (shell quoting), as `manage.py report` and `bundle --report` take it, into a
+    spec; ReportError on an unknown kind, an option the kind does not have or out of its bounds, or
+    an unknown analytics parameter."""
+    try:
+        words = shlex.split(text)
+    except ValueError as exc:
+        raise ReportError(f"report {text!r}: {exc}") from None
+    if not words or words[0] not in KINDS:
+        raise ReportError(f"report {text!r}: the kind must be one of {', '.join(KINDS)}")
+    kind, rest = words[0], words[1:]
+    if kind == "audit_run":
+        if len(rest) != 1 or not rest[0].startswith("run=") or not is_plain_integer(rest[0][4:]):
+            raise ReportError(f"report {text!r}: write audit_run run=ID (an audit run of the dataset)")
+        return ReportSpec(kind, AuditRunOptions.from_canonical({"run": int(rest[0][4:])}, where=f"report {text!r}"))
+    if kind == "analytics":
+        return ReportSpec(kind, AnalyticsOptions.from_words(rest, where=f"report {text!r}"))
+    return ReportSpec(kind, OPTIONS[kind].from_words(rest, where=f"report {text!r}"))

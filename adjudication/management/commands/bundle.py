@@ -43,14 +43,14 @@ class Command(BaseCommand):
     def handle(
         self, *args: Any, dataset: str, reports: list[str] | None, out: Path, no_text: bool, **options: Any
     ) -> None:
-        from adjudication.bundles import reports as kinds
+        from adjudication.analytics.reports import ReportError, parse_report
         from adjudication.bundles.services import bundle_write
 
         ds = dataset_named(dataset)
         try:
-            specs = None if reports is None else [kinds.parse_report(r) for r in reports]
+            specs = None if reports is None else [parse_report(r) for r in reports]
             summary = bundle_write(dataset=ds, out=out, report_specs=specs, text=not no_text)
-        except kinds.ReportError as exc:
+        except ReportError as exc:
             raise CommandError(str(exc)) from None
         rows = ", ".join(f"{n} {key.split('.')[-1]}" for key, n in summary.rows.items() if n)
         self.stdout.write(f"wrote {summary.path} ({summary.bytes / 1e6:.2f} MB): {rows}")

@@ -1,0 +1,34 @@
+"""`manage.py report "KIND [OPTIONS]" --dataset NAME`: any report kind, the analytics page's among
+them, with the options as `bundle --report` takes them (docs/reports.md)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from adjudication.management.arguments import dataset_named
+
+
+class Command(BaseCommand):
+    help = (
+        "Print one report of a dataset: format_share, agreement, consensus, audit, audit_run run=ID or analytics "
+        "KEY=VALUE ... (the analytics page's report), each with its options as in `bundle --report` (e.g. "
+        "'consensus --by checkpoint --bootstrap 50'). The JSON is the one the report's page, its API and a "
+        "bundle carry."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("report", metavar="'KIND [OPTIONS]'", help="the report kind and its options")
+        parser.add_argument("--dataset", required=True, help="the dataset to report on")
+        parser.add_argument("--json", action="store_true", help="print JSON only")
+
+    def handle(self, *args: Any, report: str, dataset: str, json: bool, **options: Any) -> None:
+        from adjudication.analytics.reports import ReportError, parse_report, report_compute, report_json, report_text
+
+        try:
+            spec = parse_report(report)
+            result = report_compute(spec.kind, source=dataset_named(dataset), options=spec.options)
+        except ReportError as exc:
+            raise CommandError(str(exc)) from exc
+        self.stdout.write(report_json(result) if json else report_text(spec.kind, result))
