@@ -189,3 +189,41 @@ def test_the_import_graph_has_no_cycle_but_the_known_ones() -> None:
     cycles = _import_cycles()
     assert [sorted(c) for c in cycles - KNOWN_CYCLES] == [], "a new import cycle"
     assert [sorted(c) for c in KNOWN_CYCLES - cycles] == [], "a cycle is gone: strike it from KNOWN_CYCLES"
+
+
+def _calls_call_command(path: Path) -> bool:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and any(alias.name == "call_command" for alias in node.names):
+            return True
+        if isinstance(node, ast.Attribute) and node.attr == "call_command":
+            return True
+    return False
+
+
+def test_only_commands_call_commands() -> None:
+    """A service, view or task reaches other code by importing it: a `call_command` hides the
+    dependency from the import checks above (and parses a command line at run time)."""
+    callers = [
+        str(p.relative_to(ROOT))
+        for package in PACKAGES
+        for p in _modules(package)
+        if "commands" not in p.parent.parts[-1:] and _calls_call_command(p)
+    ]
+    assert callers == [], f"call_command outside management/commands/: {callers}"
+
+
+REPORT_COMMANDS = ("format_share", "agreement", "consensus", "audit_verifiers", "report")
+REPORT_COMMAND_IMPORTS = ("adjudication.analytics.reports", "adjudication.management.arguments")
+
+
+@pytest.mark.parametrize("command", REPORT_COMMANDS)
+def test_a_report_command_assembles_no_report(command: str) -> None:
+    """A report command parses its arguments, builds the kind's options, calls report_compute and
+    renders: of the project it imports only analytics.reports and the shared command arguments,
+    so it cannot put a report together from the pure modules itself."""
+    path = ROOT / "adjudication" / "management" / "commands" / f"{command}.py"
+    modules = {n for n in _project(_imports(path)) if n.count(".") and (ROOT / (n.replace(".", "/") + ".py")).exists()}
+    modules |= {n for n in _project(_imports(path)) if (ROOT / n.replace(".", "/") / "__init__.py").exists()}
+    outside = {n for n in modules if not n.startswith(REPORT_COMMAND_IMPORTS)}
+    assert not outside, f"{path.relative_to(ROOT)} imports {sorted(outside)}"

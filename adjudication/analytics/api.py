@@ -29,7 +29,8 @@ NOT_OPTIONS = ("format",)
 class ReportPending(Busy):
     """No report for these options yet: it is being computed."""
 
-    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    # Busy's own status is 409 (a claim); waiting for a computation is a 503 (a download's too).
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE  # type: ignore[assignment]
     default_detail = f"the report is being computed; try again in {RETRY_AFTER_SECONDS} seconds"
     default_code = "busy"
     retry_after = RETRY_AFTER_SECONDS

@@ -506,8 +506,8 @@ def report_parts(*, report: AnalyticsReport, parts: Sequence[str]) -> dict[str, 
 def report_body_stored(*, report: AnalyticsReport) -> dict[str, Any]:
     """A stored report's whole body (a report page's JSON: every number of the report); raises
     AnalyticsReport.DoesNotExist when the report is gone (replaced by a newer one meanwhile)."""
-    body: dict[str, Any] = AnalyticsReport.objects.values_list("body", flat=True).get(pk=report.pk)
-    return body
+    body = AnalyticsReport.objects.values_list("body", flat=True).get(pk=report.pk)
+    return body if isinstance(body, dict) else {}
 
 
 def report_parts_json(*, report: AnalyticsReport, parts: Sequence[str]) -> dict[str, str]:

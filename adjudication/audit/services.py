@@ -24,7 +24,8 @@ from django.db import DatabaseError, connection, transaction
 from django.db.models.functions import Now
 from django.utils import timezone
 
-from adjudication.audit.selectors import audit_claim_is_stale, audit_last_seen, audit_lease_seconds, dataset_golds
+from adjudication.audit.compute import audit_summary_counted
+from adjudication.audit.selectors import audit_claim_is_stale, audit_last_seen, audit_lease_seconds
 from adjudication.fields import json_safe
 from adjudication.models import AuditRun, Dataset
 from readers import registry as reader_registry
@@ -177,28 +178,6 @@ class _Heartbeat:
             )
 
 
-def audit_summary(*, run: AuditRun, out_dir: Path) -> dict[str, Any]:
-    """The summary the run's audit computes (what audit_run_execute stores), without storing it:
-    a bundle's replay recomputes a stored audit with it."""
-    return _audit(run, out_dir)[0]
-
-
-def _audit(run: AuditRun, out_dir: Path) -> tuple[dict[str, Any], int]:
-    from readers.audit.runner import run_audit
-
-    golds, skipped = dataset_golds(run.dataset)
-    if not golds:
-        raise ValueError(f"dataset {run.dataset.name!r} has no open-ended golds to audit")
-    result = run_audit(
-        golds, run.readers, out_dir, processes=settings.READER_PROCESSES, budget_s=settings.READER_BUDGET_SECONDS
-    )
-    summary = dict(result.summary)
-    summary["strata_rows"] = result.strata_rows
-    summary["magnitude_rows"] = result.magnitude_rows
-    summary["skipped_multiple_choice"] = skipped
-    return summary, len(golds)
-
-
 def audit_run_execute(*, audit_run_id: int) -> AuditOutcome:
     """Claim the run (see audit_run_claim) and, if this delivery won it, run the audit under a
     heartbeat. Whatever fails, reading the golds, the readers, the files or the final summary
@@ -213,7 +192,7 @@ def audit_run_execute(*, audit_run_id: int) -> AuditOutcome:
         run = AuditRun.objects.select_related("dataset").get(pk=audit_run_id)
         out_dir = audit_output_root() / f"run-{run.pk}"
         with _Heartbeat(audit_run_id=audit_run_id, attempt=claim.attempt, interval=audit_lease_seconds() / 4):
-            summary, n_golds = _audit(run, out_dir)
+            summary, n_golds = audit_summary_counted(run=run, out_dir=out_dir)
         # A savepoint when the caller is in a transaction: a refused write leaves it usable for the failure.
         with transaction.atomic():
             # The report shows golds: a NUL or lone surrogate in one is shown replaced (the files

@@ -317,7 +317,7 @@ def audit_run_of(dataset: Dataset, options: AuditRunOptions) -> AuditRun:
 
 
 def _audit_run(source: Dataset | Path, o: AuditRunOptions, m: Machine) -> dict[str, Any]:
-    from adjudication.audit.services import audit_summary
+    from adjudication.audit.compute import audit_summary
     from readers import registry
 
     if isinstance(source, Path):
