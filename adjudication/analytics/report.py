@@ -20,6 +20,7 @@ from adjudication.analytics import format_share as fs
 from adjudication.analytics import ranking
 from adjudication.analytics.consensus import consensus
 from adjudication.analytics.headline import format_share_headline
+from adjudication.analytics.reports.options import FormatShareOptions
 from adjudication.analytics.selectors import (
     HUMAN,
     ReadingSummary,
@@ -329,20 +330,21 @@ def _consensus(rep: Report) -> None:
     rep.consensus = out
 
 
+# The format share options behind the page's parameters.
+PAGE_FORMAT_SHARE = (
+    ("reported_reader", "reported"),
+    ("fixed_reader", "fixed"),
+    ("base_checkpoint", "base"),
+    ("min_reported_gain", "min_gain"),
+    ("min_extraction_rate", "min_extraction"),
+    ("bootstrap", "n_boot"),
+    ("seed", "seed"),
+)
+
+
 def _format_share_result(obs: list[fs.Observation], p: Params, by: str | None) -> dict[str, Any]:
-    return jsonable(
-        fs.strip_private(
-            fs.compute(
-                obs,
-                base_checkpoint=p.base,
-                min_reported_gain=p.min_gain,
-                min_extraction_rate=p.min_extraction,
-                by=by,
-                n_boot=p.n_boot,
-                seed=p.seed,
-            )
-        )
-    )
+    arguments = {option: getattr(p, param) for option, param in PAGE_FORMAT_SHARE}
+    return FormatShareOptions.from_arguments({**arguments, "by": by}).pooled(obs)
 
 
 def _format_share(rep: Report, summary: ReadingSummary, human: dict[str, ag.HumanObs]) -> list[fs.Observation] | None:

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from argparse import ArgumentParser
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.core.management.base import CommandError
 
 if TYPE_CHECKING:
+    from adjudication.analytics.reports import Machine
     from adjudication.models import Dataset
 
 
@@ -71,3 +72,23 @@ def add_enqueue_arguments(
     parser.add_argument("--batch-size", type=int, default=batch_size_default, help=batch_size_help)
     parser.add_argument("--no-wait", action="store_true", help="enqueue and return without waiting for workers")
     parser.add_argument("--timeout", type=float, default=0, help="give up waiting after this many seconds (0 = never)")
+
+
+def report_for_command(
+    kind: str,
+    *,
+    file: Path | str | None,
+    dataset: str | None,
+    arguments: dict[str, Any],
+    machine: Machine | None = None,
+) -> dict[str, Any]:
+    """The report a report command prints: its options from the command's arguments (named as the
+    options' fields), over the file or the --dataset; a ReportError becomes the command's error."""
+    from adjudication.analytics.reports import OPTIONS, ReportError, report_compute
+
+    try:
+        options = OPTIONS[kind].from_arguments(arguments)
+        source = Path(file) if file is not None else dataset_named(str(dataset))
+        return report_compute(kind, source=source, options=options, machine=machine)
+    except ReportError as exc:
+        raise CommandError(str(exc)) from exc

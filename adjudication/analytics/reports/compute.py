@@ -19,17 +19,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from django.conf import settings
 
-from adjudication.analytics.reports.options import (
-    NAME_MAX,
-    AgreementOptions,
-    AnalyticsOptions,
-    AuditOptions,
-    AuditRunOptions,
-    ConsensusOptions,
-    FormatShareOptions,
-    ReportError,
-    ReportOptions,
-)
+import adjudication.analytics.reports.options as opts
+from adjudication.analytics.reports.options import ReportError
 from adjudication.analytics.stats import jsonable
 
 if TYPE_CHECKING:
@@ -67,7 +58,7 @@ class Machine:
 
 
 def report_compute(
-    kind: str, *, source: Dataset | Path, options: ReportOptions, machine: Machine | None = None
+    kind: str, *, source: Dataset | Path, options: opts.ReportOptions, machine: Machine | None = None
 ) -> dict[str, Any]:
     """The report's JSON; ReportError (a sentence for the user) when it cannot be computed on
     this source with these options."""
@@ -82,9 +73,7 @@ def report_compute(
         return compute(source, options, machine or Machine())
 
 
-def _format_share(source: Dataset | Path, o: FormatShareOptions, m: Machine) -> dict[str, Any]:
-    from adjudication.analytics import format_share as fs
-
+def _format_share(source: Dataset | Path, o: opts.FormatShareOptions, m: Machine) -> dict[str, Any]:
     o.thresholds_checked()
     overrides = o.task_types()
     sources: dict[str, str]
@@ -120,30 +109,23 @@ def _format_share(source: Dataset | Path, o: FormatShareOptions, m: Machine) -> 
         if "human" in (o.fixed_reader, o.reported_reader):
             sources["human"] = "final human labels (current per response)"
         origin = {"dataset": source.name}
-    result = fs.strip_private(
-        fs.compute(
-            obs,
-            base_checkpoint=o.base_checkpoint,
-            min_reported_gain=o.min_reported_gain,
-            min_extraction_rate=o.min_extraction_rate,
-            by=o.by,
-            task_types=overrides,
-            n_boot=o.bootstrap,
-            seed=o.seed,
-        )
-    )
+    result = o.pooled(obs, task_types=overrides)
     if not result["comparisons"]:
         hint = "; ".join(s["reason"] for s in result["skipped"][:3])
         raise ReportError(
             f"no base/RL comparison found (checkpoint {o.base_checkpoint!r} vs others per "
             f"model, benchmark and prompt){': ' + hint if hint else ''}"
         )
-    return jsonable(
-        {**origin, "reported_reader": o.reported_reader, "fixed_reader": o.fixed_reader, "sources": sources, **result}
-    )
+    return {
+        **origin,
+        "reported_reader": o.reported_reader,
+        "fixed_reader": o.fixed_reader,
+        "sources": sources,
+        **result,
+    }
 
 
-def _agreement(source: Dataset | Path, o: AgreementOptions, m: Machine) -> dict[str, Any]:
+def _agreement(source: Dataset | Path, o: opts.AgreementOptions, m: Machine) -> dict[str, Any]:
     from adjudication.analytics import agreement as ag
 
     if isinstance(source, Path):
@@ -157,7 +139,7 @@ def _agreement(source: Dataset | Path, o: AgreementOptions, m: Machine) -> dict[
     return jsonable({"dataset": source.name, **result, "judge_templates": inputs["templates"]})
 
 
-def _agreement_of_file(path: Path, o: AgreementOptions) -> dict[str, Any]:
+def _agreement_of_file(path: Path, o: opts.AgreementOptions) -> dict[str, Any]:
     from adjudication.analytics.agreement import NO_ANSWER, answers_agree
     from adjudication.analytics.bias import bias_by, judge_bias
     from adjudication.analytics.files import InputError, agreement_records
@@ -196,7 +178,7 @@ def _agreement_of_file(path: Path, o: AgreementOptions) -> dict[str, Any]:
     return out
 
 
-def _consensus(source: Dataset | Path, o: ConsensusOptions, m: Machine) -> dict[str, Any]:
+def _consensus(source: Dataset | Path, o: opts.ConsensusOptions, m: Machine) -> dict[str, Any]:
     from adjudication.analytics.consensus import consensus
 
     if isinstance(source, Path):
@@ -216,21 +198,14 @@ def _consensus(source: Dataset | Path, o: ConsensusOptions, m: Machine) -> dict[
             raise ReportError(f"dataset {source.name!r} has no readings yet (run_readers first)")
         origin = {"dataset": source.name}
     try:
-        result = consensus(
-            inputs,
-            by=o.by,
-            model=o.model,
-            n_boot=o.bootstrap,
-            seed=o.seed,
-            group_duplicates=o.group_duplicates,
-            human_weight=o.human_weight,
-        )
+        fit = {name: getattr(o, name) for name in ("by", "model", "seed", "group_duplicates", "human_weight")}
+        result = consensus(inputs, n_boot=o.bootstrap, **fit)
     except ValueError as exc:  # the fit's own refusal on these votes (too few, one class only)
         raise ReportError(f"{origin.get('input') or origin.get('dataset')}: {exc}") from exc
     return jsonable({**origin, **result.as_dict()})
 
 
-def _audit(source: Dataset | Path, o: AuditOptions, m: Machine) -> dict[str, Any]:
+def _audit(source: Dataset | Path, o: opts.AuditOptions, m: Machine) -> dict[str, Any]:
     from readers import registry
     from readers.audit.contracts import CONTRACT_OVERRIDES, parse_override
     from readers.audit.golds import GoldsError, load_golds_tagged
@@ -306,7 +281,7 @@ def _audit(source: Dataset | Path, o: AuditOptions, m: Machine) -> dict[str, Any
     return summary
 
 
-def audit_run_of(dataset: Dataset, options: AuditRunOptions) -> AuditRun:
+def audit_run_of(dataset: Dataset, options: opts.AuditRunOptions) -> AuditRun:
     """The dataset's audit run the options name; ReportError when it has none of that id."""
     from adjudication.models import AuditRun
 
@@ -316,7 +291,7 @@ def audit_run_of(dataset: Dataset, options: AuditRunOptions) -> AuditRun:
     return run
 
 
-def _audit_run(source: Dataset | Path, o: AuditRunOptions, m: Machine) -> dict[str, Any]:
+def _audit_run(source: Dataset | Path, o: opts.AuditRunOptions, m: Machine) -> dict[str, Any]:
     from adjudication.audit.compute import audit_summary
     from readers import registry
 
@@ -327,7 +302,7 @@ def _audit_run(source: Dataset | Path, o: AuditRunOptions, m: Machine) -> dict[s
     if (
         not isinstance(run.readers, list)
         or not 1 <= len(run.readers) <= 100
-        or not all(isinstance(r, str) and len(r) <= NAME_MAX for r in run.readers)
+        or not all(isinstance(r, str) and len(r) <= opts.NAME_MAX for r in run.readers)
     ):
         raise ReportError("the audit run's readers are not a list of reader names")
     with tempfile.TemporaryDirectory(prefix="report-audit-") as scratch:
@@ -337,7 +312,7 @@ def _audit_run(source: Dataset | Path, o: AuditRunOptions, m: Machine) -> dict[s
             raise ReportError(str(exc)) from None
 
 
-def _analytics(source: Dataset | Path, o: AnalyticsOptions, m: Machine) -> dict[str, Any]:
+def _analytics(source: Dataset | Path, o: opts.AnalyticsOptions, m: Machine) -> dict[str, Any]:
     from adjudication.analytics.report import Params, report_body
 
     if isinstance(source, Path):

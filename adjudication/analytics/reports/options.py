@@ -268,6 +268,17 @@ class ReportOptions:
         return cls._made(values, where="")
 
     @classmethod
+    def from_arguments(cls: type[Opts], arguments: Mapping[str, Any]) -> Opts:
+        """Options from a command's parsed arguments (its options' dests are the fields' names;
+        anything else, such as --verbosity, is not an option of the report)."""
+        values = {}
+        for f in cls._fields():
+            if f.name in arguments:
+                value = arguments[f.name]
+                values[f.name] = tuple(value) if f.option.repeat and value is not None else value
+        return cls(**values)
+
+    @classmethod
     def _made(cls: type[Opts], values: dict[str, Any], *, where: str) -> Opts:
         try:
             return cls(**values)
@@ -356,6 +367,16 @@ class FormatShareOptions(ReportOptions):
                 "positive gains with adequate extraction; choose the thresholds)",
                 field="require_thresholds",
             )
+
+    def pooled(self, obs: list[Any], *, task_types: dict[str, str] | None = None) -> dict[str, Any]:
+        """The format share of these observations (analytics.format_share.compute) under these
+        options, as JSON; the eligible comparisons pooled overall and `by` task type or benchmark."""
+        from adjudication.analytics import format_share as fs
+        from adjudication.analytics.stats import jsonable
+
+        same = {name: getattr(self, name) for name in ("base_checkpoint", "min_reported_gain", "min_extraction_rate")}
+        result = fs.compute(obs, **same, by=self.by, task_types=task_types, n_boot=self.bootstrap, seed=self.seed)
+        return dict(jsonable(fs.strip_private(result)))
 
     def task_types(self) -> dict[str, str]:
         """["mmlu=multiple_choice", …] → {"mmlu": "multiple_choice"}; a clear error on a bad value."""

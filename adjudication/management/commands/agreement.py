@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import BaseCommand, CommandParser
 
-from adjudication.management.arguments import add_file_or_dataset_arguments, dataset_named
+from adjudication.management.arguments import add_file_or_dataset_arguments, report_for_command
 
 
 class Command(BaseCommand):
@@ -36,29 +37,8 @@ class Command(BaseCommand):
         parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (bias interval)")
         parser.add_argument("--json", action="store_true", help="print JSON only")
 
-    def handle(
-        self,
-        *args,
-        input: Path | None,
-        dataset: str | None,
-        by: str,
-        no_answer: str,
-        seed: int,  # noqa: A002
-        json: bool,
-        **options,
-    ) -> None:
-        from adjudication.analytics.reports import (
-            AgreementOptions,
-            ReportError,
-            report_compute,
-            report_json,
-            report_text,
-        )
+    def handle(self, *args: Any, input: Path | None, dataset: str | None, json: bool, **options: Any) -> None:  # noqa: A002
+        from adjudication.analytics.reports import report_json, report_text
 
-        try:
-            report_options = AgreementOptions(by=by, no_answer=no_answer, seed=seed)
-            source = Path(input) if input is not None else dataset_named(str(dataset))
-            result = report_compute("agreement", source=source, options=report_options)
-        except ReportError as exc:
-            raise CommandError(str(exc)) from exc
+        result = report_for_command("agreement", file=input, dataset=dataset, arguments=options)
         self.stdout.write(report_json(result) if json else report_text("agreement", result))

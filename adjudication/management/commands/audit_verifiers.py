@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from adjudication.management.arguments import add_file_or_dataset_arguments, add_isolation_arguments, dataset_named
+from adjudication.management.arguments import add_file_or_dataset_arguments, add_isolation_arguments, report_for_command
 
 
 class Command(BaseCommand):
@@ -70,49 +71,24 @@ class Command(BaseCommand):
 
     def handle(
         self,
-        *args,
+        *args: Any,
         golds: Path | None,
         dataset: str | None,
-        readers: list[str] | None,
         out: Path,
         budget: float,
         processes: int,
         no_progress: bool,
-        contract_overrides: list[str] | None,
-        no_seed_contracts: bool,
-        synthetic: int,
         json: bool,
-        **options,
+        **options: Any,
     ) -> None:
-        from adjudication.analytics.reports import (
-            AuditOptions,
-            Machine,
-            ReportError,
-            report_compute,
-            report_json,
-            report_text,
-        )
+        from adjudication.analytics.reports import Machine, report_json, report_text
 
         if processes < 1:
             raise CommandError("--processes must be >= 1")
         if budget <= 0:
             raise CommandError("--budget must be > 0")
-        try:
-            report_options = AuditOptions(
-                readers=tuple(readers) if readers is not None else None,
-                contract_overrides=tuple(contract_overrides) if contract_overrides is not None else None,
-                no_seed_contracts=no_seed_contracts,
-                synthetic=synthetic,
-            )
-            source = Path(golds) if golds is not None else dataset_named(str(dataset))
-            summary = report_compute(
-                "audit",
-                source=source,
-                options=report_options,
-                machine=Machine(processes=processes, budget=budget, out_dir=out, progress=_Progress(self, no_progress)),
-            )
-        except ReportError as exc:
-            raise CommandError(str(exc)) from exc
+        machine = Machine(processes=processes, budget=budget, out_dir=out, progress=_Progress(self, no_progress))
+        summary = report_for_command("audit", file=golds, dataset=dataset, arguments=options, machine=machine)
         if json:
             self.stdout.write(report_json(summary))
             return

@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import BaseCommand, CommandParser
 
-from adjudication.management.arguments import add_file_or_dataset_arguments, dataset_named
+from adjudication.management.arguments import add_file_or_dataset_arguments, report_for_command
 
 
 class Command(BaseCommand):
@@ -60,30 +60,12 @@ class Command(BaseCommand):
         *args: Any,
         input: Path | None,  # noqa: A002
         dataset: str | None,
-        by: str | None,
-        model: str,
-        bootstrap: int,
-        seed: int,
-        group_duplicates: float | None,
-        human_weight: int,
         items: bool,
         json: bool,
         **options: Any,
     ) -> None:
-        from adjudication.analytics.reports import ConsensusOptions, ReportError, report_compute, report_json
+        from adjudication.analytics.reports import report_json
         from adjudication.analytics.reports.render import consensus_text
 
-        try:
-            report_options = ConsensusOptions(
-                by=by,
-                model=model,
-                bootstrap=bootstrap,
-                seed=seed,
-                group_duplicates=group_duplicates,
-                human_weight=human_weight,
-            )
-            source = Path(input) if input is not None else dataset_named(str(dataset))
-            result = report_compute("consensus", source=source, options=report_options)
-        except ReportError as exc:
-            raise CommandError(str(exc)) from exc
+        result = report_for_command("consensus", file=input, dataset=dataset, arguments=options)
         self.stdout.write(report_json(result) if json else consensus_text(result, items=items))

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import BaseCommand, CommandParser
 
-from adjudication.management.arguments import add_file_or_dataset_arguments, add_isolation_arguments, dataset_named
+from adjudication.management.arguments import add_file_or_dataset_arguments, add_isolation_arguments, report_for_command
 
 
 class Command(BaseCommand):
@@ -74,55 +75,18 @@ class Command(BaseCommand):
 
     def handle(
         self,
-        *args,
+        *args: Any,
         input: Path | None,
         dataset: str | None,
-        reported_reader: str,
-        fixed_reader: str,  # noqa: A002
-        base_checkpoint: str,
-        min_reported_gain: float,
-        min_extraction_rate: float,
-        require_thresholds: bool,
-        by: str | None,
-        task_type: list[str],
-        bootstrap: int,
-        seed: int,
         json: bool,
         budget: float,
         processes: int,
-        **options,
+        **options: Any,
     ) -> None:
-        from adjudication.analytics.reports import (
-            FormatShareOptions,
-            Machine,
-            ReportError,
-            report_compute,
-            report_json,
-            report_text,
-        )
+        from adjudication.analytics.reports import Machine, report_json, report_text
 
-        try:
-            report_options = FormatShareOptions(
-                reported_reader=reported_reader,
-                fixed_reader=fixed_reader,
-                base_checkpoint=base_checkpoint,
-                min_reported_gain=min_reported_gain,
-                min_extraction_rate=min_extraction_rate,
-                require_thresholds=require_thresholds,
-                by=by,
-                task_type=tuple(task_type),
-                bootstrap=bootstrap,
-                seed=seed,
-            )
-            source = Path(input) if input is not None else dataset_named(str(dataset))
-            result = report_compute(
-                "format_share",
-                source=source,
-                options=report_options,
-                machine=Machine(processes=processes, budget=budget),
-            )
-        except ReportError as exc:
-            raise CommandError(str(exc)) from exc
+        machine = Machine(processes=processes, budget=budget)
+        result = report_for_command("format_share", file=input, dataset=dataset, arguments=options, machine=machine)
         if json:
             # On stderr as well, so that JSON piped elsewhere still shows them on the terminal.
             for w in result["warnings"]:
