@@ -5,3 +5,10 @@ class JudgesConfig(AppConfig):
     name = "judges"
     verbose_name = "LLM judges and regeneration"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # Adjudication never imports judges: run_readers finds Answer Regeneration through this.
+        from adjudication.pipeline.producers import endpoint_producer_register
+        from judges.management.regeneration import regeneration_run
+
+        endpoint_producer_register(name="regeneration", run=regeneration_run)

@@ -77,6 +77,7 @@ JUDGES_MAY_USE = (
     "adjudication.admin",
     "adjudication.management.arguments",
     "adjudication.pipeline.batches",
+    "adjudication.pipeline.producers",
     "adjudication.pipeline.progress",
     "adjudication.pipeline.readings",
     "adjudication.pipeline.services",

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 from django.conf import settings
-from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from adjudication.management.arguments import (
@@ -10,6 +9,7 @@ from adjudication.management.arguments import (
     add_regen_instruction_argument,
     dataset_named,
 )
+from adjudication.pipeline.producers import EndpointRun, ProducerUnavailable, endpoint_producer
 from adjudication.pipeline.progress import run_with_progress
 from adjudication.pipeline.selectors import default_panel, reading_counts
 from adjudication.pipeline.services import dataset_read
@@ -54,23 +54,29 @@ class Command(BaseCommand):
     ) -> None:
         ds = dataset_named(dataset)
         if readers and "regeneration" in readers:
-            # Answer Regeneration is an LLM reader: the judges app's `regenerate` command runs it on
-            # the `llm` queue. Unknown rule-reader names fail before any model is called.
+            # Answer Regeneration is an LLM reader: the judges app produces it on the `llm` queue
+            # (registered at start-up, pipeline.producers). Unknown rule-reader names fail before
+            # any model is called.
             readers = [r for r in readers if r != "regeneration"]
             _require_readers([n for n in readers if n != "all"])
             if not endpoint:
                 raise CommandError(
                     "the regeneration reader calls a model: give --endpoint NAME (see `manage.py add_endpoint`)"
                 )
-            call_command(
-                "regenerate",
-                dataset=dataset,
-                endpoint=endpoint,
-                regen_instruction=regen_instruction,
-                batch_size=batch_size,
-                no_wait=no_wait,
-                timeout=timeout,
-                stdout=self.stdout,
+            try:
+                regenerate = endpoint_producer("regeneration")
+            except ProducerUnavailable as exc:
+                raise CommandError(str(exc)) from None
+            regenerate(
+                EndpointRun(
+                    dataset=dataset,
+                    endpoint=endpoint,
+                    instruction=regen_instruction,
+                    batch_size=batch_size,
+                    no_wait=no_wait,
+                    timeout=timeout,
+                    stdout=self.stdout,
+                )
             )
             if not readers:
                 return

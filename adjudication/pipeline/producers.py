@@ -1,0 +1,48 @@
+"""Producers of readings that need an LLM endpoint (Answer Regeneration), filled at start-up by the
+app that has them: the judges app registers its own in `JudgesConfig.ready()`. Adjudication never
+imports judges, so `run_readers --reader regeneration` reaches it through here, and a project
+without the judges app is told so instead of failing on a missing command."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TextIO
+
+from adjudication.errors import ApplicationError
+
+
+@dataclass(frozen=True)
+class EndpointRun:
+    """One run of an LLM producer over a dataset, as `run_readers` asks for it."""
+
+    dataset: str
+    endpoint: str
+    instruction: str | None
+    batch_size: int
+    no_wait: bool
+    timeout: float
+    stdout: TextIO
+
+
+EndpointProducer = Callable[[EndpointRun], None]
+
+_PRODUCERS: dict[str, EndpointProducer] = {}
+
+
+class ProducerUnavailable(ApplicationError):
+    """A reader that needs an LLM endpoint was asked for, and no installed app produces it."""
+
+
+def endpoint_producer_register(*, name: str, run: EndpointProducer) -> None:
+    _PRODUCERS[name] = run
+
+
+def endpoint_producer(name: str) -> EndpointProducer:
+    try:
+        return _PRODUCERS[name]
+    except KeyError:
+        raise ProducerUnavailable(
+            f"the {name} reader calls a model through the judges app, which is not installed "
+            "(add 'judges' to INSTALLED_APPS)"
+        ) from None
