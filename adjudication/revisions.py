@@ -10,10 +10,25 @@ the counter), so two writers never deadlock on it.
 
 from __future__ import annotations
 
-from django.db import connection
+from django.db import connection, models
 from django.utils import timezone
 
-from adjudication.models import DatasetRevision
+from adjudication.ingest.models import Dataset
+
+
+class DatasetRevision(models.Model):
+    """A counter per dataset, raised by every write that changes what the analytics read (responses,
+    readings, routing, labels, final labels): a stored report is current while it carries the
+    dataset's number. A row of its own, not a column of Dataset: an import holds the dataset row
+    for its whole transaction, and labelling must not wait for that."""
+
+    dataset = models.OneToOneField(Dataset, primary_key=True, on_delete=models.CASCADE, related_name="revision")
+    number = models.BigIntegerField(default=0)
+    changed_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.dataset_id} r{self.number}"
+
 
 # One statement on PostgreSQL and SQLite (>= 3.24) alike: the first change of a dataset creates
 # its row, later ones raise the number; two concurrent first changes cannot both insert.

@@ -1,0 +1,45 @@
+"""What analytics stores: the analytics page's computed reports, one per dataset, parameters and data
+version."""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import UniqueConstraint
+
+from adjudication.ingest.models import Dataset
+
+
+class AnalyticsReport(models.Model):
+    """The analytics page's whole report for one dataset, one set of parameters and one data version
+    (DatasetRevision.number), computed once by a Celery task and read by the page and its downloads.
+    Claimed by compare-and-set on `attempts` like an AuditRun."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="analytics_reports")
+    params = models.JSONField(default=dict, help_text="the report parameters (analytics.report.Params)")
+    params_key = models.CharField(max_length=64, help_text="sha256 of the canonical parameters")
+    data_version = models.BigIntegerField(help_text="DatasetRevision.number the report was computed for")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    body = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    elapsed_s = models.FloatField(null=True, blank=True, help_text="seconds the computation took")
+
+    class Meta:
+        ordering = ["-data_version", "-id"]
+        constraints = [
+            UniqueConstraint(fields=["dataset", "params_key", "data_version"], name="analytics_report_once"),
+        ]
+        indexes = [models.Index(fields=["dataset", "params_key", "status", "-data_version"])]
+
+    def __str__(self) -> str:
+        return f"analytics report #{self.pk} of dataset {self.dataset_id} r{self.data_version} ({self.status})"

@@ -1,0 +1,89 @@
+"""What routing stores: a dataset's routing policies and the responses each routed to review."""
+
+from __future__ import annotations
+
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.db.models import CheckConstraint, Q, UniqueConstraint
+
+from adjudication.ingest.models import Dataset, Response
+from adjudication.pipeline.models import ReaderSpec
+from adjudication.validators import INT_MAX, INT_MIN, validate_name
+
+
+class RoutingPolicy(models.Model):
+    """Which responses of a dataset go to human review: the ones a panel of readers disputes,
+    plus an optional random share of undisputed ones as controls (for unbiased accuracy estimates).
+    With priority "information": instead, the `budget` responses whose labels most narrow the
+    uncertainty of `target` under the panel consensus, disputed or not, and a random share of all
+    responses as controls (docs/consensus.md, "Budgeted adjudication")."""
+
+    class Compare(models.TextChoices):
+        EITHER = "either", "answer or verdict"
+        ANSWER = "answer", "normalised answer"
+        VERDICT = "verdict", "verdict"
+
+    class Priority(models.TextChoices):
+        DISAGREEMENT = "disagreement", "strongest disagreement first"
+        RANDOM = "random", "random order"
+        ORDER = "order", "import order"
+        INFORMATION = "information", "most informative for a target first"
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="routing_policies")
+    name = models.CharField(max_length=200, validators=[validate_name])
+    panel = models.ManyToManyField(ReaderSpec, related_name="+")
+    compare = models.CharField(max_length=10, choices=Compare.choices, default=Compare.EITHER)
+    missing_is_disagreement = models.BooleanField(
+        default=False, help_text="count no_answer / timeout / error against a reader that found an answer"
+    )
+    control_fraction = models.FloatField(
+        default=0.0,
+        help_text="share of undisputed responses sent as controls",
+        validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+    )
+    seed = models.IntegerField(default=0, validators=[MinValueValidator(INT_MIN), MaxValueValidator(INT_MAX)])
+    priority = models.CharField(max_length=16, choices=Priority.choices, default=Priority.DISAGREEMENT)
+    # Priority "information" only: the target whose uncertainty the labels should narrow, in the
+    # text form of analytics.allocation.Target ("reader:strict-match", "accuracy:rl", ...), and how
+    # many items the policy routes at most (null: every item whose label tells something).
+    target = models.CharField(max_length=200, blank=True, default="")
+    budget = models.PositiveIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(INT_MAX)]
+    )
+    # Set when a final label asked for the priorities to be refitted and no refit has claimed the
+    # request yet (routing.services.information_refresh_request): a burst of labels causes one refit.
+    refresh_requested_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            UniqueConstraint(fields=["dataset", "name"], name="routing_policy_name"),
+            CheckConstraint(
+                condition=Q(control_fraction__gte=0) & Q(control_fraction__lte=1), name="control_fraction_0_1"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.dataset.name}/{self.name}"
+
+
+class ReviewItem(models.Model):
+    """A response routed to review by a policy: exactly once per (policy, response)."""
+
+    policy = models.ForeignKey(RoutingPolicy, on_delete=models.CASCADE, related_name="items")
+    response = models.ForeignKey(Response, on_delete=models.CASCADE, related_name="review_items")
+    is_control = models.BooleanField(default=False, help_text="undisputed, sampled at random as a control")
+    priority = models.FloatField(default=0.0, help_text="higher is reviewed first")
+    # Which readers said what: manager-facing provenance, never shown to annotators.
+    reason = models.JSONField(default=dict, blank=True)
+    # When the response's text was last replaced (import --replace) after this item was routed: the
+    # labels made on the old text were invalidated then and the item re-opened. Null: never.
+    replaced_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [UniqueConstraint(fields=["policy", "response"], name="review_item_once")]
+        indexes = [models.Index(fields=["policy", "-priority", "id"])]
+
+    def __str__(self) -> str:
+        return f"{self.policy}: {self.response.external_id}" + (" (control)" if self.is_control else "")
