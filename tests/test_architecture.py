@@ -126,14 +126,6 @@ KNOWN_CYCLES = {
     frozenset({"readers.builtin", "readers.registry"}),
     frozenset(
         {
-            "adjudication.analytics.services",
-            "adjudication.audit.services",
-            "adjudication.routing.services",
-            "adjudication.tasks",
-        }
-    ),
-    frozenset(
-        {
             "adjudication.ingest.formats",
             "adjudication.ingest.harnesses",
             "adjudication.ingest.inspect_logs",

@@ -35,6 +35,7 @@ from adjudication.analytics.selectors import StoredReport, report_is_stale, repo
 from adjudication.fields import json_safe
 from adjudication.models import AnalyticsReport, Dataset
 from adjudication.revisions import dataset_version
+from adjudication.task_names import COMPUTE_REPORT, task_send_on_commit
 
 log = logging.getLogger(__name__)
 
@@ -51,10 +52,7 @@ class ReportOutcome:
 
 
 def _enqueue(report_id: int) -> None:
-    from adjudication.tasks import compute_report
-
-    # on_commit: a worker must never receive the id of a row it cannot see yet.
-    transaction.on_commit(lambda: compute_report.delay(report_id))
+    task_send_on_commit(COMPUTE_REPORT, report_id)
 
 
 def report_request(*, dataset: Dataset, params: Params | ReportSpec) -> AnalyticsReport:

@@ -28,6 +28,7 @@ from adjudication.audit.compute import audit_summary_counted
 from adjudication.audit.selectors import audit_claim_is_stale, audit_last_seen, audit_lease_seconds
 from adjudication.fields import json_safe
 from adjudication.models import AuditRun, Dataset
+from adjudication.task_names import RUN_AUDIT, task_send_on_commit
 from readers import registry as reader_registry
 
 log = logging.getLogger(__name__)
@@ -51,8 +52,6 @@ def audit_output_root() -> Path:
 
 def audit_run_start(*, dataset: Dataset, reader_names: list[str], user=None) -> AuditRun:
     """A queued AuditRun, handed to a worker once the transaction commits."""
-    from adjudication.tasks import run_audit
-
     try:
         reader_names = reader_registry.require(reader_names)
     except reader_registry.UnknownReader as exc:
@@ -65,19 +64,16 @@ def audit_run_start(*, dataset: Dataset, reader_names: list[str], user=None) -> 
             readers=list(dict.fromkeys(reader_names)),
             created_by=user if getattr(user, "is_authenticated", False) else None,
         )
-        # on_commit: a worker must never receive the id of a row it cannot see yet.
-        transaction.on_commit(lambda: run_audit.delay(run.pk))
+        task_send_on_commit(RUN_AUDIT, run.pk)
     return run
 
 
 def audit_run_resume(*, run: AuditRun) -> bool:
     """Hand a stale run to a worker again (when its task is gone: lost by the broker, or an
     embedded deployment without redelivery). The worker's claim decides; this only enqueues."""
-    from adjudication.tasks import run_audit
-
     if not audit_claim_is_stale(run, now=timezone.now()):
         return False
-    transaction.on_commit(lambda: run_audit.delay(run.pk))
+    task_send_on_commit(RUN_AUDIT, run.pk)
     return True
 
 

@@ -10,6 +10,7 @@ from adjudication.models import Dataset, ReaderSpec, Response, TaskBatch
 from adjudication.pipeline.batches import batch_task_id, batches_enqueue
 from adjudication.pipeline.readings import reader_spec_for
 from adjudication.pipeline.selectors import reading_counts
+from adjudication.pipeline.tasks import read_batch
 from readers import registry as reader_registry
 
 
@@ -52,8 +53,6 @@ def dataset_read(
     while the first run is still in flight, a redelivery) costs a query, never a duplicate reading.
     `on_enqueued(n_readings)` is called after each batch (in eager mode: after it was read).
     """
-    from adjudication.tasks import read_batch
-
     if batch_size < 1:
         raise ValueError("batch size must be at least 1")
     specs = [reader_spec_for(reader=reader_registry.get(name)) for name in reader_names]

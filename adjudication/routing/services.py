@@ -46,6 +46,7 @@ from adjudication.routing.selectors import (
     information_picks,
     panel_readings,
 )
+from adjudication.task_names import REFRESH_INFORMATION_PRIORITIES, task_send_on_commit
 from readers import registry as reader_registry
 
 
@@ -410,10 +411,9 @@ def information_refresh_request(*, policy_id: int) -> bool:
         .update(refresh_requested_at=now)
     )
     if requested:
-        from adjudication.tasks import refresh_information_priorities
-
-        delay = settings.INFORMATION_REFRESH_DELAY_SECONDS
-        transaction.on_commit(lambda: refresh_information_priorities.apply_async((policy_id,), countdown=delay))
+        task_send_on_commit(
+            REFRESH_INFORMATION_PRIORITIES, policy_id, countdown=settings.INFORMATION_REFRESH_DELAY_SECONDS
+        )
     return bool(requested)
 
 

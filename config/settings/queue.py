@@ -27,6 +27,6 @@ CELERY_TASK_ROUTES = {
 }
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # Celery's Django fixup closes the database connection around every task unless it may reuse it
-# this many tasks; adjudication.tasks checks it around every task instead, as Django does around a
+# this many tasks; config/celery.py checks it around every task instead, as Django does around a
 # request (broken or older than CONN_MAX_AGE: closed), so a worker keeps one healthy connection.
 CELERY_DB_REUSE_MAX = 1_000_000

@@ -49,7 +49,7 @@ def builds(monkeypatch) -> list[Params]:
 @pytest.fixture
 def enqueued(monkeypatch) -> list[int]:
     """The report ids handed to the queue (no broker, no worker: nothing runs them)."""
-    from adjudication import tasks
+    from adjudication.analytics import tasks
 
     sent: list[int] = []
     monkeypatch.setattr(tasks.compute_report, "delay", lambda report_id: sent.append(report_id))

@@ -8,8 +8,8 @@ from django.utils import timezone
 
 from adjudication.audit.selectors import dataset_golds
 from adjudication.audit.services import audit_run_execute
+from adjudication.audit.tasks import run_audit
 from adjudication.models import AuditRun, Dataset
-from adjudication.tasks import run_audit
 
 from ..conftest import math_row, mc_row, run_command
 from ..review.conftest import make_user

@@ -10,8 +10,8 @@ import time
 import pytest
 
 from adjudication.audit.services import audit_run_start
+from adjudication.audit.tasks import run_audit
 from adjudication.models import AuditRun, Dataset
-from adjudication.tasks import run_audit
 from readers import registry
 from tests.plugins import slow_reader
 

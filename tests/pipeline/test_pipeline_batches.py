@@ -13,7 +13,7 @@ from adjudication.pipeline import progress
 from adjudication.pipeline.batches import BatchFailed, batch_sizes
 from adjudication.pipeline.progress import wait_for_readings
 from adjudication.pipeline.services import ReadRun, dataset_read
-from adjudication.tasks import read_batch
+from adjudication.pipeline.tasks import read_batch
 
 from ..conftest import FakeClock, manage, mc_row, run_command
 

@@ -89,7 +89,7 @@ def pages(write_jsonl, service_env, monkeypatch, tmp_path):
     # database connection and the Playwright driver's pipe (see test_browser_flow.run_readers).
     env = {k: v for k, v in service_env.items() if k not in ("CELERY_BROKER_URL", "REDIS_URL")}
     env["AUDIT_OUTPUT_DIR"] = str(tmp_path / "audit")
-    done = manage("shell", "-c", f"from adjudication.tasks import run_audit; run_audit({run.pk})", env=env)
+    done = manage("shell", "-c", f"from adjudication.audit.tasks import run_audit; run_audit({run.pk})", env=env)
     assert done.returncode == 0, done.stderr
     run.refresh_from_db()
     assert run.status == AuditRun.Status.DONE, run.error
