@@ -11,6 +11,7 @@ from typing import Any
 
 from adjudication.validators import is_plain_integer
 from readers import equivalence as eq
+from readers.answers import canonical, math_equal
 from readers.options import letters
 
 # vLLM's chat logprob schema uses -9999.0 as its floor ("not computed"); it means -inf.
@@ -187,12 +188,12 @@ def letter_from_text(text: str, choices: list[str]) -> str | None:
 
 def math_verdict(answer: str, gold: str) -> tuple[str, str | None, dict]:
     """(verdict, normalized, detail) of a short open-ended answer against the gold, by the
-    `fixed` reader's equivalence (readers.equivalence.math_equal)."""
+    `fixed` reader's equivalence (readers.answers.math_equal)."""
     if not answer:
         return "no_answer", None, {}
-    result = eq.math_equal(answer[: eq.MAX_TEXT_CHARS], gold)
+    result = math_equal(answer[: eq.MAX_TEXT_CHARS], gold)
     try:
-        normalized = eq.canonical(answer)
+        normalized = canonical(answer)
     except Exception:  # noqa: BLE001 - a display form only
         normalized = result.pred
     return ("correct" if result.equal else "incorrect"), normalized, {"rule": result.rule}

@@ -37,7 +37,7 @@ from typing import Any
 
 from . import equivalence as eq
 
-__all__ = ["Answer", "answers_equal", "parse_answer", "text_key"]
+__all__ = ["Answer", "Equivalence", "answers_equal", "canonical", "math_equal", "parse_answer", "text_key"]
 
 MAX_ANSWER_CHARS = 2_000
 _MAX_DEPTH = 3
@@ -1201,3 +1201,34 @@ def _as_set(expr: Any) -> Any:
     except Exception:  # noqa: BLE001
         return None
     return None
+
+
+# --------------------------------------------------------------------------------------------
+# Entry point
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Equivalence:
+    """Outcome of one comparison: `rule` names the rule that decided, for the reading's detail."""
+
+    equal: bool
+    rule: str
+    pred: str
+    gold: str
+
+
+def math_equal(
+    pred: str, gold: str, *, rel_tol: float = 1e-9, use_sympy: bool = True, max_sympy_chars: int = eq.MAX_SYMPY_CHARS
+) -> Equivalence:
+    """Is the extracted answer `pred` the gold answer `gold`? Both are parsed into typed answers
+    and compared per type."""
+    p, g = parse_answer(pred), parse_answer(gold)
+    equal, rule = answers_equal(p, g, rel_tol=rel_tol, use_sympy=use_sympy, max_sympy_chars=max_sympy_chars)
+    return Equivalence(equal, rule, p.source, g.source)
+
+
+def canonical(s: str) -> str:
+    """Compact canonical string of an answer (what a Reading stores as `normalized` for maths):
+    exact numbers as integers or reduced fractions, "%" kept; otherwise the typed answer's form."""
+    return parse_answer(s).canonical

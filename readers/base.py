@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -144,3 +145,12 @@ class Reader:
 
     def __repr__(self) -> str:
         return f"<Reader {self.name} {self.version} {self.config_hash}>"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A reader as the registry lists it: the name users type and verdicts store, and how to build it."""
+
+    name: str
+    factory: Callable[[], Reader]
+    summary: str = ""

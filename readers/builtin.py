@@ -10,6 +10,7 @@ must never change meaning.
 
 from __future__ import annotations
 
+from .base import Entry
 from .fixed import FixedReader
 from .math import cascade, math_verify, seed001, strip_string
 from .mc.boxed import BoxedReader
@@ -31,7 +32,6 @@ from .mc.seed002 import (
     StrictMatch,
 )
 from .qa import QAContains, QAExactMatch, QATokenF1
-from .registry import Entry
 
 READERS: tuple[Entry, ...] = (
     # seed 002's five multiple-choice extractors

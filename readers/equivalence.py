@@ -1,4 +1,6 @@
-"""Mathematical equivalence of an extracted answer and a gold answer, for the `fixed` reader.
+"""The lower layer of the `fixed` reader's mathematical equivalence: normalisation, numbers,
+structure and SymPy. readers.answers builds the typed answers on it, and the entry points
+(`math_equal`, `canonical`) with them.
 
 Pure Python + SymPy (through latex2sympy2_extended for LaTeX parsing); never imports Django and
 never installs signal handlers, so it is safe in threads. It has no timeout of its own: inputs are
@@ -27,12 +29,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["Equivalence", "canonical", "letter_of", "math_equal", "normalize", "parse_number"]
+__all__ = ["letter_of", "normalize", "parse_number"]
 
 # Anything longer is compared as text only: SymPy time grows fast with input size and the
 # extractor never legitimately produces answers this long.
@@ -43,16 +44,6 @@ MAX_TEXT_CHARS = 2_000
 TRIG_FUNCTIONS: tuple[str, ...] = ("sin", "cos", "tan", "cot", "sec", "csc")
 ARC_TRIG_FUNCTIONS: tuple[str, ...] = ("arcsin", "arccos", "arctan")
 HYPERBOLIC_FUNCTIONS: tuple[str, ...] = ("sinh", "cosh", "tanh")
-
-
-@dataclass(frozen=True)
-class Equivalence:
-    """Outcome of one comparison: `rule` names the rule that decided, for the reading's detail."""
-
-    equal: bool
-    rule: str
-    pred: str
-    gold: str
 
 
 # --------------------------------------------------------------------------------------------
@@ -180,14 +171,6 @@ def normalize(s: str) -> str:
         if s.endswith(word) and s[: -len(word)].strip():
             s = s[: -len(word)].strip()
     return s
-
-
-def canonical(s: str) -> str:
-    """Compact canonical string of an answer (what a Reading stores as `normalized` for maths):
-    exact numbers as integers or reduced fractions, "%" kept; otherwise the typed answer's form."""
-    from .answers import parse_answer  # noqa: PLC0415
-
-    return parse_answer(s).canonical
 
 
 def letter_of(s: str) -> str | None:
@@ -495,20 +478,3 @@ def _as_integer(expr: Any, value: Any) -> int | None:
     except (OverflowError, ValueError, TypeError):
         return None
     return None
-
-
-# --------------------------------------------------------------------------------------------
-# Entry point
-# --------------------------------------------------------------------------------------------
-
-
-def math_equal(
-    pred: str, gold: str, *, rel_tol: float = 1e-9, use_sympy: bool = True, max_sympy_chars: int = MAX_SYMPY_CHARS
-) -> Equivalence:
-    """Is the extracted answer `pred` the gold answer `gold`? Both are parsed into typed answers
-    (readers.answers) and compared per type."""
-    from .answers import answers_equal, parse_answer  # noqa: PLC0415 - answers builds on this module
-
-    p, g = parse_answer(pred), parse_answer(gold)
-    equal, rule = answers_equal(p, g, rel_tol=rel_tol, use_sympy=use_sympy, max_sympy_chars=max_sympy_chars)
-    return Equivalence(equal, rule, p.source, g.source)

@@ -31,6 +31,7 @@ from typing import Any
 
 from . import equivalence as eq
 from . import options
+from .answers import Equivalence, canonical, math_equal
 from .base import ANSWER_FORMS, Item, Reader, Reading, Verdict
 
 __all__ = ["FixedConfig", "FixedReader"]
@@ -637,9 +638,9 @@ class FixedReader(Reader):
 
     # -- stage 3: open-ended -------------------------------------------------------------
 
-    def _equal(self, value: str, gold: str) -> eq.Equivalence:
+    def _equal(self, value: str, gold: str) -> Equivalence:
         cfg = self.config
-        return eq.math_equal(
+        return math_equal(
             value, gold, rel_tol=cfg.rel_tol, use_sympy=cfg.use_sympy, max_sympy_chars=cfg.max_sympy_chars
         )
 
@@ -678,7 +679,7 @@ class FixedReader(Reader):
                 span = (span[0], span[0] + len(whole))
                 detail["value"] = "whole_clause"
         detail["equivalence"] = result.rule
-        normalized = eq.canonical(value)
+        normalized = canonical(value)
         return Reading(
             "correct" if result.equal else "incorrect",
             answer=_clean(value),

@@ -17,17 +17,9 @@ import importlib
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 
-from .base import Reader
-
-
-@dataclass(frozen=True)
-class Entry:
-    name: str
-    factory: Callable[[], Reader]
-    summary: str = ""
+from .base import Entry, Reader
 
 
 class UnknownReader(KeyError):

@@ -12,7 +12,8 @@ from typing import Any
 from adjudication.analytics.bias import VERDICTS
 from adjudication.analytics.consensus import ConsensusInputs
 from adjudication.analytics.format_share import Observation, has_box, item_task_type
-from adjudication.ingest.formats import Row, RowError, iter_json_lines, iter_rows
+from adjudication.ingest.formats import Row, RowError, iter_json_lines
+from adjudication.ingest.harnesses import iter_rows
 
 HUMAN = "human"
 

@@ -574,7 +574,7 @@ def _parse_json(text: str, path: Path, line_no: int) -> Any:
 def iter_rows(
     path: Path,
     *,
-    fmt: str | None = "canonical",
+    fmt: str = "canonical",
     model: str = "",
     checkpoint: str = "",
     task: str | None = None,
@@ -587,19 +587,8 @@ def iter_rows(
     hold; without it only their characters are checked. `model`, `checkpoint` and `task` come from the
     caller (a command line), which checks them itself. `duplicates=False` leaves repeated ids to the
     caller (the PostgreSQL import finds them in the database, so that its memory does not grow with
-    the file's ids). `fmt=None` tells the format from the file (adjudication.ingest.harnesses.detect_format);
-    lighteval and inspect-ai logs are read there."""
-    if fmt is None:
-        from adjudication.ingest.harnesses import detect_format
-
-        fmt = detect_format(path)
-    if fmt in ("lighteval", "inspect"):
-        from adjudication.ingest import harnesses
-
-        yield from harnesses.iter_rows(
-            path, fmt=fmt, model=model, checkpoint=checkpoint, task=task, max_lengths=max_lengths
-        )
-        return
+    the file's ids). Harness logs, and a format told from the file, are read by
+    adjudication.ingest.harnesses.iter_rows, which calls this for JSON lines."""
     if fmt not in ("canonical", "lm-eval"):
         raise ValueError(f"unknown format {fmt!r}")
     if fmt == "lm-eval":

@@ -12,7 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from adjudication.fields import json_safe
-from adjudication.ingest.harnesses import HarnessReading, iter_records
+from adjudication.ingest.harnesses import iter_records
+from adjudication.ingest.records import HarnessReading
 from adjudication.models import Dataset, ReaderSpec, Reading, Response
 from adjudication.pipeline.readings import reader_spec_get_or_create
 from readers.base import config_hash

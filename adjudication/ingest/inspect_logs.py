@@ -31,7 +31,7 @@ from typing import Any
 
 from adjudication.archives import BoundedZip
 from adjudication.ingest.formats import MAX_JSON_DEPTH, Row, identity_problem, json_problem, path_text, too_deep
-from adjudication.ingest.harnesses import (
+from adjudication.ingest.records import (
     HarnessReading,
     RecordError,
     binary_verdict,

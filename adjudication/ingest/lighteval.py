@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from adjudication.ingest.formats import MAX_JSON_DEPTH, Row, identity_problem, json_problem, path_text, too_deep
-from adjudication.ingest.harnesses import (
+from adjudication.ingest.records import (
     HarnessReading,
     RecordError,
     binary_verdict,

@@ -12,9 +12,9 @@ from pathlib import Path
 from django.db import connection, models, transaction
 
 from adjudication.database_failures import database_failures
-from adjudication.ingest.formats import Row, RowError, count_lines, identity_problem, iter_rows
+from adjudication.ingest.formats import Row, RowError, count_lines, identity_problem
 from adjudication.ingest.harness_readings import harness_readings_store
-from adjudication.ingest.harnesses import HARNESS_FORMATS, detect_format
+from adjudication.ingest.harnesses import HARNESS_FORMATS, detect_format, iter_rows
 from adjudication.ingest.staging import staged_rows_import
 from adjudication.models import Dataset, Question, Reading, Response, Run
 from adjudication.review.services import InvalidationReport, review_invalidate_replaced

@@ -37,7 +37,7 @@ detail.truncated).
 
 Open-ended and math questions: a short generation (max 32 tokens, temperature 0), light
 post-processing (first line; \\boxed{}, \\text{}, $ stripped), compared with the gold by
-readers.equivalence.math_equal (the `fixed` reader's equivalence).
+readers.answers.math_equal (the `fixed` reader's equivalence).
 """
 
 from __future__ import annotations

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from django.core.management.base import CommandError
 
-from adjudication.ingest.formats import MAX_JSON_DEPTH, RowError, iter_rows
-from adjudication.ingest.harnesses import detect_format
+from adjudication.ingest.formats import MAX_JSON_DEPTH, RowError
+from adjudication.ingest.harnesses import detect_format, iter_rows
 from adjudication.models import Dataset, Question, ReaderSpec, Reading, Response, Run
 from readers.base import config_hash
 from tests.ingest.harness_support import import_log, import_refusal

@@ -21,8 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from adjudication.ingest.formats import iter_rows
-from adjudication.ingest.harnesses import detect_format
+from adjudication.ingest.harnesses import detect_format, iter_rows
 from adjudication.models import Dataset, ReaderSpec, Reading, Response
 from readers.base import config_hash
 from tests.ingest.harness_support import import_log, import_refusal

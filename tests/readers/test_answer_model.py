@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from readers import equivalence as eq
 from readers import registry
-from readers.answers import parse_answer
+from readers.answers import math_equal, parse_answer
 from readers.base import Item
 
 
@@ -112,8 +111,8 @@ def test_written_answers_parse_into_typed_answers(text: str, kind: str, canonica
     ],
 )
 def test_equal_answers_are_equal(pred: str, gold: str) -> None:
-    assert eq.math_equal(pred, gold).equal, eq.math_equal(pred, gold)
-    assert eq.math_equal(gold, pred).equal  # every rule is symmetric
+    assert math_equal(pred, gold).equal, math_equal(pred, gold)
+    assert math_equal(gold, pred).equal  # every rule is symmetric
 
 
 @pytest.mark.parametrize(
@@ -143,14 +142,14 @@ def test_equal_answers_are_equal(pred: str, gold: str) -> None:
     ],
 )
 def test_different_answers_are_different(pred: str, gold: str) -> None:
-    assert not eq.math_equal(pred, gold).equal, eq.math_equal(pred, gold)
-    assert not eq.math_equal(gold, pred).equal
+    assert not math_equal(pred, gold).equal, math_equal(pred, gold)
+    assert not math_equal(gold, pred).equal
 
 
 def test_plain_text_maths_is_rewritten_never_evaluated() -> None:
     # parse_expr would run Python on this; the rewrite only ever hands LaTeX to the parser.
     hostile = "__import__('os').system('echo pwned')"
-    assert not eq.math_equal(hostile, "0").equal
+    assert not math_equal(hostile, "0").equal
 
 
 # -- extraction: bare answers, tags, boxes ----------------------------------------------------------

@@ -25,8 +25,9 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
 from readers import registry
+from readers.answers import canonical, math_equal
 from readers.base import ANSWER_FORMS, VERDICTS, Item, Reading
-from readers.equivalence import canonical, math_equal, parse_number
+from readers.equivalence import parse_number
 from readers.fixed import FixedConfig, FixedReader
 from readers.isolation.pool import IsolatedPool
 

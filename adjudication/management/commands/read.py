@@ -7,7 +7,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from adjudication.ingest.formats import RowError, iter_rows
+from adjudication.ingest.formats import RowError
+from adjudication.ingest.harnesses import iter_rows
 from adjudication.management.arguments import add_isolation_arguments, add_reader_argument
 from readers import Item
 from readers import registry as reader_registry
