@@ -25,6 +25,7 @@ import httpcore2
 import httpx2
 import openai
 
+from adjudication.nesting import nesting_past
 from adjudication.validators import is_plain_integer
 from judges.redaction import redact, redact_bytes
 
@@ -434,31 +435,14 @@ def attempt(
 # (not ValueError), and one just under the interpreter's limit parses but breaks whatever walks it
 # next (json_safe, jsonb encoding). A completion is a handful of levels deep; a document nested
 # past MAX_REPLY_DEPTH is refused whole. (The C decoder stops such a document within its first
-# thousand levels; the depth of what it did parse is then counted level by level, which stops at
-# the bound and, being bytecode, never holds the GIL for long.)
+# thousand levels; the depth of what it did parse is then checked by adjudication.nesting, which
+# stops at the first container past the bound.)
 
 MAX_REPLY_DEPTH = 64
-_CONTAINERS = frozenset({dict, list})
 
 
 class UnreadableReply(ValueError):
     """A reply no parser is asked to read: JSON nested deeper than MAX_REPLY_DEPTH."""
-
-
-def nesting_exceeds(value: Any, limit: int = MAX_REPLY_DEPTH) -> bool:
-    """Whether the parsed JSON `value` nests arrays and objects more than `limit` deep."""
-    level = [value] if type(value) in _CONTAINERS else []
-    for _ in range(limit):
-        deeper: list[Any] = []
-        keep = deeper.append
-        for container in level:
-            for item in container.values() if type(container) is dict else container:
-                if type(item) in _CONTAINERS:  # json.loads makes exactly these types
-                    keep(item)
-        if not deeper:
-            return False
-        level = deeper
-    return True
 
 
 def parse_reply(text: str, *, max_depth: int = MAX_REPLY_DEPTH) -> Any:
@@ -470,7 +454,7 @@ def parse_reply(text: str, *, max_depth: int = MAX_REPLY_DEPTH) -> Any:
         parsed = json.loads(text)
     except RecursionError:
         raise unreadable from None
-    if nesting_exceeds(parsed, max_depth):
+    if nesting_past(parsed, max_depth) is not None:
         raise unreadable
     return parsed
 

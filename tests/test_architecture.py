@@ -67,11 +67,13 @@ def test_adjudication_never_imports_judges(path: Path) -> None:
 
 
 # What judges may use of adjudication: the data (models, fields, validators, the data-version bump),
-# the pipeline it feeds (batches, progress, readings, services, selectors), the shared command
+# the JSON depth bound (nesting), the pipeline it feeds (batches, producers, progress, readings,
+# services, selectors), the shared command
 # options and the admin site. Never a page, an API or another capability's internals.
 JUDGES_MAY_USE = (
     "adjudication.models",
     "adjudication.fields",
+    "adjudication.nesting",
     "adjudication.validators",
     "adjudication.revisions",
     "adjudication.admin",

@@ -2,8 +2,9 @@
 of the wrong type would otherwise surface as a traceback far from the member that held it. Pure:
 plain values in, ValueError naming the member and the field out.
 
-JSON is parsed with a nesting bound (MAX_DEPTH): Python's parser recurses, and `[` repeated
-200,000 times ends it in a RecursionError (the comparison and the database adapters recurse too).
+JSON is read within a nesting bound (MAX_DEPTH, adjudication.nesting): Python's parser recurses,
+and `[` repeated 200,000 times ends it in a RecursionError (the comparison and the database
+adapters recurse too).
 """
 
 from __future__ import annotations
@@ -12,39 +13,28 @@ import json
 import re
 from typing import Any
 
+from adjudication.nesting import nesting_past
+
 # Deeper than anything a bundle writes (an analytics report nests about eight levels).
 MAX_DEPTH = 64
 NAME_MAX = 200
 _SHA256 = re.compile(r"[0-9a-f]{64}")
-# A JSON string (escapes included) or a bracket: brackets inside strings do not nest.
-_TOKENS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
-
-
-def too_deep(raw: bytes, limit: int = MAX_DEPTH) -> bool:
-    """Whether the JSON text nests deeper than `limit`; counted without parsing (or recursing)."""
-    if raw.count(b"[") + raw.count(b"{") <= limit:
-        return False  # the common case, at the speed of bytes.count
-    depth = 0
-    for match in _TOKENS.finditer(raw):
-        token = match.group()
-        if token in (b"[", b"{"):
-            depth += 1
-            if depth > limit:
-                return True
-        elif token in (b"]", b"}"):
-            depth -= 1
-    return False
 
 
 def loads(raw: bytes, *, where: str) -> Any:
     """Bundle JSON (ASCII: a bundle is written with ensure_ascii); ValueError naming `where`."""
-    if too_deep(raw):
-        raise ValueError(f"{where}: JSON nested deeper than {MAX_DEPTH} levels")
+    too_deep = ValueError(f"{where}: JSON nested deeper than {MAX_DEPTH} levels")
     try:
-        return json.loads(raw.decode("ascii"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        doc = json.loads(raw.decode("ascii"))
+    except RecursionError:
+        raise too_deep from None
+    except (UnicodeDecodeError, ValueError) as exc:
         # ValueError: JSONDecodeError, and an integer of more digits than Python converts.
         raise ValueError(f"{where}: not JSON ({str(exc)[:200]})") from None
+    # Fewer brackets than the bound (the common case, at the speed of bytes.count): nothing nests that deep.
+    if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and nesting_past(doc, MAX_DEPTH) is not None:
+        raise too_deep
+    return doc
 
 
 def _key(name: str) -> str:

@@ -22,6 +22,7 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any, TypeGuard
 
+from adjudication.nesting import nesting_past
 from readers.options import LETTERS
 
 # Far below Python's recursion limit, so that hashing, Django and psycopg can walk any value that passed;
@@ -172,18 +173,8 @@ def json_problem(value: Any) -> str | None:
 def too_deep(value: Any) -> list[str] | None:
     """Where `value`'s fields nest more than MAX_JSON_DEPTH levels (the keys and indices down to the
     first container past the bound), or None. The value itself is not a level: a line's or a
-    sample's fields each get the bound json_problem sets for a stored value. Iterative, and it
-    visits containers only."""
-    if not isinstance(value, (dict, list)):
-        return None
-    stack: list[tuple[Any, list[str]]] = [(value, [])]
-    while stack:
-        item, where = stack.pop()
-        if len(where) > MAX_JSON_DEPTH:
-            return where
-        steps = item.items() if isinstance(item, dict) else ((f"[{i}]", c) for i, c in enumerate(item))
-        stack.extend((child, [*where, str(step)]) for step, child in steps if isinstance(child, (dict, list)))
-    return None
+    sample's fields each get the bound json_problem sets for a stored value."""
+    return nesting_past(value, MAX_JSON_DEPTH + 1)
 
 
 def path_text(where: list[str]) -> str:
