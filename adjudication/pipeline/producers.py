@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TextIO
+
+from django.core.management.base import OutputWrapper
 
 from adjudication.errors import ApplicationError
 
@@ -22,7 +23,7 @@ class EndpointRun:
     batch_size: int
     no_wait: bool
     timeout: float
-    stdout: TextIO
+    stdout: OutputWrapper  # a command's: each write is a line
 
 
 EndpointProducer = Callable[[EndpointRun], None]
