@@ -20,6 +20,7 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from adjudication.ingest import formats, inspect_logs, lighteval
 from adjudication.ingest.formats import Row, identity_problem
@@ -99,35 +100,18 @@ def _with_run_id(row: Row, path: Path, unit: str, max_lengths: Mapping[str, int]
     return replace(row, id=row_id)
 
 
-def iter_rows(
-    path: Path,
-    *,
-    fmt: str | None = "canonical",
-    model: str = "",
-    checkpoint: str = "",
-    task: str | None = None,
-    max_lengths: Mapping[str, int] | None = None,
-    duplicates: bool = True,
-) -> Iterator[Row]:
-    """Stream validated rows from a file of any format (formats.iter_rows has the options); `fmt=None`
-    tells the format from the file (detect_format). A harness log's rows are its records' rows."""
+def iter_rows(path: Path, *, fmt: str | None = "canonical", **options: Any) -> Iterator[Row]:
+    """Stream validated rows from a file of any format, with formats.iter_rows's options; `fmt=None`
+    tells the format from the file (detect_format). A harness log's rows are its records' rows,
+    whose repeated ids iter_records finds itself (`duplicates` is for JSON lines)."""
     if fmt is None:
         fmt = detect_format(path)
     if fmt in HARNESS_FORMATS:
-        for row, _readings in iter_records(
-            path, fmt=fmt, model=model, checkpoint=checkpoint, task=task, max_lengths=max_lengths
-        ):
+        options.pop("duplicates", None)
+        for row, _readings in iter_records(path, fmt=fmt, **options):
             yield row
         return
-    yield from formats.iter_rows(
-        path,
-        fmt=fmt,
-        model=model,
-        checkpoint=checkpoint,
-        task=task,
-        max_lengths=max_lengths,
-        duplicates=duplicates,
-    )
+    yield from formats.iter_rows(path, fmt=fmt, **options)
 
 
 def record_count(path: Path, fmt: str) -> int | None:

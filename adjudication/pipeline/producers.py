@@ -5,8 +5,9 @@ without the judges app is told so instead of failing on a missing command."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from django.core.management.base import OutputWrapper
 
@@ -24,6 +25,20 @@ class EndpointRun:
     no_wait: bool
     timeout: float
     stdout: OutputWrapper  # a command's: each write is a line
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any], *, stdout: OutputWrapper) -> EndpointRun:
+        """The run a command's parsed options ask for: --dataset, --endpoint, --regen-instruction
+        and the shared enqueue options."""
+        return cls(
+            dataset=options["dataset"],
+            endpoint=options["endpoint"],
+            instruction=options["regen_instruction"],
+            batch_size=options["batch_size"],
+            no_wait=options["no_wait"],
+            timeout=options["timeout"],
+            stdout=stdout,
+        )
 
 
 EndpointProducer = Callable[[EndpointRun], None]

@@ -40,18 +40,12 @@ class Command(BaseCommand):
         )
         add_regen_instruction_argument(parser)
 
-    def handle(
-        self,
-        *args,
-        dataset: str,
-        readers: list[str] | None,
-        batch_size: int,
-        no_wait: bool,
-        timeout: float,
-        endpoint: str | None = None,
-        regen_instruction: str | None = None,
-        **options,
-    ) -> None:
+    def handle(self, *args, **options) -> None:
+        dataset: str = options["dataset"]
+        readers: list[str] | None = options["readers"]
+        batch_size: int = options["batch_size"]
+        endpoint: str | None = options["endpoint"]
+        regen_instruction: str | None = options["regen_instruction"]
         ds = dataset_named(dataset)
         if readers and "regeneration" in readers:
             # Answer Regeneration is an LLM reader: the judges app produces it on the `llm` queue
@@ -67,17 +61,7 @@ class Command(BaseCommand):
                 regenerate = endpoint_producer("regeneration")
             except ProducerUnavailable as exc:
                 raise CommandError(str(exc)) from None
-            regenerate(
-                EndpointRun(
-                    dataset=dataset,
-                    endpoint=endpoint,
-                    instruction=regen_instruction,
-                    batch_size=batch_size,
-                    no_wait=no_wait,
-                    timeout=timeout,
-                    stdout=self.stdout,
-                )
-            )
+            regenerate(EndpointRun.from_options(options, stdout=self.stdout))
             if not readers:
                 return
         elif endpoint or regen_instruction is not None:
@@ -96,8 +80,8 @@ class Command(BaseCommand):
             total=ds.responses.count() * len(names),
             unit="readings",
             desc="read",
-            no_wait=no_wait,
-            timeout=timeout,
+            no_wait=options["no_wait"],
+            timeout=options["timeout"],
             noun="reader task",
         )
         for e in run.enqueued:

@@ -23,25 +23,5 @@ class Command(BaseCommand):
         add_regen_instruction_argument(parser)
         add_enqueue_arguments(parser, batch_size_default=settings.READER_BATCH_SIZE)
 
-    def handle(
-        self,
-        *args,
-        dataset: str,
-        endpoint: str,
-        regen_instruction: str | None,
-        batch_size: int,
-        no_wait: bool,
-        timeout: float,
-        **options,
-    ) -> None:
-        regeneration_run(
-            EndpointRun(
-                dataset=dataset,
-                endpoint=endpoint,
-                instruction=regen_instruction,
-                batch_size=batch_size,
-                no_wait=no_wait,
-                timeout=timeout,
-                stdout=self.stdout,
-            )
-        )
+    def handle(self, *args, **options) -> None:
+        regeneration_run(EndpointRun.from_options(options, stdout=self.stdout))
