@@ -51,7 +51,7 @@ class RoutingPolicy(models.Model):
         null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(INT_MAX)]
     )
     # Set when a final label asked for the priorities to be refitted and no refit has claimed the
-    # request yet (routing.services.information_refresh_request): a burst of labels causes one refit.
+    # request yet (routing.refresh.information_refresh_request): a burst of labels causes one refit.
     refresh_requested_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -1,7 +1,7 @@
 """Routing disputed responses (and controls) into review items, and keeping the queues built on a
 policy in step with it. Information policies route by label value for a target instead, and their
-priorities are refitted after final labels (information_refresh_request -> the Celery task ->
-information_refresh_claimed)."""
+priorities are refitted after final labels (routing.refresh.information_refresh_request -> the Celery
+task -> information_refresh_claimed)."""
 
 from __future__ import annotations
 
@@ -9,14 +9,10 @@ import hashlib
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import cast
 
-from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import Q
-from django.utils import timezone
 
 from adjudication.fields import json_safe
 from adjudication.models import (
@@ -46,7 +42,6 @@ from adjudication.routing.selectors import (
     information_picks,
     panel_readings,
 )
-from adjudication.task_names import REFRESH_INFORMATION_PRIORITIES, task_send_on_commit
 from readers import registry as reader_registry
 
 
@@ -395,26 +390,6 @@ def information_priorities_refresh(*, policy: RoutingPolicy) -> int:
     fit = information_fit(dataset=policy.dataset, target=policy.target)
     with transaction.atomic():
         return _information_priorities_write(policy, fit.values)
-
-
-def information_refresh_request(*, policy_id: int) -> bool:
-    """Ask for a refit of an information policy's priorities after a final label (call it inside the
-    label's transaction): a compare-and-set on the policy's refresh_requested_at, so that of a burst
-    of labels only the first enqueues the task (on commit, after INFORMATION_REFRESH_DELAY seconds);
-    the others find the request pending and leave it. A request older than a lease is taken as lost
-    (its task died before claiming it) and made again. Other policies: nothing (one UPDATE of no row)."""
-    now = timezone.now()
-    lost = now - timedelta(seconds=settings.INFORMATION_REFRESH_LEASE_SECONDS)
-    requested = (
-        RoutingPolicy.objects.filter(pk=policy_id, priority=RoutingPolicy.Priority.INFORMATION)
-        .filter(Q(refresh_requested_at__isnull=True) | Q(refresh_requested_at__lt=lost))
-        .update(refresh_requested_at=now)
-    )
-    if requested:
-        task_send_on_commit(
-            REFRESH_INFORMATION_PRIORITIES, policy_id, countdown=settings.INFORMATION_REFRESH_DELAY_SECONDS
-        )
-    return bool(requested)
 
 
 def information_refresh_claimed(*, policy_id: int) -> RefreshReport:

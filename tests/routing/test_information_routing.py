@@ -13,11 +13,8 @@ from adjudication.models import Dataset, QueueItem, Reading, Response, ReviewIte
 from adjudication.pipeline.readings import reader_spec_by_name, reader_spec_get_or_create
 from adjudication.routing.rules import information_priorities
 from adjudication.routing.selectors import information_fit
-from adjudication.routing.services import (
-    information_refresh_claimed,
-    information_refresh_request,
-    routing_policy_create,
-)
+from adjudication.routing.refresh import information_refresh_request
+from adjudication.routing.services import information_refresh_claimed, routing_policy_create
 
 from ..conftest import mc_row, run_command
 
