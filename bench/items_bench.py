@@ -87,7 +87,7 @@ import statistics, time
 from django.contrib.auth.models import User
 from django.test import Client
 from adjudication.models import Dataset, FinalLabel, ReviewQueue
-from adjudication.review import browse
+from adjudication.browse import selectors as browse
 
 client = Client()
 client.force_login(User.objects.get(username="boss"))

@@ -1,4 +1,4 @@
-"""The item browser's filter form: GET parameters parsed into browse.ItemFilters, every bad value a
+"""The item browser's filter form: GET parameters parsed into browse.selectors.ItemFilters, every bad value a
 message naming its parameter (never a 500), and what the form shows back (values kept, options)."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from django.core.exceptions import ValidationError
 from django.db.models import Model, QuerySet
 from django.http import QueryDict
 
+from adjudication.browse.selectors import STATES, ItemFilters, VerdictCondition, filter_choices, reader_names
 from adjudication.forms import IdChoiceField
 from adjudication.models import Dataset, ReviewQueue, Verdict
-from adjudication.review.browse import STATES, ItemFilters, VerdictCondition, filter_choices, reader_names
 from adjudication.text import displayable
 from adjudication.validators import free_text_problem, parse_id
 

@@ -24,7 +24,7 @@ from django.db.models.functions import Substr
 from adjudication.fields import SENTINEL
 from adjudication.models import FinalLabel, Label, QueueItem, ReaderSpec, Reading, Response, ReviewQueue, Run
 from adjudication.review.labels import agreement, label_key
-from adjudication.review.selectors import shown_item
+from adjudication.review.rendering import shown_item
 from adjudication.text import displayable
 
 # The review state of a queue item, as the browser names it, and what each means.
@@ -470,7 +470,7 @@ def item_detail(*, response_id: int) -> dict | None:
         "prompt_text": shown(response.prompt_text) if response.prompt_text else "",
         "readings": shown_readings,
         "queue_items": _queue_items_detail(response),
-        **shown_item(
+        "shown": shown_item(
             question=shown(question.text),
             choices=[shown(str(c)) for c in question.choices],
             gold=shown(question.gold),

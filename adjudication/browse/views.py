@@ -1,16 +1,16 @@
 """The managers' item browser pages: the filtered list and one item. Thin: the form parses the
-query string, browse.py reads."""
+query string, the selectors read."""
 
 from __future__ import annotations
 
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
+from adjudication.browse.forms import ItemFilterForm
+from adjudication.browse.selectors import STATES, item_detail, items_page, reader_names
 from adjudication.forms import form_errors
 from adjudication.models import Verdict
 from adjudication.permissions import role_required
-from adjudication.review.browse import STATES, item_detail, items_page, reader_names
-from adjudication.review.browse_forms import ItemFilterForm
 
 
 @role_required("manager")
@@ -33,7 +33,7 @@ def item_list(request: HttpRequest) -> HttpResponse:
         "previous_query": form.query(page=page.number - 1) if page and page.has_previous else "",
         "next_query": form.query(page=page.number + 1) if page and page.has_next else "",
     }
-    return render(request, "review/items.html", context, status=200 if valid else 400)
+    return render(request, "browse/items.html", context, status=200 if valid else 400)
 
 
 @role_required("manager")
@@ -42,4 +42,4 @@ def item_view(request: HttpRequest, response_id: int) -> HttpResponse:
     detail = item_detail(response_id=response_id)
     if detail is None:
         raise Http404("no such response")
-    return render(request, "review/item_detail.html", detail)
+    return render(request, "browse/item_detail.html", detail)

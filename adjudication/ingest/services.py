@@ -17,7 +17,7 @@ from adjudication.ingest.harness_readings import harness_readings_store
 from adjudication.ingest.harnesses import HARNESS_FORMATS, detect_format, iter_rows
 from adjudication.ingest.staging import staged_rows_import
 from adjudication.models import Dataset, Question, Reading, Response, Run
-from adjudication.review.services import InvalidationReport, review_invalidate_replaced
+from adjudication.review.queues.services import InvalidationReport, review_invalidate_replaced
 from adjudication.revisions import dataset_changed
 from adjudication.validators import name_problem
 

@@ -39,7 +39,7 @@ from adjudication.ingest import copyrows
 from adjudication.ingest.copyrows import Chunk, RunKey
 from adjudication.ingest.formats import Row, RowError, duplicate_id
 from adjudication.models import Dataset, Question, Reading, Response, Run
-from adjudication.review.services import review_invalidate_replaced
+from adjudication.review.queues.services import review_invalidate_replaced
 
 if TYPE_CHECKING:
     from adjudication.ingest.services import ImportReport

@@ -1,6 +1,8 @@
-"""How a response is shown to a reviewer: thinking and answer parts, candidate marks, and
-math-aware Markdown (adjudication.review.markup). Model text is untrusted: Markdown runs with raw
-HTML off and everything else is escaped."""
+"""How an item is shown to a reviewer: what the item pages show of it (ShownItem: plain, displayable
+values), the response's thinking and answer parts, candidate marks, and math-aware Markdown
+(adjudication.review.markup). Model text is untrusted: Markdown runs with raw HTML off and
+everything else is escaped. The HTML is made when a template asks for it
+(adjudication.templatetags.review_markup), never in a selector."""
 
 from __future__ import annotations
 
@@ -8,6 +10,8 @@ import re
 from dataclasses import dataclass, field
 
 from adjudication.review.markup import MARKDOWN
+from adjudication.text import displayable
+from readers.options import LETTERS
 
 _THINK = re.compile(r"<(think|thinking|reasoning)>|</(think|thinking|reasoning)>", re.IGNORECASE)
 
@@ -112,3 +116,46 @@ def response_parts(text: str, spans: list[tuple[int, int, int]]) -> list[Part]:
         html, budget = _markdown_html(text[start:end], budget)
         parts.append(Part(think=think, segments=_segments(text, start, end, spans), html=html))
     return parts
+
+
+@dataclass(frozen=True)
+class ShownCandidate:
+    number: int  # 1, 2, …: shuffled per (item, annotator); the mark of its spans in the response
+    answer: str
+
+
+@dataclass(frozen=True)
+class ShownItem:
+    """What the item pages show of an item, every text made displayable: question, options (letter,
+    text), the response with the candidates' spans, candidate answers and (when asked) the gold."""
+
+    question: str
+    choices: tuple[tuple[str, str], ...]
+    is_mc: bool
+    response: str
+    spans: tuple[tuple[int, int, int], ...]  # (start, end, candidate number) in the response
+    candidates: tuple[ShownCandidate, ...]
+    gold: str | None  # None: not shown
+
+
+def shown_item(
+    *,
+    question: str,
+    choices: list,
+    gold: str,
+    response: str,
+    show_gold: bool,
+    candidates: tuple[list[dict], list[tuple[int, int, int]]],
+) -> ShownItem:
+    """What the item pages show of an item: question, options, the response, candidate answers and
+    (when asked) the gold, all made displayable."""
+    cands, spans = candidates
+    return ShownItem(
+        question=displayable(question),
+        choices=tuple((LETTERS[i], displayable(str(text))) for i, text in enumerate(choices)),
+        is_mc=bool(choices),
+        response=displayable(response),
+        spans=tuple(spans),
+        candidates=tuple(ShownCandidate(number=c["number"], answer=displayable(c["answer"])) for c in cands),
+        gold=displayable(gold) if show_gold else None,
+    )

@@ -12,9 +12,11 @@ from adjudication.analytics.report import Params
 from adjudication.analytics.services import report_compute, report_request
 from adjudication.models import AnalyticsReport, Dataset, ReaderSpec, Reading, Response
 from adjudication.pipeline.readings import reader_spec_by_name, readings_create
+from adjudication.review.adjudicate.selectors import adjudication_queue
+from adjudication.review.adjudicate.services import final_label_adjudicate
+from adjudication.review.annotate.services import label_submit, lease_claim_next
 from adjudication.review.labels import LabelEntry
-from adjudication.review.selectors import adjudication_queue
-from adjudication.review.services import final_label_adjudicate, label_submit, lease_claim_next, queue_create
+from adjudication.review.queues.services import queue_create
 
 from ..conftest import run_command
 from ..review.conftest import make_user

@@ -13,18 +13,12 @@ from django.test.utils import CaptureQueriesContext
 
 from adjudication.models import Dataset, Label, QueueItem, ReaderSpec, Response, ReviewQueue
 from adjudication.pipeline.readings import reader_spec_by_name, readings_create
+from adjudication.review.adjudicate.selectors import adjudication_queue
+from adjudication.review.adjudicate.services import final_label_adjudicate
+from adjudication.review.annotate.services import label_revise, label_submit, lease_claim_next
+from adjudication.review.errors import ReviewError
 from adjudication.review.labels import LabelEntry
-from adjudication.review.selectors import adjudication_queue
-from adjudication.review.services import (
-    ReviewError,
-    final_label_adjudicate,
-    label_revise,
-    label_submit,
-    lease_claim_next,
-    queue_create,
-    review_invalidate_replaced,
-    skips_reopen,
-)
+from adjudication.review.queues.services import queue_create, review_invalidate_replaced, skips_reopen
 from adjudication.revisions import dataset_version
 from adjudication.routing.services import queue_items_sync, review_items_route, routing_policy_create
 

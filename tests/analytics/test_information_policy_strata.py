@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from adjudication.analytics.selectors import disputed_by_benchmark, policy_strata
 from adjudication.models import FinalLabel, QueueItem, Response
-from adjudication.review.services import queue_create
+from adjudication.review.queues.services import queue_create
 
 from ..routing.test_information_routing import PANEL, info_dataset  # noqa: F401 (the fixture)
 

@@ -9,8 +9,9 @@ import pytest
 from adjudication.analytics.report import Params
 from adjudication.analytics.services import report_request
 from adjudication.models import AnalyticsReport, Dataset
+from adjudication.review.annotate.services import label_submit, lease_claim_next
 from adjudication.review.labels import LabelEntry
-from adjudication.review.services import label_submit, lease_claim_next, queue_create
+from adjudication.review.queues.services import queue_create
 
 from ..browser import chromium_browser, require_chromium
 from ..conftest import ROOT, manage, run_command

@@ -22,8 +22,8 @@ from adjudication.analytics.report import Params
 from adjudication.analytics.selectors import report_stored
 from adjudication.analytics.services import report_compute, report_for_view, report_request
 from adjudication.models import AnalyticsReport, Dataset, QueueItem
+from adjudication.review.annotate.services import label_revise
 from adjudication.review.labels import LabelEntry
-from adjudication.review.services import label_revise
 from adjudication.revisions import dataset_version
 
 from ..conftest import run_command

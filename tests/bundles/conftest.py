@@ -18,8 +18,9 @@ from adjudication.analytics.reports import parse_report
 from adjudication.bundles.services import bundle_write
 from adjudication.models import Dataset, Response
 from adjudication.pipeline.readings import reader_spec_by_name, readings_create
+from adjudication.review.annotate.services import label_submit, lease_claim_next
 from adjudication.review.labels import LabelEntry
-from adjudication.review.services import label_submit, lease_claim_next, queue_create
+from adjudication.review.queues.services import queue_create
 
 from ..conftest import jsonl_writer, mc_row, run_command
 from ..review.conftest import make_user

@@ -11,8 +11,9 @@ import pytest
 from django.test import Client
 
 from adjudication.models import Dataset, Lease
+from adjudication.review.annotate.services import label_submit, lease_claim_next
 from adjudication.review.labels import LabelEntry
-from adjudication.review.services import label_submit, lease_claim_next, queue_create
+from adjudication.review.queues.services import queue_create
 
 from ..conftest import math_row, mc_row, run_command
 from ..review.conftest import make_user

@@ -7,8 +7,9 @@ from django.contrib.auth.models import Group, User
 
 from adjudication.models import Dataset, Label, Reading, Response, ReviewQueue
 from adjudication.pipeline.readings import reader_spec_by_name
+from adjudication.review.annotate.services import label_submit, lease_claim_next
 from adjudication.review.labels import LabelEntry
-from adjudication.review.services import label_submit, lease_claim_next, queue_create
+from adjudication.review.queues.services import queue_create
 
 from ..conftest import mc_row, reading_at, run_command
 

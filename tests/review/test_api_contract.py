@@ -143,7 +143,7 @@ def test_a_refusal_without_fields_is_one_message(write_jsonl):
     ds = disputed_dataset(write_jsonl, 1)
     client = Client()
     client.force_login(make_user("ann", "annotator"))
-    from adjudication.review.services import queue_create
+    from adjudication.review.queues.services import queue_create
 
     queue = queue_create(dataset=ds, name="q", overlap=1)
     lease = client.post(f"/api/queues/{queue.pk}/claim/").json()["lease"]
@@ -184,7 +184,7 @@ def test_throttled_calls_get_429_with_retry_after(monkeypatch):
 
 
 def test_a_crash_is_a_500_in_the_error_body_without_its_details(manager, monkeypatch, queue):
-    from adjudication.review import api
+    from adjudication.review.queues import api
 
     def crash(**kwargs):
         raise RuntimeError("secret internals")
@@ -202,7 +202,7 @@ def test_a_crash_is_a_500_in_the_error_body_without_its_details(manager, monkeyp
 def test_a_claim_while_every_item_is_locked_is_409_busy_and_when_none_is_left_204(write_jsonl):
     if connections["default"].vendor != "postgresql":
         pytest.skip("busy comes from SKIP LOCKED row locks (PostgreSQL)")
-    from adjudication.review.services import queue_create
+    from adjudication.review.queues.services import queue_create
 
     queue = queue_create(dataset=disputed_dataset(write_jsonl, 1), name="q", overlap=1)
     client = Client()

@@ -37,7 +37,7 @@ def run_example(base_url: str, token: str, *args: str) -> subprocess.CompletedPr
 
 def test_the_example_script_claims_labels_and_downloads_with_a_token(write_jsonl, plain_live_server, tmp_path):
     from adjudication.models import Label
-    from adjudication.review.services import queue_create
+    from adjudication.review.queues.services import queue_create
 
     queue = queue_create(dataset=disputed_dataset(write_jsonl, 1), name="example-q", overlap=1, title="Example")
     make_user("lead", "annotator", "manager")
@@ -64,7 +64,7 @@ def test_the_example_script_claims_labels_and_downloads_with_a_token(write_jsonl
 
 def test_the_example_script_reports_what_a_role_may_not_do(write_jsonl, plain_live_server, tmp_path):
     from adjudication.models import Label
-    from adjudication.review.services import queue_create
+    from adjudication.review.queues.services import queue_create
 
     queue_create(dataset=disputed_dataset(write_jsonl, 1), name="example-q", overlap=1)
     make_user("ann", "annotator")

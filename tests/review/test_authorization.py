@@ -7,8 +7,9 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
 from adjudication.models import AuditRun, Dataset
+from adjudication.review.annotate.services import label_submit, lease_claim_next
 from adjudication.review.labels import LabelEntry
-from adjudication.review.services import label_submit, lease_claim_next, queue_create
+from adjudication.review.queues.services import queue_create
 
 from ..conftest import jsonl_writer, world_transaction
 from .conftest import disputed_dataset, make_user

@@ -7,8 +7,9 @@ from django.test import Client
 
 from adjudication.models import Response
 from adjudication.pipeline.readings import reader_spec_for
+from adjudication.review.annotate.services import label_submit, lease_claim_next
 from adjudication.review.labels import LabelEntry
-from adjudication.review.services import label_submit, lease_claim_next, queue_create
+from adjudication.review.queues.services import queue_create
 from readers import registry
 from readers.base import Item, Reader
 from readers.base import Reading as ReaderReading
@@ -125,7 +126,7 @@ def test_every_annotator_facing_page_and_api_response_is_blind(canary_queue):
 
 def test_a_paused_closed_or_assigned_queue_never_shows_its_name_to_annotators(canary_queue):
     from adjudication.models import ReviewQueue
-    from adjudication.review.services import queue_annotators_set, queue_state_set
+    from adjudication.review.queues.services import queue_annotators_set, queue_state_set
 
     ann, other = make_user("ann", "annotator"), make_user("other", "annotator")
     second = ReviewQueue.objects.exclude(pk=canary_queue.pk).get()

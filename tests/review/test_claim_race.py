@@ -10,8 +10,9 @@ import pytest
 from django.db import connection, connections
 
 from adjudication.models import Label, Lease, QueueItem
+from adjudication.review.annotate.services import label_submit, lease_claim_next
 from adjudication.review.labels import LabelEntry
-from adjudication.review.services import label_submit, lease_claim_next, queue_create
+from adjudication.review.queues.services import queue_create
 
 from .conftest import disputed_dataset, make_user
 

@@ -10,15 +10,11 @@ from django.contrib.auth.models import User
 from django.utils import timezone
 
 from adjudication.models import FinalLabel, Label, Lease, QueueItem
+from adjudication.review.adjudicate.selectors import adjudication_queue
+from adjudication.review.adjudicate.services import final_label_adjudicate
+from adjudication.review.annotate.services import label_revise, label_submit, lease_claim_next
+from adjudication.review.errors import ReviewError
 from adjudication.review.labels import LabelEntry
-from adjudication.review.selectors import adjudication_queue
-from adjudication.review.services import (
-    ReviewError,
-    final_label_adjudicate,
-    label_revise,
-    label_submit,
-    lease_claim_next,
-)
 
 from .conftest import label_next, make_user
 

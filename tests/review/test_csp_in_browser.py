@@ -50,8 +50,9 @@ def pages(write_jsonl, service_env, monkeypatch, tmp_path):
     from adjudication.audit.services import audit_run_start
     from adjudication.models import AuditRun, Dataset, Reading, Response
     from adjudication.pipeline.readings import reader_spec_by_name
+    from adjudication.review.annotate.services import label_submit, lease_claim_next
     from adjudication.review.labels import LabelEntry
-    from adjudication.review.services import label_submit, lease_claim_next, queue_create
+    from adjudication.review.queues.services import queue_create
 
     rows = [mc_row(i, response=TEXT.format(i=i)) for i in range(N)]
     rows += [math_row(0, gold="72"), math_row(1, gold="\\frac{1}{2}")]

@@ -14,17 +14,11 @@ import pytest
 from django.test import Client
 
 from adjudication.models import FinalLabel, Label, QueueItem
+from adjudication.review.adjudicate.services import final_label_adjudicate
+from adjudication.review.annotate.services import label_revise, label_submit, lease_claim_next
 from adjudication.review.labels import LabelEntry
-from adjudication.review.selectors import FINAL_LABEL_COLUMNS, LABEL_COLUMNS
-from adjudication.review.services import (
-    final_label_adjudicate,
-    guidelines_update,
-    label_revise,
-    label_submit,
-    lease_claim_next,
-    queue_create,
-    review_invalidate_replaced,
-)
+from adjudication.review.queues.selectors import FINAL_LABEL_COLUMNS, LABEL_COLUMNS
+from adjudication.review.queues.services import guidelines_update, queue_create, review_invalidate_replaced
 from adjudication.text import unescape_text
 
 from ..conftest import run_command

@@ -14,10 +14,10 @@ from django.contrib.auth.models import Group
 from django.test import Client
 
 from adjudication.models import Label
-from adjudication.review import selectors as review_selectors
+from adjudication.review.annotate import selectors as review_selectors
+from adjudication.review.annotate.selectors import annotator_progress, leased_item
+from adjudication.review.annotate.services import label_revise, label_submit, lease_claim_next
 from adjudication.review.labels import LabelEntry
-from adjudication.review.selectors import annotator_progress, leased_item
-from adjudication.review.services import label_revise, label_submit, lease_claim_next
 
 from ..conftest import ROOT
 from .conftest import make_user

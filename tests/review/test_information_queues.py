@@ -8,8 +8,9 @@ import pytest
 from django.test import Client
 
 from adjudication.models import QueueItem, ReviewQueue, RoutingPolicy
+from adjudication.review.annotate.services import label_submit, lease_claim_next
 from adjudication.review.labels import LabelEntry
-from adjudication.review.services import label_submit, lease_claim_next, queue_create
+from adjudication.review.queues.services import queue_create
 from adjudication.routing.selectors import information_fit
 
 from ..routing.test_information_routing import PANEL, information_dataset

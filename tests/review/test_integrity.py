@@ -26,16 +26,12 @@ from adjudication.models import (
     RoutingPolicy,
 )
 from adjudication.pipeline.readings import reader_spec_by_name
+from adjudication.review.adjudicate.selectors import adjudication_queue
+from adjudication.review.adjudicate.services import final_label_adjudicate
+from adjudication.review.annotate.services import label_revise, label_submit, lease_claim_next
+from adjudication.review.errors import ReviewError
 from adjudication.review.labels import LabelEntry
-from adjudication.review.selectors import adjudication_queue
-from adjudication.review.services import (
-    ReviewError,
-    final_label_adjudicate,
-    label_revise,
-    label_submit,
-    lease_claim_next,
-    queue_create,
-)
+from adjudication.review.queues.services import queue_create
 
 from ..conftest import mc_row, run_command
 from .conftest import disputed_dataset, make_user
@@ -188,7 +184,7 @@ def test_replacing_a_response_invalidates_its_labels_and_reopens_the_item(write_
 
 
 def test_a_lease_taken_before_the_text_was_replaced_cannot_label_the_new_text(write_jsonl):
-    from adjudication.review.services import review_invalidate_replaced
+    from adjudication.review.queues.services import review_invalidate_replaced
 
     queue = queue_create(dataset=disputed_dataset(write_jsonl, 1), name="q")
     a = make_user("a", "annotator")

@@ -20,18 +20,14 @@ from django.http import QueryDict
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
+from adjudication.browse import selectors as browse
+from adjudication.browse.forms import ItemFilterForm
 from adjudication.models import Dataset, Label, QueueItem, Reading, Response, ReviewQueue
 from adjudication.pipeline.readings import reader_spec_by_name, reader_spec_get_or_create
-from adjudication.review import browse
-from adjudication.review.browse_forms import ItemFilterForm
+from adjudication.review.adjudicate.services import final_label_adjudicate
+from adjudication.review.annotate.services import label_revise, label_submit, lease_claim_next
 from adjudication.review.labels import LabelEntry
-from adjudication.review.services import (
-    final_label_adjudicate,
-    label_revise,
-    label_submit,
-    lease_claim_next,
-    queue_create,
-)
+from adjudication.review.queues.services import queue_create
 
 from ..conftest import jsonl_writer, mc_row, reading_at, run_command, world_transaction
 from .conftest import make_user
@@ -356,8 +352,8 @@ def test_disagreement_follows_revisions_and_ignores_skips(boss, world):
 
 
 def test_disagreeing_responses_agrees_with_the_queue_agreement(world):
+    from adjudication.review.items import current_labels
     from adjudication.review.labels import agreement
-    from adjudication.review.selectors import current_labels
 
     for queue in (world.q1, world.q2):
         found = browse.disagreeing_items(queue=queue, pair=None)

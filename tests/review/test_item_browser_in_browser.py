@@ -17,7 +17,7 @@ import pytest
 from django.conf import settings
 from django.test import Client
 
-from adjudication.review import browse
+from adjudication.browse import selectors as browse
 
 from ..browser import chromium_browser, require_chromium
 from ..conftest import committed_world, jsonl_writer

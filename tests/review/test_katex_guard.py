@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from adjudication.review.selectors import response_parts
+from adjudication.review.rendering import response_parts
 
 from ..browser import chromium_browser, require_chromium
 from ..conftest import ROOT, mc_row, run_command

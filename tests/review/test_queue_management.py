@@ -15,18 +15,11 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from adjudication.models import Label, Lease, ReaderSpec, ReviewItem, ReviewQueue
-from adjudication.review.agreement import queue_agreement
+from adjudication.review.annotate.services import label_revise, label_submit, lease_claim_next
+from adjudication.review.errors import ReviewError
 from adjudication.review.labels import LabelEntry
-from adjudication.review.services import (
-    ReviewError,
-    label_revise,
-    label_submit,
-    lease_claim_next,
-    queue_annotators_set,
-    queue_create,
-    queue_state_set,
-    queue_title_set,
-)
+from adjudication.review.queues.agreement import queue_agreement
+from adjudication.review.queues.services import queue_annotators_set, queue_create, queue_state_set, queue_title_set
 from adjudication.templatetags.review_links import disagreeing_items_url
 
 from ..conftest import project_table_counts, run_command

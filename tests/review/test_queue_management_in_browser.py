@@ -87,8 +87,9 @@ PAIRS = {
 @pytest.fixture
 def labelled_queue(write_jsonl, monkeypatch):
     require_chromium()
+    from adjudication.review.annotate.services import label_submit, lease_claim_next
     from adjudication.review.labels import LabelEntry
-    from adjudication.review.services import label_submit, lease_claim_next, queue_create
+    from adjudication.review.queues.services import queue_create
 
     from .conftest import disputed_dataset
 

@@ -10,16 +10,11 @@ from django.test import Client
 from django.utils import timezone
 
 from adjudication.models import Guidelines, Label, Lease
+from adjudication.review.annotate.services import label_revise, label_submit, lease_claim_next
+from adjudication.review.errors import ReviewError
 from adjudication.review.guidelines import COMMITMENT, CORRECTNESS
 from adjudication.review.labels import LabelEntry
-from adjudication.review.services import (
-    ReviewError,
-    guidelines_update,
-    label_revise,
-    label_submit,
-    lease_claim_next,
-    queue_create,
-)
+from adjudication.review.queues.services import guidelines_update, queue_create
 
 from .conftest import disputed_dataset, make_user
 

@@ -10,13 +10,12 @@ import pytest
 from adjudication.analytics.selectors import human_observations
 from adjudication.models import FinalLabel, Label, QueueItem, ReviewQueue
 from adjudication.pipeline.selectors import dataset_counts
+from adjudication.review.adjudicate.selectors import adjudication_queue
+from adjudication.review.adjudicate.services import final_label_adjudicate
+from adjudication.review.annotate.services import label_revise
+from adjudication.review.errors import ReviewError
 from adjudication.review.labels import LabelEntry
-from adjudication.review.selectors import adjudication_queue, final_labels
-from adjudication.review.services import (
-    ReviewError,
-    final_label_adjudicate,
-    label_revise,
-)
+from adjudication.review.queues.selectors import final_labels
 
 from .conftest import label_next, make_user
 

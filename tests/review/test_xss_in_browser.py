@@ -78,8 +78,8 @@ def hostile_queue(write_jsonl, eager, monkeypatch):
     from django.contrib.auth.models import User
 
     from adjudication.models import ReviewQueue
+    from adjudication.review.annotate.services import label_submit, lease_claim_next
     from adjudication.review.labels import LabelEntry
-    from adjudication.review.services import label_submit, lease_claim_next
 
     queue = ReviewQueue.objects.get(name="hostile-q")
     other = User.objects.get(username="other")

@@ -13,7 +13,7 @@ from django.apps import apps as django_apps
 
 from adjudication.models import Dataset, Reading, Response
 from adjudication.pipeline.readings import reader_spec_by_name, readings_create
-from adjudication.review.selectors import panel_candidates
+from adjudication.review.annotate.selectors import panel_candidates
 from adjudication.routing.services import review_items_route, routing_policy_create
 
 from ..conftest import math_row, mc_row, reading_at, run_command

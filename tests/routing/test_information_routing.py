@@ -11,9 +11,9 @@ from django.core.management.base import CommandError
 
 from adjudication.models import Dataset, QueueItem, Reading, Response, ReviewItem, RoutingPolicy
 from adjudication.pipeline.readings import reader_spec_by_name, reader_spec_get_or_create
+from adjudication.routing.refresh import information_refresh_request
 from adjudication.routing.rules import information_priorities
 from adjudication.routing.selectors import information_fit
-from adjudication.routing.refresh import information_refresh_request
 from adjudication.routing.services import information_refresh_claimed, routing_policy_create
 
 from ..conftest import mc_row, run_command
@@ -201,7 +201,7 @@ def test_queue_items_follow_the_refitted_priorities(info_dataset):
 
 
 def test_a_replaced_response_stays_routed_with_its_new_readings_as_reason(info_dataset):
-    from adjudication.review.services import review_invalidate_replaced
+    from adjudication.review.queues.services import review_invalidate_replaced
 
     route("rep", priority="information", target="accuracy", budget=4)
     item = ReviewItem.objects.filter(policy__name="rep").order_by("id").first()

@@ -6,8 +6,9 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from adjudication.management.arguments import dataset_named
 from adjudication.models import RoutingPolicy
-from adjudication.review.selectors import users_named
-from adjudication.review.services import ReviewError, queue_create
+from adjudication.review.errors import ReviewError
+from adjudication.review.queues.selectors import users_named
+from adjudication.review.queues.services import queue_create
 
 
 class Command(BaseCommand):

@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from adjudication.exports import FORMATS, file_export
 from adjudication.models import ReviewQueue
-from adjudication.review.selectors import QUEUE_TABLES, queue_export_table
+from adjudication.review.queues.selectors import QUEUE_TABLES, queue_export_table
 
 
 class Command(BaseCommand):

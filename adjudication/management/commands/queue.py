@@ -4,8 +4,9 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
 from adjudication.models import ReviewQueue
-from adjudication.review.selectors import users_named
-from adjudication.review.services import ReviewError, queue_annotators_set, queue_state_set, queue_title_set
+from adjudication.review.errors import ReviewError
+from adjudication.review.queues.selectors import users_named
+from adjudication.review.queues.services import queue_annotators_set, queue_state_set, queue_title_set
 
 
 class Command(BaseCommand):

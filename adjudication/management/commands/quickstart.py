@@ -15,7 +15,8 @@ from adjudication.analytics.services import report_compute, report_for_view
 from adjudication.ingest.services import ImportFailed, responses_import
 from adjudication.models import Reading, ReviewQueue
 from adjudication.pipeline.selectors import dataset_get, reader_summary
-from adjudication.review.services import ReviewError, queue_create, queue_sync
+from adjudication.review.errors import ReviewError
+from adjudication.review.queues.services import queue_create, queue_sync
 from readers.summary import render
 
 SAMPLE = Path(__file__).resolve().parents[2] / "sample_data" / "quickstart.jsonl"

@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from adjudication.models import ReviewQueue
-from adjudication.review.services import queue_sync
+from adjudication.review.queues.services import queue_sync
 
 
 class Command(BaseCommand):
