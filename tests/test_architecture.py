@@ -17,25 +17,33 @@ def _modules(package: str) -> list[Path]:
     return [p for p in (ROOT / package).rglob("*.py") if "migrations" not in p.parts]
 
 
-def _runtime_nodes(node: ast.AST) -> Iterator[ast.AST]:
-    """Every node below `node` but those under `if TYPE_CHECKING:`, which never runs."""
+def _runtime_nodes(node: ast.AST, *, into_functions: bool = True) -> Iterator[ast.AST]:
+    """Every node below `node` but those under `if TYPE_CHECKING:`, which never runs; without
+    `into_functions`, also none in a function's body (what runs when the module is imported)."""
     for child in ast.iter_child_nodes(node):
         test = child.test if isinstance(child, ast.If) else None
         if isinstance(test, (ast.Name, ast.Attribute)) and getattr(test, "id", getattr(test, "attr", "")) == (
             "TYPE_CHECKING"
         ):
             continue
+        if not into_functions and isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            continue
         yield child
-        yield from _runtime_nodes(child)
+        yield from _runtime_nodes(child, into_functions=into_functions)
 
 
-def _imports(path: Path, *, runtime_only: bool = False) -> set[str]:
+def _imports(path: Path, *, runtime_only: bool = False, load_time_only: bool = False) -> set[str]:
     """Every module this file imports (at any depth: lazy imports count), as dotted names;
-    `runtime_only` leaves out what only the type checker imports."""
+    `runtime_only` leaves out what only the type checker imports, `load_time_only` that and the
+    lazy imports too (what importing the module imports)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     package = list(path.relative_to(ROOT).with_suffix("").parts[:-1])
     found: set[str] = set()
-    for node in _runtime_nodes(tree) if runtime_only else ast.walk(tree):
+    if load_time_only:
+        nodes: Iterator[ast.AST] = _runtime_nodes(tree, into_functions=False)
+    else:
+        nodes = _runtime_nodes(tree) if runtime_only else ast.walk(tree)
+    for node in nodes:
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -205,3 +213,92 @@ def test_a_report_command_assembles_no_report(command: str) -> None:
 def test_the_import_graph_has_no_cycle() -> None:
     """Lazy (function-level) imports count: hiding an import in a function does not break a cycle."""
     assert [sorted(c) for c in _import_cycles()] == []
+
+
+# The annotator's room is blinded by its imports (docs/architecture.md, "Blinding"). Its modules, and
+# the template filters its pages render with, import none of these (lazily or not), and neither does
+# any project module importing them loads: each knows model, checkpoint, run or reader identity, or
+# another role's view of an item. Models may be imported (the room reads rows); its page data
+# carries none of those fields (the test after this one).
+BLINDED = (*(ROOT / "adjudication/review/annotate").glob("*.py"), ROOT / "adjudication/templatetags/review_markup.py")
+KNOWS_IDENTITY = (
+    "adjudication.review.queues",  # queue names, per-annotator numbers, exports with model and checkpoint
+    "adjudication.review.adjudicate",  # the gold and other annotators' labels
+    "adjudication.browse",  # run identity, every reading by reader
+    "adjudication.routing.services",  # panels of readers by name
+    "adjudication.routing.selectors",  # a dataset's readers, previews by reader and checkpoint
+    "adjudication.routing.tasks",
+    "adjudication.pipeline",
+    "adjudication.ingest",
+    "adjudication.analytics",
+    "adjudication.audit",
+    "adjudication.bundles",
+    "adjudication.exports",
+    "adjudication.admin",
+    "adjudication.management",
+    "judges",
+    "readers.registry",
+    "readers.builtin",
+)
+
+
+def _module_path(name: str) -> Path | None:
+    for candidate in (ROOT / (name.replace(".", "/") + ".py"), ROOT / name.replace(".", "/") / "__init__.py"):
+        if candidate.exists():
+            return candidate
+    return None
+
+
+def test_the_annotators_room_imports_nothing_that_knows_identity() -> None:
+    offenders = []
+    for path in BLINDED:
+        reached: dict[str, str] = {}  # module -> the module that imports it
+        todo = [(name, str(path.relative_to(ROOT))) for name in _project(_imports(path, runtime_only=True))]
+        while todo:
+            name, importer = todo.pop()
+            if name in reached:
+                continue
+            reached[name] = importer
+            found = _module_path(name)
+            if found is not None:
+                todo += [(n, name) for n in _project(_imports(found, load_time_only=True)) if n not in reached]
+        offenders += [
+            f"{path.relative_to(ROOT)} reaches {name} (imported by {importer})"
+            for name, importer in reached.items()
+            if any(name == bad or name.startswith(bad + ".") for bad in KNOWS_IDENTITY)
+        ]
+    assert not offenders
+
+
+IDENTITY_FIELDS = {"model", "checkpoint", "run", "run_id", "prompt", "prompt_text", "benchmark", "reader", "name"}
+
+
+def test_the_annotators_page_data_holds_plain_values_without_identity() -> None:
+    """The item page's data (ItemPage and the dataclasses it holds, and the one-statement row it is
+    built from): frozen, no ORM rows, no identity fields."""
+    import dataclasses
+    import typing
+
+    from django.db.models import Model
+
+    from adjudication.review.annotate.selectors import ItemPage, LeasedItem
+
+    seen: set[type] = set()
+    todo: list[type] = [ItemPage, LeasedItem]
+    while todo:
+        cls = todo.pop()
+        if cls in seen:
+            continue
+        seen.add(cls)
+        assert cls.__dataclass_params__.frozen, cls  # type: ignore[attr-defined]
+        names = {f.name for f in dataclasses.fields(cls)}
+        assert not names & IDENTITY_FIELDS, (cls, names & IDENTITY_FIELDS)
+        hints = list(typing.get_type_hints(cls).values())
+        while hints:
+            hint = hints.pop()
+            hints += typing.get_args(hint)
+            if isinstance(hint, type):
+                assert not issubclass(hint, Model), (cls, hint)
+                if dataclasses.is_dataclass(hint):
+                    todo.append(hint)
+    assert len(seen) >= 5  # ItemPage, LeasedItem, ShownGuidelines, OwnLabel, ShownItem, ShownCandidate
