@@ -1,8 +1,9 @@
-"""The review flow's one error: a request it refuses (expired lease, wrong annotator, bad label,
-bad queue setting). Every room raises it; the edges (pages, API, commands) show its message."""
+"""The review flow's error, shared by its rooms (queues, annotation, adjudication)."""
 
 from __future__ import annotations
 
+from adjudication.errors import ApplicationError
 
-class ReviewError(Exception):
+
+class ReviewError(ApplicationError):
     """A request the review flow refuses (expired lease, wrong annotator, bad label)."""
