@@ -29,7 +29,8 @@ from readers.options import letters as option_letters
 MAX_FREE_TEXT = 10_000  # characters of a note, reason or typed answer
 
 
-def live_leases(now):
+def live_leases(now: datetime) -> Q:
+    """The leases that still hold their item at `now` (a filter on Lease)."""
     return Q(completed_at__isnull=True, expires_at__gt=now)
 
 
