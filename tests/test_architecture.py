@@ -249,6 +249,11 @@ def _module_path(name: str) -> Path | None:
     return None
 
 
+def _is_models(name: str) -> bool:
+    """A models module (adjudication.models or a capability's): rows, which the room may read."""
+    return name.split(".")[0] == "adjudication" and "models" in name.split(".")[:3]
+
+
 def test_the_annotators_room_imports_nothing_that_knows_identity() -> None:
     offenders = []
     for path in BLINDED:
@@ -256,7 +261,7 @@ def test_the_annotators_room_imports_nothing_that_knows_identity() -> None:
         todo = [(name, str(path.relative_to(ROOT))) for name in _project(_imports(path, runtime_only=True))]
         while todo:
             name, importer = todo.pop()
-            if name in reached:
+            if name in reached or _is_models(name):
                 continue
             reached[name] = importer
             found = _module_path(name)
