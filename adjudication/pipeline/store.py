@@ -129,17 +129,12 @@ def _instance(row: ReadingRow) -> Reading:
 BulkWrite = Callable[[Sequence[ReadingRow]], None]
 
 
-def orm_bulk_write(rows: Sequence[ReadingRow]) -> None:
-    """The portable bulk insert (the model's fields encode the text); conflicts keep the reading there."""
-    Reading.objects.bulk_create([_instance(row) for row in rows], ignore_conflicts=True, batch_size=BATCH)
-
-
 def copy_bulk_write(rows: Sequence[ReadingRow]) -> None:
     """PostgreSQL: one COPY (profiled: the ORM's bulk_create spent ~60 us a row building model
     instances and quoting arrays in Python, as much as a fast reader takes to read). COPY cannot skip
     conflicts, so it runs in a savepoint: when another worker stored some of these readings first (two
-    deliveries of one batch at once), the savepoint is undone and the rows go through the ORM's bulk
-    insert, which keeps the readings already there."""
+    deliveries of one batch at once), the savepoint is undone and the rows go in through the ORM with
+    ON CONFLICT DO NOTHING, which keeps the readings already there."""
     try:
         with transaction.atomic():
             _copy_rows(rows)
@@ -147,11 +142,31 @@ def copy_bulk_write(rows: Sequence[ReadingRow]) -> None:
     except IntegrityError as exc:
         if not isinstance(exc.__cause__, UniqueViolation):
             raise
-    orm_bulk_write(rows)
+    Reading.objects.bulk_create([_instance(row) for row in rows], ignore_conflicts=True, batch_size=BATCH)
+
+
+def insert_bulk_write(rows: Sequence[ReadingRow]) -> None:
+    """Any other database (SQLite): the pairs that have a reading are left out, then the rest go in
+    with the ORM's bulk insert (the model's fields encode the text). Not ignore_conflicts: on SQLite
+    that is INSERT OR IGNORE, which also skips a row failing a CHECK (a malformed span), where
+    PostgreSQL refuses the write. SQLite runs one writer at a time, so no reading arrives between
+    the look-up and the insert."""
+    have = set(
+        Reading.objects.filter(
+            response_id__in={row.response_id for row in rows}, reader_spec_id__in={row.reader_spec_id for row in rows}
+        ).values_list("response_id", "reader_spec_id")
+    )
+    new = []
+    for row in rows:
+        pair = (row.response_id, row.reader_spec_id)
+        if pair not in have:
+            have.add(pair)  # the first of a pair given twice, as ON CONFLICT DO NOTHING keeps it
+            new.append(_instance(row))
+    Reading.objects.bulk_create(new, batch_size=BATCH)
 
 
 def bulk_write_for(vendor: str) -> BulkWrite:
-    return copy_bulk_write if vendor == "postgresql" else orm_bulk_write
+    return copy_bulk_write if vendor == "postgresql" else insert_bulk_write
 
 
 _COPY_COLUMNS = (
