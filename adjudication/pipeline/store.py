@@ -108,20 +108,24 @@ def _with_canonical(row: ReadingRow) -> ReadingRow:
     return row._replace(reading=with_canonical(row.reading, row.item))
 
 
-def _instance(row: ReadingRow) -> Reading:
+def _columns(row: ReadingRow) -> dict[str, Any]:
+    """What a row stores besides its pair, as the model's fields take it (they encode the text)."""
     r = row.reading
-    return Reading(
-        response_id=row.response_id,
-        reader_spec_id=row.reader_spec_id,
-        answer=r.answer,
-        normalized=r.normalized,
-        canonical=r.canonical,
-        verdict=r.verdict,
-        span_start=r.span[0] if r.span else None,
-        span_end=r.span[1] if r.span else None,
-        detail=json_safe(r.detail),
-        elapsed_ms=row.elapsed_ms,
-    )
+    span_start, span_end = r.span or (None, None)
+    return {
+        "answer": r.answer,
+        "normalized": r.normalized,
+        "canonical": r.canonical,
+        "verdict": r.verdict,
+        "span_start": span_start,
+        "span_end": span_end,
+        "detail": json_safe(r.detail),
+        "elapsed_ms": row.elapsed_ms,
+    }
+
+
+def _instance(row: ReadingRow) -> Reading:
+    return Reading(response_id=row.response_id, reader_spec_id=row.reader_spec_id, **_columns(row))
 
 
 # -- the bulk write, per vendor ----------------------------------------------------------------------
@@ -277,18 +281,8 @@ def _redo_isolated(
 
 def _redo(row: ReadingRow, redoable: Collection[str], dependents: Dependents | None) -> None:
     assert row.replaces is not None  # only rows that redo a reading come here
-    r = row.reading
     with transaction.atomic():
         # The verdict condition: a reading redone meanwhile by another worker is not redone again.
-        updated = Reading.objects.filter(id=row.replaces, verdict__in=list(redoable)).update(
-            answer=r.answer,
-            normalized=r.normalized,
-            canonical=r.canonical,
-            verdict=r.verdict,
-            detail=json_safe(r.detail),
-            elapsed_ms=row.elapsed_ms,
-            span_start=r.span[0] if r.span else None,
-            span_end=r.span[1] if r.span else None,
-        )
+        updated = Reading.objects.filter(id=row.replaces, verdict__in=list(redoable)).update(**_columns(row))
         if updated and dependents is not None:
             dependents([(row, row.replaces)])

@@ -40,6 +40,11 @@ def spec(name: str = "s") -> ReaderSpec:
     return ReaderSpec.objects.get_or_create(name=name, version="1", config_hash="h")[0]
 
 
+def write_each(ids: list[int], s: ReaderSpec, *readings: ReaderReading, **options) -> None:
+    """The i-th reading of the i-th response, each row with `options`."""
+    readings_write(rows=[ReadingRow(rid, s.id, r, **options) for rid, r in zip(ids, readings, strict=True)])
+
+
 def raw(spec_id: int) -> list[tuple]:
     """The stored columns as the database holds them (text encoded, jsonb as parsed JSON), by response."""
     with connection.cursor() as cursor:
@@ -90,12 +95,7 @@ def test_every_producers_row_is_stored_as_the_store_makes_it(write_jsonl):
 def test_a_readers_own_canonical_answer_is_kept_and_an_item_fills_only_a_missing_one(write_jsonl):
     ids = imported(write_jsonl, n=2)
     s = spec()
-    readings_write(
-        rows=[
-            ReadingRow(ids[0], s.id, ReaderReading("correct", answer="(b)", canonical="own"), item=MC),
-            ReadingRow(ids[1], s.id, ReaderReading("no_answer"), item=MC),
-        ]
-    )
+    write_each(ids, s, ReaderReading("correct", answer="(b)", canonical="own"), ReaderReading("no_answer"), item=MC)
     assert [row[2] for row in raw(s.id)] == ["own", None]
 
 
@@ -185,12 +185,7 @@ def test_with_a_stand_in_one_refused_row_alone_is_replaced_and_dependents_get_ea
 def test_a_redo_overwrites_a_redoable_reading_in_place_and_nothing_else(write_jsonl):
     ids = imported(write_jsonl, n=2)
     s = spec()
-    readings_write(
-        rows=[
-            ReadingRow(ids[0], s.id, ReaderReading("error", detail={"failed": "call"})),
-            ReadingRow(ids[1], s.id, ReaderReading("correct", answer="B")),
-        ]
-    )
+    write_each(ids, s, ReaderReading("error", detail={"failed": "call"}), ReaderReading("correct", answer="B"))
     failed, good = (Reading.objects.get(response_id=rid, reader_spec=s) for rid in ids)
     seen: list[int] = []
     readings_write(
