@@ -42,7 +42,7 @@ def run_on_sqlite(tmp_path: Path, *test_files: str) -> dict[str, int]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     env.update(DATABASE_URL=f"sqlite:///{tmp_path / 'vendors.sqlite3'}", PYTHONPATH=str(root))
     env.setdefault("SECRET_KEY", "test-only")
-    options = ["-p", "no:cacheprovider", "-p", "no:xdist", "-m", "not system", f"--junit-xml={report}"]
+    options = ["-p", "no:cacheprovider", "-m", "not system", f"--junit-xml={report}"]
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", *options, *test_files],
         cwd=root,
