@@ -1,5 +1,6 @@
-"""Writing what LLM jobs produced: attempts, readings (one per response and reader spec) and
-judgements. Runs in the thread that owns the database connection (see calls.fan_out)."""
+"""Writing what LLM jobs produced: attempts, and readings (one per response and reader spec, through
+the one readings store, pipeline.store) with their judgements. Runs in the thread that owns the
+database connection (see calls.fan_out)."""
 
 from __future__ import annotations
 
