@@ -92,6 +92,7 @@ JUDGES_MAY_USE = (
     "adjudication.pipeline.readings",
     "adjudication.pipeline.services",
     "adjudication.pipeline.selectors",
+    "adjudication.pipeline.store",
 )
 
 

@@ -10,13 +10,15 @@ readings with its old text, so it gets the new file's.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
-from adjudication.fields import json_safe
 from adjudication.ingest.harnesses import iter_records
 from adjudication.ingest.records import HarnessReading
 from adjudication.models import Dataset, ReaderSpec, Reading, Response
 from adjudication.pipeline.readings import reader_spec_get_or_create
-from readers.base import config_hash
+from adjudication.pipeline.store import ReadingRow, readings_write
+from readers.base import Reading as ReaderReading
+from readers.base import Verdict, config_hash
 
 BATCH = 1000
 KIND = "harness"
@@ -63,19 +65,22 @@ def _flush(dataset: Dataset, batch: list[tuple[str, HarnessReading]], specs: dic
         ).values_list("response_id", "reader_spec_id")
     )
     rows = [
-        Reading(
-            response_id=response_id,
-            reader_spec=spec,
-            answer=reading.answer,
-            normalized=reading.normalized,
-            canonical=reading.canonical,
-            verdict=reading.verdict,
-            detail=json_safe(reading.detail),
+        ReadingRow(
+            response_id,
+            spec.pk,
+            ReaderReading(
+                cast(Verdict, reading.verdict),
+                answer=reading.answer,
+                normalized=reading.normalized,
+                detail=reading.detail,
+            ),
+            item=reading.item,
         )
         for response_id, spec, reading in pairs
         if (response_id, spec.pk) not in have
     ]
     # Imports into one dataset take turns (the dataset row is locked), so nothing else writes these
-    # pairs meanwhile; ignore_conflicts only keeps the pipeline's rule of one reading per pair.
-    Reading.objects.bulk_create(rows, ignore_conflicts=True, batch_size=BATCH)
+    # pairs meanwhile; the store keeps the pipeline's rule of one reading per pair. The import raises
+    # the data version once, last (services.responses_import).
+    readings_write(rows=rows, record_change=False)
     return len(rows)

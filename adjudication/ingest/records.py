@@ -11,7 +11,6 @@ from typing import Any
 
 from adjudication.ingest.formats import Row, RowError, canonical_row
 from readers.base import Item
-from readers.canonical import canonical_answer
 
 ZIP_MAGIC = b"PK\x03\x04"
 
@@ -43,7 +42,8 @@ class HarnessReading:
     verdict: str  # correct | incorrect | no_answer
     answer: str | None = None  # the harness's extracted answer, as it recorded it
     normalized: str | None = None  # the harness's own compared form, where it records one
-    canonical: str | None = None  # readers.canonical's form of `answer`
+    # The item read: the readings store derives the canonical form of `answer` from it (readers.canonical).
+    item: Item | None = None
     detail: dict[str, Any] = field(default_factory=dict)  # the score as the harness wrote it
 
 
@@ -72,7 +72,7 @@ def harness_reading(
     row: Row,
     found_nothing: bool = False,
 ) -> HarnessReading:
-    """A reading with its canonical answer (readers.canonical, bounded and total). A score of
+    """A reading, with the item its canonical answer is made from (readers.canonical). A score of
     "incorrect" where the harness says it found no answer (`found_nothing`) is the platform's
     no_answer: a harness scores no answer as wrong, the platform keeps the two apart (the harness's
     own score stays in `detail`)."""
@@ -80,8 +80,6 @@ def harness_reading(
         answer = None
     if verdict == "incorrect" and answer is None and found_nothing:
         verdict = "no_answer"
-    item = Item(response=row.response, gold=row.gold, choices=row.choices, question=row.question)
-    canonical = canonical_answer(answer, item) if answer is not None else None
     return HarnessReading(
         reader=reader,
         version=version,
@@ -89,7 +87,8 @@ def harness_reading(
         verdict=verdict,
         answer=answer,
         normalized=normalized,
-        canonical=canonical,
+        # Without the response (a canonical answer does not depend on it): a batch of readings holds no texts.
+        item=Item(response="", gold=row.gold, choices=row.choices, question=row.question),
         detail=detail,
     )
 

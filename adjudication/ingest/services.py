@@ -15,9 +15,10 @@ from adjudication.database_failures import database_failures
 from adjudication.ingest.formats import Row, RowError, count_lines, identity_problem
 from adjudication.ingest.harness_readings import harness_readings_store
 from adjudication.ingest.harnesses import HARNESS_FORMATS, detect_format, iter_rows
+from adjudication.ingest.replaced import Replaced, replaced_responses_invalidate
 from adjudication.ingest.staging import staged_rows_import
-from adjudication.models import Dataset, Question, Reading, Response, Run
-from adjudication.review.queues.services import InvalidationReport, review_invalidate_replaced
+from adjudication.models import Dataset, Question, Response, Run
+from adjudication.review.queues.services import InvalidationReport
 from adjudication.revisions import dataset_changed
 from adjudication.validators import name_problem
 
@@ -59,7 +60,7 @@ class ImportReport:
     runs_created: int = 0
     questions_created: int = 0
     by_run: Counter = field(default_factory=Counter)
-    # What review had decided about replaced texts, now invalidated (see review_invalidate_replaced).
+    # What review had decided about replaced texts, now invalidated (ingest.replaced).
     review: InvalidationReport = field(default_factory=InvalidationReport)
     # lighteval / inspect-ai logs: the harness's own readings written (ingest/harness_readings.py).
     harness_readings: int = 0
@@ -267,8 +268,6 @@ class _Importer:
             self.report.created += len(to_create)
 
     def _replace(self, pk: int, row: Row, run: Run) -> None:
-        # Readings describe the old text; keeping them would attach verdicts to words never read.
-        Reading.objects.filter(response_id=pk).delete()
         question_id = self.question_ids[row.question_fingerprint]
         old_hash, old_question = Response.objects.filter(pk=pk).values_list("content_hash", "question_id").get()
         Response.objects.filter(pk=pk).update(
@@ -280,13 +279,8 @@ class _Importer:
             row_hash=row.row_hash,
             meta=row.meta,
         )
-        if old_hash != row.content_hash or old_question != question_id:
-            # Labels judged the old text against the old question and gold: they no longer stand
-            # (a change of model name or meta alone leaves them be).
-            found = review_invalidate_replaced(response_ids=[pk], record_change=False)
-            self.report.review.labels += found.labels
-            self.report.review.final_labels += found.final_labels
-            self.report.review.items_reopened += found.items_reopened
+        replaced = Replaced(pk, text_changed=old_hash != row.content_hash, question_changed=old_question != question_id)
+        replaced_responses_invalidate(replaced=[replaced], review=self.report.review)
         self.report.replaced += 1
 
 

@@ -16,8 +16,8 @@ The semantics are the ORM path's (services._Importer):
   same question), meta {};
 - a response per id: new ones inserted in file order; one whose row hash is unchanged counted and
   left alone (updated_at too); a changed one refused naming its line (the first in its chunk), or
-  with `replace` overwritten: its readings deleted and, when its text or question changed, its
-  review invalidated — as services._Importer._replace does, a chunk at a time.
+  with `replace` overwritten, and then the one rule for replaced responses (ingest.replaced) applied
+  to the chunk's replaced ones, as services._Importer._replace applies it to each.
 Validation stays in formats.iter_rows, which parses and checks every row before it is staged; the
 caller's transaction makes the whole import one commit or nothing. Memory holds a few chunks.
 """
@@ -38,8 +38,8 @@ from django.utils import timezone
 from adjudication.ingest import copyrows
 from adjudication.ingest.copyrows import Chunk, RunKey
 from adjudication.ingest.formats import Row, RowError, duplicate_id
-from adjudication.models import Dataset, Question, Reading, Response, Run
-from adjudication.review.queues.services import review_invalidate_replaced
+from adjudication.ingest.replaced import Replaced, replaced_responses_invalidate
+from adjudication.models import Dataset, Question, Response, Run
 
 if TYPE_CHECKING:
     from adjudication.ingest.services import ImportReport
@@ -402,8 +402,6 @@ class _ChunkWriter:
     ) -> None:
         cursor = self.cursor
         ids = [existing[chunk.lines[i]][0] for i in changed]
-        # Readings describe the old text; keeping them would attach verdicts to words never read.
-        Reading.objects.filter(response_id__in=ids).delete()
         cursor.execute(_CREATE_REPLACING)
         with cursor.copy(_COPY_REPLACING) as copy:
             data = "".join(
@@ -413,18 +411,11 @@ class _ChunkWriter:
             copy.write(data.encode("utf-8"))
         cursor.execute(_REPLACE)
         cursor.execute(f"TRUNCATE {REPLACING}")
-        # Labels judged the old text against the old question and gold: they no longer stand
-        # (a change of model name or meta alone leaves them be).
-        stale = []
+        replaced = []
         for i, response_id in zip(changed, ids, strict=True):
             _, _, text_changed, old_question = existing[chunk.lines[i]]
-            if text_changed or old_question != question_ids[i]:
-                stale.append(response_id)
-        if stale:
-            found = review_invalidate_replaced(response_ids=stale, record_change=False)
-            self.report.review.labels += found.labels
-            self.report.review.final_labels += found.final_labels
-            self.report.review.items_reopened += found.items_reopened
+            replaced.append(Replaced(response_id, text_changed, question_changed=old_question != question_ids[i]))
+        replaced_responses_invalidate(replaced=replaced, review=self.report.review)
         self.report.replaced += len(ids)
 
     def _run_name(self, run_id: int) -> str:

@@ -1,21 +1,18 @@
-"""Writing readings: every (response, reader spec) gets exactly one, whoever computes it."""
+"""The rule readers' readings: reader specs, and reading responses in the isolation pool; the
+readings are stored through the one readings store (pipeline.store)."""
 
 from __future__ import annotations
 
 import atexit
 import threading
 from collections.abc import Sequence
-from typing import NamedTuple
 
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
-from django.utils import timezone
-from psycopg.errors import UniqueViolation
 
-from adjudication.fields import encode_verbatim, json_safe, json_text
-from adjudication.models import Question, ReaderSpec, Reading, Response
+from adjudication.fields import json_safe
+from adjudication.models import Question, ReaderSpec, Response
 from adjudication.pipeline.selectors import missing_pairs
-from adjudication.revisions import dataset_changed
+from adjudication.pipeline.store import ReadingRow, readings_write
 from readers import Item
 from readers import Reading as ReaderReading
 from readers import registry as reader_registry
@@ -71,7 +68,7 @@ def readings_create(*, reader_specs: Sequence[ReaderSpec], response_ids: Sequenc
     """Read every response in `response_ids` that has no reading by each of `reader_specs` yet.
 
     Safe to run twice concurrently (a redelivered task, two workers): the unique constraint on
-    (response, reader_spec) keeps one reading and the loser's rows are dropped (readings_write).
+    (response, reader_spec) keeps one reading and the loser's rows are dropped (pipeline.store).
     Returns the number of readings computed here.
     """
     missing = missing_pairs(reader_specs=reader_specs, response_ids=response_ids)
@@ -79,19 +76,17 @@ def readings_create(*, reader_specs: Sequence[ReaderSpec], response_ids: Sequenc
     if not needed:
         return 0
     responses = {
-        rid: (qid, dataset_id, text)
-        for rid, qid, dataset_id, text in Response.objects.filter(id__in=needed).values_list(
-            "id", "question_id", "dataset_id", "text"
-        )
+        rid: (qid, text)
+        for rid, qid, text in Response.objects.filter(id__in=needed).values_list("id", "question_id", "text")
     }
     questions = {
         qid: (gold, tuple(choices), text)
         for qid, gold, choices, text in Question.objects.filter(
-            id__in={qid for qid, _, _ in responses.values()}
+            id__in={qid for qid, _ in responses.values()}
         ).values_list("id", "gold", "choices", "text")
     }
     # One Item per response; a question's fields (its choices tuple too) are shared by its responses.
-    items = {rid: _item(text, questions[qid]) for rid, (qid, _, text) in responses.items()}
+    items = {rid: _item(text, questions[qid]) for rid, (qid, text) in responses.items()}
     # Every reader's items in one pool run: the reader processes go from one reader's batches
     # straight on to the next one's (read_panel), instead of idling at the end of each reader.
     todo = [
@@ -100,17 +95,13 @@ def readings_create(*, reader_specs: Sequence[ReaderSpec], response_ids: Sequenc
     ]
     todo = [(spec, ids) for spec, ids in todo if ids]
     results = _isolated_pool().read_panel([(spec.name, [items[rid] for rid in ids]) for spec, ids in todo])
-    # The pool's worker made `canonical` (readers.canonical) within each reading's budget.
+    # The pool's worker made `canonical` (readers.canonical) within each reading's budget: no item.
     rows = [
         ReadingRow(rid, spec.id, reading, elapsed_ms)
         for (spec, ids), readings in zip(todo, results, strict=True)
         for rid, (reading, elapsed_ms) in zip(ids, readings, strict=True)
     ]
-    with transaction.atomic():
-        readings_write(rows=rows)
-        # Last, in id order (adjudication.revisions): the readings first, then each dataset's counter.
-        for dataset_id in sorted({responses[row.response_id][1] for row in rows}):
-            dataset_changed(dataset_id=dataset_id)
+    readings_write(rows=rows)
     return len(rows)
 
 
@@ -128,103 +119,3 @@ def panel_read(requests: Sequence[tuple[str, Sequence[Item]]]) -> list[list[tupl
     """Read items the way readings_create does (this process's isolation pool, its budgets),
     without storing anything: for each (reader name, items), (reading, elapsed_ms) per item."""
     return _isolated_pool().read_panel(requests)
-
-
-class ReadingRow(NamedTuple):
-    """A reading about to be stored: whose, by which spec, and what the reader said."""
-
-    response_id: int
-    reader_spec_id: int
-    reading: ReaderReading
-    elapsed_ms: float
-
-
-_COPY_COLUMNS = (
-    "response_id",
-    "reader_spec_id",
-    "answer",
-    "normalized",
-    "canonical",
-    "verdict",
-    "span_start",
-    "span_end",
-    "detail",
-    "elapsed_ms",
-    "created_at",
-)
-# The detail goes as text (already JSON): the server parses it into jsonb.
-_COPY_TYPES = ("int8", "int8", "text", "text", "text", "text", "int4", "int4", "text", "float8", "timestamptz")
-
-
-def _verbatim(value: str | None) -> str | None:
-    return encode_verbatim(value) if isinstance(value, str) else value
-
-
-def readings_write(*, rows: Sequence[ReadingRow]) -> None:
-    """Store `rows`; a (response, reader spec) that already has a reading keeps it.
-
-    On PostgreSQL the rows go in with one COPY (profiled: the ORM's bulk_create spent ~60 us a row
-    building model instances and quoting arrays in Python, as much as a fast reader takes to read).
-    COPY cannot skip conflicts, so it runs in a savepoint: when another worker stored some of these
-    readings first (two deliveries of one batch at once), the savepoint is undone and the rows go
-    through bulk_create(ignore_conflicts=True), which keeps the readings already there.
-    """
-    if not rows:
-        return
-    if connection.vendor == "postgresql":
-        try:
-            with transaction.atomic():
-                _copy_rows(rows)
-            return
-        except IntegrityError as exc:
-            if not isinstance(exc.__cause__, UniqueViolation):
-                raise
-    Reading.objects.bulk_create(
-        [
-            Reading(
-                response_id=row.response_id,
-                reader_spec_id=row.reader_spec_id,
-                answer=row.reading.answer,
-                normalized=row.reading.normalized,
-                canonical=row.reading.canonical,
-                verdict=row.reading.verdict,
-                span_start=row.reading.span[0] if row.reading.span else None,
-                span_end=row.reading.span[1] if row.reading.span else None,
-                detail=json_safe(row.reading.detail),
-                elapsed_ms=row.elapsed_ms,
-            )
-            for row in rows
-        ],
-        ignore_conflicts=True,
-        batch_size=1000,
-    )
-
-
-def _copy_rows(rows: Sequence[ReadingRow]) -> None:
-    now = timezone.now()
-    table = Reading._meta.db_table
-    # wrap_database_errors: a failure surfaces as Django's exception, as from any other query.
-    with (
-        connection.wrap_database_errors,
-        connection.cursor() as cursor,
-        cursor.copy(f"COPY {table} ({', '.join(_COPY_COLUMNS)}) FROM STDIN") as copy,
-    ):
-        # Declared once, psycopg picks each column's dumper once instead of per value.
-        copy.set_types(_COPY_TYPES)
-        for rid, spec_id, r, elapsed_ms in rows:
-            span = r.span
-            copy.write_row(
-                (
-                    rid,
-                    spec_id,
-                    _verbatim(r.answer),
-                    _verbatim(r.normalized),
-                    _verbatim(r.canonical),
-                    r.verdict,
-                    span[0] if span else None,
-                    span[1] if span else None,
-                    json_text(r.detail),
-                    elapsed_ms,
-                    now,
-                )
-            )

@@ -1,5 +1,6 @@
-"""Writing what LLM jobs produced: attempts, readings (one per response and reader spec) and
-judgements. Runs in the thread that owns the database connection (see calls.fan_out)."""
+"""Writing what LLM jobs produced: attempts, and readings (one per response and reader spec, through
+the one readings store, pipeline.store) with their judgements. Runs in the thread that owns the
+database connection (see calls.fan_out)."""
 
 from __future__ import annotations
 
@@ -7,17 +8,21 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, cast
 
-from django.db import DataError, IntegrityError, transaction
+from django.db import transaction
 
 from adjudication.fields import json_safe
 from adjudication.models import ReaderSpec, Reading, Response
 from adjudication.pipeline.selectors import missing_pairs
-from adjudication.revisions import dataset_changed
+from adjudication.pipeline.store import ROW_ERRORS, ReadingRow, readings_write
 from judges.models import Judgement, LLMAttempt
 from judges.redaction import redact
 from judges.services.calls import AttemptEvent, Finished
+from readers import Item
+from readers import Reading as ReaderReading
+from readers.base import Verdict
 
 log = logging.getLogger(__name__)
 
@@ -36,8 +41,9 @@ class ReadingResult:
     detail: dict[str, Any] = field(default_factory=dict)
     judgement: dict[str, Any] | None = None  # Judgement fields, for judges
     replace_id: int | None = None  # an existing failed reading this one replaces
-    # readers.canonical's form of `answer` (None for judges: their verdicts are labels, not answers)
-    canonical: str | None = None
+    # The item read, from which the store derives the canonical answer (readers.canonical); None for
+    # judges: their verdicts are labels, not answers.
+    item: Item | None = None
 
 
 def work_for(*, spec: ReaderSpec, response_ids: Sequence[int], retry_errors: bool) -> dict[int, int | None]:
@@ -55,10 +61,8 @@ def work_for(*, spec: ReaderSpec, response_ids: Sequence[int], retry_errors: boo
     return todo
 
 
-# A row the database refuses (a value out of range or too long, a constraint) or that psycopg cannot
-# encode (ValueError): that row's fault alone. Anything else (a lost connection, a missing table)
-# is not one row's fault and fails the whole batch, which the batch's TaskBatch row then reports.
-_ROW_ERRORS = (DataError, IntegrityError, ValueError)
+# A row the database refuses is that row's fault alone (pipeline.store.ROW_ERRORS); anything else
+# fails the whole batch, which the batch's TaskBatch row then reports.
 _FALLBACK_ERROR_CHARS = 1000
 
 
@@ -91,22 +95,28 @@ def _attempt_fallback(e: AttemptEvent, exc: Exception) -> LLMAttempt:
     return row
 
 
-def _reading_row(f: Finished) -> Reading:
-    r: ReadingResult = f.result
-    return Reading(
-        response_id=r.response_id,
-        reader_spec_id=r.spec_id,
-        answer=r.answer,
-        normalized=r.normalized,
-        canonical=r.canonical,
-        verdict=r.verdict,
-        detail=json_safe(r.detail),
-        elapsed_ms=f.elapsed_ms,
-    )
+def _row(r: ReadingResult, elapsed_ms: float, tag: str) -> ReadingRow:
+    """The store's row for a result; the result rides along for its judgement (`_judgements`). A
+    reading redone in place by `--retry-errors` carries the run's `tag` in its detail."""
+    detail = dict(r.detail, retry_tag=tag) if tag and r.replace_id is not None else r.detail
+    reading = ReaderReading(cast(Verdict, r.verdict), answer=r.answer, normalized=r.normalized, detail=detail)
+    return ReadingRow(r.response_id, r.spec_id, reading, elapsed_ms, item=r.item, replaces=r.replace_id, dependent=r)
 
 
-def _judgement_row(reading_id: int, r: ReadingResult) -> Judgement:
-    return Judgement(reading_id=reading_id, **_judgement_fields(r))
+def _judgements(stored: Sequence[tuple[ReadingRow, int]]) -> None:
+    """Each stored reading's judgement (a judge's), in the reading's savepoint: new with a new
+    reading, updated with a redone one."""
+    new = []
+    for row, reading_id in stored:
+        r: ReadingResult = row.dependent
+        if r.judgement is None:
+            continue
+        if row.replaces is None:
+            new.append(Judgement(reading_id=reading_id, **_judgement_fields(r)))
+        else:
+            Judgement.objects.update_or_create(reading_id=reading_id, defaults=_judgement_fields(r))
+    if new:
+        Judgement.objects.bulk_create(new, batch_size=1000)
 
 
 def _judgement_fields(r: ReadingResult) -> dict[str, Any]:
@@ -115,10 +125,10 @@ def _judgement_fields(r: ReadingResult) -> dict[str, Any]:
     return fields
 
 
-def _unstorable(f: Finished, exc: Exception, tag: str) -> ReadingResult:
+def _unstorable(row: ReadingRow, exc: Exception, *, tag: str) -> ReadingRow:
     """The stand-in for a result the database refused: an error reading that --retry-errors redoes,
     so the response is never left without its reading (and a waiting command is never left waiting)."""
-    r: ReadingResult = f.result
+    r: ReadingResult = row.dependent
     detail: dict[str, Any] = {
         "failed": "internal",
         "error": f"the result could not be stored: {type(exc).__name__}: {exc}"[:_FALLBACK_ERROR_CHARS],
@@ -130,7 +140,7 @@ def _unstorable(f: Finished, exc: Exception, tag: str) -> ReadingResult:
     kept: dict[str, Any] | None = None
     if r.judgement is not None:
         kept = {k: r.judgement[k] for k in ("judge_id", "prompt_hash", "template_hash", "parser") if k in r.judgement}
-    return _error_result(r.response_id, r.spec_id, r.replace_id, detail, kept)
+    return _row(_error_result(r.response_id, r.spec_id, r.replace_id, detail, kept), row.elapsed_ms, tag)
 
 
 def _error_result(
@@ -155,22 +165,18 @@ def write(attempts: list[AttemptEvent], finished: list[Finished], *, tag: str = 
     bulk insert fails, row by row; a refused attempt is kept with what could be stored, a refused
     result becomes an error reading saying why (see `_unstorable`)."""
     ids = {e.key[0] for e in attempts} | {f.result.response_id for f in finished}  # type: ignore[index]
-    # Deleted meanwhile: skipped. The dataset of each: its data version is raised with the readings.
-    alive = dict(Response.objects.filter(id__in=ids).values_list("id", "dataset_id"))
+    alive = set(Response.objects.filter(id__in=ids).values_list("id", flat=True))  # deleted meanwhile: skipped
     attempts = [e for e in attempts if e.key[0] in alive]  # type: ignore[index]
     finished = [f for f in finished if f.result.response_id in alive]
-    fresh = [f for f in finished if f.result.replace_id is None]
-    retried = [f for f in finished if f.result.replace_id is not None]
     with transaction.atomic():
         if attempts:
             _save_attempts(attempts)
-        if fresh:
-            _save_fresh(fresh, tag)
-        for f in retried:
-            _save_retried(f, tag)
-        # Last, in id order (adjudication.revisions): the readings first, then each dataset's counter.
-        for dataset_id in sorted({alive[f.result.response_id] for f in finished}):
-            dataset_changed(dataset_id=dataset_id)
+        readings_write(
+            rows=[_row(f.result, f.elapsed_ms, tag) for f in finished],
+            dependents=_judgements,
+            stand_in=partial(_unstorable, tag=tag),
+            redoable=RETRYABLE_VERDICTS,
+        )
 
 
 def _save_attempts(events: list[AttemptEvent]) -> None:
@@ -178,83 +184,18 @@ def _save_attempts(events: list[AttemptEvent]) -> None:
         with transaction.atomic():
             LLMAttempt.objects.bulk_create([_attempt_row(e) for e in events], batch_size=1000)
         return
-    except _ROW_ERRORS:
+    except ROW_ERRORS:
         pass
     for e in events:
         try:
             with transaction.atomic():
                 _attempt_row(e).save(force_insert=True)
-        except _ROW_ERRORS as exc:
+        except ROW_ERRORS as exc:
             try:
                 with transaction.atomic():
                     _attempt_fallback(e, exc).save(force_insert=True)
-            except _ROW_ERRORS as again:
+            except ROW_ERRORS as again:
                 log.error("LLM attempt %s of response %s could not be stored: %s", e.number, e.key[0], again)  # type: ignore[index]
-
-
-def _save_fresh(fresh: list[Finished], tag: str) -> None:
-    try:
-        with transaction.atomic():
-            rows = Reading.objects.bulk_create([_reading_row(f) for f in fresh], batch_size=1000)
-            judgements = [
-                _judgement_row(row.pk, f.result)
-                for row, f in zip(rows, fresh, strict=True)
-                if f.result.judgement is not None
-            ]
-            if judgements:
-                Judgement.objects.bulk_create(judgements, batch_size=1000)
-        return
-    except _ROW_ERRORS:
-        pass
-    for f in fresh:
-        try:
-            _insert(f)
-        except _ROW_ERRORS as exc:
-            r: ReadingResult = f.result
-            if Reading.objects.filter(response_id=r.response_id, reader_spec_id=r.spec_id).exists():
-                continue  # another worker's reading (a redelivered task): it wins
-            try:
-                _insert(Finished(f.key, _unstorable(f, exc, tag), f.elapsed_ms))
-            except _ROW_ERRORS as again:
-                log.error(
-                    "the reading of response %s by spec %s could not be stored: %s", r.response_id, r.spec_id, again
-                )
-
-
-def _insert(f: Finished) -> None:
-    with transaction.atomic():
-        row = _reading_row(f)
-        row.save(force_insert=True)
-        if f.result.judgement is not None:
-            _judgement_row(row.pk, f.result).save(force_insert=True)
-
-
-def _save_retried(f: Finished, tag: str) -> None:
-    try:
-        _replace(f.result, f.elapsed_ms, tag)
-    except _ROW_ERRORS as exc:
-        try:
-            _replace(_unstorable(f, exc, tag), f.elapsed_ms, tag)
-        except _ROW_ERRORS as again:
-            log.error("the redone reading %s could not be stored: %s", f.result.replace_id, again)
-
-
-def _replace(r: ReadingResult, elapsed_ms: float, tag: str) -> None:
-    assert r.replace_id is not None  # only write()'s `retried` results come here: they replace a reading
-    with transaction.atomic():
-        detail = dict(r.detail, retry_tag=tag) if tag else r.detail
-        updated = Reading.objects.filter(id=r.replace_id, verdict__in=RETRYABLE_VERDICTS).update(
-            answer=r.answer,
-            normalized=r.normalized,
-            canonical=r.canonical,
-            verdict=r.verdict,
-            detail=json_safe(detail),
-            elapsed_ms=elapsed_ms,
-            span_start=None,
-            span_end=None,
-        )
-        if updated and r.judgement is not None:
-            Judgement.objects.update_or_create(reading_id=r.replace_id, defaults=_judgement_fields(r))
 
 
 def internal_failure(

@@ -58,7 +58,6 @@ from judges.models import Endpoint
 from judges.services.calls import Caller, CallOutcome, Job, call_fitted, fan_out
 from judges.services.records import ReadingResult, internal_failure, work_for, write
 from readers.base import Item, config_hash
-from readers.canonical import canonical_answer
 
 NAME = "regeneration"
 VERSION = "2"
@@ -416,10 +415,10 @@ def _generate(caller: Caller, item: RegenItem, fit: Fit) -> tuple[str | None, Ca
     return (content if isinstance(content, str) else ""), out
 
 
-def _canonical(item: RegenItem, answer: str | None) -> str | None:
-    """The canonical form every reading of the platform carries (readers.canonical), so that a
-    regenerated answer compares with the rule readers' ones; bounded, and None on any failure."""
-    return canonical_answer(answer, Item(response="", gold=item.gold, choices=item.choices, question=item.question))
+def _read(item: RegenItem) -> Item:
+    """The item as the readings store sees it: it derives the canonical form every reading of the
+    platform carries (readers.canonical), so that a regenerated answer compares with the rule readers' ones."""
+    return Item(response="", gold=item.gold, choices=item.choices, question=item.question)
 
 
 def _regenerate(caller: Caller, item: RegenItem) -> ReadingResult:
@@ -488,7 +487,7 @@ def _regenerate_fitted(caller: Caller, item: RegenItem, fit: Fit) -> ReadingResu
                 "error",
                 answer=letter,
                 normalized=letter,
-                canonical=_canonical(item, letter),
+                item=_read(item),
                 detail=detail,
                 replace_id=item.replace_id,
             )
@@ -498,7 +497,7 @@ def _regenerate_fitted(caller: Caller, item: RegenItem, fit: Fit) -> ReadingResu
             "correct" if letter == gold else "incorrect",
             answer=letter,
             normalized=letter,
-            canonical=_canonical(item, letter),
+            item=_read(item),
             detail=detail,
             replace_id=item.replace_id,
         )
@@ -516,7 +515,7 @@ def _regenerate_fitted(caller: Caller, item: RegenItem, fit: Fit) -> ReadingResu
         verdict,
         answer=answer or None,
         normalized=normalized,
-        canonical=_canonical(item, answer or None),
+        item=_read(item),
         detail=detail,
         replace_id=item.replace_id,
     )

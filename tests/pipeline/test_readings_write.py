@@ -1,4 +1,4 @@
-"""Writing readings (pipeline.readings.readings_write): one COPY per task on PostgreSQL, and when
+"""Writing readings (pipeline.store.readings_write): one COPY per task on PostgreSQL, and when
 another worker stored some of the same readings first, theirs are kept and the rest stored."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ import pytest
 from django.db import IntegrityError, connection
 
 from adjudication.models import Reading, Response
-from adjudication.pipeline.readings import ReadingRow, reader_spec_by_name, readings_create, readings_write
+from adjudication.pipeline.readings import reader_spec_by_name, readings_create
+from adjudication.pipeline.store import ReadingRow, readings_write
 from readers import Reading as ReaderReading
 
 from ..conftest import mc_row, run_command
