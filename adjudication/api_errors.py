@@ -26,6 +26,8 @@ from django.views import defaults
 from rest_framework import exceptions, serializers, status
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from adjudication.errors import ApplicationError
+
 API_PREFIX = "/api/"
 
 
@@ -98,7 +100,11 @@ def _code(exc: exceptions.APIException) -> str:
 
 def exception_handler(exc: Exception, context: dict) -> HttpResponse | None:
     """DRF's handler (headers such as WWW-Authenticate and Retry-After, the rollback), then the
-    shared body. Anything DRF does not handle is a crash: left to Django (logged, handler500)."""
+    shared body. A service's ApplicationError is a 400 "invalid" like a refused field, its line the
+    message and, when it names its input, that input under `fields`. Anything DRF does not handle
+    is a crash: left to Django (logged, handler500)."""
+    if isinstance(exc, ApplicationError):
+        return _application_error(exc, context)
     response = drf_exception_handler(exc, context)
     if response is None:
         return None
@@ -124,6 +130,15 @@ def exception_handler(exc: Exception, context: dict) -> HttpResponse | None:
     response.data = error_body(
         status_code=response.status_code, code=_code(exc), message=message, fields=fields, retry_after=retry_after
     )
+    return response
+
+
+def _application_error(exc: ApplicationError, context: dict) -> HttpResponse:
+    # Through DRF's handler for what it does to every error it handles: the transaction's rollback.
+    response = drf_exception_handler(exceptions.ValidationError(str(exc)), context)
+    assert response is not None  # DRF handles every APIException
+    fields = {exc.field: [exc.message]} if exc.field else None
+    response.data = error_body(status_code=response.status_code, code="invalid", message=str(exc), fields=fields)
     return response
 
 

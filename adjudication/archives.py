@@ -20,12 +20,14 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Self
 
+from adjudication.errors import ApplicationError
+
 CHUNK = 1 << 20
 DEFAULT_MEMBER_BYTES = 256 << 20
 DEFAULT_TOTAL_BYTES = 2 << 30
 
 
-class ArchiveError(zipfile.BadZipFile):
+class ArchiveError(ApplicationError, zipfile.BadZipFile):
     """An archive this platform will not read: a member over a cap, or one that cannot be
     decompressed. A BadZipFile, so that a caller that already says "not a readable archive" for a
     broken zip says it for this too; the message names the member."""

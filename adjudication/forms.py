@@ -11,6 +11,7 @@ from django.core.exceptions import BadRequest, ValidationError
 from django.db import models
 from django.http import QueryDict
 
+from adjudication.errors import ApplicationError
 from adjudication.validators import parse_id, validate_free_text
 
 MAX_TEXT = 10_000
@@ -42,6 +43,16 @@ def form_errors(form: forms.Form) -> str:
         label = "" if field == "__all__" else f"{field}: "
         parts.append(label + " ".join(map(str, errors)))
     return "; ".join(parts)
+
+
+def form_error_add(form: forms.Form, exc: ApplicationError) -> None:
+    """A service's refusal as one of the form's errors: the reason on the field it names when the
+    form has that field, else the whole line among the non-field errors; form_errors then says it
+    as it says the form's own ("field: reason")."""
+    if exc.field is not None and exc.field in form.fields:
+        form.add_error(exc.field, exc.message)
+    else:
+        form.add_error(None, str(exc))
 
 
 def query_id(params: QueryDict, name: str) -> int | None:

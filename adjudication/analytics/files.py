@@ -12,13 +12,14 @@ from typing import Any
 from adjudication.analytics.bias import VERDICTS
 from adjudication.analytics.consensus import ConsensusInputs
 from adjudication.analytics.format_share import Observation, has_box, item_task_type
+from adjudication.errors import ApplicationError
 from adjudication.ingest.formats import Row, RowError, iter_json_lines
 from adjudication.ingest.harnesses import iter_rows
 
 HUMAN = "human"
 
 
-class InputError(ValueError):
+class InputError(ApplicationError, ValueError):
     """A problem with the input file as a whole (not one line): the message names the file."""
 
     def __init__(self, path: Path, message: str) -> None:

@@ -36,6 +36,7 @@ from adjudication.analytics.selectors import read_snapshot
 from adjudication.archives import ArchiveError, BoundedMember, BoundedZip
 from adjudication.bundles import checks, contents, reports
 from adjudication.bundles.compare import Difference, differences
+from adjudication.errors import ApplicationError
 from adjudication.models import Dataset, ReaderSpec
 
 FORMAT = "adjudication-bundle"
@@ -45,9 +46,9 @@ SIGNATURE = "manifest.sig"  # {"algorithm": "hmac-sha256", "hmac": hex} over man
 LOAD_BATCH = 2000  # rows per INSERT while loading: memory stays bounded however large the table
 
 
-class BundleError(ValueError):
+class BundleError(ApplicationError, ValueError):
     """A bundle that cannot be read or loaded: the message names the file, the member, the line and
-    the field."""
+    the field. Still a ValueError, as before the one base, for the callers that catch it as one."""
 
 
 class _Encoder(DjangoJSONEncoder):

@@ -22,6 +22,7 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any, TypeGuard
 
+from adjudication.errors import ApplicationError
 from adjudication.nesting import nesting_past
 from readers.options import LETTERS
 
@@ -31,7 +32,7 @@ MAX_JSON_DEPTH = 100
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-class RowError(ValueError):
+class RowError(ApplicationError, ValueError):
     """A bad input row. The message names the file, the line and the field (line 0: the file as a whole)."""
 
     def __init__(self, path: str | Path, line: int, field_name: str | None, message: str) -> None:

@@ -83,12 +83,9 @@ def report_for_command(
     machine: Machine | None = None,
 ) -> dict[str, Any]:
     """The report a report command prints: its options from the command's arguments (named as the
-    options' fields), over the file or the --dataset; a ReportError becomes the command's error."""
-    from adjudication.analytics.reports import OPTIONS, ReportError, report_compute
+    options' fields), over the file or the --dataset; a ReportError is the command's error (ApplicationCommand)."""
+    from adjudication.analytics.reports import OPTIONS, report_compute
 
-    try:
-        options = OPTIONS[kind].from_arguments(arguments)
-        source = Path(file) if file is not None else dataset_named(str(dataset))
-        return report_compute(kind, source=source, options=options, machine=machine)
-    except ReportError as exc:
-        raise CommandError(str(exc)) from exc
+    options = OPTIONS[kind].from_arguments(arguments)
+    source = Path(file) if file is not None else dataset_named(str(dataset))
+    return report_compute(kind, source=source, options=options, machine=machine)

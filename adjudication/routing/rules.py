@@ -14,6 +14,8 @@ from typing import Literal
 
 MISSING = frozenset({"no_answer", "timeout", "error"})
 Compare = Literal["either", "answer", "verdict"]
+# The order a policy serves its items in (RoutingPolicy.Priority's values).
+Priority = Literal["disagreement", "random", "order", "information"]
 # What routing does with one response: wait for a missing panel reading, route it as disputed,
 # route it as a control (undisputed, drawn at random), or leave it (undisputed).
 Outcome = Literal["pending", "disputed", "control", "agreeing"]

@@ -22,7 +22,8 @@ from adjudication.analytics.allocation import (
 from adjudication.analytics.consensus import consensus
 from adjudication.analytics.selectors import consensus_inputs
 from adjudication.models import Dataset, ReaderSpec, Reading, Response
-from adjudication.routing.rules import Compare, PanelReading, Route, comparable_answer, route_response
+from adjudication.routing.rules import PanelReading, Route, comparable_answer, route_response
+from adjudication.routing.specs import PolicySpec, RoutingError
 
 CHUNK = 2000
 
@@ -89,17 +90,13 @@ def panel_readings(*, dataset: Dataset, specs: Sequence[ReaderSpec]) -> Iterator
         yield [ResponseReadings(rid, external_id, by_response.get(rid, [])) for rid, external_id in chunk]
 
 
-def route_preview(
-    *,
-    dataset: Dataset,
-    panel: Sequence[ReaderSpec],
-    compare: Compare = "either",
-    missing_is_disagreement: bool = False,
-    control_fraction: float = 0.0,
-    seed: int = 0,
-) -> RouteCounts:
-    """What a new policy with these settings would route now, computed without writing anything:
-    the same per-response decision (routing.rules.route_response) as the routing itself."""
+def route_preview(*, dataset: Dataset, spec: PolicySpec) -> RouteCounts:
+    """What a new policy with these settings (its panel: specs) would route now, computed without
+    writing anything: the same per-response decision (routing.rules.route_response) as the routing
+    itself."""
+    panel = [member for member in spec.panel if isinstance(member, ReaderSpec)]
+    if len(panel) != len(spec.panel):
+        raise TypeError("route_preview takes a panel of reader specs, not names")
     counts = RouteCounts()
     for chunk in panel_readings(dataset=dataset, specs=panel):
         for response in chunk:
@@ -107,10 +104,10 @@ def route_preview(
                 route_response(
                     response.readings,
                     panel_size=len(panel),
-                    compare=compare,
-                    missing_is_disagreement=missing_is_disagreement,
-                    control_fraction=control_fraction,
-                    seed=seed,
+                    compare=spec.compare,
+                    missing_is_disagreement=spec.missing_is_disagreement,
+                    control_fraction=spec.control_fraction,
+                    seed=spec.seed,
                     response_key=response.external_id,
                 )
             )
@@ -129,15 +126,21 @@ class InformationFit:
 
 def information_fit(*, dataset: Dataset, target: str) -> InformationFit:
     """Fit the dataset's panel consensus now (no bootstrap) and value every response for `target`.
-    ValueError, one line, on a target that does not parse or names no group or producer of the fit,
-    or a dataset with no correct / incorrect verdict to fit."""
-    parsed = parse_target(target)
+    RoutingError (on the target), one line, on a target that does not parse or names no group or
+    producer of the fit, or a dataset with no correct / incorrect verdict to fit."""
+    try:
+        parsed = parse_target(target)
+    except ValueError as exc:  # the parse failure itself: the message lists the accepted forms
+        raise RoutingError(str(exc), field="target") from None
     inputs = consensus_inputs(dataset=dataset)
     try:
         result = consensus(inputs, n_boot=0)
     except ValueError as exc:
-        raise ValueError(f"dataset {dataset.name!r}: no consensus to route by information ({exc})") from None
-    check_target(parsed, inputs, result)
+        raise RoutingError(f"dataset {dataset.name!r}: no consensus to route by information ({exc})") from None
+    try:
+        check_target(parsed, inputs, result)
+    except ValueError as exc:  # the target names what the fit does not have
+        raise RoutingError(str(exc), field="target") from None
     values = {int(item): value for item, value in label_values(parsed, inputs, result).items()}
     return InformationFit(parsed, values, target_estimate(parsed, inputs, result))
 
@@ -169,9 +172,10 @@ def information_picks(
     return InformationPicks([int(i) for i in drawn], [int(i) for i in informative])
 
 
-def information_preview(
-    *, dataset: Dataset, target: str, budget: int | None, control_fraction: float, seed: int
-) -> tuple[InformationFit, InformationPicks]:
+def information_preview(*, dataset: Dataset, spec: PolicySpec) -> tuple[InformationFit, InformationPicks]:
     """What a new information policy with these settings would route now, without writing."""
-    fit = information_fit(dataset=dataset, target=target)
-    return fit, information_picks(fit=fit, held=(), budget=budget, control_fraction=control_fraction, seed=seed)
+    fit = information_fit(dataset=dataset, target=spec.target)
+    picks = information_picks(
+        fit=fit, held=(), budget=spec.budget, control_fraction=spec.control_fraction, seed=spec.seed
+    )
+    return fit, picks

@@ -6,8 +6,7 @@ task -> information_refresh_claimed)."""
 from __future__ import annotations
 
 import hashlib
-import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import cast
 
@@ -42,6 +41,7 @@ from adjudication.routing.selectors import (
     information_picks,
     panel_readings,
 )
+from adjudication.routing.specs import PolicySpec, RoutingError, UnknownPanelReader
 from readers import registry as reader_registry
 
 
@@ -67,84 +67,61 @@ def panel_spec(*, dataset: Dataset, reader: str | ReaderSpec) -> ReaderSpec:
         return reader
     try:
         return reader_spec_for(reader=reader_registry.get(reader))
-    except reader_registry.UnknownReader:
+    except reader_registry.UnknownReader as unknown:
         found = [s for s in dataset_readers(dataset=dataset) if s.name == reader]
         if len(found) == 1:
             return found[0]
         if found:
-            raise ValueError(
+            raise RoutingError(
                 f"several versions of reader {reader!r} have read dataset {dataset.name!r}; "
                 "choose one on the queue form (/queues/new/)"
             ) from None
-        raise
+        raise UnknownPanelReader(str(unknown)) from None
 
 
-def routing_policy_create(
-    *,
-    dataset: Dataset,
-    name: str,
-    panel: Sequence[str | ReaderSpec],
-    compare: str = "either",
-    missing_is_disagreement: bool = False,
-    control_fraction: float = 0.0,
-    seed: int = 0,
-    priority: str = "disagreement",
-    target: str = "",
-    budget: int | None = None,
-) -> RoutingPolicy:
-    """A routing policy over `panel`: reader names (see panel_spec) or the specs themselves. With
-    priority "information", `target` (an analytics.allocation target, checked against the dataset's
-    consensus fit now) and an optional `budget` of items; other priorities take neither."""
-    if len(panel) < 2:
-        raise ValueError("a routing panel needs at least two readers to disagree")
-    if not (
-        isinstance(control_fraction, (int, float))
-        and math.isfinite(control_fraction)
-        and 0.0 <= control_fraction <= 1.0
-    ):
-        # NaN passes every comparison-based validator and PostgreSQL orders it above 1.
-        raise ValueError("control fraction must be a number between 0 and 1")
+def routing_policy_create(*, dataset: Dataset, name: str, spec: PolicySpec) -> RoutingPolicy:
+    """A routing policy over `spec.panel`: reader names (see panel_spec) or the specs themselves.
+    With priority "information", the spec's target is checked against the dataset's consensus fit
+    now."""
+    if len(spec.panel) < 2:
+        raise RoutingError("a routing panel needs at least two readers to disagree")
     policy = RoutingPolicy(
         dataset=dataset,
         name=name,
-        compare=compare,
-        missing_is_disagreement=missing_is_disagreement,
-        control_fraction=control_fraction,
-        seed=seed,
-        priority=priority,
-        target=(target or "").strip(),
-        budget=budget,
+        compare=spec.compare,
+        missing_is_disagreement=spec.missing_is_disagreement,
+        control_fraction=spec.control_fraction,
+        seed=spec.seed,
+        priority=spec.priority,
+        target=spec.target,
+        budget=spec.budget,
     )
     try:
-        # The model's validators are the bounds: a seed that does not fit the column is refused here.
+        # The spec checked the settings; the model's validators check the name (one printable line).
         policy.full_clean()
     except ValidationError as exc:
-        raise ValueError(validation_message(exc)) from None
+        raise RoutingError(validation_message(exc)) from None
     _check_information(policy)
-    specs = [panel_spec(dataset=dataset, reader=member) for member in panel]
+    specs = [panel_spec(dataset=dataset, reader=member) for member in spec.panel]
     if len({s.pk for s in specs}) < 2:
-        raise ValueError("a routing panel needs at least two readers to disagree")
+        raise RoutingError("a routing panel needs at least two readers to disagree")
     try:
         with transaction.atomic():
             policy.save()
             policy.panel.set(specs)
     except IntegrityError:
-        raise ValueError(f"a routing policy named {name!r} exists already on dataset {dataset.name!r}") from None
+        raise RoutingError(f"a routing policy named {name!r} exists already on dataset {dataset.name!r}") from None
     return policy
 
 
 def _check_information(policy: RoutingPolicy) -> None:
     if policy.priority != RoutingPolicy.Priority.INFORMATION:
-        if policy.target or policy.budget is not None:
-            raise ValueError(
-                f"a target and a budget go with priority information only (this policy's is {policy.priority!r})"
-            )
         return
     try:
         # parse_target's message lists the accepted forms; check_target's names what the fit has.
         information_fit(dataset=policy.dataset, target=policy.target)
-    except ValueError as exc:
-        raise ValueError(f"priority information: {exc}") from None
+    except RoutingError as exc:
+        raise RoutingError(f"priority information: {exc.message}") from None
 
 
 def tiebreak(*, queue: ReviewQueue, review_item_id: int) -> int:

@@ -9,12 +9,13 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import models
 
+from adjudication.errors import ApplicationError
 from judges import prompts
 from judges.models import Endpoint, Judge
 from readers import registry as reader_registry
 
 
-class SetupError(ValueError):
+class SetupError(ApplicationError, ValueError):
     """A refused endpoint or judge: the message names the option or field at fault."""
 
 
@@ -106,7 +107,11 @@ def judge_upsert(
     if upstream is not None:
         if template_file is None:
             raise SetupError(f"--template {template} needs --template-file. {upstream.how_to_get}")
-        judge.template, judge.custom_template = template, prompts.load_upstream(template, template_file)
+        try:
+            text = prompts.load_upstream(template, template_file)
+        except ValueError as exc:  # the user's file does not read as the upstream template: the message says where
+            raise SetupError(str(exc)) from None
+        judge.template, judge.custom_template = template, text
     elif template in prompts.BUILTIN:
         judge.template, judge.custom_template = template, ""
     else:
@@ -116,7 +121,10 @@ def judge_upsert(
                 f"--template must be one of {', '.join(sorted({*prompts.BUILTIN, *prompts.UPSTREAM}))} "
                 f"or a file; {template!r} is neither"
             )
-        text = path.read_text(encoding="utf-8")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise SetupError(str(exc)) from None
         try:
             prompts.check_custom(text)
         except ValueError as exc:

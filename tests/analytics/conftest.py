@@ -17,6 +17,8 @@ from adjudication.review.adjudicate.services import final_label_adjudicate
 from adjudication.review.annotate.services import label_submit, lease_claim_next
 from adjudication.review.labels import LabelEntry
 from adjudication.review.queues.services import queue_create
+from adjudication.review.queues.specs import QueueSpec
+from adjudication.routing.specs import PolicySpec
 
 from ..conftest import run_command
 from ..review.conftest import make_user
@@ -112,7 +114,10 @@ def labelled(write_jsonl):
         verdict = "correct" if r.run.checkpoint == "rl" or said == gold else "incorrect"
         Reading.objects.create(response=r, reader_spec=judge, verdict=verdict)
     queue = queue_create(
-        dataset=ds, name="aq", panel=["boxed", "strict-match"], overlap=2, control_fraction=0.5, seed=1
+        dataset=ds,
+        spec=QueueSpec(
+            name="aq", overlap=2, routing=PolicySpec(panel=["boxed", "strict-match"], control_fraction=0.5, seed=1)
+        ),
     )
     a, b = make_user("ann", "annotator"), make_user("bob", "annotator")
     first = None

@@ -19,8 +19,10 @@ from adjudication.review.annotate.services import label_revise, label_submit, le
 from adjudication.review.errors import ReviewError
 from adjudication.review.labels import LabelEntry
 from adjudication.review.queues.services import queue_create, review_invalidate_replaced, skips_reopen
+from adjudication.review.queues.specs import QueueSpec
 from adjudication.revisions import dataset_version
 from adjudication.routing.services import queue_items_sync, review_items_route, routing_policy_create
+from adjudication.routing.specs import PolicySpec
 
 from ..conftest import mc_row, run_command
 from ..review.conftest import disputed_dataset, make_user
@@ -63,7 +65,7 @@ def label(queue: ReviewQueue, user, answer: str = "B", kind: str = "option") -> 
 
 @pytest.fixture
 def queue(write_jsonl) -> ReviewQueue:
-    return queue_create(dataset=disputed_dataset(write_jsonl, 4), name="q", overlap=2)
+    return queue_create(dataset=disputed_dataset(write_jsonl, 4), spec=QueueSpec(name="q", overlap=2))
 
 
 def test_an_import_raises_the_data_version_once(write_jsonl):
@@ -132,7 +134,7 @@ def test_a_judges_readings_raise_the_data_version_of_their_dataset(write_jsonl):
 
 def test_routing_raises_the_data_version(write_jsonl):
     ds = disputed_dataset(write_jsonl, 3)
-    policy = routing_policy_create(dataset=ds, name="p", panel=["strict-match", "boxed"])
+    policy = routing_policy_create(dataset=ds, name="p", spec=PolicySpec(panel=["strict-match", "boxed"]))
     report = raises_once_and_last(ds, lambda: review_items_route(policy=policy))
     assert report.created == 3
     before = version(ds)

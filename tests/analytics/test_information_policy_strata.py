@@ -6,6 +6,8 @@ from __future__ import annotations
 from adjudication.analytics.selectors import disputed_by_benchmark, policy_strata
 from adjudication.models import FinalLabel, QueueItem, Response
 from adjudication.review.queues.services import queue_create
+from adjudication.review.queues.specs import QueueSpec
+from adjudication.routing.specs import PolicySpec
 
 from ..routing.test_information_routing import PANEL, info_dataset  # noqa: F401 (the fixture)
 
@@ -13,13 +15,11 @@ from ..routing.test_information_routing import PANEL, info_dataset  # noqa: F401
 def test_an_information_policy_weighs_its_controls_as_a_sample_of_every_response(info_dataset):  # noqa: F811
     queue = queue_create(
         dataset=info_dataset,
-        name="iq",
-        panel=PANEL,
-        overlap=1,
-        priority="information",
-        target="accuracy",
-        budget=10,
-        control_fraction=0.5,
+        spec=QueueSpec(
+            name="iq",
+            overlap=1,
+            routing=PolicySpec(panel=PANEL, priority="information", target="accuracy", budget=10, control_fraction=0.5),
+        ),
     )
     item = QueueItem.objects.filter(queue=queue).first()
     FinalLabel.objects.create(item=item, kind="option", answer="B", provenance="adjudicated")

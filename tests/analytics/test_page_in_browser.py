@@ -12,6 +12,8 @@ from adjudication.models import AnalyticsReport, Dataset
 from adjudication.review.annotate.services import label_submit, lease_claim_next
 from adjudication.review.labels import LabelEntry
 from adjudication.review.queues.services import queue_create
+from adjudication.review.queues.specs import QueueSpec
+from adjudication.routing.specs import PolicySpec
 
 from ..browser import chromium_browser, require_chromium
 from ..conftest import ROOT, manage, run_command
@@ -39,7 +41,10 @@ def test_the_page_fits_a_1366_pixel_window(service_env, plain_live_server, monke
     assert done.returncode == 0, done.stderr[-2000:]
     ds = Dataset.objects.get(name="quickstart")
     queue = queue_create(
-        dataset=ds, name="qs", panel=["boxed", "fixed", "strict-match"], overlap=2, control_fraction=0.1
+        dataset=ds,
+        spec=QueueSpec(
+            name="qs", overlap=2, routing=PolicySpec(panel=["boxed", "fixed", "strict-match"], control_fraction=0.1)
+        ),
     )
     for name in ("ann", "bob"):
         annotator = make_user(name, "annotator")

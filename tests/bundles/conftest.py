@@ -21,6 +21,8 @@ from adjudication.pipeline.readings import reader_spec_by_name, readings_create
 from adjudication.review.annotate.services import label_submit, lease_claim_next
 from adjudication.review.labels import LabelEntry
 from adjudication.review.queues.services import queue_create
+from adjudication.review.queues.specs import QueueSpec
+from adjudication.routing.specs import PolicySpec
 
 from ..conftest import jsonl_writer, mc_row, run_command
 from ..review.conftest import make_user
@@ -43,7 +45,10 @@ def build_small_dataset(tmp: Path, *, name: str = "small") -> Dataset:
     readings_create(
         reader_specs=specs, response_ids=list(Response.objects.filter(dataset=ds).values_list("id", flat=True))
     )
-    queue = queue_create(dataset=ds, name=f"{name}-q", panel=["boxed", "strict-match"], overlap=1, seed=1)
+    queue = queue_create(
+        dataset=ds,
+        spec=QueueSpec(name=f"{name}-q", overlap=1, routing=PolicySpec(panel=["boxed", "strict-match"], seed=1)),
+    )
     ann = make_user(f"{name}-ann", "annotator")
     while (lease := lease_claim_next(queue=queue, annotator=ann).lease) is not None:
         label_submit(lease=lease, annotator=ann, entry=LabelEntry(kind="option", answer="B", confidence=4))

@@ -14,6 +14,8 @@ from adjudication.models import Dataset, Lease
 from adjudication.review.annotate.services import label_submit, lease_claim_next
 from adjudication.review.labels import LabelEntry
 from adjudication.review.queues.services import queue_create
+from adjudication.review.queues.specs import QueueSpec
+from adjudication.routing.specs import PolicySpec
 
 from ..conftest import math_row, mc_row, run_command
 from ..review.conftest import make_user
@@ -42,7 +44,12 @@ def build_dataset(write_jsonl, name: str, *, questions: int, maths: int, read: b
 def two_datasets(write_jsonl, eager):
     big = build_dataset(write_jsonl, "cards-a", questions=4, maths=2)
     unread = build_dataset(write_jsonl, "cards-b", questions=1, maths=0, read=False)
-    queue = queue_create(dataset=big, name="cards-q", panel=list(READERS), missing_is_disagreement=True, overlap=1)
+    queue = queue_create(
+        dataset=big,
+        spec=QueueSpec(
+            name="cards-q", overlap=1, routing=PolicySpec(panel=list(READERS), missing_is_disagreement=True)
+        ),
+    )
     annotator = make_user("carla", "annotator")
     for _ in range(2):
         claim = lease_claim_next(queue=queue, annotator=annotator)

@@ -10,6 +10,7 @@ from adjudication.pipeline.readings import reader_spec_by_name
 from adjudication.review.annotate.services import label_submit, lease_claim_next
 from adjudication.review.labels import LabelEntry
 from adjudication.review.queues.services import queue_create
+from adjudication.review.queues.specs import QueueSpec
 
 from ..conftest import mc_row, reading_at, run_command
 
@@ -76,4 +77,4 @@ def panel_dataset_build(write_jsonl, name: str, *, with_judge: bool = False) -> 
 @pytest.fixture
 def queue(db, write_jsonl):
     ds = disputed_dataset(write_jsonl, 6)
-    return queue_create(dataset=ds, name="q", overlap=2, lease_seconds=600)
+    return queue_create(dataset=ds, spec=QueueSpec(name="q", overlap=2, lease_seconds=600))

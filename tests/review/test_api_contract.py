@@ -14,6 +14,7 @@ from django.db import connections, transaction
 from django.test import Client
 
 from adjudication.models import QueueItem
+from adjudication.review.queues.specs import QueueSpec
 
 from ..conftest import run_command
 from .conftest import disputed_dataset, make_user
@@ -145,7 +146,7 @@ def test_a_refusal_without_fields_is_one_message(write_jsonl):
     client.force_login(make_user("ann", "annotator"))
     from adjudication.review.queues.services import queue_create
 
-    queue = queue_create(dataset=ds, name="q", overlap=1)
+    queue = queue_create(dataset=ds, spec=QueueSpec(name="q", overlap=1))
     lease = client.post(f"/api/queues/{queue.pk}/claim/").json()["lease"]
     reply = client.post(f"/api/leases/{lease}/label/", {"kind": "option", "answer": "Q"}, "application/json")
     error = error_of(reply, 400, "invalid")
@@ -204,7 +205,7 @@ def test_a_claim_while_every_item_is_locked_is_409_busy_and_when_none_is_left_20
         pytest.skip("busy comes from SKIP LOCKED row locks (PostgreSQL)")
     from adjudication.review.queues.services import queue_create
 
-    queue = queue_create(dataset=disputed_dataset(write_jsonl, 1), name="q", overlap=1)
+    queue = queue_create(dataset=disputed_dataset(write_jsonl, 1), spec=QueueSpec(name="q", overlap=1))
     client = Client()
     client.force_login(make_user("ann", "annotator"))
     locked, release = threading.Event(), threading.Event()

@@ -11,6 +11,8 @@ import sys
 
 import pytest
 
+from adjudication.review.queues.specs import QueueSpec
+
 from ..conftest import ROOT, run_command
 from .conftest import disputed_dataset, make_user
 
@@ -39,7 +41,9 @@ def test_the_example_script_claims_labels_and_downloads_with_a_token(write_jsonl
     from adjudication.models import Label
     from adjudication.review.queues.services import queue_create
 
-    queue = queue_create(dataset=disputed_dataset(write_jsonl, 1), name="example-q", overlap=1, title="Example")
+    queue = queue_create(
+        dataset=disputed_dataset(write_jsonl, 1), spec=QueueSpec(name="example-q", overlap=1, title="Example")
+    )
     make_user("lead", "annotator", "manager")
     out = tmp_path / "final.csv"
     done = run_example(plain_live_server, token_for("lead"), "--out", str(out))
@@ -66,7 +70,7 @@ def test_the_example_script_reports_what_a_role_may_not_do(write_jsonl, plain_li
     from adjudication.models import Label
     from adjudication.review.queues.services import queue_create
 
-    queue_create(dataset=disputed_dataset(write_jsonl, 1), name="example-q", overlap=1)
+    queue_create(dataset=disputed_dataset(write_jsonl, 1), spec=QueueSpec(name="example-q", overlap=1))
     make_user("ann", "annotator")
     done = run_example(plain_live_server, token_for("ann"), "--answer", "C", "--out", str(tmp_path / "x.csv"))
     assert done.returncode == 0, done.stdout + done.stderr

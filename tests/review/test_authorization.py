@@ -10,6 +10,7 @@ from adjudication.models import AuditRun, Dataset
 from adjudication.review.annotate.services import label_submit, lease_claim_next
 from adjudication.review.labels import LabelEntry
 from adjudication.review.queues.services import queue_create
+from adjudication.review.queues.specs import QueueSpec
 
 from ..conftest import jsonl_writer, world_transaction
 from .conftest import disputed_dataset, make_user
@@ -132,7 +133,9 @@ def world(django_db_setup, django_db_blocker, tmp_path_factory):
 
 
 def build_world(write_jsonl) -> tuple[dict, dict]:
-    queue = queue_create(dataset=disputed_dataset(write_jsonl, 6), name="q", overlap=2, lease_seconds=600)
+    queue = queue_create(
+        dataset=disputed_dataset(write_jsonl, 6), spec=QueueSpec(name="q", overlap=2, lease_seconds=600)
+    )
     users = {
         "annotator": make_user("ann", "annotator"),
         "adjudicator": make_user("adj", "adjudicator"),

@@ -10,6 +10,8 @@ from adjudication.pipeline.readings import reader_spec_for
 from adjudication.review.annotate.services import label_submit, lease_claim_next
 from adjudication.review.labels import LabelEntry
 from adjudication.review.queues.services import queue_create
+from adjudication.review.queues.specs import QueueSpec
+from adjudication.routing.specs import PolicySpec
 from readers import registry
 from readers.base import Item, Reader
 from readers.base import Reading as ReaderReading
@@ -67,10 +69,18 @@ def canary_queue(write_jsonl):
             reading_at(response, boxed_spec, "C", at=response.text.index("{C}") + 1, verdict="incorrect").save()
         dataset = Response.objects.first().dataset
         queue = queue_create(
-            dataset=dataset, name="canaryqueueqzx-1", overlap=2, panel=["test-canaryreaderqzx", "boxed"]
+            dataset=dataset,
+            spec=QueueSpec(
+                name="canaryqueueqzx-1", overlap=2, routing=PolicySpec(panel=["test-canaryreaderqzx", "boxed"])
+            ),
         )
         # A second queue, so that the annotators' landing page lists queues instead of opening one.
-        queue_create(dataset=dataset, name="canaryqueueqzx-2", overlap=1, panel=["test-canaryreaderqzx", "boxed"])
+        queue_create(
+            dataset=dataset,
+            spec=QueueSpec(
+                name="canaryqueueqzx-2", overlap=1, routing=PolicySpec(panel=["test-canaryreaderqzx", "boxed"])
+            ),
+        )
         yield queue
 
 

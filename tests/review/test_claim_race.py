@@ -13,6 +13,7 @@ from adjudication.models import Label, Lease, QueueItem
 from adjudication.review.annotate.services import label_submit, lease_claim_next
 from adjudication.review.labels import LabelEntry
 from adjudication.review.queues.services import queue_create
+from adjudication.review.queues.specs import QueueSpec
 
 from .conftest import disputed_dataset, make_user
 
@@ -22,7 +23,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
 def test_twenty_threads_over_a_hundred_items_leave_exactly_two_labels_each(write_jsonl):
     if connection.vendor != "postgresql":
         pytest.skip("row locks with SKIP LOCKED need PostgreSQL")
-    queue = queue_create(dataset=disputed_dataset(write_jsonl, 100), name="race", overlap=2)
+    queue = queue_create(dataset=disputed_dataset(write_jsonl, 100), spec=QueueSpec(name="race", overlap=2))
     users = [make_user(f"ann{i}", "annotator") for i in range(20)]
     errors: list[BaseException] = []
     start = threading.Barrier(len(users))

@@ -14,6 +14,9 @@ import re
 
 import pytest
 
+from adjudication.review.queues.specs import QueueSpec
+from adjudication.routing.specs import PolicySpec
+
 from ..browser import chromium_browser, require_chromium
 from ..conftest import manage, math_row, mc_row, reading_at, run_command
 from .test_browser_flow import ITEM_URL, add_user, log_in
@@ -67,7 +70,10 @@ def pages(write_jsonl, service_env, monkeypatch, tmp_path):
         ]
     Reading.objects.bulk_create(readings)
     dataset = Dataset.objects.get(name="csp")
-    queue = queue_create(dataset=dataset, name="csp-q", overlap=2, lease_seconds=600, panel=["strict-match", "boxed"])
+    queue = queue_create(
+        dataset=dataset,
+        spec=QueueSpec(name="csp-q", overlap=2, lease_seconds=600, routing=PolicySpec(panel=["strict-match", "boxed"])),
+    )
 
     for name, role in (
         ("ann", "annotator"),

@@ -19,6 +19,7 @@ from adjudication.review.annotate.services import label_revise, label_submit, le
 from adjudication.review.labels import LabelEntry
 from adjudication.review.queues.selectors import FINAL_LABEL_COLUMNS, LABEL_COLUMNS
 from adjudication.review.queues.services import guidelines_update, queue_create, review_invalidate_replaced
+from adjudication.review.queues.specs import QueueSpec
 from adjudication.text import unescape_text
 
 from ..conftest import run_command
@@ -41,7 +42,7 @@ def labelled(write_jsonl):
     ("response cut off") and labels 4 A then revises it to C, under guidelines v1; annotator two, under
     v2, labels 1 B (unanimous), 2 C (conflict), 3 B, 4 C (unanimous). The adjudicator marks item 2
     unresolved with an error type and notes."""
-    queue = queue_create(dataset=disputed_dataset(write_jsonl, 4), name="ex", overlap=2)
+    queue = queue_create(dataset=disputed_dataset(write_jsonl, 4), spec=QueueSpec(name="ex", overlap=2))
     boss = make_user("boss", "manager")
     one, two, adj = make_user("one", "annotator"), make_user("two", "annotator"), make_user("adj", "adjudicator")
     v1 = guidelines_update(queue=queue, text="Pick the final answer.", by=boss).version
@@ -272,7 +273,7 @@ def test_an_unknown_format_is_refused(labelled):
 
 
 def test_an_empty_queue_exports_headers_and_schemas(write_jsonl):
-    queue = queue_create(dataset=disputed_dataset(write_jsonl, 1), name="empty", overlap=1)
+    queue = queue_create(dataset=disputed_dataset(write_jsonl, 1), spec=QueueSpec(name="empty", overlap=1))
     manager = Client()
     manager.force_login(make_user("boss", "manager"))
     for table, columns in (("final-labels", FINAL_LABEL_COLUMNS), ("labels", LABEL_COLUMNS)):

@@ -11,7 +11,9 @@ from adjudication.models import QueueItem, ReviewQueue, RoutingPolicy
 from adjudication.review.annotate.services import label_submit, lease_claim_next
 from adjudication.review.labels import LabelEntry
 from adjudication.review.queues.services import queue_create
+from adjudication.review.queues.specs import QueueSpec
 from adjudication.routing.selectors import information_fit
+from adjudication.routing.specs import PolicySpec
 
 from ..routing.test_information_routing import PANEL, information_dataset
 from .conftest import make_user
@@ -37,7 +39,10 @@ def test_a_final_label_refits_the_priorities_and_the_next_claim_follows(
     info_dataset, eager, django_capture_on_commit_callbacks
 ):
     queue = queue_create(
-        dataset=info_dataset, name="iq", panel=PANEL, overlap=1, priority="information", target="accuracy", budget=12
+        dataset=info_dataset,
+        spec=QueueSpec(
+            name="iq", overlap=1, routing=PolicySpec(panel=PANEL, priority="information", target="accuracy", budget=12)
+        ),
     )
     ann = make_user("ann", "annotator")
     before = claim_order(queue)
@@ -146,13 +151,13 @@ def test_the_api_creates_an_information_queue_and_refuses_a_bad_target(info_data
 def test_annotators_see_nothing_of_the_target_the_readers_or_the_pick(info_dataset):
     queue = queue_create(
         dataset=info_dataset,
-        name="blind-q",
-        panel=PANEL,
-        overlap=1,
-        priority="information",
-        target="reader:judge-b",
-        budget=6,
-        control_fraction=0.5,
+        spec=QueueSpec(
+            name="blind-q",
+            overlap=1,
+            routing=PolicySpec(
+                panel=PANEL, priority="information", target="reader:judge-b", budget=6, control_fraction=0.5
+            ),
+        ),
     )
     ann = make_user("ann", "annotator")
     client = Client()

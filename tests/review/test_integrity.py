@@ -32,6 +32,8 @@ from adjudication.review.annotate.services import label_revise, label_submit, le
 from adjudication.review.errors import ReviewError
 from adjudication.review.labels import LabelEntry
 from adjudication.review.queues.services import queue_create
+from adjudication.review.queues.specs import QueueSpec
+from adjudication.routing.specs import PolicySpec
 
 from ..conftest import mc_row, run_command
 from .conftest import disputed_dataset, make_user
@@ -147,7 +149,9 @@ def test_the_migration_blanks_correctness_where_the_queue_did_not_ask(queue):
     a = make_user("a", "annotator")
     label = label_next(queue, a, "B")
     Label.objects.filter(pk=label.pk).update(correctness="incorrect")  # as the old code stored it
-    judged = queue_create(dataset=queue.dataset, name="judged", policy=queue.policy, judge_correctness=True)
+    judged = queue_create(
+        dataset=queue.dataset, spec=QueueSpec(name="judged", judge_correctness=True), policy=queue.policy
+    )
     kept = label_next(judged, a, "B", correctness="correct")
     migration = importlib.import_module("adjudication.migrations.0008_review_integrity")
     migration.blank_unasked_correctness(django_apps, None)
@@ -162,7 +166,7 @@ def test_replacing_a_response_invalidates_its_labels_and_reopens_the_item(write_
     rows = [mc_row(0, response="The answer is B. Then again \\boxed{C}")]
     import_rows(rows, "rp", write_jsonl, file="a.jsonl")
     read_disputed("rp")
-    queue = queue_create(dataset=Dataset.objects.get(name="rp"), name="q")
+    queue = queue_create(dataset=Dataset.objects.get(name="rp"), spec=QueueSpec(name="q"))
     a, b = make_user("a", "annotator"), make_user("b", "annotator")
     label_next(queue, a, "B")
     label_next(queue, b, "B")
@@ -186,7 +190,7 @@ def test_replacing_a_response_invalidates_its_labels_and_reopens_the_item(write_
 def test_a_lease_taken_before_the_text_was_replaced_cannot_label_the_new_text(write_jsonl):
     from adjudication.review.queues.services import review_invalidate_replaced
 
-    queue = queue_create(dataset=disputed_dataset(write_jsonl, 1), name="q")
+    queue = queue_create(dataset=disputed_dataset(write_jsonl, 1), spec=QueueSpec(name="q"))
     a = make_user("a", "annotator")
     lease = lease_claim_next(queue=queue, annotator=a).lease
     review_invalidate_replaced(response_ids=[lease.item.review_item.response_id])
@@ -275,7 +279,9 @@ def test_equal_priorities_are_shuffled_per_queue_not_served_base_first(write_jso
     ]
     import_rows(rows, "tie", write_jsonl)
     read_disputed("tie")
-    queue = queue_create(dataset=Dataset.objects.get(name="tie"), name="q", overlap=1, seed=7)
+    queue = queue_create(
+        dataset=Dataset.objects.get(name="tie"), spec=QueueSpec(name="q", overlap=1, routing=PolicySpec(seed=7))
+    )
     assert len(set(queue.items.values_list("priority", flat=True))) == 1  # all tied
     ann = make_user("a", "annotator")
     served = []
@@ -299,7 +305,7 @@ def test_final_label_csv_exports_escape_formulas_but_keep_plain_numbers(write_js
     ]
     import_rows(rows, "f", write_jsonl)
     read_disputed("f", "3", "4")
-    queue = queue_create(dataset=Dataset.objects.get(name="f"), name="q", overlap=1)
+    queue = queue_create(dataset=Dataset.objects.get(name="f"), spec=QueueSpec(name="q", overlap=1))
     ann = make_user("a", "annotator")
     for answer in ('=HYPERLINK("http://evil.example","x")', "-3"):
         label_next(queue, ann, answer, kind="text")
@@ -325,7 +331,7 @@ def test_download_names_are_safe_whatever_the_queue_is_called(queue):
 def test_a_reader_answer_holding_nul_does_not_break_queue_creation(write_jsonl):
     ds = disputed_dataset(write_jsonl, 2)
     Reading.objects.filter(reader_spec__name="boxed").update(answer="C\x00", normalized="C\x00")
-    queue = queue_create(dataset=ds, name="q")
+    queue = queue_create(dataset=ds, spec=QueueSpec(name="q"))
     assert queue.items.count() == 2
     assert "\ufffd" in json.dumps(ReviewItem.objects.first().reason, ensure_ascii=False)
 
@@ -333,7 +339,7 @@ def test_a_reader_answer_holding_nul_does_not_break_queue_creation(write_jsonl):
 def test_a_queue_that_cannot_be_filled_is_not_left_behind(write_jsonl):
     ds = disputed_dataset(write_jsonl, 2)
     with pytest.raises(Exception):
-        queue_create(dataset=ds, name="q", panel=["strict-match", "no-such-reader"])
+        queue_create(dataset=ds, spec=QueueSpec(name="q", routing=PolicySpec(panel=["strict-match", "no-such-reader"])))
     assert not ReviewQueue.objects.exists() and not RoutingPolicy.objects.exists()
 
 
@@ -344,7 +350,7 @@ def test_undisplayable_model_text_renders_replaced_on_every_annotator_and_adjudi
     ds = disputed_dataset(write_jsonl, 1)
     Response.objects.update(text=f"Reasoning {bad} x. The answer is B. Then again \\boxed{{C}}")
     ds.questions.update(text=f"Which {bad}?")
-    queue = queue_create(dataset=ds, name="q")
+    queue = queue_create(dataset=ds, spec=QueueSpec(name="q"))
     ann, other, judge = make_user("a", "annotator"), make_user("b", "annotator"), make_user("j", "adjudicator")
     client = logged_in(ann)
     page = client.get("/review/", follow=True)
@@ -536,7 +542,7 @@ def test_replacing_only_a_responses_metadata_keeps_its_labels(write_jsonl):
     rows = [mc_row(0, response="The answer is B. Then again \\boxed{C}")]
     import_rows(rows, "rp", write_jsonl, file="a.jsonl")
     read_disputed("rp")
-    queue = queue_create(dataset=Dataset.objects.get(name="rp"), name="q", overlap=1)
+    queue = queue_create(dataset=Dataset.objects.get(name="rp"), spec=QueueSpec(name="q", overlap=1))
     label_next(queue, make_user("a", "annotator"), "B")
     out = import_rows([dict(rows[0], meta={"note": "re-exported"})], "rp", write_jsonl, file="b.jsonl", replace=True)
     assert "1 replaced" in out and "invalidated" not in out

@@ -28,6 +28,8 @@ from adjudication.review.adjudicate.services import final_label_adjudicate
 from adjudication.review.annotate.services import label_revise, label_submit, lease_claim_next
 from adjudication.review.labels import LabelEntry
 from adjudication.review.queues.services import queue_create
+from adjudication.review.queues.specs import QueueSpec
+from adjudication.routing.specs import PolicySpec
 
 from ..conftest import jsonl_writer, mc_row, reading_at, run_command, world_transaction
 from .conftest import make_user
@@ -140,8 +142,15 @@ def build_world(write_jsonl) -> World:
     for user in users.values():
         user.set_password(PASSWORD)
         user.save(update_fields=["password"])
-    q1 = queue_create(dataset=alpha, name="alpha-q1", overlap=2, panel=["fixed", "strict-match"], title="Round one")
-    q2 = queue_create(dataset=alpha, name="alpha-q2", overlap=3, panel=["fixed", "boxed"])
+    q1 = queue_create(
+        dataset=alpha,
+        spec=QueueSpec(
+            name="alpha-q1", overlap=2, title="Round one", routing=PolicySpec(panel=["fixed", "strict-match"])
+        ),
+    )
+    q2 = queue_create(
+        dataset=alpha, spec=QueueSpec(name="alpha-q2", overlap=3, routing=PolicySpec(panel=["fixed", "boxed"]))
+    )
     world = World(alpha=alpha, beta=beta, q1=q1, q2=q2, users=users)
     option = lambda answer: LabelEntry(kind="option", answer=answer)  # noqa: E731
 

@@ -20,6 +20,7 @@ from adjudication.review.errors import ReviewError
 from adjudication.review.labels import LabelEntry
 from adjudication.review.queues.agreement import queue_agreement
 from adjudication.review.queues.services import queue_annotators_set, queue_create, queue_state_set, queue_title_set
+from adjudication.review.queues.specs import QueueSpec
 from adjudication.templatetags.review_links import disagreeing_items_url
 
 from ..conftest import project_table_counts, run_command
@@ -380,7 +381,7 @@ def test_the_list_links_each_queue_to_its_page_which_has_the_actions(queue):
 
 def test_the_list_can_show_one_datasets_queues_with_it_picked_for_a_new_one(queue, write_jsonl):
     other = disputed_dataset(write_jsonl, 3, name="other-ds")
-    theirs = queue_create(dataset=other, name="other-q", overlap=1)
+    theirs = queue_create(dataset=other, spec=QueueSpec(name="other-q", overlap=1))
     manager = logged_in(make_user("man", "manager"))
     listing = manager.get(f"/queues/?dataset={other.pk}").content.decode()
     assert f'href="/queues/{theirs.pk}/"' in listing and f'href="/queues/{queue.pk}/"' not in listing
@@ -411,7 +412,7 @@ LABELS = {
 @pytest.fixture
 def labelled_queue(write_jsonl):
     ds = disputed_dataset(write_jsonl, 4, name="ag")
-    queue = queue_create(dataset=ds, name="agreement-q", overlap=3)
+    queue = queue_create(dataset=ds, spec=QueueSpec(name="agreement-q", overlap=3))
     users = {name: make_user(name, "annotator") for name in LABELS}
     order: list[int] = []
     for name, answers in LABELS.items():
@@ -647,8 +648,8 @@ def _claim_statements(queue: ReviewQueue, annotator: User) -> int:
 
 
 def test_state_and_assignment_cost_the_claim_no_statement(write_jsonl):
-    small = queue_create(dataset=disputed_dataset(write_jsonl, 3, name="s"), name="small")
-    big = queue_create(dataset=disputed_dataset(write_jsonl, 30, name="b"), name="big")
+    small = queue_create(dataset=disputed_dataset(write_jsonl, 3, name="s"), spec=QueueSpec(name="small"))
+    big = queue_create(dataset=disputed_dataset(write_jsonl, 30, name="b"), spec=QueueSpec(name="big"))
     ann = make_user("ann", "annotator")
     others = [make_user(f"o{i}", "annotator") for i in range(5)]
     open_to_all = _claim_statements(small, ann)

@@ -9,6 +9,8 @@ import re
 
 import pytest
 
+from adjudication.review.queues.specs import QueueSpec
+
 from ..browser import chromium_browser, require_chromium
 from .conftest import make_user, panel_dataset_build
 from .test_browser_flow import SCREENSHOTS, add_user, logged_in
@@ -93,7 +95,9 @@ def labelled_queue(write_jsonl, monkeypatch):
 
     from .conftest import disputed_dataset
 
-    queue = queue_create(dataset=disputed_dataset(write_jsonl, 4, name="mx"), name="matrix-q", overlap=3)
+    queue = queue_create(
+        dataset=disputed_dataset(write_jsonl, 4, name="mx"), spec=QueueSpec(name="matrix-q", overlap=3)
+    )
     order: list[int] = []
     for name, answers in LABELS.items():
         user = make_user(name, "annotator")

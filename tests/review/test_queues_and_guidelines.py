@@ -15,6 +15,7 @@ from adjudication.review.errors import ReviewError
 from adjudication.review.guidelines import COMMITMENT, CORRECTNESS
 from adjudication.review.labels import LabelEntry
 from adjudication.review.queues.services import guidelines_update, queue_create
+from adjudication.review.queues.specs import QueueSpec
 
 from .conftest import disputed_dataset, make_user
 
@@ -24,8 +25,8 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def two_queues(write_jsonl):
     ds = disputed_dataset(write_jsonl, 4)
-    first = queue_create(dataset=ds, name="boxed-vs-strict", overlap=1, title="Sociology, round 1")
-    second = queue_create(dataset=ds, name="fixed-vs-boxed", overlap=1, judge_correctness=True)
+    first = queue_create(dataset=ds, spec=QueueSpec(name="boxed-vs-strict", overlap=1, title="Sociology, round 1"))
+    second = queue_create(dataset=ds, spec=QueueSpec(name="fixed-vs-boxed", overlap=1, judge_correctness=True))
     return first, second
 
 
@@ -149,7 +150,7 @@ def test_a_skipped_item_is_counted_and_a_manager_reopens_it_for_its_annotator(wr
     # Overlap 2 and two annotators: one labels, the other skips. The item cannot settle until the
     # skip is re-opened; the queue page shows it meanwhile.
     ds = disputed_dataset(write_jsonl, 1, name="sk")
-    queue = queue_create(dataset=ds, name="skips", overlap=2)
+    queue = queue_create(dataset=ds, spec=QueueSpec(name="skips", overlap=2))
     ann, bob = make_user("ann", "annotator"), make_user("bob", "annotator")
     lease = lease_claim_next(queue=queue, annotator=ann).lease
     label_submit(lease=lease, annotator=ann, entry=LabelEntry(kind="option", answer="B"))

@@ -15,6 +15,7 @@ from adjudication.models import Dataset, Reading, Response
 from adjudication.pipeline.readings import reader_spec_by_name, readings_create
 from adjudication.review.annotate.selectors import panel_candidates
 from adjudication.routing.services import review_items_route, routing_policy_create
+from adjudication.routing.specs import PolicySpec
 
 from ..conftest import math_row, mc_row, reading_at, run_command
 
@@ -137,7 +138,7 @@ def test_read_prints_the_canonical_answer_with_the_raw_answer_and_span(write_jso
 def test_routing_does_not_dispute_two_ways_of_writing_the_same_option(write_jsonl):
     ds = import_rows([mc_row(0, response=MERTON)], "rt", write_jsonl)
     read_with(ds, "boxed", "fixed")
-    policy = routing_policy_create(dataset=ds, name="p", panel=["boxed", "fixed"], compare="answer")
+    policy = routing_policy_create(dataset=ds, name="p", spec=PolicySpec(panel=["boxed", "fixed"], compare="answer"))
     report = review_items_route(policy=policy)
     assert (report.disputed, report.agreeing) == (0, 1)
 
@@ -145,7 +146,9 @@ def test_routing_does_not_dispute_two_ways_of_writing_the_same_option(write_json
 def test_routing_still_disputes_different_options(write_jsonl):
     ds = import_rows([mc_row(0, response=MERTON + "\nThe answer is (B).")], "rd", write_jsonl)
     read_with(ds, "boxed", "strict-match")
-    policy = routing_policy_create(dataset=ds, name="p", panel=["boxed", "strict-match"], compare="answer")
+    policy = routing_policy_create(
+        dataset=ds, name="p", spec=PolicySpec(panel=["boxed", "strict-match"], compare="answer")
+    )
     assert review_items_route(policy=policy).disputed == 1
 
 
@@ -162,7 +165,7 @@ def test_candidates_merge_the_readers_ways_of_writing_one_answer_and_mark_every_
             reading_at(response, strict, "B", at=box, verdict="correct", canonical="B"),
         ]
     )
-    policy = routing_policy_create(dataset=ds, name="p", panel=["boxed", "fixed", "strict-match"])
+    policy = routing_policy_create(dataset=ds, name="p", spec=PolicySpec(panel=["boxed", "fixed", "strict-match"]))
     cands, spans = panel_candidates(response_id=response.pk, policy_id=policy.pk, item_id=1, annotator_id=1)
     assert sorted(c["answer"] for c in cands) == ["B", "C"]
     number_of = {c["answer"]: c["number"] for c in cands}
@@ -183,7 +186,7 @@ def test_candidates_of_readings_stored_before_canonical_answers_get_one_from_the
             Reading(response=response, reader_spec=b, answer="C", normalized=None, verdict="incorrect"),
         ]
     )
-    policy = routing_policy_create(dataset=ds, name="p", panel=["strict-match", "boxed"])
+    policy = routing_policy_create(dataset=ds, name="p", spec=PolicySpec(panel=["strict-match", "boxed"]))
     ids = {"response_id": response.pk, "policy_id": policy.pk, "item_id": 1, "annotator_id": 1}
     cands, _spans = panel_candidates(**ids, choices=row["choices"])
     assert sorted(c["answer"] for c in cands) == ["B", "C"]
@@ -212,7 +215,7 @@ def test_one_candidate_per_distinct_answer_with_all_its_spans(write_jsonl, answe
             for spec, answer, at in zip(specs, answers, offsets, strict=True)
         ]
     )
-    policy = routing_policy_create(dataset=ds, name="p", panel=names)
+    policy = routing_policy_create(dataset=ds, name="p", spec=PolicySpec(panel=names))
     cands, spans = panel_candidates(
         response_id=response.pk, policy_id=policy.pk, item_id=1, annotator_id=1, choices=choices
     )

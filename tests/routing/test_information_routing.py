@@ -15,6 +15,7 @@ from adjudication.routing.refresh import information_refresh_request
 from adjudication.routing.rules import information_priorities
 from adjudication.routing.selectors import information_fit
 from adjudication.routing.services import information_refresh_claimed, routing_policy_create
+from adjudication.routing.specs import PolicySpec
 
 from ..conftest import mc_row, run_command
 
@@ -154,9 +155,11 @@ def test_a_bad_or_misplaced_target_is_refused_by_the_command(info_dataset, optio
 
 def test_a_burst_of_final_labels_makes_one_refit_request(info_dataset, django_capture_on_commit_callbacks):
     policy = routing_policy_create(
-        dataset=info_dataset, name="p", panel=PANEL, priority="information", target="accuracy", budget=4
+        dataset=info_dataset,
+        name="p",
+        spec=PolicySpec(panel=PANEL, priority="information", target="accuracy", budget=4),
     )
-    other = routing_policy_create(dataset=info_dataset, name="d", panel=PANEL)
+    other = routing_policy_create(dataset=info_dataset, name="d", spec=PolicySpec(panel=PANEL))
     with django_capture_on_commit_callbacks() as callbacks:
         assert information_refresh_request(policy_id=policy.pk) is True
         assert information_refresh_request(policy_id=policy.pk) is False  # pending: the burst shares it
@@ -177,7 +180,7 @@ def test_a_lost_request_is_made_again_after_a_lease(info_dataset, settings):
     from django.utils import timezone
 
     policy = routing_policy_create(
-        dataset=info_dataset, name="p", panel=PANEL, priority="information", target="accuracy"
+        dataset=info_dataset, name="p", spec=PolicySpec(panel=PANEL, priority="information", target="accuracy")
     )
     information_refresh_request(policy_id=policy.pk)
     assert information_refresh_request(policy_id=policy.pk) is False

@@ -10,6 +10,7 @@ from adjudication.pipeline.readings import reader_spec_by_name, reader_spec_get_
 from adjudication.routing.rules import PanelReading, route_response
 from adjudication.routing.selectors import dataset_readers, route_preview
 from adjudication.routing.services import review_items_route, routing_policy_create
+from adjudication.routing.specs import PolicySpec
 
 from ..conftest import mc_row, project_table_counts, run_command
 
@@ -67,7 +68,7 @@ def test_the_preview_counts_what_the_routing_then_routes(three_readers, names, c
     panel = [specs[n] for n in names]
     settings = {"compare": compare, "missing_is_disagreement": missing, "control_fraction": fraction, "seed": 7}
     before = project_table_counts()
-    preview = route_preview(dataset=dataset, panel=panel, **settings)
+    preview = route_preview(dataset=dataset, spec=PolicySpec(panel=panel, **settings))
     assert project_table_counts() == before  # read-only
     disputed, controls, agreeing, pending = expected
     assert (preview.disputed, preview.agreeing, preview.pending) == (disputed, agreeing, pending)
@@ -75,7 +76,7 @@ def test_the_preview_counts_what_the_routing_then_routes(three_readers, names, c
         assert preview.controls == controls
     else:
         assert 0 < preview.controls < agreeing  # half of the agreeing ones, drawn by the seed
-    policy = routing_policy_create(dataset=dataset, name="p", panel=panel, **settings)
+    policy = routing_policy_create(dataset=dataset, name="p", spec=PolicySpec(panel=panel, **settings))
     report = review_items_route(policy=policy)
     assert (report.disputed, report.controls, report.agreeing, report.pending) == (
         preview.disputed,
@@ -106,7 +107,9 @@ def test_the_dataset_readers_are_the_specs_that_read_it_rule_readers_and_llm_rea
 
 def test_a_panel_names_an_llm_reader_that_read_the_dataset(three_readers):
     dataset, _ = three_readers
-    policy = routing_policy_create(dataset=dataset, name="j", panel=["strict-match", "judge-qwen"], compare="answer")
+    policy = routing_policy_create(
+        dataset=dataset, name="j", spec=PolicySpec(panel=["strict-match", "judge-qwen"], compare="answer")
+    )
     assert review_items_route(policy=policy).disputed == 2
     assert set(ReviewItem.objects.filter(policy=policy).values_list("response__external_id", flat=True)) == {
         "mc-0",
@@ -119,12 +122,12 @@ def test_a_panel_name_read_by_several_versions_must_be_chosen_and_an_unknown_nam
     second = judge_spec(config_hash="c" * 64)
     Reading.objects.create(response=Response.objects.first(), reader_spec=second, answer="B", verdict="correct")
     with pytest.raises(ValueError, match="several versions of reader 'judge-qwen'"):
-        routing_policy_create(dataset=dataset, name="x", panel=["strict-match", "judge-qwen"])
+        routing_policy_create(dataset=dataset, name="x", spec=PolicySpec(panel=["strict-match", "judge-qwen"]))
     with pytest.raises(KeyError, match="unknown reader 'nobody'"):
-        routing_policy_create(dataset=dataset, name="y", panel=["strict-match", "nobody"])
+        routing_policy_create(dataset=dataset, name="y", spec=PolicySpec(panel=["strict-match", "nobody"]))
 
 
 def test_a_panel_of_one_spec_named_twice_cannot_disagree(three_readers):
     dataset, specs = three_readers
     with pytest.raises(ValueError, match="at least two readers"):
-        routing_policy_create(dataset=dataset, name="z", panel=[specs["fixed"], "fixed"])
+        routing_policy_create(dataset=dataset, name="z", spec=PolicySpec(panel=[specs["fixed"], "fixed"]))

@@ -4,13 +4,14 @@ import getpass
 import os
 
 from django.core.exceptions import ValidationError
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from adjudication.accounts.services import user_upsert
+from adjudication.management.base import ApplicationCommand
 from adjudication.permissions import ROLES
 
 
-class Command(BaseCommand):
+class Command(ApplicationCommand):
     help = "Create a user (or update an existing one) with a role: annotator, adjudicator or manager."
 
     def add_arguments(self, parser: CommandParser) -> None:

@@ -5,12 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import CommandParser
 
 from adjudication.management.arguments import add_file_or_dataset_arguments, report_for_command
+from adjudication.management.base import ApplicationCommand
 
 
-class Command(BaseCommand):
+class Command(ApplicationCommand):
     help = (
         "Agreement with human verdicts and judge bias. --input FILE (JSONL lines {id, producer, verdict, "
         "human_verdict}, no database): per producer n, accuracy, Cohen's kappa, judge/human correct rates, bias, "

@@ -10,12 +10,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from adjudication.management.arguments import add_file_or_dataset_arguments, add_isolation_arguments, report_for_command
+from adjudication.management.base import ApplicationCommand
 
 
-class Command(BaseCommand):
+class Command(ApplicationCommand):
     help = (
         "Metamorphic verifier audit (seed 001): rewrite every gold with the transform suite, read every "
         "variant with every reader in the isolation pool, write verdicts.jsonl, strata.csv, "
@@ -99,7 +100,7 @@ class Command(BaseCommand):
 class _Progress:
     """The audit's progress on stderr: what it is about to read, then a bar (unless --no-progress)."""
 
-    def __init__(self, command: BaseCommand, hidden: bool) -> None:
+    def __init__(self, command: ApplicationCommand, hidden: bool) -> None:
         self.command, self.hidden, self.bar = command, hidden, None
 
     def start(self, *, readers: int, golds: int, variants: int, skipped: int) -> None:

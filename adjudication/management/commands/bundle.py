@@ -6,12 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandParser
 
 from adjudication.management.arguments import dataset_named
+from adjudication.management.base import ApplicationCommand
 
 
-class Command(BaseCommand):
+class Command(ApplicationCommand):
     help = (
         "Write a reproducibility bundle: the dataset's responses (or their hashes with --no-text), every "
         "reading and label, the reader specs, judges, routing policies, the reports' parameters and "
@@ -43,15 +44,12 @@ class Command(BaseCommand):
     def handle(
         self, *args: Any, dataset: str, reports: list[str] | None, out: Path, no_text: bool, **options: Any
     ) -> None:
-        from adjudication.analytics.reports import ReportError, parse_report
+        from adjudication.analytics.reports import parse_report
         from adjudication.bundles.services import bundle_write
 
         ds = dataset_named(dataset)
-        try:
-            specs = None if reports is None else [parse_report(r) for r in reports]
-            summary = bundle_write(dataset=ds, out=out, report_specs=specs, text=not no_text)
-        except ReportError as exc:
-            raise CommandError(str(exc)) from None
+        specs = None if reports is None else [parse_report(r) for r in reports]
+        summary = bundle_write(dataset=ds, out=out, report_specs=specs, text=not no_text)
         rows = ", ".join(f"{n} {key.split('.')[-1]}" for key, n in summary.rows.items() if n)
         self.stdout.write(f"wrote {summary.path} ({summary.bytes / 1e6:.2f} MB): {rows}")
         for describe in summary.reports:

@@ -6,12 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import CommandParser
 
 from adjudication.management.arguments import add_file_or_dataset_arguments, report_for_command
+from adjudication.management.base import ApplicationCommand
 
 
-class Command(BaseCommand):
+class Command(ApplicationCommand):
     help = (
         "Panel consensus (Dawid-Skene by default, or MACE): per producer the estimated sensitivity, "
         "specificity, false-accept and false-reject rates beside the human-measured ones, per checkpoint the "

@@ -2,16 +2,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from adjudication.management.arguments import dataset_named
+from adjudication.management.base import ApplicationCommand
 from adjudication.models import RoutingPolicy
-from adjudication.review.errors import ReviewError
 from adjudication.review.queues.selectors import users_named
 from adjudication.review.queues.services import queue_create
+from adjudication.review.queues.specs import QueueSpec
+from adjudication.routing.rules import Compare, Priority
+from adjudication.routing.specs import PolicySpec
 
 
-class Command(BaseCommand):
+class Command(ApplicationCommand):
     help = (
         "Create a review queue over a dataset's disputed responses. Without --policy, a routing policy is "
         "made from --panel (default: every rule reader that has read the dataset)."
@@ -72,10 +75,10 @@ class Command(BaseCommand):
         hide_candidates: bool,
         judge_correctness: bool,
         control_fraction: float,
-        compare: str,
+        compare: Compare,  # argparse's choices
         missing_disagrees: bool,
         seed: int,
-        priority: str,
+        priority: Priority,  # argparse's choices
         target: str,
         budget: int | None,
         title: str,
@@ -98,29 +101,26 @@ class Command(BaseCommand):
             routing = RoutingPolicy.objects.filter(dataset=ds, name=policy).first()
             if routing is None:
                 raise CommandError(f"no routing policy {policy!r} on dataset {dataset!r}")
-        try:
-            queue = queue_create(
-                dataset=ds,
-                name=name,
-                policy=routing,
-                panel=panel,
-                overlap=overlap,
-                lease_seconds=lease_seconds,
-                show_candidates=not hide_candidates,
-                judge_correctness=judge_correctness,
-                control_fraction=control_fraction,
+        spec = QueueSpec(
+            name=name,
+            overlap=overlap,
+            lease_seconds=lease_seconds,
+            show_candidates=not hide_candidates,
+            judge_correctness=judge_correctness,
+            title=title,
+            guidelines=guidelines,
+            routing=PolicySpec(
+                panel=tuple(panel or ()),
                 compare=compare,
                 missing_is_disagreement=missing_disagrees,
+                control_fraction=control_fraction,
                 seed=seed,
                 priority=priority,
                 target=target,
                 budget=budget,
-                title=title,
-                guidelines=guidelines,
-                annotators=users,
-            )
-        except (ReviewError, KeyError) as exc:
-            raise CommandError(str(exc)) from exc
+            ),
+        )
+        queue = queue_create(dataset=ds, spec=spec, policy=routing, annotators=users)
         self.stdout.write(f"queue {queue.name}: {queue.items.count()} items, overlap {queue.overlap}")
         if users:
             self.stdout.write(f"assigned to {', '.join(u.username for u in users)}")

@@ -2,14 +2,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from adjudication.exports import FORMATS, file_export
+from adjudication.management.base import ApplicationCommand
 from adjudication.models import ReviewQueue
 from adjudication.review.queues.selectors import QUEUE_TABLES, queue_export_table
 
 
-class Command(BaseCommand):
+class Command(ApplicationCommand):
     help = (
         "Export a review queue's final labels (one row per decided item: final label, provenance, error type, the "
         "adjudicator's notes, who decided and when) or its individual labels (one row per label, history "

@@ -2,14 +2,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from adjudication.exports import file_export
 from adjudication.management.arguments import dataset_named
+from adjudication.management.base import ApplicationCommand
 from adjudication.pipeline.selectors import EXPORT_COLUMNS, export_rows
 
 
-class Command(BaseCommand):
+class Command(ApplicationCommand):
     help = (
         "Export one row per reading: response id, model, checkpoint, benchmark, reader, version, config hash, "
         "canonical answer, raw answer and its span, verdict. JSONL keeps model text verbatim (lone surrogates as "

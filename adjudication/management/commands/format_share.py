@@ -5,12 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import CommandParser
 
 from adjudication.management.arguments import add_file_or_dataset_arguments, add_isolation_arguments, report_for_command
+from adjudication.management.base import ApplicationCommand
 
 
-class Command(BaseCommand):
+class Command(ApplicationCommand):
     help = (
         "Format share of base→RL gains: reported gain under the harness reader, fixed gain under a fixed "
         "reader (any reader, an LLM reader's stored verdicts, or 'human'), per (model, benchmark, prompt); over "

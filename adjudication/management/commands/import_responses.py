@@ -2,13 +2,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from adjudication.ingest.harnesses import FORMATS, HARNESS_FORMATS, detect_format, record_count
 from adjudication.ingest.services import ImportFailed, progress_bar, responses_import
+from adjudication.management.base import ApplicationCommand
 
 
-class Command(BaseCommand):
+class Command(ApplicationCommand):
     help = (
         "Import model responses (canonical JSONL, lm-eval --log_samples output, lighteval details, "
         "inspect-ai eval logs) into a dataset. "

@@ -1,15 +1,15 @@
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 from django.db import transaction
 
+from adjudication.management.base import ApplicationCommand
 from adjudication.models import ReviewQueue
-from adjudication.review.errors import ReviewError
 from adjudication.review.queues.selectors import users_named
 from adjudication.review.queues.services import queue_annotators_set, queue_state_set, queue_title_set
 
 
-class Command(BaseCommand):
+class Command(ApplicationCommand):
     help = (
         "Show or change a review queue: pause it (no new claims), close it (hidden from annotators), re-open it, "
         "set the title annotators see, assign or unassign annotators. Without options, prints the queue."
@@ -54,22 +54,19 @@ class Command(BaseCommand):
         users, unknown = users_named(usernames=[*assign, *unassign])
         if unknown:
             raise CommandError(f"no user named {', '.join(map(repr, unknown))}")
-        try:
-            with transaction.atomic():
-                if state is not None:
-                    queue_state_set(queue=found, state=state)
-                if title is not None:
-                    queue_title_set(queue=found, title=title)
-                if assign or unassign:
-                    keep = {u.pk: u for u in found.annotators.all()}
-                    for user in users:
-                        if user.username in assign:
-                            keep[user.pk] = user
-                        else:
-                            keep.pop(user.pk, None)
-                    queue_annotators_set(queue=found, annotators=list(keep.values()))
-        except ReviewError as exc:
-            raise CommandError(str(exc)) from exc
+        with transaction.atomic():
+            if state is not None:
+                queue_state_set(queue=found, state=state)
+            if title is not None:
+                queue_title_set(queue=found, title=title)
+            if assign or unassign:
+                keep = {u.pk: u for u in found.annotators.all()}
+                for user in users:
+                    if user.username in assign:
+                        keep[user.pk] = user
+                    else:
+                        keep.pop(user.pk, None)
+                queue_annotators_set(queue=found, annotators=list(keep.values()))
         assigned = sorted(found.annotators.values_list("username", flat=True))
         self.stdout.write(
             f"queue {found.name}: {found.state}; annotators see {found.display_title!r}; "

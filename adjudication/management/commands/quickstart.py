@@ -6,17 +6,20 @@ from pathlib import Path
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from adjudication.analytics.headline import headline_lines
 from adjudication.analytics.report import Params
 from adjudication.analytics.selectors import report_parts
 from adjudication.analytics.services import report_compute, report_for_view
+from adjudication.errors import ApplicationError
 from adjudication.ingest.services import ImportFailed, responses_import
+from adjudication.management.base import ApplicationCommand
 from adjudication.models import Reading, ReviewQueue
 from adjudication.pipeline.selectors import dataset_get, reader_summary
-from adjudication.review.errors import ReviewError
 from adjudication.review.queues.services import queue_create, queue_sync
+from adjudication.review.queues.specs import QueueSpec
+from adjudication.routing.specs import PolicySpec
 from readers.summary import render
 
 SAMPLE = Path(__file__).resolve().parents[2] / "sample_data" / "quickstart.jsonl"
@@ -33,7 +36,7 @@ def _base_url(addrport: str) -> str:
     return f"http://{host}:{port}"
 
 
-class Command(BaseCommand):
+class Command(ApplicationCommand):
     help = (
         "The quickstart on the embedded default: migrate, import the bundled sample, read it with the rule-reader "
         "panel, route the responses on which the harness reader (boxed) and the fixed reader disagree into a "
@@ -122,15 +125,16 @@ class Command(BaseCommand):
         if queue is not None:
             queue_sync(queue=queue)
             return queue
+        spec = QueueSpec(
+            name=name,
+            overlap=1,
+            title="Quickstart: which answer did the response give?",
+            routing=PolicySpec(
+                panel=(params.reported, params.fixed), missing_is_disagreement=True, control_fraction=0.1
+            ),
+        )
         try:
-            return queue_create(
-                dataset=ds,
-                name=name,
-                panel=[params.reported, params.fixed],
-                missing_is_disagreement=True,
-                control_fraction=0.1,
-                overlap=1,
-                title="Quickstart: which answer did the response give?",
-            )
-        except ReviewError as exc:
+            return queue_create(dataset=ds, spec=spec)
+        except ApplicationError as exc:
+            # Said with what the quickstart was doing: the user ran no queue command.
             raise CommandError(f"the quickstart's review queue could not be made: {exc}") from exc

@@ -5,17 +5,17 @@ import json
 import sys
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
-from adjudication.ingest.formats import RowError
 from adjudication.ingest.harnesses import iter_rows
 from adjudication.management.arguments import add_isolation_arguments, add_reader_argument
+from adjudication.management.base import ApplicationCommand
 from readers import Item
 from readers import registry as reader_registry
 from readers.summary import render, summarise
 
 
-class Command(BaseCommand):
+class Command(ApplicationCommand):
     help = (
         "Run readers on a file (canonical JSONL, lighteval details, an inspect-ai log) without any database: "
         "one output line per (id, reader) "
@@ -42,10 +42,7 @@ class Command(BaseCommand):
             names = default_panel() if "all" in readers else reader_registry.require(readers)
         except reader_registry.UnknownReader as exc:
             raise CommandError(str(exc)) from None
-        try:
-            rows = list(iter_rows(input, fmt=None))  # canonical JSONL, lighteval details or an inspect-ai log
-        except RowError as exc:
-            raise CommandError(str(exc)) from exc
+        rows = list(iter_rows(input, fmt=None))  # canonical JSONL, lighteval details or an inspect-ai log
         items = [Item(response=r.response, gold=r.gold, choices=r.choices, question=r.question) for r in rows]
         records = []
         with contextlib.ExitStack() as stack:

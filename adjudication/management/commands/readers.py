@@ -2,12 +2,13 @@ from __future__ import annotations
 
 import json
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import CommandParser
 
+from adjudication.management.base import ApplicationCommand
 from readers.registry import contract_matrix_markdown, describe
 
 
-class Command(BaseCommand):
+class Command(ApplicationCommand):
     help = "List every registered reader with its version, config hash and declared contract."
     requires_system_checks: list = []
 

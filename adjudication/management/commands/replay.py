@@ -7,10 +7,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
+
+from adjudication.management.base import ApplicationCommand
 
 
-class Command(BaseCommand):
+class Command(ApplicationCommand):
     help = (
         "Replay a bundle: load it into a fresh database (a temporary SQLite one unless --here), recompute "
         "every report and compare with the stored numbers (counts exactly, statistics within 1e-12); "
@@ -37,7 +39,6 @@ class Command(BaseCommand):
         self, *args: Any, bundle: Path, reread: bool, here: bool, json: bool, verify_signature: bool, **options: Any
     ) -> None:
         from adjudication.bundles.services import (
-            BundleError,
             bundle_open,
             bundle_replay,
             bundle_verify,
@@ -45,25 +46,20 @@ class Command(BaseCommand):
         )
 
         if not here:
-            try:  # a bad (or unsigned) file is said here, before a scratch database is made for it
-                opened = bundle_open(bundle)
-                try:
-                    if verify_signature:
-                        bundle_verify(opened)
-                finally:
-                    opened.zf.close()
-            except BundleError as exc:
-                raise CommandError(str(exc)) from None
+            # A bad (or unsigned) file is said here, before a scratch database is made for it.
+            opened = bundle_open(bundle)
+            try:
+                if verify_signature:
+                    bundle_verify(opened)
+            finally:
+                opened.zf.close()
             status = replay_in_scratch_database(
                 path=bundle, reread=reread, as_json=json, verify_signature=verify_signature
             )
             if status:
                 raise CommandError("the replay did not reproduce the bundle (see above)", returncode=status)
             return
-        try:
-            result = bundle_replay(path=bundle, reread=reread, verify_signature=verify_signature)
-        except BundleError as exc:
-            raise CommandError(str(exc)) from None
+        result = bundle_replay(path=bundle, reread=reread, verify_signature=verify_signature)
         if json:
             self.stdout.write(_dumps(result.as_dict()))
         else:

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandParser
 
 from adjudication.management.arguments import dataset_named
+from adjudication.management.base import ApplicationCommand
 
 
-class Command(BaseCommand):
+class Command(ApplicationCommand):
     help = (
         "Print one report of a dataset: format_share, agreement, consensus, audit, audit_run run=ID or analytics "
         "KEY=VALUE ... (the analytics page's report), each with its options as in `bundle --report` (e.g. "
@@ -24,11 +25,8 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="print JSON only")
 
     def handle(self, *args: Any, report: str, dataset: str, json: bool, **options: Any) -> None:
-        from adjudication.analytics.reports import ReportError, parse_report, report_compute, report_json, report_text
+        from adjudication.analytics.reports import parse_report, report_compute, report_json, report_text
 
-        try:
-            spec = parse_report(report)
-            result = report_compute(spec.kind, source=dataset_named(dataset), options=spec.options)
-        except ReportError as exc:
-            raise CommandError(str(exc)) from exc
+        spec = parse_report(report)
+        result = report_compute(spec.kind, source=dataset_named(dataset), options=spec.options)
         self.stdout.write(report_json(result) if json else report_text(spec.kind, result))

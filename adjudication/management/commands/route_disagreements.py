@@ -1,13 +1,16 @@
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from adjudication.management.arguments import dataset_named
+from adjudication.management.base import ApplicationCommand
 from adjudication.models import RoutingPolicy
+from adjudication.routing.rules import Compare, Priority
 from adjudication.routing.services import review_items_route, routing_policy_create
+from adjudication.routing.specs import PolicySpec
 
 
-class Command(BaseCommand):
+class Command(ApplicationCommand):
     help = (
         "Route the responses a panel of readers disputes (plus optional random controls) into review items. "
         "Creates the policy on first use; re-running adds only newly disputed responses. With --priority "
@@ -44,11 +47,11 @@ class Command(BaseCommand):
         dataset: str,
         policy: str,
         panel: list[str],
-        compare: str,
+        compare: Compare,  # argparse's choices
         missing_disagrees: bool,
         control_fraction: float,
         seed: int,
-        priority: str,
+        priority: Priority,  # argparse's choices
         target: str,
         budget: int | None,
         **options,
@@ -56,27 +59,20 @@ class Command(BaseCommand):
         ds = dataset_named(dataset)
         existing = RoutingPolicy.objects.filter(dataset=ds, name=policy).first()
         if existing is None:
-            try:
-                existing = routing_policy_create(
-                    dataset=ds,
-                    name=policy,
-                    panel=panel,
-                    compare=compare,
-                    missing_is_disagreement=missing_disagrees,
-                    control_fraction=control_fraction,
-                    seed=seed,
-                    priority=priority,
-                    target=target,
-                    budget=budget,
-                )
-            except (ValueError, KeyError) as exc:
-                raise CommandError(str(exc)) from exc
+            spec = PolicySpec(
+                panel=tuple(panel),
+                compare=compare,
+                missing_is_disagreement=missing_disagrees,
+                control_fraction=control_fraction,
+                seed=seed,
+                priority=priority,
+                target=target,
+                budget=budget,
+            )
+            existing = routing_policy_create(dataset=ds, name=policy, spec=spec)
         elif panel and sorted(panel) != sorted(existing.panel.values_list("name", flat=True)):
             raise CommandError(f"policy {policy!r} exists with another panel; choose a new policy name")
-        try:
-            report = review_items_route(policy=existing)
-        except ValueError as exc:  # an information policy whose target the data no longer has
-            raise CommandError(str(exc)) from exc
+        report = review_items_route(policy=existing)
         if existing.priority == RoutingPolicy.Priority.INFORMATION:
             self.stdout.write(
                 f"policy {existing}: {report.created} new review items ({report.informative} by information for "

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from adjudication.management.arguments import (
     add_enqueue_arguments,
@@ -9,6 +9,7 @@ from adjudication.management.arguments import (
     add_regen_instruction_argument,
     dataset_named,
 )
+from adjudication.management.base import ApplicationCommand
 from adjudication.pipeline.producers import EndpointRun, ProducerUnavailable, endpoint_producer
 from adjudication.pipeline.progress import run_with_progress
 from adjudication.pipeline.selectors import default_panel, reading_counts
@@ -16,7 +17,7 @@ from adjudication.pipeline.services import dataset_read
 from readers import registry as reader_registry
 
 
-class Command(BaseCommand):
+class Command(ApplicationCommand):
     help = (
         "Read every response of a dataset with every selected reader (one reading each; re-runs add only "
         "what is missing)."

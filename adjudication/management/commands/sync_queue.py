@@ -1,12 +1,13 @@
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
+from adjudication.management.base import ApplicationCommand
 from adjudication.models import ReviewQueue
 from adjudication.review.queues.services import queue_sync
 
 
-class Command(BaseCommand):
+class Command(ApplicationCommand):
     help = (
         "Bring review queues in step with their routing policies: route newly disputed responses (after new "
         "readings) and add every policy item a queue does not hold yet."

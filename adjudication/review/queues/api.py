@@ -19,7 +19,6 @@ from adjudication.exports import FORMATS, table_download
 from adjudication.models import Dataset, ReviewQueue, RoutingPolicy
 from adjudication.permissions import IsAnnotator, IsManager
 from adjudication.review.annotate.selectors import annotator_visible_queues
-from adjudication.review.errors import ReviewError
 from adjudication.review.queues.selectors import (
     FINAL_LABEL_COLUMNS,
     LABEL_COLUMNS,
@@ -28,6 +27,7 @@ from adjudication.review.queues.selectors import (
     users_named,
 )
 from adjudication.review.queues.services import queue_annotators_set, queue_create, queue_state_set, queue_title_set
+from adjudication.review.queues.specs import QueueSpec
 from adjudication.validators import INT_MAX, INT_MIN, SMALLINT_MAX, validate_name
 
 if TYPE_CHECKING:
@@ -132,11 +132,9 @@ class QueueListApi(APIView):
         dataset = Dataset.objects.filter(name=name).first()
         if dataset is None:  # a field of the body, not the URL: 400 naming it, not 404
             raise ValidationError({"dataset": [f"no dataset named {name!r}"]})
-        v["annotators"] = _annotators_named(v.get("annotators", []))
-        try:
-            queue = queue_create(dataset=dataset, created_by=request.user, **v)
-        except (ReviewError, KeyError) as exc:
-            raise ValidationError(str(exc)) from exc
+        annotators = _annotators_named(v.pop("annotators", []))
+        spec = QueueSpec.from_values(v)
+        queue = queue_create(dataset=dataset, spec=spec, created_by=request.user, annotators=annotators)
         return ApiResponse(QueueSerializer(queue).data, status=status.HTTP_201_CREATED)
 
 
@@ -266,14 +264,11 @@ class QueueDetailApi(APIView):
         data.is_valid(raise_exception=True)
         v = data.validated_data
         annotators = _annotators_named(v["annotators"]) if "annotators" in v else None
-        try:
-            with transaction.atomic():
-                if "state" in v:
-                    queue_state_set(queue=queue, state=v["state"])
-                if "title" in v:
-                    queue_title_set(queue=queue, title=v["title"])
-                if annotators is not None:
-                    queue_annotators_set(queue=queue, annotators=annotators)
-        except ReviewError as exc:
-            raise ValidationError(str(exc)) from exc
+        with transaction.atomic():
+            if "state" in v:
+                queue_state_set(queue=queue, state=v["state"])
+            if "title" in v:
+                queue_title_set(queue=queue, title=v["title"])
+            if annotators is not None:
+                queue_annotators_set(queue=queue, annotators=annotators)
         return ApiResponse(QueueSerializer(ReviewQueue.objects.get(pk=queue.pk)).data)

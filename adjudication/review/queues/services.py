@@ -5,10 +5,9 @@ when imports replace response texts, invalidate what was labelled on the old one
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from django.contrib.auth.models import User
-from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
@@ -20,7 +19,6 @@ from adjudication.models import (
     Label,
     Lease,
     QueueItem,
-    ReaderSpec,
     Reading,
     Response,
     ReviewItem,
@@ -32,101 +30,62 @@ from adjudication.review.errors import ReviewError
 from adjudication.review.guidelines import default_guidelines
 from adjudication.review.items import live_leases
 from adjudication.review.queues.selectors import open_item_skips
+from adjudication.review.queues.specs import QueueSpec, title_check
 from adjudication.revisions import dataset_changed
 from adjudication.routing.services import (
     queue_items_sync,
     review_items_route,
     routing_policy_create,
-    validation_message,
 )
-from adjudication.validators import free_text_problem, unprintable
+from adjudication.validators import free_text_problem
 
 
 def queue_create(
     *,
     dataset: Dataset,
-    name: str,
+    spec: QueueSpec,
     policy: RoutingPolicy | None = None,
-    panel: Sequence[str | ReaderSpec] | None = None,
-    overlap: int = 2,
-    lease_seconds: int = 900,
-    show_candidates: bool = True,
-    judge_correctness: bool = False,
-    control_fraction: float = 0.0,
-    seed: int = 0,
-    missing_is_disagreement: bool = False,
-    compare: str = "either",
-    priority: str = "disagreement",
-    target: str = "",
-    budget: int | None = None,
     created_by: User | None = None,
-    title: str = "",
-    guidelines: str | None = None,
     annotators: Sequence[User] = (),
 ) -> ReviewQueue:
-    """A queue over a routing policy's items. Without a policy, one is made from `panel` (reader
-    names or specs; default: every rule reader that has read this dataset) and routed now. With
-    `annotators`, only they see and claim it. `priority`, `target` and `budget` are the new policy's
-    (routing.services.routing_policy_create: "information" routes by label value for the target).
-    All or nothing: a queue that cannot be filled is not left behind half made."""
+    """A queue over a routing policy's items. Without a policy, one is made from `spec.routing`
+    (its panel: reader names or specs; default: every rule reader that has read this dataset) and
+    routed now. With `annotators`, only they see and claim it. All or nothing: a queue that cannot
+    be filled is not left behind half made."""
     queue = ReviewQueue(
-        name=name,
+        name=spec.name,
         dataset=dataset,
         policy=policy,
-        overlap=overlap,
-        lease_seconds=lease_seconds,
-        show_candidates=show_candidates,
-        judge_correctness=judge_correctness,
-        seed=seed,
+        overlap=spec.overlap,
+        lease_seconds=spec.lease_seconds,
+        show_candidates=spec.show_candidates,
+        judge_correctness=spec.judge_correctness,
+        seed=spec.routing.seed,
         created_by=created_by,
-        title=title.strip(),
+        title=spec.title,
     )
-    try:
-        # The model's validators bound every number to its column and names to one printable line.
-        queue.full_clean(exclude=["policy"], validate_unique=False)
-    except ValidationError as exc:
-        raise ReviewError(validation_message(exc)) from None
-    _check_title(queue.title)
     _check_annotators(annotators)
-    if ReviewQueue.objects.filter(name=name).exists():
-        raise ReviewError(f"a queue named {name!r} exists already")
+    if ReviewQueue.objects.filter(name=spec.name).exists():
+        raise ReviewError(f"a queue named {spec.name!r} exists already")
     try:
         with transaction.atomic():
             if policy is None:
-                if not panel:
-                    panel = sorted(
-                        set(
-                            Reading.objects.filter(response__dataset=dataset, reader_spec__kind="rule").values_list(
-                                "reader_spec__name", flat=True
-                            )
-                        )
-                    )
-                if len(panel) < 2:
+                routing = spec.routing
+                if not routing.panel:
+                    routing = replace(routing, panel=tuple(_rule_readers_of(dataset)))
+                if len(routing.panel) < 2:
                     raise ReviewError(
                         "the dataset needs readings by at least two readers (run_readers) to route disagreements"
                     )
-                try:
-                    queue.policy = routing_policy_create(
-                        dataset=dataset,
-                        name=f"queue:{name}",
-                        panel=panel,
-                        compare=compare,
-                        missing_is_disagreement=missing_is_disagreement,
-                        control_fraction=control_fraction,
-                        seed=seed,
-                        priority=priority,
-                        target=target,
-                        budget=budget,
-                    )
-                except (ValueError, KeyError) as exc:
-                    raise ReviewError(str(exc).strip("'\"")) from exc
+                queue.policy = routing_policy_create(dataset=dataset, name=f"queue:{spec.name}", spec=routing)
             elif policy.dataset_id != dataset.pk:
                 raise ReviewError(f"policy {policy.name!r} belongs to another dataset")
             queue.save()
             queue.annotators.set(annotators)
+            guidelines = spec.guidelines
             guidelines_update(
                 queue=queue,
-                text=default_guidelines(judge_correctness=judge_correctness) if guidelines is None else guidelines,
+                text=default_guidelines(judge_correctness=spec.judge_correctness) if guidelines is None else guidelines,
                 by=created_by,
             )
             # Routes on the policy, which adds the items to every queue on it, this one included.
@@ -134,36 +93,31 @@ def queue_create(
             queue_items_sync(queue=queue)
     except IntegrityError:
         # The name check above raced with another creation of the same name.
-        raise ReviewError(f"a queue named {name!r} exists already") from None
+        raise ReviewError(f"a queue named {spec.name!r} exists already") from None
     return queue
 
 
-def _check_title(title: str) -> None:
-    if len(title) > TITLE_MAX:
-        raise ReviewError(f"title: at most {TITLE_MAX} characters")
-    bad = unprintable(title)
-    if bad:
-        raise ReviewError(f"title: must be one line of printable text (found {bad})")
+def _rule_readers_of(dataset: Dataset) -> list[str]:
+    return sorted(
+        set(
+            Reading.objects.filter(response__dataset=dataset, reader_spec__kind="rule").values_list(
+                "reader_spec__name", flat=True
+            )
+        )
+    )
 
 
 def _check_annotators(annotators: Sequence[User]) -> None:
     refused = sorted(u.username for u in annotators if not (u.is_active and has_role(u, "annotator")))
     if refused:
-        raise ReviewError(f"annotators: {', '.join(refused)} do not hold the annotator role")
-
-
-_TITLE_FIELD = ReviewQueue._meta.get_field("title")
-
-assert _TITLE_FIELD.max_length is not None  # the title is a bounded CharField
-
-TITLE_MAX: int = _TITLE_FIELD.max_length
+        raise ReviewError(f"annotators: {', '.join(refused)} do not hold the annotator role", field="annotators")
 
 
 def queue_state_set(*, queue: ReviewQueue, state: str) -> ReviewQueue:
     """Pause (no new claims), close (hidden from annotators, no claims) or re-open a queue. Live
     leases stay: an annotator who holds an item can still submit it."""
     if state not in ReviewQueue.State.values:
-        raise ReviewError(f"state: one of {', '.join(ReviewQueue.State.values)}")
+        raise ReviewError(f"state: one of {', '.join(ReviewQueue.State.values)}", field="state")
     ReviewQueue.objects.filter(pk=queue.pk).update(state=state)
     queue.state = state
     return queue
@@ -172,7 +126,7 @@ def queue_state_set(*, queue: ReviewQueue, state: str) -> ReviewQueue:
 def queue_title_set(*, queue: ReviewQueue, title: str) -> ReviewQueue:
     """The title annotators see (blank: "Queue N"); the name stays the managers' handle."""
     title = title.strip()
-    _check_title(title)
+    title_check(title)
     ReviewQueue.objects.filter(pk=queue.pk).update(title=title)
     queue.title = title
     return queue

@@ -9,8 +9,9 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
+from adjudication.errors import ApplicationError
 from adjudication.exports import FORMATS, table_download
-from adjudication.forms import form_errors, query_id
+from adjudication.forms import form_error_add, form_errors, query_id
 from adjudication.models import Dataset, ReaderSpec, ReviewQueue, RoutingPolicy
 from adjudication.permissions import AuthenticatedRequest, role_required
 from adjudication.review.errors import ReviewError
@@ -40,7 +41,9 @@ from adjudication.review.queues.services import (
     queue_title_set,
     skips_reopen,
 )
+from adjudication.review.queues.specs import QueueSpec
 from adjudication.routing.selectors import dataset_readers, information_preview, route_preview
+from adjudication.routing.specs import PolicySpec
 
 
 @require_http_methods(["GET", "POST"])
@@ -121,46 +124,19 @@ def queue_new(request: AuthenticatedRequest) -> HttpResponse:
         messages.error(request, form_errors(form))
         return render(request, "review/queue_new.html", context)
     data = form.cleaned_data
-    routing = {
-        "panel": data["panel"],
-        "compare": data["compare"],
-        "missing_is_disagreement": data["missing_is_disagreement"],
-        "control_fraction": data["control_fraction"] or 0.0,
-        "seed": data["seed"] or 0,
-    }
-    information = {"priority": data["priority"], "target": data["target"], "budget": data["budget"]}
-    if not creating:
-        if data["priority"] != RoutingPolicy.Priority.INFORMATION:
-            context["preview"] = route_preview(dataset=dataset, **routing)
-            return render(request, "review/queue_new.html", context)
-        try:
-            fit, picks = information_preview(
-                dataset=dataset,
-                target=data["target"],
-                budget=data["budget"],
-                control_fraction=routing["control_fraction"],
-                seed=routing["seed"],
-            )
-        except ValueError as exc:
-            messages.error(request, f"target: {exc}")
-            return render(request, "review/queue_new.html", context)
-        context["information_preview"] = {"fit": fit, "picks": picks}
-        return render(request, "review/queue_new.html", context)
     try:
-        queue = queue_create(
-            dataset=dataset,
-            name=data["name"],
-            overlap=data["overlap"],
-            lease_seconds=data["lease_seconds"],
-            show_candidates=data["show_candidates"],
-            judge_correctness=data["judge_correctness"],
-            created_by=request.user,
-            title=data["title"],
-            **routing,
-            **information,
-        )
-    except ReviewError as exc:
-        messages.error(request, str(exc))
+        if not creating:
+            routing = PolicySpec.from_values(data)
+            if routing.priority != RoutingPolicy.Priority.INFORMATION:
+                context["preview"] = route_preview(dataset=dataset, spec=routing)
+            else:
+                fit, picks = information_preview(dataset=dataset, spec=routing)
+                context["information_preview"] = {"fit": fit, "picks": picks}
+            return render(request, "review/queue_new.html", context)
+        queue = queue_create(dataset=dataset, spec=QueueSpec.from_values(data), created_by=request.user)
+    except ApplicationError as exc:
+        form_error_add(form, exc)
+        messages.error(request, form_errors(form))
         return render(request, "review/queue_new.html", context)
     n = queue.items.count()
     messages.success(request, f"Queue {queue.name} created with {n} item{'s' if n != 1 else ''}.")

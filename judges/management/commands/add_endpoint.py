@@ -2,13 +2,14 @@ from __future__ import annotations
 
 import json
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
+from adjudication.management.base import ApplicationCommand
 from judges.models import Endpoint
-from judges.services.setup import SetupError, endpoint_upsert
+from judges.services.setup import endpoint_upsert
 
 
-class Command(BaseCommand):
+class Command(ApplicationCommand):
     help = (
         "Add an OpenAI-compatible endpoint (vLLM, OpenAI, ...), or update the one with this name. "
         "Options not given keep their current (or default) value."
@@ -74,22 +75,19 @@ class Command(BaseCommand):
                 raise CommandError(f"--extra-body is not JSON: {exc}") from None
             if not isinstance(body, dict):
                 raise CommandError("--extra-body must be a JSON object")
-        try:
-            endpoint, created = endpoint_upsert(
-                name=name,
-                base_url=base_url,
-                model=model,
-                api_key_env=api_key_env,
-                concurrency=concurrency,
-                rpm=rpm,
-                timeout=timeout,
-                flavour=flavour,
-                logprob_method=logprob_method,
-                top_logprobs=top_logprobs,
-                extra_body=body,
-            )
-        except SetupError as exc:
-            raise CommandError(str(exc)) from None
+        endpoint, created = endpoint_upsert(
+            name=name,
+            base_url=base_url,
+            model=model,
+            api_key_env=api_key_env,
+            concurrency=concurrency,
+            rpm=rpm,
+            timeout=timeout,
+            flavour=flavour,
+            logprob_method=logprob_method,
+            top_logprobs=top_logprobs,
+            extra_body=body,
+        )
         self.stdout.write(
             f"{'added' if created else 'updated'} endpoint {endpoint.name}: {endpoint.model} at "
             f"{endpoint.base_url}, concurrency {endpoint.max_concurrency}, "

@@ -2,14 +2,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandParser
 
+from adjudication.management.base import ApplicationCommand
 from judges import parsers, prompts
 from judges.services.judging import template_text
-from judges.services.setup import SetupError, judge_upsert
+from judges.services.setup import judge_upsert
 
 
-class Command(BaseCommand):
+class Command(ApplicationCommand):
     help = (
         "Add an LLM judge (endpoint + prompt template + parser), or update the one with this name. "
         "--template is simpleqa or xverify (our paraphrases); simpleqa-upstream or xverify-upstream with "
@@ -53,18 +54,15 @@ class Command(BaseCommand):
         **options,
     ) -> None:
         template_file = Path(template_file) if template_file is not None else None  # call_command skips `type`
-        try:
-            judge, created = judge_upsert(
-                name=name,
-                endpoint_name=endpoint,
-                template=template,
-                template_file=template_file,
-                parser=parser,
-                temperature=temperature,
-                max_tokens=max_tokens,
-            )
-        except (SetupError, ValueError) as exc:
-            raise CommandError(str(exc)) from None
+        judge, created = judge_upsert(
+            name=name,
+            endpoint_name=endpoint,
+            template=template,
+            template_file=template_file,
+            parser=parser,
+            temperature=temperature,
+            max_tokens=max_tokens,
+        )
         ep = judge.endpoint
         upstream = prompts.UPSTREAM.get(judge.template)
         self.stdout.write(

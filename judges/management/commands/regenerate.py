@@ -4,14 +4,15 @@ dataset. `run_readers --reader regeneration --endpoint NAME` runs the same (judg
 from __future__ import annotations
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import CommandParser
 
 from adjudication.management.arguments import add_enqueue_arguments, add_regen_instruction_argument
+from adjudication.management.base import ApplicationCommand
 from adjudication.pipeline.producers import EndpointRun
 from judges.management.regeneration import regeneration_run
 
 
-class Command(BaseCommand):
+class Command(ApplicationCommand):
     help = (
         'Answer Regeneration: send each response\'s stored prompt and output plus "Answer:" to an LLM endpoint '
         "and read the short answer it gives (one reading per response; re-runs add only what is missing)."

@@ -4,16 +4,17 @@ import time
 from collections import Counter
 from datetime import UTC
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from adjudication.management.arguments import add_enqueue_arguments, dataset_named
+from adjudication.management.base import ApplicationCommand
 from adjudication.models import Reading
 from adjudication.pipeline.progress import run_with_progress
 from judges.models import Judge, LLMAttempt
 from judges.services.runs import dataset_judge
 
 
-class Command(BaseCommand):
+class Command(ApplicationCommand):
     help = (
         "Judge every response of a dataset with each named LLM judge: one reading per (response, judge); "
         "re-runs add only what is missing. --retry-errors also redoes readings whose calls failed."
