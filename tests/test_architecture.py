@@ -76,8 +76,8 @@ def test_adjudication_never_imports_judges(path: Path) -> None:
 
 # What judges may use of adjudication: the data (models, fields, validators, the data-version bump),
 # the JSON depth bound (nesting), the pipeline it feeds (batches, producers, progress, readings,
-# services, selectors), the shared command
-# options and the admin site. Never a page, an API or another capability's internals.
+# services, selectors), the shared command options and command base, the one application error
+# base and the admin site. Never a page, an API or another capability's internals.
 JUDGES_MAY_USE = (
     "adjudication.models",
     "adjudication.fields",
@@ -86,6 +86,8 @@ JUDGES_MAY_USE = (
     "adjudication.revisions",
     "adjudication.admin",
     "adjudication.management.arguments",
+    "adjudication.management.base",
+    "adjudication.errors",
     "adjudication.pipeline.batches",
     "adjudication.pipeline.producers",
     "adjudication.pipeline.progress",
@@ -117,6 +119,23 @@ def test_config_names_the_apps_but_imports_none_of_them(path: Path) -> None:
 def test_nothing_imports_a_management_command(path: Path) -> None:
     commands = {n for n in _imports(path) if ".management.commands" in n and n.split(".")[0] in PACKAGES}
     assert not commands, f"{path.relative_to(ROOT)} imports {sorted(commands)}"
+
+
+def _command_modules() -> list[Path]:
+    return [p for pkg in PACKAGES for p in (ROOT / pkg).glob("management/commands/*.py") if p.name != "__init__.py"]
+
+
+@pytest.mark.parametrize("path", _command_modules(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_command_maps_application_errors_through_the_one_base(path: Path) -> None:
+    """A command's class derives from adjudication.management.base.ApplicationCommand, so that a
+    service's ApplicationError reaches the user as one line (CommandError), and no command has a
+    translation of its own."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    commands = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Command"]
+    assert commands, f"{path.relative_to(ROOT)} defines no Command"
+    bases = {b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in commands[0].bases}
+    assert bases == {"ApplicationCommand"}, f"{path.relative_to(ROOT)}: Command derives from {sorted(bases)}"
+    assert "adjudication.management.base.ApplicationCommand" in _imports(path)
 
 
 def test_no_capability_imports_another_capabilitys_views() -> None:
@@ -196,14 +215,18 @@ def test_only_commands_call_commands() -> None:
 
 
 REPORT_COMMANDS = ("format_share", "agreement", "consensus", "audit_verifiers", "report")
-REPORT_COMMAND_IMPORTS = ("adjudication.analytics.reports", "adjudication.management.arguments")
+REPORT_COMMAND_IMPORTS = (
+    "adjudication.analytics.reports",
+    "adjudication.management.arguments",
+    "adjudication.management.base",  # ApplicationCommand, every command's base
+)
 
 
 @pytest.mark.parametrize("command", REPORT_COMMANDS)
 def test_a_report_command_assembles_no_report(command: str) -> None:
     """A report command parses its arguments, builds the kind's options, calls report_compute and
-    renders: of the project it imports only analytics.reports and the shared command arguments,
-    so it cannot put a report together from the pure modules itself."""
+    renders: of the project it imports only analytics.reports and the shared command arguments
+    and base, so it cannot put a report together from the pure modules itself."""
     path = ROOT / "adjudication" / "management" / "commands" / f"{command}.py"
     modules = {n for n in _project(_imports(path)) if n.count(".") and (ROOT / (n.replace(".", "/") + ".py")).exists()}
     modules |= {n for n in _project(_imports(path)) if (ROOT / n.replace(".", "/") / "__init__.py").exists()}
