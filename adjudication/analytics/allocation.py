@@ -41,6 +41,7 @@ import numpy as np
 from adjudication.analytics.bias import BINARY
 from adjudication.analytics.consensus import ALL, Consensus, ConsensusInputs, consensus
 from adjudication.analytics.stats import Z95
+from adjudication.errors import ApplicationError
 
 TARGET_KINDS = ("accuracy", "reader", "bias", "false-accept", "false-reject", "format-share")
 PRODUCER_KINDS = ("reader", "bias", "false-accept", "false-reject")
@@ -49,6 +50,14 @@ FORMS = (
     "accuracy, accuracy:<group>, reader:<producer>, bias:<producer>, false-accept:<producer>, "
     "false-reject:<producer>, format-share:<base>,<rl>[,<reader>]"
 )
+
+
+class TargetError(ApplicationError, ValueError):
+    """A target that does not parse, or that names a group or producer the fit does not have; the
+    message lists what would do. A ValueError too, as it was before it had a class."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, field="target")
 
 
 @dataclass(frozen=True)
@@ -61,22 +70,22 @@ class Target:
 
 
 def parse_target(text: str) -> Target:
-    """A target from its text form (module docstring); ValueError listing the accepted forms."""
+    """A target from its text form (module docstring); TargetError listing the accepted forms."""
     if not isinstance(text, str) or not text.strip():
-        raise ValueError(f"a target is required: one of {FORMS}")
+        raise TargetError(f"a target is required: one of {FORMS}")
     kind, sep, rest = text.strip().partition(":")
     if kind not in TARGET_KINDS:
-        raise ValueError(f"unknown target {text!r}: use one of {FORMS}")
+        raise TargetError(f"unknown target {text!r}: use one of {FORMS}")
     if kind == "accuracy":
         return Target(kind, (rest,) if sep and rest else ())
     if kind in PRODUCER_KINDS:
         if not rest:
-            raise ValueError(f"target {text!r} names no producer: write {kind}:<producer>")
+            raise TargetError(f"target {text!r} names no producer: write {kind}:<producer>")
         return Target(kind, (rest,))
     # Group names may not contain commas here; checkpoints are names like "base", "rl-step-400".
     parts = tuple(p for p in rest.split(",")) if rest else ()
     if len(parts) not in (2, 3) or not all(parts):
-        raise ValueError(f"target {text!r}: write format-share:<base>,<rl> or format-share:<base>,<rl>,<reader>")
+        raise TargetError(f"target {text!r}: write format-share:<base>,<rl> or format-share:<base>,<rl>,<reader>")
     return Target(kind, parts)
 
 
@@ -91,7 +100,7 @@ def _producer_votes(inputs: ConsensusInputs, producer: str) -> dict[str, str]:
 
 
 def check_target(target: Target, inputs: ConsensusInputs, result: Consensus) -> None:
-    """ValueError naming the unknown group or producer, and the ones the fit has."""
+    """TargetError naming the unknown group or producer, and the ones the fit has."""
     groups = sorted(set(_group_of(inputs, result).values()))
     producers = sorted({p for _, p, _ in inputs.votes})
     if target.kind == "accuracy":
@@ -99,17 +108,17 @@ def check_target(target: Target, inputs: ConsensusInputs, result: Consensus) -> 
     elif target.kind == "format-share":
         wanted = list(target.args[:2])
         if len(target.args) == 3 and target.args[2] not in producers:
-            raise ValueError(f"target {target}: no producer {target.args[2]!r}; producers: {', '.join(producers)}")
+            raise TargetError(f"target {target}: no producer {target.args[2]!r}; producers: {', '.join(producers)}")
     else:
         wanted = []
         if target.args[0] not in producers:
-            raise ValueError(f"target {target}: no producer {target.args[0]!r}; producers: {', '.join(producers)}")
+            raise TargetError(f"target {target}: no producer {target.args[0]!r}; producers: {', '.join(producers)}")
         if not _producer_votes(inputs, target.args[0]):
-            raise ValueError(f"target {target}: producer {target.args[0]!r} has no correct/incorrect verdict")
+            raise TargetError(f"target {target}: producer {target.args[0]!r} has no correct/incorrect verdict")
     for g in wanted:
         if g not in groups:
             by = result.accuracy_by or "group"
-            raise ValueError(f"target {target}: no {by} {g!r}; {by}s: {', '.join(groups)}")
+            raise TargetError(f"target {target}: no {by} {g!r}; {by}s: {', '.join(groups)}")
 
 
 @dataclass(frozen=True)

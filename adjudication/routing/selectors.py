@@ -126,21 +126,15 @@ class InformationFit:
 
 def information_fit(*, dataset: Dataset, target: str) -> InformationFit:
     """Fit the dataset's panel consensus now (no bootstrap) and value every response for `target`.
-    RoutingError (on the target), one line, on a target that does not parse or names no group or
-    producer of the fit, or a dataset with no correct / incorrect verdict to fit."""
-    try:
-        parsed = parse_target(target)
-    except ValueError as exc:  # the parse failure itself: the message lists the accepted forms
-        raise RoutingError(str(exc), field="target") from None
+    TargetError on a target that does not parse or names no group or producer of the fit;
+    RoutingError on a dataset with no correct / incorrect verdict to fit."""
+    parsed = parse_target(target)
     inputs = consensus_inputs(dataset=dataset)
     try:
         result = consensus(inputs, n_boot=0)
     except ValueError as exc:
         raise RoutingError(f"dataset {dataset.name!r}: no consensus to route by information ({exc})") from None
-    try:
-        check_target(parsed, inputs, result)
-    except ValueError as exc:  # the target names what the fit does not have
-        raise RoutingError(str(exc), field="target") from None
+    check_target(parsed, inputs, result)
     values = {int(item): value for item, value in label_values(parsed, inputs, result).items()}
     return InformationFit(parsed, values, target_estimate(parsed, inputs, result))
 

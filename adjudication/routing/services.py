@@ -13,6 +13,7 @@ from typing import cast
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
+from adjudication.errors import ApplicationError
 from adjudication.fields import json_safe
 from adjudication.models import (
     Dataset,
@@ -120,7 +121,7 @@ def _check_information(policy: RoutingPolicy) -> None:
     try:
         # parse_target's message lists the accepted forms; check_target's names what the fit has.
         information_fit(dataset=policy.dataset, target=policy.target)
-    except RoutingError as exc:
+    except ApplicationError as exc:
         raise RoutingError(f"priority information: {exc.message}") from None
 
 
