@@ -4,11 +4,16 @@ the one way a command turns its --dataset option into a dataset."""
 from __future__ import annotations
 
 from argparse import ArgumentParser
+from collections.abc import Mapping, Sequence
+from dataclasses import fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 from django.conf import settings
 from django.core.management.base import CommandError
+
+from adjudication.routing.rules import Compare, Priority
+from adjudication.routing.specs import PolicySpec
 
 if TYPE_CHECKING:
     from adjudication.analytics.reports import Machine
@@ -83,9 +88,47 @@ def report_for_command(
     machine: Machine | None = None,
 ) -> dict[str, Any]:
     """The report a report command prints: its options from the command's arguments (named as the
-    options' fields), over the file or the --dataset; a ReportError is the command's error (ApplicationCommand)."""
+    options' fields), over the file or the --dataset (a ReportError is the command's error, through
+    ApplicationCommand)."""
     from adjudication.analytics.reports import OPTIONS, report_compute
 
     options = OPTIONS[kind].from_arguments(arguments)
     source = Path(file) if file is not None else dataset_named(str(dataset))
     return report_compute(kind, source=source, options=options, machine=machine)
+
+
+def add_policy_arguments(parser: ArgumentParser) -> None:
+    """The settings of a new routing policy (routing.specs.PolicySpec) but its panel, as every
+    command that makes one takes them; `policy_spec_of` makes the spec of them."""
+    compares = "what a dispute is: a different answer or verdict (either, the default), answer, or verdict"
+    parser.add_argument("--compare", choices=get_args(Compare), default="either", help=compares)
+    parser.add_argument(
+        "--missing-disagrees",
+        action="store_true",
+        help="a reader that found no answer (no_answer / timeout / error) disputes one that did",
+    )
+    parser.add_argument(
+        "--control-fraction", type=float, default=0.0, help="share of undisputed responses drawn as controls"
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    order = "the policy's order; information: by label value for --target (docs/consensus.md)"
+    parser.add_argument("--priority", choices=get_args(Priority), default="disagreement", help=order)
+    parser.add_argument(
+        "--target",
+        default="",
+        help="with --priority information: accuracy, accuracy:<checkpoint>, reader:<producer>, bias:<producer>, "
+        "false-accept:<producer>, false-reject:<producer> or format-share:<base>,<rl>[,<reader>]",
+    )
+    parser.add_argument(
+        "--budget", type=int, default=None, help="with --priority information: route at most this many items"
+    )
+
+
+# A setting whose option is named otherwise (the option says what it does on the command line).
+OPTION_OF_SETTING = {"missing_is_disagreement": "missing_disagrees"}
+
+
+def policy_spec_of(options: Mapping[str, Any], *, panel: Sequence[str]) -> PolicySpec:
+    """The PolicySpec of the options add_policy_arguments declared, over `panel` (reader names)."""
+    chosen = {f.name: options[OPTION_OF_SETTING.get(f.name, f.name)] for f in fields(PolicySpec) if f.name != "panel"}
+    return PolicySpec(panel=tuple(panel), **chosen)

@@ -4,14 +4,12 @@ from pathlib import Path
 
 from django.core.management.base import CommandError, CommandParser
 
-from adjudication.management.arguments import dataset_named
+from adjudication.management.arguments import add_policy_arguments, dataset_named, policy_spec_of
 from adjudication.management.base import ApplicationCommand
 from adjudication.models import RoutingPolicy
 from adjudication.review.queues.selectors import users_named
 from adjudication.review.queues.services import queue_create
 from adjudication.review.queues.specs import QueueSpec
-from adjudication.routing.rules import Compare, Priority
-from adjudication.routing.specs import PolicySpec
 
 
 class Command(ApplicationCommand):
@@ -29,25 +27,7 @@ class Command(ApplicationCommand):
         parser.add_argument("--lease-seconds", type=int, default=900)
         parser.add_argument("--hide-candidates", action="store_true", help="do not show the readers' answers")
         parser.add_argument("--judge-correctness", action="store_true", help="annotators also judge vs the gold")
-        parser.add_argument("--control-fraction", type=float, default=0.0)
-        parser.add_argument(
-            "--compare",
-            choices=RoutingPolicy.Compare.values,
-            default="either",
-            help="what a dispute is: a different answer or verdict (either, the default), answer, or verdict",
-        )
-        parser.add_argument(
-            "--missing-disagrees", action="store_true", help="a reader that found no answer disputes one that did"
-        )
-        parser.add_argument("--seed", type=int, default=0)
-        parser.add_argument(
-            "--priority",
-            choices=RoutingPolicy.Priority.values,
-            default="disagreement",
-            help="the new policy's order; information: by label value for --target (docs/consensus.md)",
-        )
-        parser.add_argument("--target", default="", help="with --priority information: e.g. reader:strict-match")
-        parser.add_argument("--budget", type=int, default=None, help="with --priority information: at most K items")
+        add_policy_arguments(parser)
         parser.add_argument("--title", default="", help='what annotators see (default "Queue N")')
         parser.add_argument(
             "--guidelines-file",
@@ -74,13 +54,6 @@ class Command(ApplicationCommand):
         lease_seconds: int,
         hide_candidates: bool,
         judge_correctness: bool,
-        control_fraction: float,
-        compare: Compare,  # argparse's choices
-        missing_disagrees: bool,
-        seed: int,
-        priority: Priority,  # argparse's choices
-        target: str,
-        budget: int | None,
         title: str,
         guidelines_file: Path | None,
         annotators: list[str],
@@ -109,16 +82,7 @@ class Command(ApplicationCommand):
             judge_correctness=judge_correctness,
             title=title,
             guidelines=guidelines,
-            routing=PolicySpec(
-                panel=tuple(panel or ()),
-                compare=compare,
-                missing_is_disagreement=missing_disagrees,
-                control_fraction=control_fraction,
-                seed=seed,
-                priority=priority,
-                target=target,
-                budget=budget,
-            ),
+            routing=policy_spec_of(options, panel=panel or ()),
         )
         queue = queue_create(dataset=ds, spec=spec, policy=routing, annotators=users)
         self.stdout.write(f"queue {queue.name}: {queue.items.count()} items, overlap {queue.overlap}")

@@ -2,12 +2,10 @@ from __future__ import annotations
 
 from django.core.management.base import CommandError, CommandParser
 
-from adjudication.management.arguments import dataset_named
+from adjudication.management.arguments import add_policy_arguments, dataset_named, policy_spec_of
 from adjudication.management.base import ApplicationCommand
 from adjudication.models import RoutingPolicy
-from adjudication.routing.rules import Compare, Priority
 from adjudication.routing.services import review_items_route, routing_policy_create
-from adjudication.routing.specs import PolicySpec
 
 
 class Command(ApplicationCommand):
@@ -22,53 +20,13 @@ class Command(ApplicationCommand):
         parser.add_argument("--dataset", required=True)
         parser.add_argument("--policy", required=True, help="policy name (created with the options below if new)")
         parser.add_argument("--panel", action="append", default=[], help="reader name (repeatable, at least two)")
-        parser.add_argument("--compare", choices=RoutingPolicy.Compare.values, default="either")
-        parser.add_argument(
-            "--missing-disagrees",
-            action="store_true",
-            help="count no_answer / timeout / error as disagreeing with a found answer",
-        )
-        parser.add_argument("--control-fraction", type=float, default=0.0)
-        parser.add_argument("--seed", type=int, default=0)
-        parser.add_argument("--priority", choices=RoutingPolicy.Priority.values, default="disagreement")
-        parser.add_argument(
-            "--target",
-            default="",
-            help="with --priority information: accuracy, accuracy:<checkpoint>, reader:<producer>, bias:<producer>, "
-            "false-accept:<producer>, false-reject:<producer> or format-share:<base>,<rl>[,<reader>]",
-        )
-        parser.add_argument(
-            "--budget", type=int, default=None, help="with --priority information: route at most this many items"
-        )
+        add_policy_arguments(parser)
 
-    def handle(
-        self,
-        *args,
-        dataset: str,
-        policy: str,
-        panel: list[str],
-        compare: Compare,  # argparse's choices
-        missing_disagrees: bool,
-        control_fraction: float,
-        seed: int,
-        priority: Priority,  # argparse's choices
-        target: str,
-        budget: int | None,
-        **options,
-    ) -> None:
+    def handle(self, *args, dataset: str, policy: str, panel: list[str], **options) -> None:
         ds = dataset_named(dataset)
         existing = RoutingPolicy.objects.filter(dataset=ds, name=policy).first()
         if existing is None:
-            spec = PolicySpec(
-                panel=tuple(panel),
-                compare=compare,
-                missing_is_disagreement=missing_disagrees,
-                control_fraction=control_fraction,
-                seed=seed,
-                priority=priority,
-                target=target,
-                budget=budget,
-            )
+            spec = policy_spec_of(options, panel=panel)
             existing = routing_policy_create(dataset=ds, name=policy, spec=spec)
         elif panel and sorted(panel) != sorted(existing.panel.values_list("name", flat=True)):
             raise CommandError(f"policy {policy!r} exists with another panel; choose a new policy name")
