@@ -29,7 +29,7 @@ class RecordError(RowError):
         if index > 0:
             where = f", {unit} {index}" + (f" ({entry})" if entry else "")
             text = text.replace(f", line {index}", where, 1)
-        self.args = (text,)
+        self.args, self.message = (text,), text
 
 
 @dataclass(frozen=True)
