@@ -100,8 +100,8 @@ def _code(exc: exceptions.APIException) -> str:
 
 def exception_handler(exc: Exception, context: dict) -> HttpResponse | None:
     """DRF's handler (headers such as WWW-Authenticate and Retry-After, the rollback), then the
-    shared body. A service's ApplicationError is a 400 "invalid" like a refused field, its line the
-    message and, when it names its input, that input under `fields`. Anything DRF does not handle
+    shared body. A service's ApplicationError is a 400 "invalid" like a refused field: its message
+    the body's, and the input it names, if any, under `fields`. Anything DRF does not handle
     is a crash: left to Django (logged, handler500)."""
     if isinstance(exc, ApplicationError):
         return _application_error(exc, context)
@@ -135,10 +135,10 @@ def exception_handler(exc: Exception, context: dict) -> HttpResponse | None:
 
 def _application_error(exc: ApplicationError, context: dict) -> HttpResponse:
     # Through DRF's handler for what it does to every error it handles: the transaction's rollback.
-    response = drf_exception_handler(exceptions.ValidationError(str(exc)), context)
+    response = drf_exception_handler(exceptions.ValidationError(exc.message), context)
     assert response is not None  # DRF handles every APIException
-    fields = {exc.field: [exc.message]} if exc.field else None
-    response.data = error_body(status_code=response.status_code, code="invalid", message=str(exc), fields=fields)
+    fields = {exc.field: [exc.field_error]} if exc.field else None
+    response.data = error_body(status_code=response.status_code, code="invalid", message=exc.message, fields=fields)
     return response
 
 

@@ -46,13 +46,13 @@ def form_errors(form: forms.Form) -> str:
 
 
 def form_error_add(form: forms.Form, exc: ApplicationError) -> None:
-    """A service's refusal as one of the form's errors: the reason on the field it names when the
-    form has that field, else the whole line among the non-field errors; form_errors then says it
-    as it says the form's own ("field: reason")."""
+    """A service's refusal as one of the form's errors: its reason on the field it names when the
+    form has that field, else its whole message among the non-field errors; form_errors then says
+    it as it says the form's own ("field: reason")."""
     if exc.field is not None and exc.field in form.fields:
-        form.add_error(exc.field, exc.message)
+        form.add_error(exc.field, exc.field_error)
     else:
-        form.add_error(None, str(exc))
+        form.add_error(None, exc.message)
 
 
 def query_id(params: QueryDict, name: str) -> int | None:

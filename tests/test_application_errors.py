@@ -47,7 +47,9 @@ class Failing(ApplicationCommand):
 
 def test_a_commands_application_error_is_a_command_error_with_the_same_line():
     with pytest.raises(CommandError) as raised:
-        call_command(Failing(RoutingError("Ensure this value is less than or equal to 2147483647.", field="seed")))
+        call_command(
+            Failing(RoutingError("seed: Ensure this value is less than or equal to 2147483647.", field="seed"))
+        )
     assert str(raised.value) == "seed: Ensure this value is less than or equal to 2147483647."
     assert isinstance(raised.value.__cause__, RoutingError)
 
@@ -100,7 +102,7 @@ def test_an_api_application_error_is_a_400_with_the_one_error_body():
 
 
 def test_an_api_application_error_names_its_field():
-    reply = _post(ReviewError("at most 200 characters", field="title"))
+    reply = _post(ReviewError("title: at most 200 characters", field="title"))
     assert reply.status_code == 400
     assert reply.data["error"] == {
         "status": 400,
@@ -153,7 +155,7 @@ class TitleForm(forms.Form):
 def test_a_form_puts_the_reason_on_the_field_it_names():
     form = TitleForm({"title": "x"})
     assert form.is_valid()
-    form_error_add(form, ReviewError("at most 200 characters", field="title"))
+    form_error_add(form, ReviewError("title: at most 200 characters", field="title"))
     assert form.errors == {"title": ["at most 200 characters"]}
     assert form_errors(form) == "title: at most 200 characters"
 
@@ -162,7 +164,7 @@ def test_a_form_puts_the_reason_on_the_field_it_names():
     ("error", "line"),
     [
         (ReviewError("a queue named 'q' exists already"), "a queue named 'q' exists already"),
-        (ReviewError("ann do not hold the annotator role", field="annotators"), "annotators: ann do not hold"),
+        (ReviewError("annotators: ann do not hold the role", field="annotators"), "annotators: ann do not hold"),
     ],
     ids=["no field", "a field the form does not have"],
 )
@@ -201,15 +203,15 @@ def test_the_queue_page_says_the_services_refusal_and_lets_a_bug_through(write_j
     [
         ({"compare": "loudest"}, "compare", "compare: one of either, answer, verdict"),
         ({"priority": "loudest"}, "priority", "priority: one of disagreement, random, order, information"),
-        ({"control_fraction": math.nan}, None, "control fraction must be a number between 0 and 1"),
-        ({"control_fraction": 1.5}, None, "control fraction must be a number between 0 and 1"),
+        ({"control_fraction": math.nan}, "control_fraction", "control fraction must be a number between 0 and 1"),
+        ({"control_fraction": 1.5}, "control_fraction", "control fraction must be a number between 0 and 1"),
         ({"seed": 2**31}, "seed", "seed: Ensure this value is less than or equal to 2147483647."),
         (
             {"priority": "information", "budget": 0},
             "budget",
             "budget: Ensure this value is greater than or equal to 1.",
         ),
-        ({"target": "accuracy"}, None, "a target and a budget go with priority information only"),
+        ({"target": "accuracy"}, "target", "a target and a budget go with priority information only"),
     ],
 )
 def test_a_policy_spec_refuses_a_setting_naming_it(values, field, line):

@@ -16,4 +16,4 @@ class ApplicationCommand(BaseCommand):
         try:
             return super().execute(*args, **options)
         except ApplicationError as exc:
-            raise CommandError(str(exc)) from exc
+            raise CommandError(exc.message) from exc

@@ -75,9 +75,10 @@ def panel_spec(*, dataset: Dataset, reader: str | ReaderSpec) -> ReaderSpec:
         if found:
             raise RoutingError(
                 f"several versions of reader {reader!r} have read dataset {dataset.name!r}; "
-                "choose one on the queue form (/queues/new/)"
+                "choose one on the queue form (/queues/new/)",
+                field="panel",
             ) from None
-        raise UnknownPanelReader(str(unknown)) from None
+        raise UnknownPanelReader(str(unknown), field="panel") from None
 
 
 def routing_policy_create(*, dataset: Dataset, name: str, spec: PolicySpec) -> RoutingPolicy:
@@ -85,7 +86,7 @@ def routing_policy_create(*, dataset: Dataset, name: str, spec: PolicySpec) -> R
     With priority "information", the spec's target is checked against the dataset's consensus fit
     now."""
     if len(spec.panel) < 2:
-        raise RoutingError("a routing panel needs at least two readers to disagree")
+        raise RoutingError("a routing panel needs at least two readers to disagree", field="panel")
     policy = RoutingPolicy(
         dataset=dataset,
         name=name,
@@ -105,7 +106,7 @@ def routing_policy_create(*, dataset: Dataset, name: str, spec: PolicySpec) -> R
     _check_information(policy)
     specs = [panel_spec(dataset=dataset, reader=member) for member in spec.panel]
     if len({s.pk for s in specs}) < 2:
-        raise RoutingError("a routing panel needs at least two readers to disagree")
+        raise RoutingError("a routing panel needs at least two readers to disagree", field="panel")
     try:
         with transaction.atomic():
             policy.save()

@@ -38,11 +38,11 @@ class UnknownPanelReader(RoutingError, KeyError):
 def _bounded(value: Any, *, field: str, low: int, high: int) -> None:
     # The model fields' MinValueValidator / MaxValueValidator, in their words.
     if isinstance(value, bool) or not isinstance(value, int):
-        raise RoutingError("Enter a whole number.", field=field)
+        raise RoutingError(f"{field}: Enter a whole number.", field=field)
     if value < low:
-        raise RoutingError(f"Ensure this value is greater than or equal to {low}.", field=field)
+        raise RoutingError(f"{field}: Ensure this value is greater than or equal to {low}.", field=field)
     if value > high:
-        raise RoutingError(f"Ensure this value is less than or equal to {high}.", field=field)
+        raise RoutingError(f"{field}: Ensure this value is less than or equal to {high}.", field=field)
 
 
 @dataclass(frozen=True)
@@ -66,28 +66,30 @@ class PolicySpec:
         # Frozen: normalised through object.__setattr__, once, before anything can read them.
         object.__setattr__(self, "panel", tuple(self.panel))
         if self.compare not in get_args(Compare):
-            raise RoutingError(f"one of {', '.join(get_args(Compare))}", field="compare")
+            raise RoutingError(f"compare: one of {', '.join(get_args(Compare))}", field="compare")
         if self.priority not in get_args(Priority):
-            raise RoutingError(f"one of {', '.join(get_args(Priority))}", field="priority")
+            raise RoutingError(f"priority: one of {', '.join(get_args(Priority))}", field="priority")
         fraction = self.control_fraction
         if isinstance(fraction, bool) or not (
             isinstance(fraction, (int, float)) and math.isfinite(fraction) and 0.0 <= fraction <= 1.0
         ):
             # NaN passes every comparison-based validator and PostgreSQL orders it above 1.
-            raise RoutingError("control fraction must be a number between 0 and 1")
+            raise RoutingError("control fraction must be a number between 0 and 1", field="control_fraction")
         _bounded(self.seed, field="seed", low=INT_MIN, high=INT_MAX)
         if not isinstance(self.target, str):
-            raise RoutingError("Enter a text.", field="target")
+            raise RoutingError("target: Enter a text.", field="target")
         object.__setattr__(self, "target", self.target.strip())
         if len(self.target) > TARGET_MAX:
             raise RoutingError(
-                f"Ensure this value has at most {TARGET_MAX} characters (it has {len(self.target)}).", field="target"
+                f"target: Ensure this value has at most {TARGET_MAX} characters (it has {len(self.target)}).",
+                field="target",
             )
         if self.budget is not None:
             _bounded(self.budget, field="budget", low=1, high=INT_MAX)
         if self.priority != "information" and (self.target or self.budget is not None):
             raise RoutingError(
-                f"a target and a budget go with priority information only (this policy's is {self.priority!r})"
+                f"a target and a budget go with priority information only (this policy's is {self.priority!r})",
+                field="target",
             )
 
     @classmethod
