@@ -24,7 +24,7 @@ from adjudication.forms import form_error_add, form_errors
 from adjudication.management.base import ApplicationCommand
 from adjudication.models import ReviewQueue, RoutingPolicy
 from adjudication.review.errors import ReviewError
-from adjudication.review.specs import QueueSpec
+from adjudication.review.queues.specs import QueueSpec
 from adjudication.routing.rules import Compare, Priority
 from adjudication.routing.specs import PolicySpec, RoutingError
 
@@ -140,7 +140,7 @@ def test_the_queue_api_lets_a_bare_value_error_through(write_jsonl, monkeypatch)
     def bug(**kwargs):
         raise ValueError("a bug in the service")
 
-    monkeypatch.setattr("adjudication.review.api.queue_create", bug)
+    monkeypatch.setattr("adjudication.review.queues.api.queue_create", bug)
     with pytest.raises(ValueError, match="a bug in the service"):
         client.post("/api/queues/", {"dataset": "rv", "name": "q"}, "application/json")
 
@@ -190,7 +190,7 @@ def test_the_queue_page_says_the_services_refusal_and_lets_a_bug_through(write_j
     def bug(**kwargs):
         raise ValueError("a bug in the service")
 
-    monkeypatch.setattr("adjudication.review.views.queue_create", bug)
+    monkeypatch.setattr("adjudication.review.queues.views.queue_create", bug)
     with pytest.raises(ValueError, match="a bug in the service"):
         client.post("/queues/new/", {**data, "name": "other"})
 
