@@ -87,17 +87,7 @@ def routing_policy_create(*, dataset: Dataset, name: str, spec: PolicySpec) -> R
     now."""
     if len(spec.panel) < 2:
         raise RoutingError("a routing panel needs at least two readers to disagree", field="panel")
-    policy = RoutingPolicy(
-        dataset=dataset,
-        name=name,
-        compare=spec.compare,
-        missing_is_disagreement=spec.missing_is_disagreement,
-        control_fraction=spec.control_fraction,
-        seed=spec.seed,
-        priority=spec.priority,
-        target=spec.target,
-        budget=spec.budget,
-    )
+    policy = RoutingPolicy(dataset=dataset, name=name, **spec.settings())
     try:
         # The spec checked the settings; the model's validators check the name (one printable line).
         policy.full_clean()

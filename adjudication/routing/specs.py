@@ -92,6 +92,10 @@ class PolicySpec:
                 field="target",
             )
 
+    def settings(self) -> dict[str, Any]:
+        """Every setting but the panel, by the name RoutingPolicy's columns share with them."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "panel"}
+
     @classmethod
     def from_values(cls, values: Mapping[str, Any]) -> PolicySpec:
         """The spec of those `values` that name one of its settings (a form's cleaned data, an API
