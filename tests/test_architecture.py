@@ -331,3 +331,168 @@ def test_the_annotators_page_data_holds_plain_values_without_identity() -> None:
                 if dataclasses.is_dataclass(hint):
                     todo.append(hint)
     assert len(seen) >= 5  # ItemPage, LeasedItem, ShownGuidelines, OwnLabel, ShownItem, ShownCandidate
+
+
+# Layers (docs/architecture.md "Layers"): each rule the doc states about a layer, checked on every
+# module of that layer, so that a new module is held to it without being listed anywhere.
+
+ORM_WRITES = {
+    "save",
+    "delete",
+    "create",
+    "bulk_create",
+    "bulk_update",
+    "get_or_create",
+    "update_or_create",
+    "select_for_update",
+}
+
+
+def _layer(name: str) -> list[Path]:
+    """The modules of a layer: `<name>.py` anywhere in the two apps, or any module of a `<name>/` package."""
+    return [p for p in _modules("adjudication") + _modules("judges") if p.stem == name or name in p.parts[:-1]]
+
+
+def _calls(node: ast.AST) -> Iterator[ast.Call]:
+    return (n for n in ast.walk(node) if isinstance(n, ast.Call))
+
+
+def _method(call: ast.Call) -> str:
+    return call.func.attr if isinstance(call.func, ast.Attribute) else ""
+
+
+def _public_functions(path: Path) -> Iterator[ast.FunctionDef]:
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.FunctionDef) and not node.name.startswith("_"):
+            yield node
+
+
+def test_selectors_only_read() -> None:
+    writes = [
+        f"{path.relative_to(ROOT)}:{call.lineno} .{_method(call)}()"
+        for path in _layer("selectors")
+        for call in _calls(ast.parse(path.read_text(encoding="utf-8")))
+        if _method(call) in ORM_WRITES
+    ]
+    assert not writes
+
+
+def test_a_service_that_opens_a_transaction_takes_keyword_only_arguments() -> None:
+    positional = []
+    for path in _layer("services"):
+        for function in _public_functions(path):
+            opens = any(_method(c) == "atomic" for c in _calls(function)) or any(
+                "atomic" in ast.unparse(d) for d in function.decorator_list
+            )
+            if opens and (function.args.args or function.args.posonlyargs):
+                positional.append(f"{path.relative_to(ROOT)}: {function.name}")
+    assert not positional
+
+
+# The pure modules the doc names: plain values in, plain values out, no query (a model's choices
+# they may name), so the file-only commands and most tests use them without a database.
+PURE_MODULES = (
+    "adjudication.nesting",
+    "adjudication.routing.rules",
+    "adjudication.routing.specs",
+    "adjudication.review.labels",
+    "adjudication.review.rendering",
+    "adjudication.analytics.stats",
+    "adjudication.analytics.bias",
+    "adjudication.analytics.agreement",
+    "adjudication.analytics.format_share",
+    "adjudication.analytics.ranking",
+    "adjudication.analytics.headline",
+    "adjudication.analytics.consensus",
+    "adjudication.analytics.allocation",
+    "adjudication.bundles.checks",
+    "adjudication.bundles.compare",
+)
+
+
+@pytest.mark.parametrize("module", PURE_MODULES)
+def test_a_pure_module_queries_no_database(module: str) -> None:
+    path = ROOT / (module.replace(".", "/") + ".py")
+    database = {
+        name
+        for name in _imports(path, runtime_only=True)
+        if name.startswith("django.db")
+        or any(part in ("selectors", "services", "tasks", "views", "api") for part in name.split(".")[1:])
+    }
+    assert not database, f"{module} imports {sorted(database)}"
+
+
+def test_every_page_says_who_may_see_it() -> None:
+    """A view function is behind @role_required, says it is public (@login_not_required), or checks
+    the user's role itself before anything else (the landing page sends each role to its work)."""
+    unguarded = []
+    for path in _layer("views") + [p for p in _modules("adjudication") if p.name.endswith("_pages.py")]:
+        for function in _public_functions(path):
+            if not function.args.args or function.args.args[0].arg != "request":
+                continue
+            decorators = " ".join(ast.unparse(d) for d in function.decorator_list)
+            first = next((s for s in function.body if not isinstance(s, ast.Expr)), None)
+            checks_role = isinstance(first, ast.If) and any(
+                isinstance(c.func, ast.Name) and c.func.id in ("is_manager", "has_role") for c in _calls(first.test)
+            )
+            if not ("role_required" in decorators or "login_not_required" in decorators or checks_role):
+                unguarded.append(f"{path.relative_to(ROOT)}: {function.name}")
+    assert not unguarded
+
+
+def test_every_api_view_names_who_may_call_it() -> None:
+    unnamed = []
+    for path in _layer("api"):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if not isinstance(node, ast.ClassDef) or not any("View" in ast.unparse(b) for b in node.bases):
+                continue
+            assigned = {
+                t.id
+                for s in node.body
+                if isinstance(s, (ast.Assign, ast.AnnAssign))
+                for t in (s.targets if isinstance(s, ast.Assign) else [s.target])
+                if isinstance(t, ast.Name)
+            }
+            if "permission_classes" not in assigned:
+                unnamed.append(f"{path.relative_to(ROOT)}: {node.name}")
+    assert not unnamed
+
+
+def test_an_edge_reads_an_id_through_parse_id_never_isdigit() -> None:
+    """str.isdigit() takes "²" and "３", which int() refuses: a 500 where a 400 was due."""
+    edges = _layer("views") + _layer("api") + _layer("forms") + _layer("commands")
+    offenders = [
+        f"{path.relative_to(ROOT)}:{call.lineno}"
+        for path in edges
+        for call in _calls(ast.parse(path.read_text(encoding="utf-8")))
+        if _method(call) == "isdigit"
+    ]
+    assert not offenders
+
+
+PLAIN_ANNOTATIONS = {"int", "str", "bool", "float", "None", "list", "tuple"}
+
+
+def test_a_task_lives_in_tasks_py_and_takes_ids_and_plain_values() -> None:
+    """Tasks take ids (a row is loaded again in the worker, where it may have changed), are defined
+    in a capability's tasks.py, and adjudication's are named from task_names (queued messages and
+    the task routes carry the name, not the module)."""
+    problems = []
+    for path in _modules("adjudication") + _modules("judges"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for function in (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)):
+            task = next((d for d in function.decorator_list if "shared_task" in ast.unparse(d)), None)
+            if task is None:
+                continue
+            where = f"{path.relative_to(ROOT)}: {function.name}"
+            if path.name != "tasks.py":
+                problems.append(f"{where} is a task outside a tasks.py")
+            if path.parts[len(ROOT.parts)] == "adjudication":
+                name = next((k.value for k in getattr(task, "keywords", []) if k.arg == "name"), None)
+                if not isinstance(name, ast.Name) or f"adjudication.task_names.{name.id}" not in _imports(path):
+                    problems.append(f"{where} is not named from adjudication.task_names")
+            for arg in function.args.args[1:] + function.args.kwonlyargs:
+                words = set(ast.unparse(arg.annotation).replace("|", " ").replace("[", " ").replace("]", " ").split())
+                if arg.annotation is None or not words <= PLAIN_ANNOTATIONS:
+                    problems.append(f"{where}: {arg.arg} is not an id or a plain value")
+    assert not problems

@@ -381,7 +381,7 @@ def occupied_tables() -> list[str]:
     return [t.key for t in contents.TABLES if not t.model._meta.auto_created and t.model._base_manager.exists()]
 
 
-def bundle_load(bundle: Bundle) -> dict[str, int]:
+def bundle_load(*, bundle: Bundle) -> dict[str, int]:
     """Every row of the bundle into this (fresh) database, in one transaction: all or nothing.
     Each value is checked against its column (contents.build_instance), each primary key is new,
     and each key points at a row of this bundle (the database held none before, so a row here
@@ -626,7 +626,7 @@ def bundle_replay(*, path: Path, reread: bool = False, verify_signature: bool = 
             checks.environment(stored_env, where=f"{bundle.path}: environment.json")
         except ValueError as exc:
             raise BundleError(str(exc)) from None
-        rows = bundle_load(bundle)
+        rows = bundle_load(bundle=bundle)
     finally:
         bundle.zf.close()
     dataset = Dataset.objects.get(name=bundle.dataset)
