@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import Any
 
 from django.conf import settings
 
@@ -213,21 +213,15 @@ class Caller:
             slept += delay
 
 
-class Writer(Protocol):
-    """What fan_out hands its results to (records.write): a service, so keyword-only."""
-
-    def __call__(self, *, attempts: list[AttemptEvent], finished: list[Finished]) -> None: ...
-
-
 def fan_out(
     jobs: Sequence[Job],
     *,
-    write: Writer,
+    write: Callable[[list[AttemptEvent], list[Finished]], None],
     policy: RetryPolicy | None = None,
     flush_interval_s: float = 0.25,
     flush_size: int = 250,
 ) -> None:
-    """Run every job, calling `write(attempts=..., finished=...)` in this thread as results come in (every
+    """Run every job, calling `write(attempts, finished)` in this thread as results come in (every
     `flush_interval_s` or `flush_size` events, and at the end). Returns when all jobs finished."""
     if not jobs:
         return
@@ -284,7 +278,7 @@ def fan_out(
             if (attempts or finished) and (
                 not pending or len(attempts) + len(finished) >= flush_size or now - last_flush >= flush_interval_s
             ):
-                write(attempts=attempts, finished=finished)
+                write(attempts, finished)
                 attempts, finished = [], []
                 last_flush = now
     finally:

@@ -155,7 +155,7 @@ def _error_result(
     return ReadingResult(response_id, spec_id, "error", detail=detail, judgement=judgement, replace_id=replace_id)
 
 
-def write(*, attempts: list[AttemptEvent], finished: list[Finished], tag: str = "") -> None:
+def write(attempts: list[AttemptEvent], finished: list[Finished], *, tag: str = "") -> None:
     """Persist one flush. A reading another worker wrote meanwhile (a redelivered task) wins;
     ours is dropped with its judgement, and its attempts are kept. A reading redone in place by
     `--retry-errors` carries the run's `tag` in its detail (`retry_tag`), so the command can tell
