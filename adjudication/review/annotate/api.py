@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
-from rest_framework.exceptions import APIException, PermissionDenied, ValidationError
+from rest_framework.exceptions import APIException, PermissionDenied
 from rest_framework.response import Response as ApiResponse
 from rest_framework.views import APIView
 
@@ -15,7 +15,6 @@ from adjudication.models import Label, Lease, ReviewQueue
 from adjudication.permissions import IsAnnotator
 from adjudication.review.annotate.selectors import annotator_progress, candidates_for
 from adjudication.review.annotate.services import label_revise, label_submit, lease_claim_next
-from adjudication.review.errors import ReviewError
 from adjudication.review.labels import LabelEntry
 from readers.options import LETTERS
 
@@ -146,14 +145,10 @@ class LabelApi(APIView):
         lease = get_object_or_404(Lease, pk=lease_id, annotator=request.user)
         data = LabelSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        try:
-            fields = dict(data.validated_data)
-            skip_reason = fields.pop("skip_reason")
-            label = label_submit(
-                lease=lease, annotator=request.user, entry=LabelEntry(**fields), skip_reason=skip_reason
-            )
-        except ReviewError as exc:
-            raise ValidationError(str(exc)) from exc
+        # A ReviewError is the API's one 400 body (api_errors.exception_handler maps the base once).
+        fields = dict(data.validated_data)
+        skip_reason = fields.pop("skip_reason")
+        label = label_submit(lease=lease, annotator=request.user, entry=LabelEntry(**fields), skip_reason=skip_reason)
         return ApiResponse({"label": label.pk}, status=status.HTTP_201_CREATED)
 
 
@@ -167,10 +162,7 @@ class ReviseApi(APIView):
         label = get_object_or_404(Label, pk=label_id, annotator=request.user)
         data = ReviseSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        try:
-            new = label_revise(label=label, annotator=request.user, entry=LabelEntry(**data.validated_data))
-        except ReviewError as exc:
-            raise ValidationError(str(exc)) from exc
+        new = label_revise(label=label, annotator=request.user, entry=LabelEntry(**data.validated_data))
         return ApiResponse({"label": new.pk, "revises": label.pk}, status=status.HTTP_201_CREATED)
 
 
