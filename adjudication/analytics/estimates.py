@@ -25,3 +25,707 @@ rescaled bootstrap within cells (Rao & Wu 1988, which keeps the finite-populatio
 """
 
 from __future__ import annotations
+
+import math
+import os
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+from scipy.stats import norm
+
+from adjudication.errors import ApplicationError
+
+BINARY = ("correct", "incorrect")
+ALPHA = 0.05
+# A cell needs two labels for its variance; below that the interval is withheld (naming the cell).
+MIN_CELL_LABELS = 2
+# Fewer labelled responses than this in a target's domain (a group's responses, the responses a
+# producer judged), or in a ratio's denominator (the human-incorrect ones for a false-accept rate,
+# the human-correct ones for a false-reject rate), and the interval is withheld: a normal or
+# bootstrap interval on a handful of binary outcomes does not hold its level (docs/estimates.md).
+MIN_LABELS = 10
+# The headline shows the prediction-powered figure once it rests on this many labels and its
+# interval is not withheld; else human only, else the machine figure (flagged as such).
+HEADLINE_MIN_LABELS = 30
+N_BOOT = 1000
+# The variance floor (_Cells.variance): a cell's residual variance is at least that of this many of
+# its labels disagreeing with the predictor at full reach. Calibrated on the validation table.
+FLOOR_EVENTS = float(os.environ.get("ESTIMATE_FLOOR", "1"))
+# How a ratio's interval is made: "normal" (delta method, with the floor) or "bootstrap" (Rao–Wu).
+RATIO_METHOD = os.environ.get("ESTIMATE_RATIO_METHOD", "normal")
+# The range each kind's value lives in: an interval is clipped to it (which never lowers coverage).
+RANGE = {
+    "accuracy": (0.0, 1.0),
+    "gain": (-1.0, 1.0),
+    "agreement": (0.0, 1.0),
+    "bias": (-1.0, 1.0),
+    "false-accept": (0.0, 1.0),
+    "false-reject": (0.0, 1.0),
+}
+TARGET_KINDS = ("accuracy", "gain", "format-share", "agreement", "bias", "false-accept", "false-reject")
+RATIO_KINDS = ("false-accept", "false-reject")
+PRODUCER_KINDS = ("agreement", "bias", "false-accept", "false-reject")
+FORMS = (
+    "accuracy, accuracy:<group>, accuracy:<field>=<value>, gain:<base>,<rl>, format-share:<base>,<rl>,<reader>, "
+    "agreement:<producer>, bias:<producer>, false-accept:<producer>, false-reject:<producer>"
+)
+GROUP_FIELDS = ("checkpoint", "model", "benchmark", "task_type")
+Headline = Literal["prediction-powered", "human only", "machine only"]
+
+
+class EstimateError(ApplicationError, ValueError):
+    """A target that does not parse or names what the data do not have, or a design that does not
+    fit its population; the message says what would do."""
+
+    def __init__(self, message: str, *, field: str = "target") -> None:
+        super().__init__(message, field=field)
+
+
+@dataclass(frozen=True)
+class EstimateTarget:
+    kind: str
+    args: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        return self.kind + (":" + ",".join(self.args) if self.args else "")
+
+
+def parse_estimate_target(text: str) -> EstimateTarget:
+    """A target from its text form (FORMS); `reader:<producer>` is agreement, as allocation's
+    targets name it. Group names may not hold commas."""
+    if not isinstance(text, str) or not text.strip():
+        raise EstimateError(f"a target is required: one of {FORMS}")
+    kind, sep, rest = text.strip().partition(":")
+    kind = "agreement" if kind == "reader" else kind
+    if kind not in TARGET_KINDS:
+        raise EstimateError(f"unknown target {text!r}: use one of {FORMS}")
+    if kind == "accuracy":
+        return EstimateTarget(kind, (rest,) if sep and rest else ())
+    if kind in PRODUCER_KINDS:
+        if not rest:
+            raise EstimateError(f"target {text!r} names no producer: write {kind}:<producer>")
+        return EstimateTarget(kind, (rest,))
+    parts = tuple(rest.split(",")) if rest else ()
+    wanted = 2 if kind == "gain" else 3
+    if len(parts) != wanted or not all(parts):
+        form = "gain:<base>,<rl>" if kind == "gain" else "format-share:<base>,<rl>,<reader>"
+        raise EstimateError(f"target {text!r}: write {form}")
+    return EstimateTarget(kind, parts)
+
+
+@dataclass(frozen=True)
+class Population:
+    """Every response an estimate ranges over: its groups ({field: value}) and every producer's
+    verdict on it ({producer: {item: verdict}}; only correct / incorrect count)."""
+
+    items: Sequence[str]
+    groups: Mapping[str, Mapping[str, str]]
+    verdicts: Mapping[str, Mapping[str, str]]
+
+
+@dataclass(frozen=True)
+class Design:
+    """How the labels were drawn: each labelled response's cell and inclusion probability, and each
+    cell's number of responses in the population. Within a cell the labelled responses must be a
+    probability sample with those probabilities (a simple random sample when they are equal)."""
+
+    cell_of: Mapping[str, str]
+    probability: Mapping[str, float]
+    cell_sizes: Mapping[str, int]
+    name: str = ""
+
+    @classmethod
+    def simple_random(cls, labelled: Collection[str], *, population: int, name: str = "") -> Design:
+        """One cell: the labelled responses are a simple random sample of the population."""
+        pi = len(labelled) / population if population else 1.0
+        return cls(
+            cell_of=dict.fromkeys(labelled, "all"),
+            probability=dict.fromkeys(labelled, pi),
+            cell_sizes={"all": population},
+            name=name or "simple random sample",
+        )
+
+
+@dataclass(frozen=True)
+class Sample:
+    """The labels as arrays: positions into the population, truths (1 correct, 0 incorrect),
+    cell codes, inclusion probabilities, and each cell's population size."""
+
+    index: np.ndarray
+    y: np.ndarray
+    cell: np.ndarray
+    pi: np.ndarray
+    cell_sizes: np.ndarray
+    cell_names: tuple[str, ...] = ()
+
+    @classmethod
+    def from_arrays(
+        cls,
+        *,
+        index: Any,
+        y: Any,
+        cell: Any,
+        pi: Any,
+        cell_sizes: Any,
+        cell_names: Sequence[str] = (),
+    ) -> Sample:
+        index, cell = np.asarray(index, dtype=np.int64), np.asarray(cell, dtype=np.int64)
+        y, pi = np.asarray(y, dtype=float), np.asarray(pi, dtype=float)
+        sizes = np.asarray(cell_sizes, dtype=np.int64)
+        if not (len(index) == len(y) == len(cell) == len(pi)):
+            raise EstimateError("index, y, cell and pi must have one entry per label", field="design")
+        if len(index) and (np.any(pi <= 0) or np.any(pi > 1) or not np.all(np.isfinite(pi))):
+            raise EstimateError("every inclusion probability must be in (0, 1]", field="design")
+        if len(index) and (cell.min() < 0 or cell.max() >= len(sizes)):
+            raise EstimateError("a label's cell has no population size", field="design")
+        if np.any(~np.isin(y, (0.0, 1.0))):
+            raise EstimateError("a truth must be 0 or 1", field="design")
+        counts = np.bincount(cell, minlength=len(sizes))
+        if np.any(counts > sizes):
+            bad = int(np.argmax(counts > sizes))
+            name = cell_names[bad] if bad < len(cell_names) else str(bad)
+            raise EstimateError(
+                f"cell {name!r} holds {counts[bad]} labels but only {sizes[bad]} responses", field="design"
+            )
+        names = tuple(cell_names) or tuple(str(c) for c in range(len(sizes)))
+        return cls(index=index, y=y, cell=cell, pi=pi, cell_sizes=sizes, cell_names=names)
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A point estimate with its two-sided interval and standard error; the interval and error are
+    None where they are withheld (Estimate.withheld says why)."""
+
+    estimate: float
+    low: float | None
+    high: float | None
+    se: float | None
+
+    @property
+    def width(self) -> float | None:
+        return None if self.low is None or self.high is None else self.high - self.low
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"estimate": self.estimate, "low": self.low, "high": self.high, "se": self.se}
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """One target three ways: the machine figure (the predictor plugged in everywhere: no interval,
+    it inherits the predictor's errors), the human-only figure (the labels alone, weighted by the
+    design) and the prediction-powered one (the machine figure corrected on the labels)."""
+
+    target: str
+    predictor: str
+    design: str
+    population: int  # responses the target ranges over
+    labels: int  # design labels in the target's domain
+    machine: float | None
+    human: Interval | None
+    ppi: Interval | None
+    lam: float | None  # the power-tuning weight of the machine verdicts (0: human only, 1: plain PPI)
+    effective_labels: float | None  # labels × human-only variance ÷ prediction-powered variance
+    method: str  # "normal" or "bootstrap" (ratios)
+    withheld: str | None  # why the intervals are withheld, if they are
+    headline: Headline
+
+    @property
+    def headline_value(self) -> float | None:
+        if self.headline == "prediction-powered" and self.ppi is not None:
+            return self.ppi.estimate
+        if self.headline == "human only" and self.human is not None:
+            return self.human.estimate
+        return self.machine
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "predictor": self.predictor,
+            "design": self.design,
+            "population": self.population,
+            "labels": self.labels,
+            "machine": self.machine,
+            "human": None if self.human is None else self.human.as_dict(),
+            "prediction_powered": None if self.ppi is None else self.ppi.as_dict(),
+            "lambda": self.lam,
+            "effective_labels": self.effective_labels,
+            "method": self.method,
+            "withheld": self.withheld,
+            "headline": self.headline,
+            "headline_value": self.headline_value,
+        }
+
+
+def producer_predictor(population: Population, producer: str) -> dict[str, float]:
+    """A producer's verdicts as P(correct): 1 for correct, 0 for incorrect; other classes absent."""
+    said = population.verdicts.get(producer)
+    if said is None:
+        raise EstimateError(
+            f"no producer {producer!r}; producers: {', '.join(sorted(population.verdicts))}", field="predictor"
+        )
+    return {i: 1.0 if v == "correct" else 0.0 for i, v in said.items() if v in BINARY}
+
+
+def vote_predictor(population: Population, producers: Collection[str] | None = None) -> dict[str, float]:
+    """The share of the producers (default: all) that call a response correct, among those that
+    gave it a correct / incorrect verdict."""
+    names = sorted(population.verdicts) if producers is None else list(producers)
+    tally: dict[str, list[int]] = {}
+    for name in names:
+        for item, verdict in population.verdicts.get(name, {}).items():
+            if verdict in BINARY:
+                counts = tally.setdefault(item, [0, 0])
+                counts[0] += verdict == "correct"
+                counts[1] += 1
+    return {item: k / n for item, (k, n) in tally.items()}
+
+
+@dataclass(frozen=True)
+class _Statistics:
+    """A target as g(μ), μ_k = (1/N) Σ_i (α_ik y_i + β_ik). Statistic k depends on the truth of
+    the responses where α_ik ≠ 0 (its domain, of known size); g is linear, c0 + w·μ, or the ratio
+    μ0/μ1."""
+
+    alpha: np.ndarray  # (N, K)
+    beta_sum: np.ndarray  # (K,)
+    weights: np.ndarray | None  # linear g: w (K,); None: the ratio μ0/μ1
+    offset: float  # linear g: c0
+    population: int
+
+    @property
+    def ratio(self) -> bool:
+        return self.weights is None
+
+    @property
+    def domain(self) -> np.ndarray:
+        return np.any(self.alpha != 0, axis=1)
+
+    def g(self, mu: np.ndarray) -> float | None:
+        if self.weights is not None:
+            return float(self.offset + self.weights @ mu)
+        return None if mu[1] <= 0 else float(mu[0] / mu[1])
+
+    def grad(self, mu: np.ndarray) -> np.ndarray:
+        if self.weights is not None:
+            return self.weights
+        return np.array([1 / mu[1], -mu[0] / mu[1] ** 2]) if mu[1] > 0 else np.zeros(2)
+
+
+class Frame:
+    """A population and a predictor as arrays, built once; estimates then cost O(labels) each,
+    apart from one O(N) pass per target (cached)."""
+
+    def __init__(self, population: Population, predictor: Mapping[str, float], *, by: str, name: str) -> None:
+        self.items = list(population.items)
+        self.position = {item: i for i, item in enumerate(self.items)}
+        if len(self.position) != len(self.items):
+            raise EstimateError("the population lists a response twice", field="population")
+        self.population = population
+        self.by = by
+        self.name = name
+        known = [float(p) for i, p in predictor.items() if i in self.position and p is not None]
+        if any(not (0.0 <= p <= 1.0) for p in known):
+            raise EstimateError("a predictor's value must be a probability in [0, 1]", field="predictor")
+        # A response the predictor has no verdict on takes the predictor's mean: any fixed value
+        # keeps the estimate unbiased (the correction measures it), and the mean keeps it central.
+        fill = float(np.mean(known)) if known else 0.5
+        self.f = np.full(len(self.items), fill)
+        for item, p in predictor.items():
+            at = self.position.get(item)
+            if at is not None and p is not None:
+                self.f[at] = float(p)
+        self._stats: dict[str, _Statistics] = {}
+        self._groups: dict[str, np.ndarray] = {}
+
+    @classmethod
+    def build(
+        cls, population: Population, predictor: Mapping[str, float], *, by: str = "checkpoint", name: str = ""
+    ) -> Frame:
+        return cls(population, predictor, by=by, name=name)
+
+    def sample(self, labels: Mapping[str, str], design: Design) -> Sample:
+        """The design's labels as a Sample; labels that are not correct / incorrect are left out.
+        A label on a response outside the population, or without a cell, is an EstimateError."""
+        names = sorted(design.cell_sizes)
+        code = {name: c for c, name in enumerate(names)}
+        rows = []
+        for item, verdict in labels.items():
+            if verdict not in BINARY:
+                continue
+            at = self.position.get(item)
+            if at is None:
+                raise EstimateError(f"labelled response {item!r} is not in the population", field="design")
+            cell = design.cell_of.get(item)
+            if cell not in code or item not in design.probability:
+                raise EstimateError(f"labelled response {item!r} has no cell in the design", field="design")
+            rows.append((at, 1.0 if verdict == "correct" else 0.0, code[cell], float(design.probability[item])))
+        index, y, cell_codes, pi = (list(col) for col in zip(*rows, strict=True)) if rows else ([], [], [], [])
+        return Sample.from_arrays(
+            index=index,
+            y=y,
+            cell=cell_codes,
+            pi=pi,
+            cell_sizes=[int(design.cell_sizes[n]) for n in names],
+            cell_names=names,
+        )
+
+    # -- targets as linear statistics ---------------------------------------------------------
+
+    def _group(self, field: str) -> np.ndarray:
+        if field not in self._groups:
+            groups = self.population.groups
+            self._groups[field] = np.array([(groups.get(i) or {}).get(field) or "-" for i in self.items], dtype=object)
+        return self._groups[field]
+
+    def _members(self, target: EstimateTarget, value: str, field: str | None = None) -> np.ndarray:
+        field = field or self.by
+        column = self._group(field)
+        mask = column == value
+        if not mask.any():
+            known = ", ".join(sorted({str(v) for v in column}))
+            raise EstimateError(f"target {target}: no {field} {value!r}; {field}s: {known}")
+        return mask
+
+    def _producer(self, target: EstimateTarget, producer: str) -> tuple[np.ndarray, np.ndarray]:
+        said = self.population.verdicts.get(producer)
+        if said is None:
+            known = ", ".join(sorted(self.population.verdicts))
+            raise EstimateError(f"target {target}: no producer {producer!r}; producers: {known}")
+        mask = np.zeros(len(self.items), dtype=bool)
+        s = np.zeros(len(self.items))
+        for item, verdict in said.items():
+            at = self.position.get(item)
+            if at is not None and verdict in BINARY:
+                mask[at] = True
+                s[at] = verdict == "correct"
+        if not mask.any():
+            raise EstimateError(f"target {target}: producer {producer!r} has no correct/incorrect verdict")
+        return mask, s
+
+    def statistics(self, target: str | EstimateTarget) -> _Statistics:
+        t = target if isinstance(target, EstimateTarget) else parse_estimate_target(target)
+        key = str(t)
+        if key not in self._stats:
+            self._stats[key] = self._linear(t)
+        return self._stats[key]
+
+    def _linear(self, t: EstimateTarget) -> _Statistics:
+        n = len(self.items)
+        if n == 0:
+            raise EstimateError("the population is empty", field="population")
+        if t.kind == "accuracy":
+            if not t.args:
+                mask = np.ones(n, dtype=bool)
+            else:
+                field, eq, value = t.args[0].partition("=")
+                mask = self._members(t, value, field) if eq else self._members(t, t.args[0])
+            return self._linear_of([mask * (n / mask.sum())], [0.0], [1.0])
+        if t.kind in ("gain", "format-share"):
+            base, rl = (self._members(t, g) for g in t.args[:2])
+            means = [base * (n / base.sum()), rl * (n / rl.sum())]
+            if t.kind == "gain":
+                return self._linear_of(means, [0.0, 0.0], [-1.0, 1.0])
+            # The reported gain is the named reader's, on every response: known exactly, no error.
+            said, s = self._producer(t, t.args[2])
+            correct = said & (s == 1)
+            reported = float(correct[rl].mean() - correct[base].mean())
+            if reported == 0:
+                raise EstimateError(f"target {t}: {t.args[2]!r} reports no gain, so no share of it is defined")
+            return self._linear_of(means, [0.0, 0.0], [1 / reported, -1 / reported], offset=1.0)
+        mask, s = self._producer(t, t.args[0])
+        said = mask.astype(float)
+        k = n / said.sum()
+        if t.kind == "agreement":
+            return self._linear_of([said * (2 * s - 1) * k], [float((said * (1 - s) * k).sum())], [1.0])
+        if t.kind == "bias":
+            return self._linear_of([-said * k], [float((said * s * k).sum())], [1.0])
+        if t.kind == "false-accept":
+            # μ0 = mean(said·s·(1 − y)), μ1 = mean(said·(1 − y)): accepted among the truly incorrect.
+            alpha = np.stack([-said * s, -said], axis=1)
+            beta = np.array([(said * s).sum(), said.sum()], dtype=float)
+        else:
+            # μ0 = mean(said·(1 − s)·y), μ1 = mean(said·y): rejected among the truly correct.
+            alpha = np.stack([said * (1 - s), said], axis=1)
+            beta = np.zeros(2)
+        return _Statistics(alpha, beta, None, 0.0, n)
+
+    @staticmethod
+    def _linear_of(
+        alphas: list[np.ndarray], beta_sums: list[float], weights: list[float], offset: float = 0.0
+    ) -> _Statistics:
+        alpha = np.stack(alphas, axis=1).astype(float)
+        return _Statistics(alpha, np.array(beta_sums, dtype=float), np.array(weights), offset, len(alpha))
+
+    def value(self, target: str | EstimateTarget, y_all: Any) -> float | None:
+        """The target on the population's true labels (one 0/1 per response, in `items` order)."""
+        st = self.statistics(target)
+        y = np.asarray(y_all, dtype=float)
+        mu = (st.beta_sum + st.alpha.T @ y) / st.population
+        return st.g(mu)
+
+    def machine(self, target: str | EstimateTarget) -> float | None:
+        st = self.statistics(target)
+        return st.g((st.beta_sum + st.alpha.T @ self.f) / st.population)
+
+    # -- estimation ---------------------------------------------------------------------------
+
+    def estimate(
+        self,
+        target: str | EstimateTarget,
+        sample: Sample,
+        *,
+        alpha: float = ALPHA,
+        n_boot: int = N_BOOT,
+        seed: int = 0,
+        design: str = "",
+        ratio_method: str | None = None,
+    ) -> Estimate:
+        """The target three ways on this sample (Estimate; the module docstring gives the
+        estimator). Each statistic's correction is a Hájek mean over the labels in its domain,
+        scaled by the domain's known size, so that a predictor constant on the domain gives the
+        human-only estimate exactly whatever λ."""
+        t = target if isinstance(target, EstimateTarget) else parse_estimate_target(target)
+        st = self.statistics(t)
+        n = st.population
+        af = st.alpha.T @ self.f
+        machine = st.g((st.beta_sum + af) / n)
+        a_l = st.alpha[sample.index]  # (labels, K)
+        inside = a_l != 0  # each label in each statistic's domain
+        domain_sizes = np.count_nonzero(st.alpha, axis=0).astype(float)
+        labels = int(np.any(inside, axis=1).sum())
+        cells = _Cells(sample)
+        f_l = self.f[sample.index]
+        estimated_sizes = cells.total(inside.astype(float))  # D̂_k: each domain's size, from the labels
+        withheld = _withheld(st, sample, labels)
+        if withheld is None and np.any(estimated_sizes <= 0):
+            withheld = "no label falls in the target's domain"
+        safe = np.where(estimated_sizes > 0, estimated_sizes, 1.0)
+        mean_y = cells.total(a_l * sample.y[:, None]) / safe  # Hájek domain means of α·y, α·f
+        mean_f = cells.total(a_l * f_l[:, None]) / safe
+
+        def mu(lam: float) -> np.ndarray:
+            return (st.beta_sum + lam * af + domain_sizes * (mean_y - lam * mean_f)) / n
+
+        def residuals(grad: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            # The linearised residual e = a − λ b of each label, and its reach (the |e| of a
+            # whole-unit disagreement), with each domain's mean taken out (the Hájek ratio).
+            scale = grad * domain_sizes / safe
+            a = (a_l * sample.y[:, None] - inside * mean_y) @ scale
+            b = (a_l * f_l[:, None] - inside * mean_f) @ scale
+            return a, b, np.abs(a_l @ scale)
+
+        human_mu = mu(0.0)
+        human_value = st.g(human_mu)
+        a, _, reach = residuals(st.grad(human_mu))
+        human_var = cells.variance(a, reach) / n**2
+        # λ minimises the design variance at the PPI point (the gradient moves with μ for the
+        # ratios only; λ = 1 is close enough to linearise at).
+        a, b, _ = residuals(st.grad(mu(1.0)))
+        lam = cells.tuned(a, b)
+        ppi_mu = mu(lam)
+        ppi_value = st.g(ppi_mu)
+        a, b, reach = residuals(st.grad(ppi_mu))
+        ppi_var = cells.variance(a - lam * b, reach) / n**2
+        method = ratio_method or RATIO_METHOD if st.ratio else "normal"
+        if withheld is None and (human_value is None or ppi_value is None):
+            withheld = "the target is undefined on these labels (its denominator is 0)"
+        bounds = RANGE.get(t.kind)
+        if withheld is not None:
+            human = None if human_value is None else Interval(human_value, None, None, None)
+            ppi = None if ppi_value is None else Interval(ppi_value, None, None, None)
+        elif method == "bootstrap" and n_boot > 0:
+            boot = {"n_boot": n_boot, "seed": seed, "alpha": alpha}
+            human_ci = cells.bootstrap(st, a_l, sample.y, f_l, af, 0.0, **boot)  # type: ignore[arg-type]
+            ppi_ci = cells.bootstrap(st, a_l, sample.y, f_l, af, lam, **boot)  # type: ignore[arg-type]
+            human = Interval(human_value, *human_ci, math.sqrt(human_var))  # type: ignore[arg-type]
+            ppi = Interval(ppi_value, *ppi_ci, math.sqrt(ppi_var))  # type: ignore[arg-type]
+        else:
+            z = float(norm.isf(alpha / 2))
+            human = _normal(human_value, human_var, z, bounds)  # type: ignore[arg-type]
+            ppi = _normal(ppi_value, ppi_var, z, bounds)  # type: ignore[arg-type]
+        effective = labels * human_var / ppi_var if withheld is None and ppi_var > 0 else None
+        if ppi is not None and ppi.low is not None and labels >= HEADLINE_MIN_LABELS:
+            headline: Headline = "prediction-powered"
+        elif human is not None and human.low is not None:
+            headline = "human only"
+        else:
+            headline = "machine only"
+        return Estimate(
+            target=str(t),
+            predictor=self.name,
+            design=design,
+            population=int(st.domain.sum()),
+            labels=labels,
+            machine=machine,
+            human=human,
+            ppi=ppi,
+            lam=lam if withheld is None else None,
+            effective_labels=effective,
+            method=method,
+            withheld=withheld,
+            headline=headline,
+        )
+
+
+def _normal(value: float, var: float, z: float, bounds: tuple[float, float] | None) -> Interval:
+    se = math.sqrt(max(var, 0.0))
+    low, high = value - z * se, value + z * se
+    if bounds is not None:
+        low, high = max(low, bounds[0]), min(high, bounds[1])
+    return Interval(value, low, high, se)
+
+
+def _withheld(st: _Statistics, sample: Sample, labels: int) -> str | None:
+    counts = np.bincount(sample.cell, minlength=len(sample.cell_sizes))
+    for c, (k, size) in enumerate(zip(counts, sample.cell_sizes, strict=True)):
+        if size > 0 and k < MIN_CELL_LABELS:
+            name = sample.cell_names[c] if c < len(sample.cell_names) else str(c)
+            return f"cell {name!r} has {k} label(s) of {size} responses (at least {MIN_CELL_LABELS} are needed)"
+    if labels < MIN_LABELS:
+        return f"{labels} labelled response(s) in the target's domain (at least {MIN_LABELS})"
+    if st.ratio:
+        # The denominator counts the labelled responses whose truth puts them in it: μ1's
+        # α is −1 (false accept: the truly incorrect) or +1 (false reject: the truly correct).
+        weight = st.alpha[sample.index, 1]
+        truth = 1.0 if weight.max(initial=0) > 0 else 0.0
+        inside = int(((weight != 0) & (sample.y == truth)).sum())
+        if inside < MIN_LABELS:
+            return f"{inside} labelled response(s) in the ratio's denominator (at least {MIN_LABELS})"
+    return None
+
+
+class _Cells:
+    """The stratified design arithmetic over one sample: Hájek totals, design variances with the
+    finite-population correction, the power-tuning λ, the rescaled bootstrap."""
+
+    def __init__(self, sample: Sample) -> None:
+        self.sample = sample
+        self.k = len(sample.cell_sizes)
+        self.w = 1.0 / sample.pi if len(sample.pi) else np.zeros(0)
+        self.w_sum = np.bincount(sample.cell, weights=self.w, minlength=self.k)
+        self.n = np.bincount(sample.cell, minlength=self.k)
+        self.size = sample.cell_sizes.astype(float)
+        safe = np.where(self.w_sum > 0, self.w_sum, 1.0)
+        self.v = self.w / safe[sample.cell]  # each label's share of its cell's weight
+        self.fpc = 1.0 - sample.pi
+
+    def total(self, x: np.ndarray) -> np.ndarray:
+        """Σ_c N_c · (Hájek mean of x over the cell's labels), per column of x (n_labels, K)."""
+        out = np.zeros(x.shape[1])
+        for col in range(x.shape[1]):
+            means = np.bincount(self.sample.cell, weights=self.v * x[:, col], minlength=self.k)
+            out[col] = float((self.size * means).sum())
+        return out
+
+    def _centred(self, x: np.ndarray) -> np.ndarray:
+        means = np.bincount(self.sample.cell, weights=self.v * x, minlength=self.k)
+        return x - means[self.sample.cell]
+
+    def covariance(self, x: np.ndarray, y: np.ndarray) -> float:
+        """The design covariance of the two totals Σ_c N_c x̄_c and Σ_c N_c ȳ_c (linearised Hájek,
+        Poisson-sampling form with the finite-population correction, n_c/(n_c − 1) small-sample
+        factor)."""
+        if not len(x):
+            return 0.0
+        terms = self.fpc * self.v**2 * self._centred(x) * self._centred(y)
+        per_cell = np.bincount(self.sample.cell, weights=terms, minlength=self.k)
+        factor = np.where(self.n > 1, self.n / np.maximum(self.n - 1, 1), 0.0)
+        return float((self.size**2 * factor * per_cell).sum())
+
+    def variance(self, e: np.ndarray, reach: np.ndarray) -> float:
+        """The design variance of Σ_c N_c ē_c, floored per cell (docs/estimates.md, "Rare
+        disagreements"): `reach` is each label's largest possible |residual| (|∇g·α_i|: the truth
+        and the predictor a whole unit apart). Within a cell with m labels in the target's domain
+        (reach > 0) the residual variance is taken as at least that of two of them at full reach,
+        m/n_c · 2 r_c² / (m + 2) (Agresti–Coull's "add two", on the residual): a sample in which
+        the predictor happened to make no mistake must not give an interval of width 0."""
+        if not len(e):
+            return 0.0
+        cell = self.sample.cell
+        terms = self.fpc * self.v**2 * self._centred(e) ** 2
+        per_cell = np.bincount(cell, weights=terms, minlength=self.k)
+        factor = np.where(self.n > 1, self.n / np.maximum(self.n - 1, 1), 0.0)
+        var = self.size**2 * factor * per_cell
+        r = np.zeros(self.k)
+        np.maximum.at(r, cell, reach)
+        m = np.bincount(cell, weights=(reach > 0).astype(float), minlength=self.k)
+        n = np.maximum(self.n, 1)
+        mean_fpc = np.bincount(cell, weights=self.fpc, minlength=self.k) / n
+        floor = self.size**2 * mean_fpc * (m / n) * FLOOR_EVENTS * r**2 / (m + 2) / n
+        return float(np.maximum(var, floor).sum())
+
+    def tuned(self, a: np.ndarray, b: np.ndarray) -> float:
+        """λ minimising the variance of a − λ b, clipped to [0, 1] (PPI++ power tuning)."""
+        denom = self.covariance(b, b)
+        # b is 0 up to rounding when the predictor is constant on the target's domains: then it
+        # has nothing to add, and λ = 0 (a ratio of two rounding errors would be arbitrary).
+        if denom <= 1e-12 * max(self.covariance(a, a), 1e-300):
+            return 0.0
+        return float(min(1.0, max(0.0, self.covariance(a, b) / denom)))
+
+    def bootstrap(
+        self,
+        st: _Statistics,
+        a_l: np.ndarray,
+        y: np.ndarray,
+        f_l: np.ndarray,
+        af: np.ndarray,
+        lam: float,
+        *,
+        n_boot: int,
+        seed: int,
+        alpha: float,
+    ) -> tuple[float | None, float | None]:
+        """The percentile interval of g(μ) over Rao–Wu rescaled bootstrap replicates: within each
+        cell n_c − 1 draws with replacement, weights rescaled by √(1 − f_c) so that the replicates
+        keep the finite-population correction; λ stays the estimate's, and each replicate takes
+        its own Hájek domain means, as the estimate does."""
+        rng = np.random.default_rng(seed)
+        inside = (a_l != 0).astype(float)
+        x = np.concatenate([a_l * (y - lam * f_l)[:, None], inside], axis=1)  # (labels, 2K)
+        reps = np.zeros((n_boot, x.shape[1]))
+        for c in range(self.k):
+            rows = np.flatnonzero(self.sample.cell == c)
+            n_c = len(rows)
+            if n_c == 0:
+                continue
+            if n_c == 1:
+                reps += self.size[c] * x[rows[0]]
+                continue
+            f_c = float(np.mean(self.sample.pi[rows]))
+            scale = math.sqrt(max(1.0 - f_c, 0.0))
+            draws = rng.multinomial(n_c - 1, np.full(n_c, 1 / n_c), size=n_boot)  # (B, n_c)
+            weights = self.w[rows] * (1 - scale + scale * n_c / (n_c - 1) * draws)
+            totals = weights.sum(axis=1, keepdims=True)
+            reps += self.size[c] * (weights @ x[rows]) / np.where(totals > 0, totals, 1.0)
+        k = a_l.shape[1]
+        sizes = np.count_nonzero(st.alpha, axis=0)
+        estimated = reps[:, k:]
+        corrections = np.where(estimated > 0, sizes * reps[:, :k] / np.where(estimated > 0, estimated, 1.0), np.nan)
+        mus = (st.beta_sum + lam * af + corrections) / st.population
+        values = np.array([v for v in (st.g(m) for m in mus if np.all(np.isfinite(m))) if v is not None])
+        if not len(values):
+            return None, None
+        low, high = np.quantile(values, [alpha / 2, 1 - alpha / 2])
+        return float(low), float(high)
+
+
+def estimate(
+    population: Population,
+    *,
+    labels: Mapping[str, str],
+    design: Design,
+    target: str | EstimateTarget,
+    predictor: Mapping[str, float],
+    predictor_name: str = "",
+    by: str = "checkpoint",
+    alpha: float = ALPHA,
+    n_boot: int = N_BOOT,
+    seed: int = 0,
+) -> Estimate:
+    """One target, three ways (Estimate): the dict-level entry of the module."""
+    frame = Frame.build(population, predictor, by=by, name=predictor_name)
+    sample = frame.sample(labels, design)
+    return frame.estimate(target, sample, alpha=alpha, n_boot=n_boot, seed=seed, design=design.name)
