@@ -100,7 +100,7 @@ def test_a_useless_noisy_predictor_falls_back_to_about_the_human_only_interval()
 
 
 def test_a_good_predictor_narrows_the_interval_and_counts_more_effective_labels() -> None:
-    population, y, judge = _population(5000, seed=8, flip=0.05)
+    population, y, _ = _population(5000, seed=8, flip=0.05)
     frame = Frame.build(population, producer_predictor(population, "judge"), name="judge")
     est = frame.estimate("accuracy", _srs(5000, 400, y, np.random.default_rng(9)), n_boot=0)
     assert est.ppi is not None and est.human is not None
@@ -262,7 +262,7 @@ def test_a_target_that_does_not_parse_says_what_would(text: str, message: str) -
 
 
 def test_a_target_naming_an_unknown_group_or_producer_lists_the_known_ones() -> None:
-    population, y, _ = _population(100, seed=20)
+    population, _, _ = _population(100, seed=20)
     frame = Frame.build(population, {})
     with pytest.raises(EstimateError, match="checkpoints: base, rl"):
         frame.statistics("accuracy:sft")
