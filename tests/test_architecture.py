@@ -409,6 +409,7 @@ PURE_MODULES = (
     "adjudication.analytics.headline",
     "adjudication.analytics.consensus",
     "adjudication.analytics.allocation",
+    "adjudication.analytics.estimates",
     "adjudication.bundles.checks",
     "adjudication.bundles.compare",
 )

@@ -29,6 +29,13 @@ from django.db.models.fields.json import KT
 
 from adjudication.analytics.agreement import HumanObs, ReaderObs, VerdictCount, human_verdict
 from adjudication.analytics.consensus import ConsensusInputs
+from adjudication.analytics.estimates import (
+    BINARY,
+    EstimateError,
+    Population,
+    producer_predictor,
+    vote_predictor,
+)
 from adjudication.analytics.format_share import Observation, item_task_type
 from adjudication.models import (
     AnalyticsReport,
@@ -586,3 +593,53 @@ def read_snapshot(*, read_only: bool = True) -> Iterator[None]:
             with connection.cursor() as cursor:
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ" + (" READ ONLY" if read_only else ""))
         yield
+
+
+# The predictors an estimate can use besides a producer's own verdicts (analytics.estimates).
+VOTE = "vote"
+
+
+def estimate_population(*, dataset: Dataset) -> Population:
+    """Every response of the dataset as the estimates' population: its model, checkpoint,
+    benchmark and task type (the groups a target may name), and every producer's verdict on it,
+    by the producer's display name."""
+    labels = reader_labels(dataset=dataset)
+    items: list[str] = []
+    groups: dict[str, dict[str, str]] = {}
+    rows = Response.objects.filter(dataset=dataset).values_list(
+        "id", "run__model", "run__checkpoint", "run__benchmark", "question__gold", "question__choices"
+    )
+    for rid, model, checkpoint, benchmark, gold, choices in rows.order_by("id").iterator(chunk_size=5000):
+        key = str(rid)
+        items.append(key)
+        groups[key] = {
+            "model": model,
+            "checkpoint": checkpoint,
+            "benchmark": benchmark,
+            "task_type": item_task_type(gold or "", choices or ()),
+        }
+    verdicts: dict[str, dict[str, str]] = defaultdict(dict)
+    readings = Reading.objects.filter(response__dataset=dataset).values_list("response_id", "reader_spec_id", "verdict")
+    for rid, sid, verdict in readings.iterator(chunk_size=5000):
+        verdicts[labels[sid]][str(rid)] = verdict
+    return Population(items=items, groups=groups, verdicts=dict(verdicts))
+
+
+def estimate_predictor(*, dataset: Dataset, population: Population, name: str) -> dict[str, float]:
+    """P(correct) per response from the predictor `name`: a producer's display name (its
+    verdicts), "vote" (the share of the producers calling it correct), or "consensus" (the panel
+    consensus's posterior, one Dawid–Skene fit per checkpoint, from the machine verdicts alone:
+    the human labels must not enter the predictor they correct)."""
+    if name == VOTE:
+        return vote_predictor(population)
+    if name == CONSENSUS:
+        from adjudication.analytics.consensus import consensus
+
+        votes = [(item, producer, v) for producer, said in population.verdicts.items() for item, v in said.items()]
+        if not any(v in BINARY for _, _, v in votes):
+            raise EstimateError(
+                f"no correct/incorrect readings in dataset {dataset.name!r} to fit a consensus from", field="predictor"
+            )
+        fit = consensus(ConsensusInputs(votes=votes, strata=dict(population.groups)), by="checkpoint", n_boot=0)
+        return {i.item: i.p_correct for i in fit.items}
+    return producer_predictor(population, name)
