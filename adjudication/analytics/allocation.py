@@ -270,6 +270,65 @@ def choose_labels(
     return out
 
 
+# The least share of a randomized information design spread uniformly over every response (a
+# policy's control fraction, when larger, raises it): every response then has a known probability
+# at least k·floor/N of being drawn, so that no part of the population is left to the model alone.
+INFORMATION_FLOOR = 0.1
+
+
+def design_floor(control_fraction: float) -> float:
+    """The uniform share δ of a randomized information design: the control fraction, at least
+    INFORMATION_FLOOR."""
+    return max(control_fraction, INFORMATION_FLOOR)
+
+
+def inclusion_probabilities(values: Mapping[str, float], *, k: float, floor: float) -> dict[str, float]:
+    """Every item of `values` (its label value v_i, label_values) -> its inclusion probability in
+    a draw of expected size k: π_i = min(1, k·q_i), q_i = (1 − δ)·√v_i / Σ√v + δ/N, the mass of
+    the items capped at 1 redistributed over the others in proportion to q, so that Σπ = min(k, N).
+
+    √v_i is the standard deviation a label on item i removes (its value is the variance it
+    removes): sampling in proportion to it is the variance-optimal rule of active inference
+    (Zrnic & Candès 2024), and the uniform share δ = `floor` gives every item π_i ≥ k·δ/N, so the
+    inverse-probability weights stay bounded where the model is confidently wrong. No value above
+    0: the draw is uniform, k/N each."""
+    if not (math.isfinite(floor) and 0.0 <= floor <= 1.0):
+        raise ValueError("floor must be between 0 and 1")
+    if not math.isfinite(k) or k < 0:
+        raise ValueError("k must be a finite number at least 0")
+    items = list(values)
+    n = len(items)
+    if n == 0 or k == 0:
+        return dict.fromkeys(items, 0.0)
+    k = min(k, n)
+    sd = {i: math.sqrt(v) if math.isfinite(v) and v > 0 else 0.0 for i, v in values.items()}
+    total = math.fsum(sd.values())
+    q = {i: (1 - floor) * sd[i] / total + floor / n for i in items} if total > 0 else dict.fromkeys(items, 1 / n)
+    capped: set[str] = set()
+    while True:
+        # q > 0 for every item (the floor, or the uniform draw), so the rest always has mass.
+        rest = [i for i in items if i not in capped]
+        scale = (k - len(capped)) / math.fsum(q[i] for i in rest) if rest else 0.0
+        over = {i for i in rest if scale * q[i] >= 1.0}
+        if not over:
+            break
+        capped |= over
+    return {i: 1.0 if i in capped else scale * q[i] for i in items}
+
+
+def draw_uniform(*, seed: int, item: str) -> float:
+    """The item's seeded uniform in [0, 1) of a Poisson draw: the same (seed, item) always gets the
+    same number, so a draw is reproducible and an item's inclusion does not depend on the others."""
+    digest = hashlib.sha256(f"inclusion:{seed}:{item}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
+def poisson_draw(probabilities: Mapping[str, float], *, seed: int) -> list[str]:
+    """A Poisson sample: each item independently, with its own probability (an item is in when its
+    seeded uniform is below its π), in the order of `probabilities`."""
+    return [i for i, p in probabilities.items() if p > 0 and draw_uniform(seed=seed, item=i) < p]
+
+
 @dataclass(frozen=True)
 class BudgetStep:
     labels: int

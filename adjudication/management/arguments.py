@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, get_args
 from django.conf import settings
 from django.core.management.base import CommandError
 
-from adjudication.routing.rules import Compare, Priority
+from adjudication.routing.rules import Compare, Priority, Sampling
 from adjudication.routing.specs import PolicySpec
 
 if TYPE_CHECKING:
@@ -120,7 +120,18 @@ def add_policy_arguments(parser: ArgumentParser) -> None:
         "false-accept:<producer>, false-reject:<producer> or format-share:<base>,<rl>[,<reader>]",
     )
     parser.add_argument(
-        "--budget", type=int, default=None, help="with --priority information: route at most this many items"
+        "--budget",
+        type=int,
+        default=None,
+        help="with --priority information: route about this many items (randomized: the draw's expected size), "
+        "at most this many (greedy)",
+    )
+    parser.add_argument(
+        "--sampling",
+        choices=get_args(Sampling),
+        default="randomized",
+        help="with --priority information: randomized (each response drawn with a known probability; fit for "
+        "estimates) or greedy (the highest label values; unfit for estimates)",
     )
 
 

@@ -14,9 +14,11 @@ from adjudication.validators import INT_MAX, INT_MIN, validate_name
 class RoutingPolicy(models.Model):
     """Which responses of a dataset go to human review: the ones a panel of readers disputes,
     plus an optional random share of undisputed ones as controls (for unbiased accuracy estimates).
-    With priority "information": instead, the `budget` responses whose labels most narrow the
-    uncertainty of `target` under the panel consensus, disputed or not, and a random share of all
-    responses as controls (docs/consensus.md, "Budgeted adjudication")."""
+    With priority "information": instead, responses drawn with probabilities that grow with how
+    much their labels narrow the uncertainty of `target` under the panel consensus, disputed or not,
+    about `budget` of them, every response with a known probability (sampling "randomized"); or
+    (sampling "greedy", unfit for estimates) the `budget` highest label values and a random share of
+    all responses as controls (docs/consensus.md, "Budgeted adjudication")."""
 
     class Compare(models.TextChoices):
         EITHER = "either", "answer or verdict"
@@ -28,6 +30,10 @@ class RoutingPolicy(models.Model):
         RANDOM = "random", "random order"
         ORDER = "order", "import order"
         INFORMATION = "information", "most informative for a target first"
+
+    class Sampling(models.TextChoices):
+        RANDOMIZED = "randomized", "drawn with known probabilities (fit for estimates)"
+        GREEDY = "greedy", "highest label values first (unfit for estimates)"
 
     dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="routing_policies")
     name = models.CharField(max_length=200, validators=[validate_name])
@@ -50,6 +56,19 @@ class RoutingPolicy(models.Model):
     budget = models.PositiveIntegerField(
         null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(INT_MAX)]
     )
+    # Priority "information" only: how the items are chosen. "randomized" is a probability design
+    # (every response has a known inclusion probability, so labels support population estimates);
+    # "greedy" is the top label values, which no estimate can weigh.
+    sampling = models.CharField(
+        max_length=12,
+        choices=Sampling.choices,
+        default=Sampling.RANDOMIZED,
+        help_text="with priority information: randomized (fit for estimates) or greedy (unfit for estimates)",
+    )
+    # What the last routing run saw, for the estimates' cell sizes and for the record: disagreement
+    # policies {"population", "disputed", "undisputed", "pending"}; a randomized information policy
+    # {"population", "floor", "expected", "pi_min", "drawn"}. Empty: never routed since recorded.
+    design = models.JSONField(default=dict, blank=True)
     # Set when a final label asked for the priorities to be refitted and no refit has claimed the
     # request yet (routing.refresh.information_refresh_request): a burst of labels causes one refit.
     refresh_requested_at = models.DateTimeField(null=True, blank=True)
@@ -72,7 +91,21 @@ class ReviewItem(models.Model):
 
     policy = models.ForeignKey(RoutingPolicy, on_delete=models.CASCADE, related_name="items")
     response = models.ForeignKey(Response, on_delete=models.CASCADE, related_name="review_items")
+
+    class Stratum(models.TextChoices):
+        DISPUTED = "disputed", "disputed by the panel (always routed)"
+        CONTROL = "control", "control (drawn at random)"
+        INFORMATION = "information", "drawn with a known probability for a target"
+        GREEDY = "greedy", "picked by label value (no known probability)"
+
     is_control = models.BooleanField(default=False, help_text="undisputed, sampled at random as a control")
+    # The sampling design, recorded when the item is routed: which part of the policy's design it
+    # came from and the probability it had of being routed (null: not drawn by a probability design,
+    # i.e. greedy information routing). Blank: routed before the design was recorded.
+    stratum = models.CharField(max_length=16, choices=Stratum.choices, blank=True, default="")
+    inclusion_probability = models.FloatField(
+        null=True, blank=True, help_text="the probability this response had of being routed; null: not by a design"
+    )
     priority = models.FloatField(default=0.0, help_text="higher is reviewed first")
     # Which readers said what: manager-facing provenance, never shown to annotators.
     reason = models.JSONField(default=dict, blank=True)

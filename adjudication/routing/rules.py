@@ -1,5 +1,5 @@
 """Disagreement routing: which responses a panel of readers disputes, as pure functions; and the
-serving order of an information policy's items (label values, controls spread among them).
+serving order of a policy's controls among its other items (disputes, label values).
 
 Kept free of the ORM so the rules are testable on plain tuples and reusable by the analytics.
 """
@@ -16,6 +16,9 @@ MISSING = frozenset({"no_answer", "timeout", "error"})
 Compare = Literal["either", "answer", "verdict"]
 # The order a policy serves its items in (RoutingPolicy.Priority's values).
 Priority = Literal["disagreement", "random", "order", "information"]
+# How an information policy chooses (RoutingPolicy.Sampling's values): a probability design, or
+# the top label values (unfit for estimates).
+Sampling = Literal["randomized", "greedy"]
 # What routing does with one response: wait for a missing panel reading, route it as disputed,
 # route it as a control (undisputed, drawn at random), or leave it (undisputed).
 Outcome = Literal["pending", "disputed", "control", "agreeing"]
@@ -143,16 +146,17 @@ def random_priority(*, seed: int, response_key: str) -> float:
     return int.from_bytes(digest[:8], "big") / 2**64
 
 
-def information_priorities(
-    *, values: Mapping[int, float], informative: Collection[int], controls: Collection[int], seed: int
-) -> dict[int, float]:
-    """The priority of every open item of an information policy: an informative item's is its label
-    value; the controls are spread evenly through that order (the j-th of n controls, in a seeded
-    shuffle, takes the value found at rank (j + ½)·m/n of the m informative items, and ties with it),
-    so that a queue served from the top keeps its random share at every point, however the values
-    move on a refit. Controls without any informative item left: a seeded random order."""
-    ranked = sorted((values.get(i, 0.0) for i in informative), reverse=True)
-    out = {i: values.get(i, 0.0) for i in informative}
+def controls_spread(*, priorities: Mapping[int, float], controls: Collection[int], seed: int) -> dict[int, float]:
+    """The priority of every open item of a policy that serves controls among other items: each
+    other item keeps its own (`priorities`: a label value, a dispute's strength, the import order);
+    the controls are spread evenly through that order (the j-th of n controls, in a seeded shuffle,
+    takes the value found at rank (j + ½)·m/n of the m other items, and ties with it), so that a
+    queue served from the top keeps its random share at every point, however the others' priorities
+    move. Which controls come first is the seeded shuffle, independent of the items: the labelled
+    controls of a part-served queue are a simple random sample of its controls. Controls without
+    any other item left: a seeded random order."""
+    ranked = sorted(priorities.values(), reverse=True)
+    out = dict(priorities)
     shuffled = sorted(controls, key=lambda i: random_priority(seed=seed, response_key=str(i)))
     n, m = len(shuffled), len(ranked)
     for j, i in enumerate(shuffled):

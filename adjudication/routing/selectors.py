@@ -1,6 +1,7 @@
 """Reads of the routing: a dataset's readers, the panel's readings response by response, what a
 policy would route (the preview a manager sees before creating a queue), and the consensus fit an
-information policy routes by. Nothing here writes."""
+information policy routes by, with its draw (randomized) or its picks (greedy). Nothing here
+writes."""
 
 from __future__ import annotations
 
@@ -15,8 +16,11 @@ from adjudication.analytics.allocation import (
     TargetEstimate,
     check_target,
     choose_labels,
+    design_floor,
+    inclusion_probabilities,
     label_values,
     parse_target,
+    poisson_draw,
     target_estimate,
 )
 from adjudication.analytics.consensus import consensus
@@ -141,6 +145,9 @@ def information_fit(*, dataset: Dataset, target: str) -> InformationFit:
 
 @dataclass(frozen=True)
 class InformationPicks:
+    """A greedy information policy's next items (unfit for estimates: the picks by value have no
+    known probability)."""
+
     controls: list[int]  # drawn uniformly at random among the responses not yet routed
     informative: list[int]  # the highest label values among the rest
 
@@ -166,9 +173,72 @@ def information_picks(
     return InformationPicks([int(i) for i in drawn], [int(i) for i in informative])
 
 
-def information_preview(*, dataset: Dataset, spec: PolicySpec) -> tuple[InformationFit, InformationPicks]:
-    """What a new information policy with these settings would route now, without writing."""
+@dataclass(frozen=True)
+class InformationDraw:
+    """A randomized information policy's draw: every response of the dataset (the population) has
+    inclusion probability π (allocation.inclusion_probabilities over the label values, the floor
+    design_floor(control_fraction)); `drawn` is the Poisson sample, seeded by the policy's seed."""
+
+    probabilities: dict[int, float]  # every response of the dataset -> π
+    drawn: list[int]
+    floor: float
+    expected: float  # Σπ = the budget (no budget: the responses whose label tells something), at most N
+
+    @property
+    def population(self) -> int:
+        return len(self.probabilities)
+
+    @property
+    def routed(self) -> int:
+        return len(self.drawn)
+
+    @property
+    def pi_min(self) -> float:
+        """The least inclusion probability, k·δ/N at most 1: every response's is at least this."""
+        return min(1.0, self.expected * self.floor / self.population) if self.population else 0.0
+
+    def design(self) -> dict[str, float | int]:
+        """What the policy records of the draw (RoutingPolicy.design)."""
+        return {
+            "population": self.population,
+            "floor": self.floor,
+            "expected": self.expected,
+            "pi_min": self.pi_min,
+            "drawn": self.routed,
+        }
+
+
+def information_draw(
+    *, dataset: Dataset, fit: InformationFit, budget: int | None, control_fraction: float, seed: int
+) -> InformationDraw:
+    """The draw a randomized information policy with these settings makes on the fit now. The
+    population is every response of the dataset (one no producer read has value 0 and the floor's
+    probability), so that the draw's cell is the whole dataset."""
+    population = list(Response.objects.filter(dataset=dataset).order_by("id").values_list("id", flat=True))
+    values = {str(rid): fit.values.get(rid, 0.0) for rid in population}
+    k = budget if budget is not None else sum(v > 0 for v in values.values())
+    floor = design_floor(control_fraction)
+    probabilities = inclusion_probabilities(values, k=k, floor=floor)
+    drawn = poisson_draw(probabilities, seed=seed)
+    return InformationDraw(
+        probabilities={int(i): p for i, p in probabilities.items()},
+        drawn=[int(i) for i in drawn],
+        floor=floor,
+        expected=float(min(k, len(population))),
+    )
+
+
+def information_preview(
+    *, dataset: Dataset, spec: PolicySpec
+) -> tuple[InformationFit, InformationPicks | InformationDraw]:
+    """What a new information policy with these settings would route now, without writing: its
+    draw (sampling randomized) or its picks (greedy)."""
     fit = information_fit(dataset=dataset, target=spec.target)
+    if spec.sampling == "randomized":
+        draw = information_draw(
+            dataset=dataset, fit=fit, budget=spec.budget, control_fraction=spec.control_fraction, seed=spec.seed
+        )
+        return fit, draw
     picks = information_picks(
         fit=fit, held=(), budget=spec.budget, control_fraction=spec.control_fraction, seed=spec.seed
     )

@@ -1,7 +1,9 @@
 """Routing disputed responses (and controls) into review items, and keeping the queues built on a
-policy in step with it. Information policies route by label value for a target instead, and their
-priorities are refitted after final labels (routing.refresh.information_refresh_request -> the Celery
-task -> information_refresh_claimed)."""
+policy in step with it. Every item records its stratum and inclusion probability (the sampling
+design the estimates weigh labels by). Information policies route for a target instead: randomized
+ones draw once, every response with a known probability; greedy ones (unfit for estimates) take the
+top label values and have their priorities refitted after final labels
+(routing.refresh.information_refresh_request -> the Celery task -> information_refresh_claimed)."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from adjudication.models import (
     QueueItem,
     ReaderSpec,
     Reading,
+    Response,
     ReviewItem,
     ReviewQueue,
     RoutingPolicy,
@@ -31,13 +34,14 @@ from adjudication.routing.rules import (
     Compare,
     Decision,
     PanelReading,
-    information_priorities,
+    controls_spread,
     random_priority,
     route_response,
 )
 from adjudication.routing.selectors import (
     RouteCounts,
     dataset_readers,
+    information_draw,
     information_fit,
     information_picks,
     panel_readings,
@@ -51,7 +55,7 @@ class RouteReport(RouteCounts):
     created: int = 0
     refreshed: int = 0  # items whose response was replaced, routed again on the new readings
     queued: int = 0  # queue items added to the queues built on the policy
-    informative: int = 0  # information policies: items routed by label value (the rest are controls)
+    informative: int = 0  # information policies: items drawn (randomized) or routed by label value (greedy)
 
 
 def validation_message(exc: ValidationError) -> str:
@@ -223,26 +227,112 @@ def _route(policy: RoutingPolicy) -> RouteReport:
             report.count(route)
             if route.outcome == "agreeing":
                 continue
+            control = route.outcome == "control"
             items.append(
                 ReviewItem(
                     policy=policy,
                     response_id=rid,
-                    is_control=route.outcome == "control",
+                    is_control=control,
+                    # Disputed: always routed; a control: drawn among the undisputed with the
+                    # policy's fraction (rules.is_control).
+                    stratum=ReviewItem.Stratum.CONTROL if control else ReviewItem.Stratum.DISPUTED,
+                    inclusion_probability=policy.control_fraction if control else 1.0,
                     priority=_priority(policy, rid, external_id, decision),
                     reason=_reason(response.readings, decision),
                 )
             )
         ReviewItem.objects.bulk_create(items, ignore_conflicts=True, batch_size=1000)
     report.created = ReviewItem.objects.filter(policy=policy).count() - before
+    if policy.priority != RoutingPolicy.Priority.RANDOM:
+        # A random priority interleaves the controls already; the others would serve every
+        # control after the last dispute (an agreeing item's strength is 0).
+        _open_priorities_write(policy, None)
+    _design_record(
+        policy,
+        {
+            "population": Response.objects.filter(dataset_id=policy.dataset_id).count(),
+            "disputed": ReviewItem.objects.filter(policy=policy, stratum=ReviewItem.Stratum.DISPUTED).count(),
+            "undisputed": report.agreeing,
+            "pending": report.pending,
+        },
+    )
     for queue in ReviewQueue.objects.filter(policy=policy):
         report.queued += _queue_items_add(queue)
     return report
 
 
+def _design_record(policy: RoutingPolicy, design: dict) -> None:
+    policy.design = design
+    RoutingPolicy.objects.filter(pk=policy.pk).update(design=design)
+
+
 def _route_information(policy: RoutingPolicy) -> RouteReport:
-    """Route by label value for the policy's target: the budget (else every response whose label
-    tells something) minus what the policy holds already, a random share of it drawn uniformly as
-    controls; then every not-yet-labelled item of the policy is re-prioritised on the same fit."""
+    if policy.sampling == RoutingPolicy.Sampling.GREEDY:
+        return _route_greedy(policy)
+    return _route_drawn(policy)
+
+
+# One priority for every drawn item: the queue's seeded tiebreak shuffle is then the serving order,
+# so the items labelled first are a simple random sample of the drawn ones.
+DRAWN_PRIORITY = 0.0
+
+
+def _route_drawn(policy: RoutingPolicy) -> RouteReport:
+    """A randomized information policy: one Poisson draw over every response of the dataset, with
+    the inclusion probabilities of the policy's target on the consensus fit now (the budget as the
+    expected size). It draws once: a second draw under a refitted model would mix two designs, so
+    routing again only renews replaced responses' reasons and fills the policy's queues."""
+    report = RouteReport()
+    panel = {s.pk: s.name for s in policy.panel.all()}
+    # Locked: of two routings racing on a new policy, one draws.
+    locked = RoutingPolicy.objects.select_for_update().only("design").get(pk=policy.pk)
+    if not locked.design:
+        fit = information_fit(dataset=policy.dataset, target=policy.target)
+        draw = information_draw(
+            dataset=policy.dataset,
+            fit=fit,
+            budget=policy.budget,
+            control_fraction=policy.control_fraction,
+            seed=policy.seed,
+        )
+        readings = _panel_readings_of(panel, draw.drawn)
+        items = [
+            ReviewItem(
+                policy=policy,
+                response_id=i,
+                stratum=ReviewItem.Stratum.INFORMATION,
+                inclusion_probability=draw.probabilities[i],
+                priority=DRAWN_PRIORITY,
+                reason=json_safe(
+                    {
+                        "readings": readings.get(i, {}),
+                        "information": {
+                            "target": policy.target,
+                            "pick": "drawn",
+                            "value": fit.values.get(i, 0.0),
+                            "probability": draw.probabilities[i],
+                        },
+                    }
+                ),
+            )
+            for i in draw.drawn
+        ]
+        ReviewItem.objects.bulk_create(items, ignore_conflicts=True, batch_size=1000)
+        report.created = report.informative = len(items)
+        _design_record(policy, draw.design())
+    else:
+        policy.design = locked.design
+    report.refreshed = _information_reasons_renew(policy, panel, policy.target)
+    for queue in ReviewQueue.objects.filter(policy=policy):
+        report.queued += _queue_items_add(queue)
+    return report
+
+
+def _route_greedy(policy: RoutingPolicy) -> RouteReport:
+    """A greedy information policy (unfit for estimates): the budget (else every response whose
+    label tells something) minus what the policy holds already by label value, a random share of it
+    drawn uniformly as controls; then every not-yet-labelled item of the policy is re-prioritised on
+    the same fit."""
     report = RouteReport()
     fit = information_fit(dataset=policy.dataset, target=policy.target)
     held = set(ReviewItem.objects.filter(policy=policy).values_list("response_id", flat=True))
@@ -258,6 +348,10 @@ def _route_information(policy: RoutingPolicy) -> RouteReport:
             policy=policy,
             response_id=i,
             is_control=i in taken,
+            # No known probability: the picks by value are chosen, not drawn, and the controls'
+            # chance depends on the pool and budget of every run.
+            stratum=ReviewItem.Stratum.CONTROL if i in taken else ReviewItem.Stratum.GREEDY,
+            inclusion_probability=None,
             priority=fit.values[i],
             reason=json_safe(
                 {
@@ -272,27 +366,36 @@ def _route_information(policy: RoutingPolicy) -> RouteReport:
     report.created = ReviewItem.objects.filter(policy=policy).count() - len(held)
     report.controls, report.informative = len(drawn), len(informative)
     report.refreshed = _information_reasons_renew(policy, panel, target)
-    _information_priorities_write(policy, fit.values)
+    _open_priorities_write(policy, fit.values)
     for queue in ReviewQueue.objects.filter(policy=policy):
         report.queued += _queue_items_add(queue)
     return report
+
+
+# What an information item's reason calls its pick, by its stratum.
+_PICK = {"control": "random", "greedy": "information", "information": "drawn"}
 
 
 def _information_reasons_renew(policy: RoutingPolicy, panel: dict[int, str], target: str) -> int:
     """Items whose response was replaced since they were routed (the reason holds only the old one):
     they stay, with the new readings as their reason and the old reason kept."""
     replaced = [
-        (pk, rid, control, reason)
-        for pk, rid, control, reason in ReviewItem.objects.filter(policy=policy, replaced_at__isnull=False)
+        (pk, rid, stratum, reason)
+        for pk, rid, stratum, reason in ReviewItem.objects.filter(policy=policy, replaced_at__isnull=False)
         .order_by("id")
-        .values_list("id", "response_id", "is_control", "reason")
+        .values_list("id", "response_id", "stratum", "reason")
         if "readings" not in reason
     ]
     readings = _panel_readings_of(panel, [rid for _, rid, _, _ in replaced])
-    for pk, rid, control, reason in replaced:
+    for pk, rid, stratum, reason in replaced:
+        old = reason.get("before_replacement") or {}
         renewed = {
             "readings": readings.get(rid, {}),
-            "information": {"target": target, "pick": "random" if control else "information"},
+            "information": {
+                **(old.get("information") or {}),
+                "target": target,
+                "pick": _PICK.get(stratum, "information"),
+            },
             "before_replacement": reason.get("before_replacement"),
         }
         ReviewItem.objects.filter(pk=pk).update(reason=json_safe(renewed))
@@ -308,9 +411,12 @@ def _panel_readings_of(panel: dict[int, str], response_ids: list[int]) -> dict[i
     return out
 
 
-def _information_priorities_write(policy: RoutingPolicy, values: Mapping[int, float]) -> int:
+def _open_priorities_write(policy: RoutingPolicy, own: Mapping[int, float] | None) -> int:
     """Rewrite the priority of the policy's items no final label has settled yet, and of their open
-    queue items; returns how many review items changed."""
+    queue items: the controls spread evenly through the other items' priorities
+    (rules.controls_spread), each other item at its `own` priority (the label values of a greedy
+    information policy; None: the priority it holds, a dispute's strength or its import order).
+    Returns how many review items changed."""
     settled = FinalLabel.objects.filter(item__review_item__policy=policy, invalidated_at__isnull=True)
     open_items = list(
         ReviewItem.objects.filter(policy=policy)
@@ -318,9 +424,10 @@ def _information_priorities_write(policy: RoutingPolicy, values: Mapping[int, fl
         .order_by("id")  # rows locked in one order by every writer: two refits never deadlock
         .values_list("id", "response_id", "is_control", "priority")
     )
-    priorities = information_priorities(
-        values=values,
-        informative=[rid for _, rid, control, _ in open_items if not control],
+    priorities = controls_spread(
+        priorities={
+            rid: (old if own is None else own.get(rid, 0.0)) for _, rid, control, old in open_items if not control
+        },
         controls=[rid for _, rid, control, _ in open_items if control],
         seed=policy.seed,
     )
@@ -352,13 +459,17 @@ class RefreshReport:
 
 
 def information_priorities_refresh(*, policy: RoutingPolicy) -> int:
-    """Refit the consensus with the current final human labels and rewrite the priorities of the
-    policy's not-yet-labelled items (and their open queue items), so that the next claim serves the
-    item now most informative for the target. The fit runs outside any transaction (it takes
-    seconds on a large dataset); the writes are one short transaction. Returns how many changed."""
+    """Refit the consensus with the current final human labels and rewrite the priorities of a
+    greedy policy's not-yet-labelled items (and their open queue items), so that the next claim
+    serves the item now most informative for the target. The fit runs outside any transaction (it
+    takes seconds on a large dataset); the writes are one short transaction. Returns how many
+    changed. A randomized policy: nothing (its draw and its serving order stay: reordering by a
+    refitted model would make the labelled items no longer a random sample of the drawn ones)."""
+    if policy.sampling != RoutingPolicy.Sampling.GREEDY:
+        return 0
     fit = information_fit(dataset=policy.dataset, target=policy.target)
     with transaction.atomic():
-        return _information_priorities_write(policy, fit.values)
+        return _open_priorities_write(policy, fit.values)
 
 
 def information_refresh_claimed(*, policy_id: int) -> RefreshReport:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, get_args
 
 from adjudication.errors import ApplicationError
-from adjudication.routing.rules import Compare, Priority
+from adjudication.routing.rules import Compare, Priority, Sampling
 from adjudication.validators import INT_MAX, INT_MIN
 
 if TYPE_CHECKING:
@@ -51,7 +51,10 @@ class PolicySpec:
     themselves; empty: the queue's default panel), what a dispute is (`compare`,
     `missing_is_disagreement`), the share of undisputed responses drawn as controls, the seed of
     every draw, and the serving order. With priority "information", the `target` whose uncertainty
-    the labels narrow and an optional `budget` of items; other priorities take neither."""
+    the labels narrow, an optional `budget` of items, and the `sampling`: "randomized" (the
+    default: every response drawn with a known probability, fit for estimates) or "greedy" (the top
+    label values, unfit for estimates); other priorities take no target or budget, and are
+    probability designs already (sampling stays "randomized")."""
 
     panel: tuple[str | ReaderSpec, ...] = ()
     compare: Compare = "either"
@@ -61,6 +64,7 @@ class PolicySpec:
     priority: Priority = "disagreement"
     target: str = ""
     budget: int | None = None
+    sampling: Sampling = "randomized"
 
     def __post_init__(self) -> None:
         # Frozen: normalised through object.__setattr__, once, before anything can read them.
@@ -69,6 +73,8 @@ class PolicySpec:
             raise RoutingError(f"compare: one of {', '.join(get_args(Compare))}", field="compare")
         if self.priority not in get_args(Priority):
             raise RoutingError(f"priority: one of {', '.join(get_args(Priority))}", field="priority")
+        if self.sampling not in get_args(Sampling):
+            raise RoutingError(f"sampling: one of {', '.join(get_args(Sampling))}", field="sampling")
         fraction = self.control_fraction
         if isinstance(fraction, bool) or not (
             isinstance(fraction, (int, float)) and math.isfinite(fraction) and 0.0 <= fraction <= 1.0
@@ -90,6 +96,11 @@ class PolicySpec:
             raise RoutingError(
                 f"a target and a budget go with priority information only (this policy's is {self.priority!r})",
                 field="target",
+            )
+        if self.priority != "information" and self.sampling != "randomized":
+            raise RoutingError(
+                f"sampling {self.sampling} goes with priority information only (this policy's is {self.priority!r})",
+                field="sampling",
             )
 
     def settings(self) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""An information policy in the analytics: its controls are a sample of every response and its other
+"""A greedy information policy in the analytics: its controls are a sample of every response and its other
 items are not disputes, so the policy-weighted estimates use its controls alone."""
 
 from __future__ import annotations
@@ -18,7 +18,14 @@ def test_an_information_policy_weighs_its_controls_as_a_sample_of_every_response
         spec=QueueSpec(
             name="iq",
             overlap=1,
-            routing=PolicySpec(panel=PANEL, priority="information", target="accuracy", budget=10, control_fraction=0.5),
+            routing=PolicySpec(
+                panel=PANEL,
+                priority="information",
+                sampling="greedy",
+                target="accuracy",
+                budget=10,
+                control_fraction=0.5,
+            ),
         ),
     )
     item = QueueItem.objects.filter(queue=queue).first()

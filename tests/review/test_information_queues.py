@@ -41,7 +41,9 @@ def test_a_final_label_refits_the_priorities_and_the_next_claim_follows(
     queue = queue_create(
         dataset=info_dataset,
         spec=QueueSpec(
-            name="iq", overlap=1, routing=PolicySpec(panel=PANEL, priority="information", target="accuracy", budget=12)
+            name="iq",
+            overlap=1,
+            routing=PolicySpec(panel=PANEL, priority="information", sampling="greedy", target="accuracy", budget=12),
         ),
     )
     ann = make_user("ann", "annotator")
@@ -95,14 +97,16 @@ def flashes(page) -> str:
     return " ".join(str(m) for m in page.context["messages"]) if page.context else ""
 
 
-def test_the_queue_form_previews_and_creates_an_information_queue(info_dataset):
+def test_the_queue_form_previews_and_creates_a_greedy_information_queue(info_dataset):
     manager = manager_client()
     offered = manager.get("/queues/new/", {"dataset": info_dataset.pk}).content.decode()
     assert '<option value="information">' in offered and 'name="target"' in offered and 'name="budget"' in offered
-    preview = manager.post("/queues/new/", form(info_dataset, action="preview")).content.decode()
+    assert '<option value="greedy">greedy: highest label values first (unfit for estimates)' in offered
+    preview = manager.post("/queues/new/", form(info_dataset, action="preview", sampling="greedy")).content.decode()
     assert 'id="preview-routed">8<' in preview and 'id="preview-controls">2<' in preview
+    assert "unfit for estimates" in preview
     assert not ReviewQueue.objects.exists()
-    created = manager.post("/queues/new/", form(info_dataset), follow=True)
+    created = manager.post("/queues/new/", form(info_dataset, sampling="greedy"), follow=True)
     assert "Queue f created with 8 items." in flashes(created)
     # managers see the routing on the queue's page (annotators never do: the blind test below)
     assert (
@@ -110,7 +114,24 @@ def test_the_queue_form_previews_and_creates_an_information_queue(info_dataset):
     )
     policy = ReviewQueue.objects.get(name="f").policy
     assert (policy.priority, policy.target, policy.budget) == ("information", "reader:strict-match", 8)
-    assert policy.items.filter(is_control=True).count() == 2
+    assert policy.sampling == "greedy" and policy.items.filter(is_control=True).count() == 2
+
+
+def test_the_queue_form_previews_and_creates_a_randomized_information_queue_by_default(info_dataset):
+    from adjudication.routing.selectors import information_draw
+
+    manager = manager_client()
+    preview = manager.post("/queues/new/", form(info_dataset, action="preview")).content.decode()
+    fit = information_fit(dataset=info_dataset, target="reader:strict-match")
+    draw = information_draw(dataset=info_dataset, fit=fit, budget=8, control_fraction=0.25, seed=0)
+    # the expected size is the budget; the floor is the controls share (0.25 > 0.1): π_min = 8 · 0.25 / 40
+    assert f'id="preview-routed">{draw.routed}<' in preview
+    assert 'id="preview-expected">8<' in preview and 'id="preview-pi-min">0.05<' in preview
+    created = manager.post("/queues/new/", form(info_dataset), follow=True)
+    assert f"Queue f created with {draw.routed} items." in flashes(created)
+    policy = ReviewQueue.objects.get(name="f").policy
+    assert policy.sampling == "randomized" and policy.design["expected"] == 8
+    assert set(policy.items.values_list("response_id", flat=True)) == set(draw.drawn)
 
 
 @pytest.mark.parametrize(
@@ -122,6 +143,8 @@ def test_the_queue_form_previews_and_creates_an_information_queue(info_dataset):
         ({"priority": "disagreement"}, "a target and a budget go with priority information only"),
         ({"budget": "0"}, "budget: Ensure this value is greater than or equal to 1."),
         ({"priority": "loudest"}, "priority: one of disagreement, random, order, information"),
+        ({"sampling": "best"}, "sampling: one of randomized, greedy"),
+        ({"priority": "order", "target": "", "budget": "", "sampling": "greedy"}, "greedy sampling goes with priority"),
     ],
 )
 @pytest.mark.parametrize("action", ["preview", "create"])
@@ -142,10 +165,18 @@ def test_the_api_creates_an_information_queue_and_refuses_a_bad_target(info_data
     misplaced = manager.post("/api/queues/", {**body, "priority": "order", "budget": 3}, "application/json")
     assert misplaced.status_code == 400 and "priority information only" in misplaced.json()["error"]["message"]
     assert not ReviewQueue.objects.exists()
-    created = manager.post("/api/queues/", {**body, "target": "bias:judge-a", "budget": 5}, "application/json")
+    created = manager.post(
+        "/api/queues/", {**body, "target": "bias:judge-a", "budget": 5, "sampling": "greedy"}, "application/json"
+    )
     assert created.status_code == 201, created.content
     queue = ReviewQueue.objects.get(name="a")
-    assert queue.items.count() == 5 and queue.policy.target == "bias:judge-a"
+    assert queue.items.count() == 5 and queue.policy.target == "bias:judge-a" and queue.policy.sampling == "greedy"
+    drawn_body = {**body, "name": "b", "target": "bias:judge-a", "budget": 5}
+    drawn = manager.post("/api/queues/", drawn_body, "application/json")
+    assert drawn.status_code == 201, drawn.content
+    policy = ReviewQueue.objects.get(name="b").policy
+    assert policy.sampling == "randomized" and policy.design["expected"] == 5
+    assert set(policy.items.values_list("stratum", flat=True)) <= {"information"}
 
 
 def test_annotators_see_nothing_of_the_target_the_readers_or_the_pick(info_dataset):

@@ -1,6 +1,7 @@
-"""Budgeted adjudication: an information policy routes the responses whose labels most narrow a
-target's uncertainty under the panel consensus (disputed or not), within a budget, with a random
-share of controls; final labels refit its priorities (one refit per burst)."""
+"""Budgeted adjudication, greedy sampling (unfit for estimates, kept as it was): an information
+policy routes the responses whose labels most narrow a target's uncertainty under the panel
+consensus (disputed or not), within a budget, with a random share of controls; final labels refit
+its priorities (one refit per burst). The randomized design: test_information_draw.py."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from django.core.management.base import CommandError
 from adjudication.models import Dataset, QueueItem, Reading, Response, ReviewItem, RoutingPolicy
 from adjudication.pipeline.readings import reader_spec_by_name, reader_spec_get_or_create
 from adjudication.routing.refresh import information_refresh_request
-from adjudication.routing.rules import information_priorities
+from adjudication.routing.rules import controls_spread
 from adjudication.routing.selectors import information_fit
 from adjudication.routing.services import information_refresh_claimed, routing_policy_create
 from adjudication.routing.specs import PolicySpec
@@ -63,6 +64,11 @@ def route(policy: str, **options) -> str:
     return run_command("route_disagreements", dataset="inf", policy=policy, panel=PANEL, **options)
 
 
+def greedy(policy: str, **options) -> str:
+    """A greedy information policy (created on first use), routed."""
+    return route(policy, priority="information", sampling="greedy", **options)
+
+
 def panel_agrees(response_id: int) -> bool:
     answers = set(
         Reading.objects.filter(response_id=response_id, reader_spec__name__in=PANEL).values_list("answer", flat=True)
@@ -75,7 +81,7 @@ def by_value(values: dict[int, float]) -> list[int]:
 
 
 def test_the_highest_label_values_are_routed_first_disputed_or_not(info_dataset):
-    out = route("info", priority="information", target="reader:strict-match", budget=8)
+    out = greedy("info", target="reader:strict-match", budget=8)
     assert "8 new review items (8 by information for reader:strict-match, 0 random controls)" in out
     values = information_fit(dataset=info_dataset, target="reader:strict-match").values
     items = ReviewItem.objects.filter(policy__name="info")
@@ -93,10 +99,12 @@ def test_the_highest_label_values_are_routed_first_disputed_or_not(info_dataset)
     route("dis")
     assert not agreeing & set(ReviewItem.objects.filter(policy__name="dis").values_list("response_id", flat=True))
     assert all(not i.is_control and i.reason["information"]["pick"] == "information" for i in items)
+    # no known probability: the picks are chosen by value, not drawn
+    assert {(i.stratum, i.inclusion_probability) for i in items} == {("greedy", None)}
 
 
 def test_the_budget_bounds_the_routed_count_across_runs(info_dataset):
-    route("b", priority="information", target="accuracy", budget=5)
+    greedy("b", target="accuracy", budget=5)
     assert ReviewItem.objects.filter(policy__name="b").count() == 5
     again = route("b")
     assert "0 new review items" in again and ReviewItem.objects.filter(policy__name="b").count() == 5
@@ -104,31 +112,32 @@ def test_the_budget_bounds_the_routed_count_across_runs(info_dataset):
     route("b")
     assert ReviewItem.objects.filter(policy__name="b").count() == 9
     # no budget: every response whose label tells something about the target
-    route("all", priority="information", target="accuracy")
+    greedy("all", target="accuracy")
     values = information_fit(dataset=info_dataset, target="accuracy").values
     assert ReviewItem.objects.filter(policy__name="all").count() == sum(v > 0 for v in values.values())
 
 
 def test_the_random_share_is_drawn_as_controls_and_served_among_the_informative(info_dataset):
-    route("r", priority="information", target="reader:strict-match", budget=10, control_fraction=0.3, seed=5)
+    greedy("r", target="reader:strict-match", budget=10, control_fraction=0.3, seed=5)
     items = list(ReviewItem.objects.filter(policy__name="r").order_by("-priority", "id"))
     controls = [i for i in items if i.is_control]
     informative = [i for i in items if not i.is_control]
     assert len(controls) == 3 and len(informative) == 7
     assert all(i.reason["information"]["pick"] == "random" for i in controls)
+    assert {(i.stratum, i.inclusion_probability) for i in controls} == {("control", None)}
     # each control takes the priority of an informative item at an evenly spaced rank: none is last
     values = {i.priority for i in informative}
     assert all(c.priority in values for c in controls)
     assert items[-1].is_control is False and items[0].is_control is False
     # the draw is seeded: the same seed draws the same controls, another seed others
-    route("r2", priority="information", target="reader:strict-match", budget=10, control_fraction=0.3, seed=5)
+    greedy("r2", target="reader:strict-match", budget=10, control_fraction=0.3, seed=5)
     same = set(ReviewItem.objects.filter(policy__name="r2", is_control=True).values_list("response_id", flat=True))
     assert same == {c.response_id for c in controls}
 
 
 def test_controls_are_spread_evenly_through_the_informative_order():
     values = {rid: float(100 - rid) for rid in range(9)}
-    priorities = information_priorities(values=values, informative=list(range(9)), controls=[100, 101, 102], seed=0)
+    priorities = controls_spread(priorities=values, controls=[100, 101, 102], seed=0)
     order = sorted(priorities, key=lambda rid: -priorities[rid])
     positions = [order.index(c) for c in (100, 101, 102)]
     # ranks (j + 1/2) * 9 / 3 = 1, 4, 7 of the informative order: one control in each third
@@ -145,6 +154,7 @@ def test_controls_are_spread_evenly_through_the_informative_order():
         ({"priority": "information", "target": "accuracy:no-such-checkpoint"}, "no checkpoint 'no-such-checkpoint'"),
         ({"priority": "disagreement", "target": "accuracy"}, "go with priority information only"),
         ({"priority": "random", "budget": 3}, "go with priority information only"),
+        ({"priority": "disagreement", "sampling": "greedy"}, "sampling greedy goes with priority information only"),
     ],
 )
 def test_a_bad_or_misplaced_target_is_refused_by_the_command(info_dataset, options, message):
@@ -157,13 +167,19 @@ def test_a_burst_of_final_labels_makes_one_refit_request(info_dataset, django_ca
     policy = routing_policy_create(
         dataset=info_dataset,
         name="p",
-        spec=PolicySpec(panel=PANEL, priority="information", target="accuracy", budget=4),
+        spec=PolicySpec(panel=PANEL, priority="information", sampling="greedy", target="accuracy", budget=4),
     )
     other = routing_policy_create(dataset=info_dataset, name="d", spec=PolicySpec(panel=PANEL))
+    drawn = routing_policy_create(
+        dataset=info_dataset,
+        name="r",
+        spec=PolicySpec(panel=PANEL, priority="information", target="accuracy", budget=4),
+    )
     with django_capture_on_commit_callbacks() as callbacks:
         assert information_refresh_request(policy_id=policy.pk) is True
         assert information_refresh_request(policy_id=policy.pk) is False  # pending: the burst shares it
         assert information_refresh_request(policy_id=other.pk) is False  # not an information policy
+        assert information_refresh_request(policy_id=drawn.pk) is False  # randomized: its draw stays put
     assert len(callbacks) == 1
     # the task's claim is a compare-and-set: of two deliveries, one refits
     assert information_refresh_claimed(policy_id=policy.pk).refitted is True
@@ -180,7 +196,9 @@ def test_a_lost_request_is_made_again_after_a_lease(info_dataset, settings):
     from django.utils import timezone
 
     policy = routing_policy_create(
-        dataset=info_dataset, name="p", spec=PolicySpec(panel=PANEL, priority="information", target="accuracy")
+        dataset=info_dataset,
+        name="p",
+        spec=PolicySpec(panel=PANEL, priority="information", sampling="greedy", target="accuracy"),
     )
     information_refresh_request(policy_id=policy.pk)
     assert information_refresh_request(policy_id=policy.pk) is False
@@ -190,7 +208,7 @@ def test_a_lost_request_is_made_again_after_a_lease(info_dataset, settings):
 
 
 def test_queue_items_follow_the_refitted_priorities(info_dataset):
-    route("q", priority="information", target="accuracy", budget=6)
+    greedy("q", target="accuracy", budget=6)
     policy = RoutingPolicy.objects.get(name="q")
     run_command("create_queue", dataset="inf", name="qq", policy="q", overlap=1)
     assert QueueItem.objects.filter(queue__name="qq").count() == 6
@@ -206,7 +224,7 @@ def test_queue_items_follow_the_refitted_priorities(info_dataset):
 def test_a_replaced_response_stays_routed_with_its_new_readings_as_reason(info_dataset):
     from adjudication.review.queues.services import review_invalidate_replaced
 
-    route("rep", priority="information", target="accuracy", budget=4)
+    greedy("rep", target="accuracy", budget=4)
     item = ReviewItem.objects.filter(policy__name="rep").order_by("id").first()
     old_reason = item.reason
     review_invalidate_replaced(response_ids=[item.response_id])

@@ -87,7 +87,14 @@ class QueueCreateSerializer(serializers.Serializer):
         required=False,
         allow_null=True,
         default=None,
-        help_text="with priority information: route at most this many items (null: no limit)",
+        help_text="with priority information: route about this many items (randomized: the draw's expected "
+        "size; greedy: at most this many; null: every response whose label tells something)",
+    )
+    sampling = serializers.ChoiceField(
+        choices=RoutingPolicy.Sampling.values,
+        default=RoutingPolicy.Sampling.RANDOMIZED,
+        help_text="with priority information: randomized (every response drawn with a known probability; fit for "
+        "estimates) or greedy (the highest label values; unfit for estimates)",
     )
     title = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
     guidelines = serializers.CharField(required=False, allow_null=True, default=None, trim_whitespace=False)

@@ -52,6 +52,12 @@ class QueueForm(forms.Form):
     )
     target = forms.CharField(max_length=RoutingPolicy._meta.get_field("target").max_length, required=False)
     budget = forms.IntegerField(required=False, **model_bounds(RoutingPolicy, "budget"))
+    sampling = forms.ChoiceField(
+        choices=RoutingPolicy.Sampling.choices,
+        initial=RoutingPolicy.Sampling.RANDOMIZED,
+        required=False,
+        error_messages={"invalid_choice": "sampling: one of " + ", ".join(RoutingPolicy.Sampling.values)},
+    )
     overlap = forms.IntegerField(initial=2, **model_bounds(ReviewQueue, "overlap"))
     lease_seconds = forms.IntegerField(initial=900, **model_bounds(ReviewQueue, "lease_seconds"))
     show_candidates = forms.BooleanField(required=False, initial=True)
@@ -83,6 +89,9 @@ class QueueForm(forms.Form):
             self.add_error("target", "priority information needs a target, e.g. reader:strict-match or accuracy")
         elif priority != RoutingPolicy.Priority.INFORMATION and (data["target"] or data.get("budget") is not None):
             self.add_error("target", "a target and a budget go with priority information only")
+        data["sampling"] = data.get("sampling") or RoutingPolicy.Sampling.RANDOMIZED
+        if priority != RoutingPolicy.Priority.INFORMATION and data["sampling"] != RoutingPolicy.Sampling.RANDOMIZED:
+            self.add_error("sampling", "greedy sampling goes with priority information only")
         return data
 
 

@@ -42,7 +42,7 @@ from adjudication.review.queues.services import (
     skips_reopen,
 )
 from adjudication.review.queues.specs import QueueSpec
-from adjudication.routing.selectors import dataset_readers, information_preview, route_preview
+from adjudication.routing.selectors import InformationDraw, dataset_readers, information_preview, route_preview
 from adjudication.routing.specs import PolicySpec
 
 
@@ -130,8 +130,9 @@ def queue_new(request: AuthenticatedRequest) -> HttpResponse:
             if routing.priority != RoutingPolicy.Priority.INFORMATION:
                 context["preview"] = route_preview(dataset=dataset, spec=routing)
             else:
-                fit, picks = information_preview(dataset=dataset, spec=routing)
-                context["information_preview"] = {"fit": fit, "picks": picks}
+                fit, chosen = information_preview(dataset=dataset, spec=routing)
+                shown = "draw" if isinstance(chosen, InformationDraw) else "picks"
+                context["information_preview"] = {"fit": fit, shown: chosen}
             return render(request, "review/queue_new.html", context)
         queue = queue_create(dataset=dataset, spec=QueueSpec.from_values(data), created_by=request.user)
     except ApplicationError as exc:
