@@ -1,0 +1,278 @@
+"""Which human labels of a dataset come from one probability design, and with what probabilities:
+the sample the prediction-powered estimates (analytics.estimates) weigh. Reads only.
+
+Routing records, per routed item, its stratum and its probability of being routed
+(ReviewItem.stratum, ReviewItem.inclusion_probability). A labelled item counts through its cell:
+
+* ``<policy>/control``: the controls of a disagreement policy, drawn with the control fraction
+  among the responses it does not dispute: N_c = population − the policy's disputed items.
+* ``<policy>/information``: a randomized information policy's draw over every response:
+  N_c = population.
+* ``<policy>/disputed`` (priority random) or ``<policy>/disputed@<priority>`` (priorities
+  disagreement and order): the disputed items, routed with probability 1. A queue serves them in
+  priority order and at random only within equal priority, so each priority value is a cell of its
+  own (N_c = its routed items): a cell whose items are all unlabelled has no label to stand for it,
+  and the estimate is withheld rather than extrapolated from the higher priorities.
+
+Within a cell of r routed items of which m carry a usable label, π_i = π_route_i · m / r: the
+labelled items are a simple random sample of the routed ones, because the queue serves a seeded
+shuffle within equal priority (controls are spread through the disputes in a seeded order of their
+own, routing.rules.controls_spread), so a queue labelled part-way is still a probability sample.
+A label with no correct / incorrect verdict (ambiguous, unresolved) is left out and counted; the
+ones that remain are taken to be missing at random within their cell. Items with no probability
+(greedy information routing, and its controls) are in no cell: labels outside the design.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from django.db.models import Count
+
+from adjudication.analytics.agreement import human_verdict
+from adjudication.errors import ApplicationError
+from adjudication.models import Dataset, FinalLabel, Response, ReviewItem, RoutingPolicy
+
+BINARY = ("correct", "incorrect")
+# Why a labelled response of the dataset is not in the sample (EstimateSample.left_out's keys).
+NO_VERDICT = "no_verdict"  # labelled through the policy, but neither correct nor incorrect
+OUTSIDE_DESIGN = "outside_design"  # routed with no known probability (greedy information routing)
+OTHER_POLICY = "other_policy"  # labelled through another policy's design only
+
+
+@dataclass(frozen=True)
+class Design:
+    """How the labels were drawn (the contract of analytics.estimates.Design, which replaces this
+    once the estimator lands): each labelled response's cell and inclusion probability, and each
+    cell's number of responses in the population."""
+
+    cell_of: Mapping[str, str]
+    probability: Mapping[str, float]
+    cell_sizes: Mapping[str, int]
+    name: str = ""
+
+
+class DesignError(ApplicationError, LookupError):
+    """A sample that cannot be taken as asked: a policy the dataset does not have."""
+
+
+@dataclass(frozen=True)
+class EstimateSample:
+    """The human labels of one probability design: {response id: correct | incorrect}, their
+    Design, the policy they come from (None: no policy of the dataset has a design label), the
+    dataset's number of responses, and the labelled responses left out, by reason."""
+
+    policy: str | None
+    labels: dict[str, str]
+    design: Design
+    population: int
+    left_out: dict[str, int] = field(default_factory=dict)
+
+
+def _priority_name(priority: float) -> str:
+    return str(int(priority)) if priority.is_integer() else repr(priority)
+
+
+@dataclass
+class _Policy:
+    name: str
+    priority: str
+    sampling: str
+    disputed: int = 0
+    # cell -> routed items with a known probability
+    routed: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def probability_design(self) -> bool:
+        information = self.priority == RoutingPolicy.Priority.INFORMATION
+        return not information or self.sampling == RoutingPolicy.Sampling.RANDOMIZED
+
+    def cell(self, stratum: str, priority: float) -> str | None:
+        if stratum == ReviewItem.Stratum.DISPUTED and self.priority != RoutingPolicy.Priority.INFORMATION:
+            if self.priority == RoutingPolicy.Priority.RANDOM:
+                return f"{self.name}/disputed"
+            return f"{self.name}/disputed@{_priority_name(priority)}"
+        if stratum == ReviewItem.Stratum.CONTROL and self.priority != RoutingPolicy.Priority.INFORMATION:
+            return f"{self.name}/control"
+        if stratum == ReviewItem.Stratum.INFORMATION and self.priority == RoutingPolicy.Priority.INFORMATION:
+            return f"{self.name}/information"
+        return None
+
+    def cell_sizes(self, population: int) -> dict[str, int]:
+        """Every cell of the policy's design, labelled or not: its cells partition the population."""
+        if not self.probability_design:
+            return {}
+        if self.priority == RoutingPolicy.Priority.INFORMATION:
+            return {f"{self.name}/information": population}
+        sizes = {c: n for c, n in self.routed.items() if c != f"{self.name}/control"}
+        if population - self.disputed > 0:
+            # Present even with no control routed: the undisputed part of the population is then
+            # in no sample, and the estimate must say so rather than leave it out.
+            sizes[f"{self.name}/control"] = population - self.disputed
+        return sizes
+
+
+@dataclass(frozen=True)
+class _Labelled:
+    policy_id: int
+    response: str
+    stratum: str
+    probability: float | None
+    priority: float
+    verdict: str | None
+
+
+def _policies(dataset: Dataset) -> dict[int, _Policy]:
+    policies = {
+        pk: _Policy(name, priority, sampling)
+        for pk, name, priority, sampling in RoutingPolicy.objects.filter(dataset=dataset).values_list(
+            "id", "name", "priority", "sampling"
+        )
+    }
+    items = ReviewItem.objects.filter(policy__dataset=dataset)
+    for policy_id, n in (
+        items.filter(stratum=ReviewItem.Stratum.DISPUTED)
+        .values("policy_id")
+        .annotate(n=Count("id"))
+        .order_by()
+        .values_list("policy_id", "n")
+    ):
+        policies[policy_id].disputed = n
+    grouped = (
+        items.filter(inclusion_probability__isnull=False)
+        .values("policy_id", "stratum", "priority")
+        .annotate(n=Count("id"))
+        .order_by()
+        .values_list("policy_id", "stratum", "priority", "n")
+    )
+    for policy_id, stratum, priority, n in grouped:
+        policy = policies[policy_id]
+        cell = policy.cell(stratum, priority)
+        if cell is not None:
+            policy.routed[cell] = policy.routed.get(cell, 0) + n
+    return policies
+
+
+def _labelled(dataset: Dataset) -> list[_Labelled]:
+    """Each labelled review item of the dataset once, with the verdict of its newest standing final
+    label over the queues built on its policy (human_observations' rule, per policy)."""
+    rows = (
+        FinalLabel.objects.filter(item__review_item__policy__dataset=dataset)
+        .order_by("created_at", "id")
+        .values_list(
+            "item__review_item_id",
+            "item__review_item__policy_id",
+            "item__review_item__response_id",
+            "item__review_item__stratum",
+            "item__review_item__inclusion_probability",
+            "item__review_item__priority",
+            "kind",
+            "answer",
+            "correctness",
+            "item__review_item__response__question__gold",
+            "item__review_item__response__question__choices",
+        )
+    )
+    newest: dict[int, tuple] = {}
+    for row in rows.iterator(chunk_size=5000):
+        newest[row[0]] = row  # oldest first: the last row per item is its newest label
+    out = []
+    for _, policy_id, rid, stratum, pi, priority, kind, answer, correctness, gold, choices in newest.values():
+        verdict, _answer = human_verdict(kind, answer, correctness, gold, choices or ())
+        out.append(_Labelled(policy_id, str(rid), stratum, pi, priority, verdict if verdict in BINARY else None))
+    return out
+
+
+def estimate_sample(*, dataset: Dataset, policy: str | None = None) -> EstimateSample:
+    """The human labels of `policy`'s design (default: the probability design with the most
+    labels), as the estimates take them. DesignError (field "policy") for a policy the dataset
+    does not have. A greedy information policy may be named: its labels are all outside the
+    design, and the sample is empty."""
+    policies = _policies(dataset)
+    by_name = {p.name: pk for pk, p in policies.items()}
+    if policy is not None and policy not in by_name:
+        known = ", ".join(sorted(by_name)) or "none"
+        raise DesignError(
+            f"dataset {dataset.name!r} has no routing policy {policy!r} (its policies: {known})", field="policy"
+        )
+    population = Response.objects.filter(dataset=dataset).count()
+    labelled = _labelled(dataset)
+    in_design: dict[int, list[_Labelled]] = defaultdict(list)
+    for item in labelled:
+        owner = policies[item.policy_id]
+        if (
+            owner.probability_design
+            and item.probability is not None
+            and item.verdict is not None
+            and owner.cell(item.stratum, item.priority) is not None
+        ):
+            in_design[item.policy_id].append(item)
+    if policy is not None:
+        chosen: int | None = by_name[policy]
+    else:
+        # The most design labels; ties by name, so the choice does not depend on row order.
+        ranked = sorted(in_design, key=lambda pk: (-len(in_design[pk]), policies[pk].name))
+        chosen = ranked[0] if ranked else None
+    if chosen is None:
+        return EstimateSample(
+            policy=None,
+            labels={},
+            design=Design(cell_of={}, probability={}, cell_sizes={}, name="no probability design"),
+            population=population,
+            left_out=_left_out(labelled, used=set(), chosen=None, policies=policies),
+        )
+    owner = policies[chosen]
+    items = in_design.get(chosen, [])
+    cells = {item.response: owner.cell(item.stratum, item.priority) or "" for item in items}
+    labelled_per_cell: dict[str, int] = defaultdict(int)
+    for cell in cells.values():
+        labelled_per_cell[cell] += 1
+    # π_route · m / r: the labelled items are a simple random sample of the cell's routed ones.
+    probability = {
+        item.response: (item.probability or 0.0) * labelled_per_cell[cell] / owner.routed[cell]
+        for item in items
+        for cell in (cells[item.response],)
+    }
+    used = set(cells)
+    return EstimateSample(
+        policy=owner.name,
+        labels={item.response: item.verdict or "" for item in items},
+        design=Design(cell_of=cells, probability=probability, cell_sizes=owner.cell_sizes(population), name=owner.name),
+        population=population,
+        left_out=_left_out(labelled, used=used, chosen=chosen, policies=policies),
+    )
+
+
+def _left_out(
+    labelled: list[_Labelled], *, used: set[str], chosen: int | None, policies: Mapping[int, _Policy]
+) -> dict[str, int]:
+    """The labelled responses of the dataset not in the sample, each counted once, by reason:
+    through the chosen policy, a label without a verdict or an item outside the design; otherwise
+    a label in another policy's design, else outside any design."""
+    reasons: dict[str, set[str]] = defaultdict(set)
+    for item in labelled:
+        if item.response in used:
+            continue
+        owner = policies[item.policy_id]
+        designed = (
+            owner.probability_design
+            and item.probability is not None
+            and owner.cell(item.stratum, item.priority) is not None
+        )
+        if item.policy_id == chosen:
+            reasons[NO_VERDICT if designed else OUTSIDE_DESIGN].add(item.response)
+        elif designed:
+            reasons[OTHER_POLICY].add(item.response)
+        else:
+            reasons[OUTSIDE_DESIGN].add(item.response)
+    # A response left out for several reasons (labelled in several policies) counts once: a label
+    # without a verdict first, then another design's label, then outside any design.
+    out: dict[str, int] = {}
+    seen: set[str] = set()
+    for reason in (NO_VERDICT, OTHER_POLICY, OUTSIDE_DESIGN):
+        if item_ids := reasons.get(reason, set()) - seen:
+            out[reason] = len(item_ids)
+            seen |= item_ids
+    return out
