@@ -248,10 +248,10 @@ def estimate_sample(*, dataset: Dataset, policy: str | None = None) -> EstimateS
 def _left_out(
     labelled: list[_Labelled], *, used: set[str], chosen: int | None, policies: Mapping[int, _Policy]
 ) -> dict[str, int]:
-    """The labelled responses of the dataset not in the sample, each counted once, by reason:
-    through the chosen policy, a label without a verdict or an item outside the design; otherwise
-    a label in another policy's design, else outside any design."""
-    reasons: dict[str, set[str]] = defaultdict(set)
+    """The labelled responses of the dataset not in the sample, each counted once, by reason. A
+    response labelled through the chosen policy: its label has no verdict, or its item is outside
+    the design. Otherwise: a label in another policy's design, else outside any design."""
+    reason_of: dict[str, tuple[int, str]] = {}  # response -> (rank, reason): the lowest rank wins
     for item in labelled:
         if item.response in used:
             continue
@@ -262,17 +262,11 @@ def _left_out(
             and owner.cell(item.stratum, item.priority) is not None
         )
         if item.policy_id == chosen:
-            reasons[NO_VERDICT if designed else OUTSIDE_DESIGN].add(item.response)
-        elif designed:
-            reasons[OTHER_POLICY].add(item.response)
+            found = (0, NO_VERDICT if designed else OUTSIDE_DESIGN)
         else:
-            reasons[OUTSIDE_DESIGN].add(item.response)
-    # A response left out for several reasons (labelled in several policies) counts once: a label
-    # without a verdict first, then another design's label, then outside any design.
-    out: dict[str, int] = {}
-    seen: set[str] = set()
-    for reason in (NO_VERDICT, OTHER_POLICY, OUTSIDE_DESIGN):
-        if item_ids := reasons.get(reason, set()) - seen:
-            out[reason] = len(item_ids)
-            seen |= item_ids
-    return out
+            found = (1, OTHER_POLICY) if designed else (2, OUTSIDE_DESIGN)
+        reason_of[item.response] = min(found, reason_of.get(item.response, found))
+    out: dict[str, int] = defaultdict(int)
+    for _, reason in reason_of.values():
+        out[reason] += 1
+    return dict(out)

@@ -125,7 +125,7 @@ def test_greedy_labels_are_outside_the_design_and_other_policies_are_counted():
             "response_id", flat=True
         )
     }
-    # each left-out response counted once: another design's label first, then outside any design
+    # each left-out response counted once: another design's label before outside any design
     rnd_only = {str(qi.review_item.response_id) for qi in rnd} - dis_labelled
     greedy_only = {str(qi.review_item.response_id) for qi in greedy} - dis_labelled - rnd_only
     sample = estimate_sample(dataset=dataset())
@@ -141,6 +141,10 @@ def test_greedy_labels_are_outside_the_design_and_other_policies_are_counted():
     named = estimate_sample(dataset=dataset(), policy="greedy")
     assert named.labels == {} and named.design.cell_sizes == {}
     assert named.left_out["outside_design"] == len(greedy)
+    assert named.left_out["other_policy"] == len(
+        (dis_labelled | {str(q.review_item.response_id) for q in rnd})
+        - {str(q.review_item.response_id) for q in greedy}
+    )
 
 
 def test_no_design_label_gives_an_empty_sample_and_an_unknown_policy_is_refused():

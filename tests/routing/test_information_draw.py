@@ -92,3 +92,19 @@ def test_the_preview_draw_is_what_routing_draws(info_dataset):  # noqa: F811
     route("p", priority="information", target="bias:judge-a", budget=7, seed=5)
     assert drawn("p") == {i: preview.probabilities[i] for i in preview.drawn}
     assert preview.pi_min == 7 * 0.1 / N and preview.population == N
+
+
+def test_a_replaced_response_keeps_its_probability_and_gets_its_new_readings(info_dataset):  # noqa: F811
+    from adjudication.review.queues.services import review_invalidate_replaced
+
+    route("rep", priority="information", target="accuracy", budget=10, seed=4)
+    item = ReviewItem.objects.filter(policy__name="rep").order_by("id").first()
+    before = (item.stratum, item.inclusion_probability, item.reason)
+    review_invalidate_replaced(response_ids=[item.response_id])
+    out = route("rep")
+    assert "0 new review items drawn" in out and "1 replaced responses routed again" in out
+    item.refresh_from_db()
+    assert (item.stratum, item.inclusion_probability) == before[:2]
+    assert item.reason["before_replacement"] == before[2]
+    assert item.reason["information"]["pick"] == "drawn"
+    assert item.reason["information"]["probability"] == before[1]
