@@ -32,30 +32,13 @@ from dataclasses import dataclass, field
 from django.db.models import Count
 
 from adjudication.analytics.agreement import human_verdict
-from adjudication.errors import ApplicationError
+from adjudication.analytics.estimates import BINARY, Design, EstimateError
 from adjudication.models import Dataset, FinalLabel, Response, ReviewItem, RoutingPolicy
 
-BINARY = ("correct", "incorrect")
 # Why a labelled response of the dataset is not in the sample (EstimateSample.left_out's keys).
 NO_VERDICT = "no_verdict"  # labelled through the policy, but neither correct nor incorrect
 OUTSIDE_DESIGN = "outside_design"  # routed with no known probability (greedy information routing)
 OTHER_POLICY = "other_policy"  # labelled through another policy's design only
-
-
-@dataclass(frozen=True)
-class Design:
-    """How the labels were drawn (the contract of analytics.estimates.Design, which replaces this
-    once the estimator lands): each labelled response's cell and inclusion probability, and each
-    cell's number of responses in the population."""
-
-    cell_of: Mapping[str, str]
-    probability: Mapping[str, float]
-    cell_sizes: Mapping[str, int]
-    name: str = ""
-
-
-class DesignError(ApplicationError, LookupError):
-    """A sample that cannot be taken as asked: a policy the dataset does not have."""
 
 
 @dataclass(frozen=True)
@@ -187,14 +170,14 @@ def _labelled(dataset: Dataset) -> list[_Labelled]:
 
 def estimate_sample(*, dataset: Dataset, policy: str | None = None) -> EstimateSample:
     """The human labels of `policy`'s design (default: the probability design with the most
-    labels), as the estimates take them. DesignError (field "policy") for a policy the dataset
+    labels), as the estimates take them. EstimateError (field "policy") for a policy the dataset
     does not have. A greedy information policy may be named: its labels are all outside the
     design, and the sample is empty."""
     policies = _policies(dataset)
     by_name = {p.name: pk for pk, p in policies.items()}
     if policy is not None and policy not in by_name:
         known = ", ".join(sorted(by_name)) or "none"
-        raise DesignError(
+        raise EstimateError(
             f"dataset {dataset.name!r} has no routing policy {policy!r} (its policies: {known})", field="policy"
         )
     population = Response.objects.filter(dataset=dataset).count()

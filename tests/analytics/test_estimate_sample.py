@@ -8,7 +8,9 @@ import math
 
 import pytest
 
-from adjudication.analytics.design import DesignError, estimate_sample
+from adjudication.analytics.design import estimate_sample
+from adjudication.analytics.estimates import EstimateError, estimate
+from adjudication.analytics.selectors import estimate_population, estimate_predictor
 from adjudication.models import Dataset, FinalLabel, QueueItem, ReviewItem
 
 from ..conftest import run_command
@@ -151,6 +153,28 @@ def test_no_design_label_gives_an_empty_sample_and_an_unknown_policy_is_refused(
     route("dis", control_fraction=0.5, seed=1)
     empty = estimate_sample(dataset=dataset())
     assert (empty.policy, empty.labels, empty.left_out, empty.population) == (None, {}, {}, N)
-    with pytest.raises(DesignError) as refused:
+    with pytest.raises(EstimateError) as refused:
         estimate_sample(dataset=dataset(), policy="nope")
     assert refused.value.field == "policy" and "its policies: dis" in str(refused.value)
+
+
+def test_the_estimator_takes_the_sample_as_it_is():
+    """End to end: a randomized draw labelled in full, through estimates.estimate. Human only, one
+    cell: the Hájek mean Σ(y/π) / Σ(1/π) of the labels."""
+    route("drawn", priority="information", target="accuracy", budget=24, seed=6)
+    items = queue("drawn")
+    for k, qi in enumerate(items):
+        label(qi, "B" if k % 3 else "C")
+    sample = estimate_sample(dataset=dataset())
+    population = estimate_population(dataset=dataset())
+    result = estimate(
+        population,
+        labels=sample.labels,
+        design=sample.design,
+        target="accuracy",
+        predictor=estimate_predictor(dataset=dataset(), population=population, name="fixed"),
+    )
+    weights = {i: 1 / p for i, p in sample.design.probability.items()}
+    hajek = sum(w for i, w in weights.items() if sample.labels[i] == "correct") / sum(weights.values())
+    assert result.labels == len(items) and result.human is not None
+    assert math.isclose(result.human.estimate, hajek)
