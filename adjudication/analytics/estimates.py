@@ -580,7 +580,9 @@ def _normal(value: float, var: float, z: float, bounds: tuple[float, float] | No
 def _withheld(st: _Statistics, sample: Sample, labels: int) -> str | None:
     counts = np.bincount(sample.cell, minlength=len(sample.cell_sizes))
     for c, (k, size) in enumerate(zip(counts, sample.cell_sizes, strict=True)):
-        if size > 0 and k < MIN_CELL_LABELS:
+        # A cell labelled whole (a one-item cell of disputes served in priority order, say) is
+        # known exactly: it needs no variance.
+        if size > 0 and k < MIN_CELL_LABELS and k < size:
             name = sample.cell_names[c] if c < len(sample.cell_names) else str(c)
             return f"cell {name!r} has {k} label(s) of {size} responses (at least {MIN_CELL_LABELS} are needed)"
     if labels < MIN_LABELS:

@@ -640,6 +640,7 @@ def estimate_predictor(*, dataset: Dataset, population: Population, name: str) -
             raise EstimateError(
                 f"no correct/incorrect readings in dataset {dataset.name!r} to fit a consensus from", field="predictor"
             )
-        fit = consensus(ConsensusInputs(votes=votes, strata=dict(population.groups)), by="checkpoint", n_boot=0)
+        strata = {i: dict(g) for i, g in population.groups.items()}
+        fit = consensus(ConsensusInputs(votes=votes, strata=strata), by="checkpoint", n_boot=0)
         return {i.item: i.p_correct for i in fit.items}
     return producer_predictor(population, name)

@@ -276,3 +276,18 @@ def test_a_sample_with_more_labels_than_its_cell_holds_is_refused() -> None:
         Sample.from_arrays(index=[0, 1, 2], y=[1, 0, 1], cell=[0, 0, 0], pi=[1, 1, 1], cell_sizes=[2])
     with pytest.raises(EstimateError, match=r"\(0, 1\]"):
         Sample.from_arrays(index=[0], y=[1], cell=[0], pi=[0.0], cell_sizes=[2])
+
+
+def test_a_cell_labelled_whole_needs_no_second_label() -> None:
+    """Disputes served in priority order make one-item cells; one labelled is known exactly."""
+    population, y, _ = _population(300, seed=21)
+    sample = Sample.from_arrays(
+        index=np.arange(41),
+        y=y[:41],
+        cell=np.r_[np.zeros(40, int), [1]],
+        pi=np.r_[np.full(40, 40 / 299), [1.0]],
+        cell_sizes=[299, 1],
+        cell_names=("p/control", "p/disputed@3"),
+    )
+    est = Frame.build(population, producer_predictor(population, "judge")).estimate("accuracy", sample, n_boot=0)
+    assert est.withheld is None and est.ppi is not None and est.ppi.low is not None
