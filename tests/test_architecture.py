@@ -214,7 +214,7 @@ def test_only_commands_call_commands() -> None:
     assert callers == [], f"call_command outside management/commands/: {callers}"
 
 
-REPORT_COMMANDS = ("format_share", "agreement", "consensus", "audit_verifiers", "report")
+REPORT_COMMANDS = ("format_share", "agreement", "consensus", "audit_verifiers", "report", "estimate")
 REPORT_COMMAND_IMPORTS = (
     "adjudication.analytics.reports",
     "adjudication.management.arguments",
@@ -410,6 +410,7 @@ PURE_MODULES = (
     "adjudication.analytics.consensus",
     "adjudication.analytics.allocation",
     "adjudication.analytics.estimates",
+    "adjudication.analytics.estimate_table",
     "adjudication.bundles.checks",
     "adjudication.bundles.compare",
 )

@@ -43,6 +43,8 @@ CASES = [
     ("consensus", {"bootstrap": "5", "seed": "1", "by": "checkpoint"}, "consensus"),
     ("analytics", {"n_boot": "40", "seed": "5", "reported": "boxed"}, None),
     ("audit", {"readers": "strip-string"}, "audit_verifiers"),
+    # The labelled fixture's queue routes the disputes and a half of the rest as controls: a probability design.
+    ("estimates", {"seed": "1", "predictor": "judge-x", "base": "base"}, "estimate"),
 ]
 GOLDS = ["\\frac{1}{2}", "3\\sqrt{2}", "0.25"]
 

@@ -95,7 +95,7 @@ MATRIX: dict[str, tuple[str, str, dict[str, str]]] = {
             f"/api/datasets/{{dataset}}/reports/{kind}/" + ("?run={audit}" if kind == "audit_run" else ""),
             {"manager": "unavailable"},
         )
-        for kind in ("format_share", "agreement", "consensus", "audit", "audit_run", "analytics")
+        for kind in ("format_share", "agreement", "consensus", "audit", "audit_run", "analytics", "estimates")
     },
     "bundles/analytics/<int:dataset_id>/": ("get", "/bundles/analytics/{dataset}/", {"manager": OK}),
     "bundles/audit/<int:audit_id>/": ("get", "/bundles/audit/{audit}/", {"manager": "client_error"}),  # not done: 409

@@ -10,8 +10,8 @@ The commands parse their arguments into options, call report_compute and render;
 their API, the stored-report task, bundles and their replay call the same function, so the number a
 page shows is the number the command prints is the number a bundle replays.
 
-Slot for the prediction-powered estimates (issue 34): one more kind, i.e. an options class in
-`options`, a compute function in `compute` and a text in `render`; nothing else changes.
+A new kind is an options class in `options`, a compute function in `compute` and a text in
+`render`; nothing else changes (the prediction-powered `estimates` of issue 34 came so).
 """
 
 from adjudication.analytics.reports.compute import AuditProgress, Machine, audit_run_of, report_compute
@@ -23,6 +23,7 @@ from adjudication.analytics.reports.options import (
     AuditOptions,
     AuditRunOptions,
     ConsensusOptions,
+    EstimatesOptions,
     FormatShareOptions,
     ReportError,
     ReportOptions,
@@ -41,6 +42,7 @@ __all__ = [
     "AuditProgress",
     "AuditRunOptions",
     "ConsensusOptions",
+    "EstimatesOptions",
     "FormatShareOptions",
     "Machine",
     "ReportError",

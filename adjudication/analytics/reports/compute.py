@@ -320,7 +320,28 @@ def _analytics(source: Dataset | Path, o: opts.AnalyticsOptions, m: Machine) -> 
     return report_body(dataset=source, params=Params.from_stored(o.canonical()))
 
 
-# Slot for the prediction-powered estimates (issue 34): `"estimates": _estimates` here.
+def _estimates(source: Dataset | Path, o: opts.EstimatesOptions, m: Machine) -> dict[str, Any]:
+    from adjudication.analytics.estimate_report import dataset_estimates
+    from adjudication.errors import ApplicationError
+
+    if isinstance(source, Path):
+        raise ReportError("the estimates read a dataset (its readings and its labels' design), not a file")
+    try:
+        return dataset_estimates(
+            dataset=source,
+            target=o.target or None,
+            predictor=o.predictor or None,
+            policy=o.policy or None,
+            by=o.by,
+            base=o.base,
+            reported=o.reported,
+            seed=o.seed,
+        )
+    except ApplicationError as exc:  # a target, predictor or policy these data do not have
+        named = exc.field in ("target", "predictor", "policy") and not exc.message.startswith(str(exc.field))
+        raise ReportError(f"{exc.field}: {exc.message}" if named else exc.message, field=exc.field) from None
+
+
 _COMPUTE: dict[str, Callable[[Any, Any, Machine], dict[str, Any]]] = {
     "format_share": _format_share,
     "agreement": _agreement,
@@ -328,4 +349,5 @@ _COMPUTE: dict[str, Callable[[Any, Any, Machine], dict[str, Any]]] = {
     "audit": _audit,
     "audit_run": _audit_run,
     "analytics": _analytics,
+    "estimates": _estimates,
 }

@@ -25,6 +25,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 
 from django.conf import settings
 
+from adjudication.analytics.estimates import GROUP_FIELDS, EstimateError, parse_estimate_target
 from adjudication.errors import ApplicationError
 from adjudication.validators import is_plain_integer
 
@@ -493,8 +494,29 @@ class AnalyticsOptions(ReportOptions):
         return "analytics " + " ".join(f"{k}={v}" for k, v in sorted(self.canonical().items()))
 
 
-# Slot for the prediction-powered estimates (issue 34): an `EstimatesOptions` class here, its
-# compute in reports.compute and its renderer in reports.render, one KINDS entry each.
+@dataclass(frozen=True)
+class EstimatesOptions(ReportOptions):
+    """`estimates`: each headline number machine only, human only and prediction-powered
+    (docs/estimates.md). Empty target: the headline set; empty predictor: the fixed reader, else
+    the vote; empty policy: the design's own choice of labels."""
+
+    kind: ClassVar[str] = "estimates"
+    target: str = option("", "str", empty=True)
+    predictor: str = option("", "str", empty=True)
+    policy: str = option("", "str", empty=True)
+    by: str = option("checkpoint", "choice", choices=GROUP_FIELDS)
+    base: str = option("base", "str")
+    reported: str = option("boxed", "str")
+    seed: int = option(0, "int", **_SEED)
+
+    def __post_init__(self) -> None:
+        if self.target:
+            try:
+                parse_estimate_target(self.target)
+            except EstimateError as exc:
+                raise ReportError(f"target: {exc.message}", field="target") from None
+
+
 OPTIONS: dict[str, type[ReportOptions]] = {
     cls.kind: cls
     for cls in (
@@ -504,6 +526,7 @@ OPTIONS: dict[str, type[ReportOptions]] = {
         AuditOptions,
         AuditRunOptions,
         AnalyticsOptions,
+        EstimatesOptions,
     )
 }
 KINDS = tuple(OPTIONS)

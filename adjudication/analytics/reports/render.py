@@ -270,7 +270,119 @@ def _signed(x: float | None) -> str:
     return "–" if x is None else f"{x:+.3f}"
 
 
-# Slot for the prediction-powered estimates (issue 34): `"estimates": estimates_text`.
+# estimates
+
+# Kinds whose value is a difference (signed); format shares are a share of a gain (a percentage).
+SIGNED = ("gain", "bias")
+
+
+def _estimate_number(kind: str, x: float | None) -> str:
+    if x is None:
+        return "–"
+    if kind == "format-share":
+        return f"{x:.1%}"
+    return f"{x:+.3f}" if kind in SIGNED else f"{x:.3f}"
+
+
+def estimate_cells(row: dict[str, Any]) -> dict[str, str]:
+    """One estimate's cells as the command prints them and the analytics page shows them: the
+    machine figure, the human-only and prediction-powered figures with their intervals, the labels,
+    the effective labels and the headline figure (which of the three, said)."""
+    kind = row["kind"]
+
+    def figure(interval: dict[str, Any] | None) -> str:
+        if interval is None or not row["labels"]:
+            return "–"
+        text = _estimate_number(kind, interval["estimate"])
+        if interval["low"] is None or interval["high"] is None:
+            return text + " (no interval)"
+        return f"{text} [{_estimate_number(kind, interval['low'])}, {_estimate_number(kind, interval['high'])}]"
+
+    effective = row["effective_labels"]
+    return {
+        "machine": _estimate_number(kind, row["machine"]),
+        "human": figure(row["human"]),
+        "ppi": figure(row["prediction_powered"]),
+        "labels": str(row["labels"]),
+        "effective": "–" if effective is None else f"{effective:.1f}",
+        "headline": f"{_estimate_number(kind, row['headline_value'])} ({row['headline']})",
+    }
+
+
+def _probability(cell: dict[str, Any]) -> str:
+    low, high = cell["probability_min"], cell["probability_max"]
+    if low is None:
+        return "no label"
+    return f"inclusion probability {low:.3g}" + (f" to {high:.3g}" if high != low else "")
+
+
+def design_lines(design: dict[str, Any]) -> list[str]:
+    """The design the labels rest on, in words: policy, cells, what was left out and the minimums."""
+    if not design["cells"]:
+        return [
+            (
+                f"design: no labels from a probability design ({design['name'] or 'none'}): route with controls "
+                "and label some items (docs/estimates.md); only the machine column has figures"
+            )
+        ]
+    lines = [
+        (
+            f"design: policy {design['policy']!r}, {design['labels']} labels over {design['population']} "
+            f"responses, {len(design['cells'])} cell(s):"
+        )
+    ]
+    for cell in design["cells"]:
+        size = f"{cell['labels']} labels of {cell['responses']} responses"
+        lines.append(f"  {cell['cell']}: {size} ({_probability(cell)})")
+    for reason, n in sorted(design["left_out"].items()):
+        lines.append(f"  left out: {n} label(s), {reason}")
+    lines.append(
+        f"  an interval needs {design['min_cell_labels']} labels in every cell and {design['min_labels']} in the "
+        f"target's domain; the headline takes the prediction-powered figure from {design['headline_min_labels']} labels"
+    )
+    return lines
+
+
+def estimates_text(result: dict[str, Any]) -> str:
+    """Per target the three columns (machine only, human only, prediction-powered with its labels
+    and effective labels) and the headline figure; why an interval is withheld; the design."""
+    predictor = result["predictor"]["name"]
+    lines = [f"predictor: {predictor} ({result['predictor']['why']})", *design_lines(result["design"]), ""]
+    rows = result["estimates"]
+    w = max([len("target"), *(len(r["target"]) for r in rows)])
+    head = (
+        f"{'target':<{w}}  {'machine only*':>13}  {'human only [95 %]':>26}  {'prediction-powered [95 %]':>26}  "
+        f"{'labels':>6}  {'effective':>9}  headline"
+    )
+    lines += [head, "-" * len(head)]
+    for r in rows:
+        c = estimate_cells(r)
+        lines.append(
+            f"{r['target']:<{w}}  {c['machine']:>13}  {c['human']:>26}  {c['ppi']:>26}  {c['labels']:>6}  "
+            f"{c['effective']:>9}  {c['headline']}"
+        )
+        if r["withheld"]:
+            lines.append(f"{'':<{w}}  interval withheld: {r['withheld']}")
+        if r.get("note"):
+            lines.append(f"{'':<{w}}  note: {r['note']}")
+    if not rows:
+        lines.append("(no estimate)")
+    lines += [
+        "",
+        f"* machine only: {predictor}'s figure on every response, no interval: it inherits {predictor}'s errors.",
+        (
+            "  human only: the labels alone, weighted by the design. prediction-powered: the machine figure "
+            "corrected on the labels;"
+        ),
+        "  effective labels = labels x human-only variance / prediction-powered variance (docs/estimates.md).",
+    ]
+    for e in result["errors"]:
+        lines.append(f"not estimated: {e['target']}: {e['error']}")
+    for note in result["notes"]:
+        lines.append(f"note: {note}")
+    return "\n".join(lines)
+
+
 TEXT = {
     "format_share": format_share_text,
     "agreement": agreement_text,
@@ -278,6 +390,7 @@ TEXT = {
     "audit": audit_text,
     "audit_run": audit_text,
     "analytics": analytics_text,
+    "estimates": estimates_text,
 }
 
 
