@@ -19,6 +19,7 @@ from adjudication.analytics import agreement as ag
 from adjudication.analytics import format_share as fs
 from adjudication.analytics import ranking
 from adjudication.analytics.consensus import consensus
+from adjudication.analytics.estimate_report import dataset_estimates
 from adjudication.analytics.headline import format_share_headline
 from adjudication.analytics.reports.options import FormatShareOptions
 from adjudication.analytics.selectors import (
@@ -33,6 +34,7 @@ from adjudication.analytics.selectors import (
     reading_summary,
 )
 from adjudication.analytics.stats import jsonable
+from adjudication.errors import ApplicationError
 from adjudication.fields import json_safe
 from adjudication.models import Dataset
 from adjudication.revisions import dataset_version
@@ -122,6 +124,8 @@ class Report:
     readers: list[str] = field(default_factory=list)
     headline: dict[str, Any] = field(default_factory=dict)
     flips_summary: dict[str, Any] = field(default_factory=dict)
+    estimates: dict[str, Any] | None = None
+    estimates_error: str = ""
 
     def body(self) -> dict[str, Any]:
         """Everything the page and the downloads show, as JSON (what an AnalyticsReport stores).
@@ -142,6 +146,8 @@ class Report:
                 "readers": self.readers,
                 "headline": self.headline,
                 "flips_summary": self.flips_summary,
+                "estimates": self.estimates,
+                "estimates_error": self.estimates_error,
             }
         )
 
@@ -289,6 +295,7 @@ def build(dataset: Dataset, params: Params) -> Report:
     _ranking(rep, summary)
     rep.headline = _headline(rep, obs)
     _consensus(rep)
+    _estimates(rep)
     return rep
 
 
@@ -328,6 +335,19 @@ def _consensus(rep: Report) -> None:
     out["n_items"] = n_items
     out["bootstrap_max"] = most
     rep.consensus = out
+
+
+def _estimates(rep: Report) -> None:
+    """Each headline number machine only, human only and prediction-powered (docs/estimates.md):
+    the numbers of `manage.py estimate --dataset NAME --seed SEED` with the page's base checkpoint
+    and reported reader, and its fixed reader as the predictor (the vote when it gave no verdicts)."""
+    p = rep.params
+    try:
+        rep.estimates = dataset_estimates(
+            dataset=rep.dataset, base=p.base, reported=p.reported, seed=p.seed, prefer=p.fixed
+        )
+    except ApplicationError as exc:  # no population, a design that does not fit it
+        rep.estimates_error = exc.message
 
 
 # The format share options behind the page's parameters.

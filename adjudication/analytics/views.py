@@ -5,6 +5,7 @@ request, except that the embedded default (eager Celery) computes a missing repo
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 from django.http import Http404, HttpRequest, HttpResponse
@@ -12,10 +13,13 @@ from django.shortcuts import get_object_or_404, render
 from django.utils.safestring import mark_safe
 
 from adjudication.analytics import svg
+from adjudication.analytics.estimate_report import DEFAULT_PREDICTOR
 from adjudication.analytics.format_share import POOL_BY
 from adjudication.analytics.headline import points_text, rate_text, share_text
 from adjudication.analytics.report import HUMAN, TABLES, Params, columns
+from adjudication.analytics.reports.render import estimate_cells
 from adjudication.analytics.selectors import (
+    VOTE,
     StoredReport,
     dataset_checkpoints,
     known_readers,
@@ -40,6 +44,8 @@ PAGE_PARTS = (
     "format_share_error",
     "consensus",
     "consensus_error",
+    "estimates",
+    "estimates_error",
     "tables__readers",
     "tables__agreement",
     "tables__agreement-by",
@@ -50,9 +56,22 @@ PAGE_PARTS = (
     "agreement__population",
     "ranking__rankings",
 )
-REPORT_JSON_PARTS = ("params", "headline", "agreement", "format_share", "ranking", "flips_summary", "consensus")
-# Parts that are strings (or null): the errors beside format share and the consensus.
-REPORT_JSON_ERRORS = ("format_share_error", "consensus_error")
+REPORT_JSON_PARTS = (
+    "params",
+    "headline",
+    "agreement",
+    "format_share",
+    "ranking",
+    "flips_summary",
+    "consensus",
+    "estimates",
+)
+# Parts that are strings (or null): the errors beside format share, the consensus and the estimates.
+REPORT_JSON_ERRORS = ("format_share_error", "consensus_error", "estimates_error")
+# The estimates of groups (the page's headline figures); the producers' follow in a table of their own.
+GROUP_ESTIMATES = ("accuracy", "gain", "format-share")
+# The column each headline choice shows (reports.render.estimate_cells).
+HEADLINE_CELL = {"prediction-powered": "ppi", "human only": "human", "machine only": "machine"}
 REFRESH_SECONDS = 5  # how often a page waiting for its report reloads itself (a meta refresh)
 RETRY_AFTER_SECONDS = 10
 HEADLINE_ROWS = 8  # producers shown in the headline's bias and ranking tables; the rest download
@@ -288,6 +307,74 @@ def _consensus_context(res: dict[str, Any] | None) -> dict[str, Any]:
     }
 
 
+def _headline_reason(row: dict[str, Any], predictor: str, least: int) -> str:
+    """Why the headline figure is the column it is, in a few words."""
+    if row["headline"] == "prediction-powered":
+        return f"{row['labels']} labels"
+    if row["withheld"]:
+        why = f"interval withheld: {row['withheld']}"
+    else:
+        why = f"{row['labels']} labels: the prediction-powered figure needs {least}"
+    return why + (f"; inherits {predictor}'s errors" if row["headline"] == "machine only" else "")
+
+
+def _estimate_command(dataset: Dataset, stored: dict[str, Any], predictor: str) -> str:
+    """The command that prints the stored report's estimates (its defaults left out)."""
+    words = ["manage.py", "estimate", "--dataset", dataset.name]
+    if predictor != DEFAULT_PREDICTOR and not (predictor == VOTE and stored.get("fixed") == DEFAULT_PREDICTOR):
+        words += ["--predictor", predictor]
+    for param, default in (("base", "base"), ("reported", "boxed"), ("seed", 0)):
+        if stored.get(param, default) != default:
+            words += [f"--{param}", str(stored[param])]
+    return shlex.join(words)
+
+
+def _estimates_context(res: dict[str, Any] | None) -> dict[str, Any]:
+    """The estimates section: every estimate's three columns, as `manage.py estimate` prints them
+    (reports.render.estimate_cells), with the numbers themselves beside them (data-value)."""
+    if not res:
+        return {"estimate_groups": [], "estimate_tables": []}
+    predictor = res["predictor"]["name"]
+    least = res["design"]["headline_min_labels"]
+    rows = []
+    for r in res["estimates"]:
+        human, ppi = r["human"] or {}, r["prediction_powered"] or {}
+        cells = estimate_cells(r)
+        rows.append(
+            {
+                "target": r["target"],
+                "kind": r["kind"],
+                "cells": cells,
+                "values": {
+                    "machine": r["machine"],
+                    "human": human.get("estimate"),
+                    "human_low": human.get("low"),
+                    "human_high": human.get("high"),
+                    "ppi": ppi.get("estimate"),
+                    "ppi_low": ppi.get("low"),
+                    "ppi_high": ppi.get("high"),
+                    "labels": r["labels"],
+                    "effective_labels": r["effective_labels"],
+                    "headline_value": r["headline_value"],
+                },
+                "headline": r["headline"],
+                "headline_cell": cells[HEADLINE_CELL[r["headline"]]],
+                "headline_reason": _headline_reason(r, predictor, least),
+                "withheld": r["withheld"] or "",
+                "note": r.get("note") or "",
+            }
+        )
+    groups = [r for r in rows if r["kind"] in GROUP_ESTIMATES]
+    producers = [r for r in rows if r["kind"] not in GROUP_ESTIMATES]
+    return {
+        "estimate_groups": groups,
+        "estimate_tables": [
+            {"id": "estimates-groups", "title": "Accuracy, gains and format shares", "rows": groups},
+            {"id": "estimates-producers", "title": "Readers and judges against the truth", "rows": producers},
+        ],
+    }
+
+
 def _flip_matrix(summary: dict[str, Any], order: list[str]) -> dict[str, Any]:
     """Flips per reader pair as a symmetric matrix over the readers in any flip (one row each:
     26 readers make 26 short rows, where a list of their pairs would run to hundreds of lines)."""
@@ -381,6 +468,7 @@ def _report_context(body: dict[str, Any], params: Params) -> dict[str, Any]:
         "readers": body["readers"],
         "fs_pools": _format_share_pools(body["format_share"]),
         **_consensus_context(body.get("consensus")),
+        **_estimates_context(body.get("estimates")),
     }
 
 
@@ -414,6 +502,9 @@ def analytics_page(request: HttpRequest, dataset_id: int) -> HttpResponse:
         context["refresh"] = REFRESH_SECONDS if stored.failed is None else None
     if body is not None:
         context.update(_report_context(body, params))
+        if body.get("estimates"):
+            predictor = body["estimates"]["predictor"]["name"]
+            context["estimate_command"] = _estimate_command(dataset, body["params"] or {}, predictor)
     else:
         context["readers"] = known_readers(dataset=dataset)
     return render(request, "analytics/dataset.html", context)
