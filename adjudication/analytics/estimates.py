@@ -26,6 +26,7 @@ rescaled bootstrap within cells (Rao & Wu 1988, which keeps the finite-populatio
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 from collections.abc import Collection, Mapping, Sequence
@@ -338,6 +339,7 @@ class Frame:
                 self.f[at] = float(p)
         self._stats: dict[str, _Statistics] = {}
         self._groups: dict[str, np.ndarray] = {}
+        self._verdicts: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
     @classmethod
     def build(
@@ -393,13 +395,14 @@ class Frame:
         if said is None:
             known = ", ".join(sorted(self.population.verdicts))
             raise EstimateError(f"target {target}: no producer {producer!r}; producers: {known}")
-        mask = np.zeros(len(self.items), dtype=bool)
-        s = np.zeros(len(self.items))
-        for item, verdict in said.items():
-            at = self.position.get(item)
-            if at is not None and verdict in BINARY:
-                mask[at] = True
-                s[at] = verdict == "correct"
+        if producer not in self._verdicts:
+            # Once per producer (its four targets share it), in one pass over the population's
+            # order: the headline set reads every producer of a 100k-response panel.
+            code = {"incorrect": 1, "correct": 2}
+            found = map(code.get, map(said.get, self.items), itertools.repeat(0))
+            codes = np.fromiter(found, dtype=np.int8, count=len(self.items))
+            self._verdicts[producer] = (codes > 0, (codes == 2).astype(float))
+        mask, s = self._verdicts[producer]
         if not mask.any():
             raise EstimateError(f"target {target}: producer {producer!r} has no correct/incorrect verdict")
         return mask, s
