@@ -603,26 +603,64 @@ def estimate_population(*, dataset: Dataset) -> Population:
     """Every response of the dataset as the estimates' population: its model, checkpoint,
     benchmark and task type (the groups a target may name), and every producer's verdict on it,
     by the producer's display name."""
-    labels = reader_labels(dataset=dataset)
-    items: list[str] = []
+    per_reader = list(_verdicts_per_reader(dataset))
+    labels = reader_labels(dataset=dataset, spec_ids={sid for sid, _, _ in per_reader})
+    runs = {
+        rid: (m, c, b)
+        for rid, m, c, b in Run.objects.filter(dataset=dataset).values_list("id", "model", "checkpoint", "benchmark")
+    }
+    # A question's task type once, not once per response (its choices are JSON to parse).
+    questions = Question.objects.filter(dataset=dataset).values_list("id", "gold", "choices")
+    task_types = {qid: item_task_type(gold or "", choices or ()) for qid, gold, choices in questions.iterator(5000)}
+    # Responses of one run and task type share their groups (read only); every key is one string
+    # object, so that the verdicts' dictionaries below hold the same keys the items do.
+    shared: dict[tuple[int, str], dict[str, str]] = {}
+    key_of: dict[int, str] = {}
     groups: dict[str, dict[str, str]] = {}
-    rows = Response.objects.filter(dataset=dataset).values_list(
-        "id", "run__model", "run__checkpoint", "run__benchmark", "question__gold", "question__choices"
-    )
-    for rid, model, checkpoint, benchmark, gold, choices in rows.order_by("id").iterator(chunk_size=5000):
-        key = str(rid)
-        items.append(key)
-        groups[key] = {
-            "model": model,
-            "checkpoint": checkpoint,
-            "benchmark": benchmark,
-            "task_type": item_task_type(gold or "", choices or ()),
-        }
+    rows = Response.objects.filter(dataset=dataset).order_by("id").values_list("id", "run_id", "question_id")
+    for rid, run_id, question_id in rows.iterator(chunk_size=5000):
+        key = key_of[rid] = str(rid)
+        task_type = task_types[question_id]
+        group = shared.get((run_id, task_type))
+        if group is None:
+            model, checkpoint, benchmark = runs[run_id]
+            group = {"model": model, "checkpoint": checkpoint, "benchmark": benchmark, "task_type": task_type}
+            shared[(run_id, task_type)] = group
+        groups[key] = group
+    items = list(key_of.values())
     verdicts: dict[str, dict[str, str]] = defaultdict(dict)
-    readings = Reading.objects.filter(response__dataset=dataset).values_list("response_id", "reader_spec_id", "verdict")
-    for rid, sid, verdict in readings.iterator(chunk_size=5000):
-        verdicts[labels[sid]][str(rid)] = verdict
+    for sid, rids, said in per_reader:
+        verdicts[labels[sid]].update(zip(map(key_of.__getitem__, rids), said))
     return Population(items=items, groups=groups, verdicts=dict(verdicts))
+
+
+# Each reader's readings of a dataset as two arrays, aggregated by PostgreSQL: a default panel over
+# 100,000 responses is 2.6 million readings, which the ORM hands back at about 3 µs a row.
+_VERDICTS_PER_READER_SQL = """
+    SELECT r.reader_spec_id, array_agg(r.response_id), array_agg(r.verdict)
+    FROM adjudication_reading r JOIN adjudication_response p ON p.id = r.response_id
+    WHERE p.dataset_id = %s GROUP BY r.reader_spec_id"""
+
+
+def _verdicts_per_reader(dataset: Dataset) -> Iterator[tuple[int, Sequence[int], Sequence[str]]]:
+    """(reader spec id, response ids, verdicts) per reader spec with readings of the dataset."""
+    if connection.vendor != "postgresql":
+        yield from _verdicts_per_reader_orm(dataset)
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(_VERDICTS_PER_READER_SQL, [dataset.pk])
+        yield from cursor.fetchall()
+
+
+def _verdicts_per_reader_orm(dataset: Dataset) -> Iterator[tuple[int, Sequence[int], Sequence[str]]]:
+    """The same through the ORM (SQLite, the embedded default, has no arrays)."""
+    per_reader: dict[int, tuple[list[int], list[str]]] = defaultdict(lambda: ([], []))
+    readings = Reading.objects.filter(response__dataset=dataset).values_list("reader_spec_id", "response_id", "verdict")
+    for sid, rid, verdict in readings.iterator(chunk_size=5000):
+        per_reader[sid][0].append(rid)
+        per_reader[sid][1].append(verdict)
+    for sid, (rids, said) in per_reader.items():
+        yield sid, rids, said
 
 
 def estimate_predictor(*, dataset: Dataset, population: Population, name: str) -> dict[str, float]:
