@@ -17,7 +17,7 @@ from adjudication.analytics.estimate_report import DEFAULT_PREDICTOR
 from adjudication.analytics.format_share import POOL_BY
 from adjudication.analytics.headline import points_text, rate_text, share_text
 from adjudication.analytics.report import HUMAN, TABLES, Params, columns
-from adjudication.analytics.reports.render import estimate_cells
+from adjudication.analytics.reports.render import LEFT_OUT, estimate_cells
 from adjudication.analytics.selectors import (
     VOTE,
     StoredReport,
@@ -364,10 +364,12 @@ def _estimates_context(res: dict[str, Any] | None) -> dict[str, Any]:
                 "note": r.get("note") or "",
             }
         )
+    left_out = [(LEFT_OUT.get(reason, reason), n) for reason, n in sorted(res["design"]["left_out"].items())]
     groups = [r for r in rows if r["kind"] in GROUP_ESTIMATES]
     producers = [r for r in rows if r["kind"] not in GROUP_ESTIMATES]
     return {
         "estimate_groups": groups,
+        "estimate_left_out": left_out,
         "estimate_tables": [
             {"id": "estimates-groups", "title": "Accuracy, gains and format shares", "rows": groups},
             {"id": "estimates-producers", "title": "Readers and judges against the truth", "rows": producers},

@@ -316,30 +316,41 @@ def _probability(cell: dict[str, Any]) -> str:
     return f"inclusion probability {low:.3g}" + (f" to {high:.3g}" if high != low else "")
 
 
+# Why a label is left out of the sample (analytics.design's reasons), in words.
+LEFT_OUT = {
+    "no_verdict": "labelled, but neither correct nor incorrect (ambiguous, unresolved)",
+    "outside_design": "routed with no known probability (greedy information routing): unfit for estimates",
+    "other_policy": "in another policy's design (name it with --policy)",
+}
+
+
 def design_lines(design: dict[str, Any]) -> list[str]:
     """The design the labels rest on, in words: policy, cells, what was left out and the minimums."""
-    if not design["cells"]:
-        return [
+    if design["cells"]:
+        lines = [
+            (
+                f"design: policy {design['policy']!r}, {design['labels']} labels over {design['population']} "
+                f"responses, {len(design['cells'])} cell(s):"
+            )
+        ]
+        for cell in design["cells"]:
+            size = f"{cell['labels']} labels of {cell['responses']} responses"
+            lines.append(f"  {cell['cell']}: {size} ({_probability(cell)})")
+    else:
+        lines = [
             (
                 f"design: no labels from a probability design ({design['name'] or 'none'}): route with controls "
                 "and label some items (docs/estimates.md); only the machine column has figures"
             )
         ]
-    lines = [
-        (
-            f"design: policy {design['policy']!r}, {design['labels']} labels over {design['population']} "
-            f"responses, {len(design['cells'])} cell(s):"
-        )
-    ]
-    for cell in design["cells"]:
-        size = f"{cell['labels']} labels of {cell['responses']} responses"
-        lines.append(f"  {cell['cell']}: {size} ({_probability(cell)})")
     for reason, n in sorted(design["left_out"].items()):
-        lines.append(f"  left out: {n} label(s), {reason}")
-    lines.append(
-        f"  an interval needs {design['min_cell_labels']} labels in every cell and {design['min_labels']} in the "
-        f"target's domain; the headline takes the prediction-powered figure from {design['headline_min_labels']} labels"
-    )
+        lines.append(f"  left out: {n} label(s), {LEFT_OUT.get(reason, reason)}")
+    if design["cells"]:
+        lines.append(
+            f"  an interval needs {design['min_cell_labels']} labels in every cell and {design['min_labels']} in "
+            f"the target's domain; the headline takes the prediction-powered figure from "
+            f"{design['headline_min_labels']} labels"
+        )
     return lines
 
 
