@@ -63,7 +63,7 @@ def headline_targets(population: Population, *, by: str, base: str, reported: st
 
 
 def design_summary(
-    *, policy: str, design: Design, labels: Mapping[str, str], population: int, left_out: Mapping[str, int]
+    *, policy: str | None, design: Design, labels: Mapping[str, str], population: int, left_out: Mapping[str, int]
 ) -> dict[str, Any]:
     """What the labels rest on: the policy, each cell (its responses, labels and inclusion
     probabilities), and the labels left out with why."""
@@ -124,8 +124,9 @@ def estimates_table(
     """One target (an error in it is the caller's EstimateError) or the headline set (a target the
     data cannot have is listed under `errors` with why), each as Estimate.as_dict() plus its kind
     and a note where one is due. The Frame is built once and every target reuses it."""
+    notes: list[str] = []
     if target is not None:
-        targets, notes = [str(parse_estimate_target(target))], []
+        targets = [str(parse_estimate_target(target))]
     else:
         targets, notes = headline_targets(population, by=by, base=base, reported=reported)
     frame = Frame.build(population, predictor, by=by, name=predictor_name)

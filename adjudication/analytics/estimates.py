@@ -398,7 +398,7 @@ class Frame:
         if producer not in self._verdicts:
             # Once per producer (its four targets share it), in one pass over the population's
             # order: the headline set reads every producer of a 100k-response panel.
-            code = {"incorrect": 1, "correct": 2}
+            code: dict[str | None, int] = {"incorrect": 1, "correct": 2}
             found = map(code.get, map(said.get, self.items), itertools.repeat(0))
             codes = np.fromiter(found, dtype=np.int8, count=len(self.items))
             self._verdicts[producer] = (codes > 0, (codes == 2).astype(float))
