@@ -187,6 +187,14 @@ def test_a_target_of_a_group_and_another_predictor(ds):
     assert row["kind"] == "gain"
 
 
+def test_groups_by_another_field_leave_the_checkpoint_gains_out_and_say_so(ds):
+    result = printed(ds, by="model")
+    groups = [r["target"] for r in result["estimates"] if r["kind"] == "accuracy"]
+    assert groups == ["accuracy", "accuracy:orca-7b"]
+    assert not [r for r in result["estimates"] if r["kind"] in ("gain", "format-share")]
+    assert result["notes"] == ["gains and format shares compare checkpoints: they are listed with by=checkpoint"]
+
+
 def test_the_default_predictor_falls_back_to_the_vote_and_says_so(ds):
     Reading.objects.filter(response__dataset=ds, reader_spec__name="fixed").delete()
     result = printed(ds)
