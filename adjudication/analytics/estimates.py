@@ -575,7 +575,10 @@ class Frame:
 def _normal(value: float, var: float, z: float, bounds: tuple[float, float] | None) -> Interval:
     se = math.sqrt(max(var, 0.0))
     low, high = value - z * se, value + z * se
-    if bounds is not None:
+    # Clipped to the target's range, which never lowers coverage; but not around an estimate that
+    # is itself outside it (a difference estimator can leave the range on an unlucky or
+    # non-random sample): clipping would then show a width the data do not have.
+    if bounds is not None and bounds[0] <= value <= bounds[1]:
         low, high = max(low, bounds[0]), min(high, bounds[1])
     return Interval(value, low, high, se)
 

@@ -291,3 +291,12 @@ def test_a_cell_labelled_whole_needs_no_second_label() -> None:
     )
     est = Frame.build(population, producer_predictor(population, "judge")).estimate("accuracy", sample, n_boot=0)
     assert est.withheld is None and est.ppi is not None and est.ppi.low is not None
+
+
+def test_an_interval_is_clipped_to_the_range_only_around_an_estimate_inside_it() -> None:
+    from adjudication.analytics.estimates import _normal
+
+    inside = _normal(0.98, 0.0004, 1.96, (0.0, 1.0))
+    assert inside.high == 1.0 and inside.low is not None and inside.low < 0.98
+    outside = _normal(1.2, 0.0004, 1.96, (0.0, 1.0))
+    assert outside.low is not None and outside.high is not None and outside.low < 1.2 < outside.high
