@@ -22,9 +22,10 @@ that of the unlabelled items' truths, which the fit makes independent Bernoullis
 Var = Σ w_i² p_i (1 − p_i), w_i = ∂target/∂t_i (exact for the linear targets, the delta method
 for the ratios). A human label fixes t_i, so labelling item i is worth w_i² p_i (1 − p_i): the
 posterior entropy (as variance) weighted by the target's sensitivity to the item. That is the
-`label_values` ranking. It is greedy and first order: it ignores that a label also moves the
-fitted rates (and so every posterior), which is why `choose_labels` keeps a random share (the
-unbiased controls) and why routing refits and re-ranks after labels arrive. The width
+`label_values` ranking. It is first order: it ignores that a label also moves the fitted rates
+(and so every posterior), which is why the greedy order (`choose_labels`) keeps a random share (the
+unbiased controls) and refits after labels arrive, and why the default design draws instead, with
+probabilities that grow with the value over a uniform floor (`inclusion_probabilities`). The width
 2 · 1.96 · sd is the posterior interval of the target on these items; it does not include the
 uncertainty of the rates themselves (the consensus bootstrap does).
 """
@@ -45,7 +46,9 @@ from adjudication.errors import ApplicationError
 
 TARGET_KINDS = ("accuracy", "reader", "bias", "false-accept", "false-reject", "format-share")
 PRODUCER_KINDS = ("reader", "bias", "false-accept", "false-reject")
-STRATEGIES = ("information", "random")
+# "information" is the randomized design routing runs by default; "greedy" the top-value order it
+# keeps as sampling=greedy (unfit for estimates); "random" uniform labels.
+STRATEGIES = ("information", "greedy", "random")
 FORMS = (
     "accuracy, accuracy:<group>, reader:<producer>, bias:<producer>, false-accept:<producer>, "
     "false-reject:<producer>, format-share:<base>,<rl>[,<reader>]"
@@ -329,6 +332,69 @@ def poisson_draw(probabilities: Mapping[str, float], *, seed: int) -> list[str]:
     return [i for i, p in probabilities.items() if p > 0 and draw_uniform(seed=seed, item=i) < p]
 
 
+def systematic_draw(probabilities: Mapping[str, float], *, seed: int) -> list[str]:
+    """A fixed-size draw with exactly these inclusion probabilities: randomized systematic πps
+    sampling (Madow 1949; Goodman & Kish 1950). The items in a seeded random order lay their π end
+    to end on [0, Σπ); the points u, u + 1, …, u + n − 1 (u uniform in [0, 1), n = Σπ) each fall in
+    one item's interval. An interval of length π ≤ 1 holds a point with probability π, at most one,
+    so item i is in with probability π_i and the draw has exactly n items, in the random order.
+    The size of a Poisson draw is random around Σπ; this one is not (its joint inclusion
+    probabilities differ, not the π). Σπ must be a whole number: ValueError otherwise."""
+    if any(not (math.isfinite(p) and 0.0 <= p <= 1.0) for p in probabilities.values()):
+        raise ValueError("every inclusion probability must be between 0 and 1")
+    total = math.fsum(probabilities.values())
+    n = round(total)
+    if abs(total - n) > 1e-6:
+        raise ValueError(f"a fixed-size draw needs whole Σπ, got {total}")
+    if n == 0:
+        return []
+    rng = np.random.default_rng(seed)
+    items = sorted(probabilities, key=str)
+    order = [items[j] for j in rng.permutation(len(items))]
+    ends = np.cumsum([probabilities[i] for i in order])
+    points = rng.random() + np.arange(n)
+    # side="right": a point on an interval's end belongs to the next one (half-open intervals);
+    # the clip keeps a point above a float-rounded Σπ in the last item's interval.
+    at = np.minimum(np.searchsorted(ends, points, side="right"), len(order) - 1)
+    return [order[j] for j in dict.fromkeys(int(j) for j in at)]
+
+
+def batch_picks(
+    strategy: str,
+    *,
+    target: Target,
+    inputs: ConsensusInputs,
+    result: Consensus,
+    hidden: list[str],
+    k: int,
+    random_share: float,
+    seed: int,
+    round_no: int,
+    rng: np.random.Generator,
+) -> list[str]:
+    """The next k of the `hidden` items to label under `strategy`, given the current fit: one
+    batch of simulate_budget (and of any copy of its loop, which then makes the same picks).
+
+    "information" is the randomized design as routing runs it: π from inclusion_probabilities on
+    the label values of the hidden items, the floor design_floor(random_share), and a draw of
+    exactly k with those π (systematic_draw: a Poisson draw's random size would put every run on
+    its own label grid and could draw nothing in a round). Routing draws once; here each batch is
+    a new draw after a refit, a multi-stage design whose π are known at each stage. "greedy" is
+    choose_labels (the top values, round(k · random_share) of them drawn uniformly). "random" takes
+    k uniformly from `rng`, which also seeds the randomized draws."""
+    if strategy not in STRATEGIES:
+        raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
+    if strategy == "random":
+        return [hidden[j] for j in rng.choice(len(hidden), size=k, replace=False)]
+    values = label_values(target, inputs, result)
+    if strategy == "greedy":
+        return choose_labels(values, k=k, random_share=random_share, seed=seed + round_no, candidates=hidden)
+    probabilities = inclusion_probabilities(
+        {i: values.get(i, 0.0) for i in hidden}, k=k, floor=design_floor(random_share)
+    )
+    return systematic_draw(probabilities, seed=int(rng.integers(2**63)))
+
+
 @dataclass(frozen=True)
 class BudgetStep:
     labels: int
@@ -351,11 +417,12 @@ def simulate_budget(
     model: str = "dawid-skene",
     seed: int = 0,
 ) -> list[BudgetStep]:
-    """Reveal the hidden `truth` labels a batch at a time, chosen by `strategy` ("information":
-    choose_labels on label_values after a refit; "random": uniformly at random), refitting after
+    """Reveal the hidden `truth` labels a batch at a time, chosen by `strategy`, refitting after
     each batch: one step per fit, until max_labels labels, an interval width ≤ stop_width, or no
     hidden label is left. The human labels already in `inputs` stay; `error` is |estimate −
-    target_truth(all of truth)|."""
+    target_truth(all of truth)|. Strategies (batch_picks): "information", the randomized design
+    routing runs by default, drawn afresh among the hidden labels after each refit; "greedy",
+    choose_labels' top values with `random_share` drawn uniformly; "random", uniformly at random."""
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
     if batch < 1:
@@ -382,11 +449,18 @@ def simulate_budget(
         if (max_labels is not None and revealed >= max_labels) or not hidden:
             break
         k = min(batch, len(hidden), (max_labels - revealed) if max_labels is not None else batch)
-        if strategy == "random":
-            picks = [hidden[j] for j in rng.choice(len(hidden), size=k, replace=False)]
-        else:
-            values = label_values(target, current, result)
-            picks = choose_labels(values, k=k, random_share=random_share, seed=seed + round_no, candidates=hidden)
+        picks = batch_picks(
+            strategy,
+            target=target,
+            inputs=current,
+            result=result,
+            hidden=hidden,
+            k=k,
+            random_share=random_share,
+            seed=seed,
+            round_no=round_no,
+            rng=rng,
+        )
         for item in picks:
             labels[item] = truth[item]
         chosen = set(picks)

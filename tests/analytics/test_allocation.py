@@ -156,7 +156,7 @@ def test_information_routing_reaches_an_interval_width_with_fewer_labels_than_ra
     start = al.target_estimate(target, inputs, result).width
     goal = start / 2
     needed = {}
-    for strategy in ("information", "random"):
+    for strategy in ("information", "greedy", "random"):
         steps = al.simulate_budget(
             inputs,
             truth,
@@ -169,26 +169,79 @@ def test_information_routing_reaches_an_interval_width_with_fewer_labels_than_ra
             seed=1,
         )
         assert steps[0].labels == 0 and steps[0].width == pytest.approx(start)
-        assert [s.labels for s in steps] == sorted({s.labels for s in steps})
+        # every strategy takes exactly one batch a round (the randomized draw has a fixed size)
+        assert [s.labels for s in steps] == list(range(0, 20 * len(steps), 20))
         needed[strategy] = al.labels_to_reach(steps, field="width", below=goal)
-    assert needed["information"] is not None
+    assert needed["information"] is not None and needed["greedy"] is not None
     # Random labels mostly land on items the panel already agrees on: they narrow the interval
     # slowly, and within the same budget may not halve it at all.
     assert needed["random"] is None or needed["information"] < needed["random"]
+    # The posterior width is what the greedy order maximises the drop of; the randomized design
+    # gives up some of it for its uniform floor and its spread over items of lower value.
+    assert needed["greedy"] <= needed["information"]
 
 
-def test_the_labels_the_allocator_chooses_bring_the_estimate_to_the_truth(panel):
+def test_the_randomized_batch_draws_with_the_design_probabilities(panel):
+    inputs, truth, result = panel
+    target = al.parse_target("accuracy:rl")
+    hidden = sorted(truth)[40:]
+    values = al.label_values(target, inputs, result)
+    pi = al.inclusion_probabilities({i: values[i] for i in hidden}, k=15, floor=al.design_floor(0.2))
+    counts = dict.fromkeys(hidden, 0)
+    runs = 400
+    for seed in range(runs):
+        picks = al.batch_picks(
+            "information",
+            target=target,
+            inputs=inputs,
+            result=result,
+            hidden=hidden,
+            k=15,
+            random_share=0.2,
+            seed=seed,
+            round_no=0,
+            rng=np.random.default_rng(seed),
+        )
+        assert len(picks) == len(set(picks)) == 15 and set(picks) <= set(hidden)
+        for item in picks:
+            counts[item] += 1
+    # Each hidden item is drawn with its π (within 4.5 binomial sd over the runs); the base
+    # checkpoint's items, worth nothing to accuracy:rl, have the floor's share and are drawn, where
+    # the greedy order takes none of them while an informative item is left.
+    for item, p in pi.items():
+        assert abs(counts[item] / runs - p) <= 4.5 * np.sqrt(p * (1 - p) / runs) + 1e-12, (item, p)
+    assert sum(counts[i] for i in hidden if i.startswith("base-")) > 0
+    greedy = al.batch_picks(
+        "greedy",
+        target=target,
+        inputs=inputs,
+        result=result,
+        hidden=hidden,
+        k=15,
+        random_share=0.0,
+        seed=0,
+        round_no=0,
+        rng=np.random.default_rng(0),
+    )
+    assert not any(i.startswith("base-") for i in greedy)
+
+
+@pytest.mark.parametrize("strategy", ["information", "greedy"])
+def test_the_labels_the_allocator_chooses_bring_the_estimate_to_the_truth(panel, strategy):
     inputs, truth, result = panel
     target = al.parse_target("accuracy:base")
     steps = al.simulate_budget(
-        inputs, truth, target=target, strategy="information", batch=30, max_labels=150, by="checkpoint", seed=2
+        inputs, truth, target=target, strategy=strategy, batch=30, max_labels=150, by="checkpoint", seed=2
     )
     true_value = al.target_truth(target, inputs, result, truth)
     base = [i for i in truth if i.startswith("base-")]
     assert true_value == pytest.approx(np.mean([truth[i] == "correct" for i in base]))
     assert steps[-1].labels == 150
     assert steps[-1].error == pytest.approx(abs(steps[-1].estimate - true_value))
-    assert steps[-1].error < steps[0].error
+    # 150 labels (as many as the base checkpoint has items, but the randomized draw spreads some
+    # over the rl items) narrow the interval to under a quarter, and the truth stays inside it.
+    assert steps[-1].width < steps[0].width / 4
+    assert steps[-1].error <= steps[-1].width / 2
 
 
 def test_a_run_settles_only_when_it_stays_below():
@@ -199,7 +252,7 @@ def test_a_run_settles_only_when_it_stays_below():
 
 def test_simulation_refuses_an_unknown_strategy_or_target(panel):
     inputs, truth, _ = panel
-    with pytest.raises(ValueError, match="strategy must be one of information, random"):
-        al.simulate_budget(inputs, truth, target=al.parse_target("accuracy"), strategy="greedy")
+    with pytest.raises(ValueError, match="strategy must be one of information, greedy, random"):
+        al.simulate_budget(inputs, truth, target=al.parse_target("accuracy"), strategy="top-k")
     with pytest.raises(ValueError, match="no producer 'nobody'"):
         al.simulate_budget(inputs, truth, target=al.parse_target("reader:nobody"), strategy="random", max_labels=0)

@@ -1,6 +1,7 @@
 """The randomized information design as pure functions: inclusion probabilities proportional to the
-sd a label removes, mixed with a uniform floor, capped at 1 with the excess redistributed; and a
-seeded Poisson draw whose inclusion frequencies are those probabilities."""
+sd a label removes, mixed with a uniform floor, capped at 1 with the excess redistributed; a
+seeded Poisson draw whose inclusion frequencies are those probabilities; and a fixed-size
+(systematic) draw with the same inclusion probabilities, the one the budget simulations use."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from adjudication.analytics.allocation import (
     draw_uniform,
     inclusion_probabilities,
     poisson_draw,
+    systematic_draw,
 )
 
 
@@ -104,3 +106,33 @@ def test_the_inclusion_frequency_over_many_seeds_is_the_probability():
         assert abs(counts[item] / SEEDS - p) <= 4.5 * sd + 1e-12, (item, p, counts[item] / SEEDS)
     size_sd = math.sqrt(sum(p * (1 - p) for p in pi.values()) / SEEDS)
     assert abs(sum(sizes) / SEEDS - 6) <= 4.5 * size_sd
+
+
+def test_the_systematic_draw_has_exactly_k_items_and_the_probabilities_as_frequencies():
+    """Over SEEDS fixed-size draws, every draw has k distinct items, the items capped at π = 1 are
+    in every one, and each item's inclusion frequency is within 4.5 binomial sd of its π."""
+    values = {"big": 100.0, **seeded_values(40, seed=11)}
+    pi = inclusion_probabilities(values, k=6, floor=0.1)
+    assert pi["big"] == 1.0
+    counts = dict.fromkeys(pi, 0)
+    for seed in range(SEEDS):
+        drawn = systematic_draw(pi, seed=seed)
+        assert len(drawn) == len(set(drawn)) == 6
+        for item in drawn:
+            counts[item] += 1
+    assert counts["big"] == SEEDS
+    for item, p in pi.items():
+        sd = math.sqrt(p * (1 - p) / SEEDS)
+        assert abs(counts[item] / SEEDS - p) <= 4.5 * sd + 1e-12, (item, p, counts[item] / SEEDS)
+
+
+def test_the_systematic_draw_is_reproducible_and_needs_a_whole_expected_size():
+    pi = inclusion_probabilities(seeded_values(300), k=40, floor=0.1)
+    assert systematic_draw(pi, seed=7) == systematic_draw(pi, seed=7)
+    assert set(systematic_draw(pi, seed=7)) != set(systematic_draw(pi, seed=8))
+    assert systematic_draw(dict.fromkeys("abc", 0.0), seed=1) == []
+    assert sorted(systematic_draw(dict.fromkeys("abc", 1.0), seed=1)) == ["a", "b", "c"]
+    with pytest.raises(ValueError, match="whole"):
+        systematic_draw({"a": 0.5, "b": 0.25}, seed=1)
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        systematic_draw({"a": 1.5, "b": 0.5}, seed=1)
