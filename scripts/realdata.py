@@ -9,8 +9,8 @@
     python -m scripts.realdata consensus-validation [--json] [--quick]
         The panel consensus (docs/consensus.md) against real human labels: answer matching's
         gpqa_diamond and mmlu_pro, EVOUNA's NQ and TQ; per-item agreement, per-producer and
-        per-model accuracy errors, and the human labels (allocator vs random) that bring the
-        error under 2 points.
+        per-model accuracy errors, and the human labels (randomized and greedy allocator vs
+        random) that bring the error under 2 points.
 
 Human verdict (answer matching): rating_match ≥ 4 ("Leaning Yes" or "Surely Yes") is correct,
 1–3 incorrect (3 = "Unsure" counts as not matching), as the data set's README binarises it. The
@@ -37,9 +37,8 @@ import numpy as np
 from adjudication.analytics.allocation import (
     BudgetStep,
     Target,
+    batch_picks,
     check_target,
-    choose_labels,
-    label_values,
     labels_to_reach,
     simulate_budget,
     target_estimate,
@@ -405,8 +404,9 @@ def weighted_budget(
     by: str | None = "model",
     seed: int = 0,
 ) -> list[BudgetStep]:
-    """allocation.simulate_budget's rounds (the same picks for the same seed), with the revealed
-    labels weighted `human_weight` times in every refit; simulate_budget has no weight (v1)."""
+    """allocation.simulate_budget's rounds (the same picks for the same seed: both pick through
+    allocation.batch_picks), with the revealed labels weighted `human_weight` times in every refit;
+    simulate_budget has no weight (v1)."""
     labels: dict[str, str] = {}
     hidden = sorted((i for i, v in truth.items() if v in ("correct", "incorrect")), key=str)
     rng = np.random.default_rng(seed)
@@ -425,11 +425,18 @@ def weighted_budget(
         if not hidden:
             return steps
         k = min(batch, len(hidden))
-        if strategy == "random":
-            picks = [hidden[j] for j in rng.choice(len(hidden), size=k, replace=False)]
-        else:
-            values = label_values(target, current, result)
-            picks = choose_labels(values, k=k, seed=seed + round_no, candidates=hidden)
+        picks = batch_picks(
+            strategy,
+            target=target,
+            inputs=current,
+            result=result,
+            hidden=hidden,
+            k=k,
+            random_share=0.0,
+            seed=seed,
+            round_no=round_no,
+            rng=rng,
+        )
         labels.update((i, truth[i]) for i in picks)
         chosen = set(picks)
         hidden = [i for i in hidden if i not in chosen]
@@ -482,7 +489,7 @@ class CurveJob:
     target: Target
     inputs: ConsensusInputs
     truth: dict[str, str]
-    strategy: str  # "information" | "random" | "human-only" (random labels, no consensus)
+    strategy: str  # allocation.STRATEGIES ("information" is randomized) | "human-only" (random labels, no consensus)
     seed: int
     human_weight: int
     rounds: int
@@ -513,8 +520,9 @@ def run_curve(job: CurveJob) -> list[BudgetStep]:
 
 def curve_jobs(vs: ValidationSet, *, plan: CurvePlan) -> list[CurveJob]:
     """Each answering model's accuracy (on its own items: the same fit as by="model") and one
-    producer's accuracy on one model's items: the allocator and random labels with the plain clamp,
-    the allocator with the labels weighted HUMAN_WEIGHT times, and random labels alone."""
+    producer's accuracy on one model's items: the randomized allocator (routing's default design,
+    a draw per seed as random's), the greedy allocator and random labels with the plain clamp, the
+    randomized allocator with the labels weighted HUMAN_WEIGHT times, and random labels alone."""
     curve_items = _curve_sample(vs)
     models = sorted(set(vs.model_of.values()))[: plan.models]
     targets: list[tuple[Target, str]] = [(Target("accuracy", (m,)), m) for m in models]
@@ -524,7 +532,8 @@ def curve_jobs(vs: ValidationSet, *, plan: CurvePlan) -> list[CurveJob]:
     jobs = []
     for target, scope in targets:
         inputs, truth = _curve_inputs(vs, [i for i in curve_items if vs.model_of[i] == scope])
-        runs = [("information", 0, 1)] + [("random", s, 1) for s in plan.seeds]
+        runs = [("information", s, 1) for s in plan.seeds] + [("greedy", 0, 1)]
+        runs += [("random", s, 1) for s in plan.seeds]
         if plan.weighted and target.kind == "accuracy":
             runs.append(("information", 0, HUMAN_WEIGHT))
         if target.kind == "accuracy":
@@ -534,8 +543,8 @@ def curve_jobs(vs: ValidationSet, *, plan: CurvePlan) -> list[CurveJob]:
 
 
 def _curve_report(jobs: Sequence[CurveJob], results: Sequence[list[BudgetStep]]) -> dict[str, Any]:
-    """Per target: the labels that bring the error under 2 points for good, per strategy (random:
-    the mean over seeds), and the allocator's curve."""
+    """Per target: the labels that bring the error under 2 points for good, per strategy (the
+    mean over seeds), and the randomized allocator's first curve."""
     out: dict[str, Any] = {}
     grouped: dict[str, dict[str, list[list[BudgetStep]]]] = defaultdict(lambda: defaultdict(list))
     first: dict[str, CurveJob] = {}
@@ -864,16 +873,17 @@ def consensus_validation_markdown(res: dict[str, Any]) -> str:
     lines += [
         "",
         (
-            "Labels after which the target's error stays under 2 points (random: mean over seeds, each seed in "
-            "brackets; ×w: the labels weighted w times in the fit; human only: random labels' own share correct, no "
-            "consensus). A producer's target is its accuracy on one answering model's answers."
+            "Labels after which the target's error stays under 2 points (randomized: the allocator's default "
+            "design, routing's; greedy: the top label values; several seeds: their mean, each seed in brackets; ×w: "
+            "the labels weighted w times in the fit; human only: random labels' own share correct, no consensus). A "
+            "producer's target is its accuracy on one answering model's answers."
         ),
         "",
         (
-            f"| data set | target | items | error at 0 labels | allocator | random | allocator ×{res['human_weight']} "
-            "| human only |"
+            "| data set | target | items | error at 0 labels | randomized | greedy | random "
+            f"| randomized ×{res['human_weight']} | human only |"
         ),
-        "|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for name, ds in res["datasets"].items():
         for target, c in ds.get("curves", {}).items():
@@ -884,8 +894,8 @@ def consensus_validation_markdown(res: dict[str, Any]) -> str:
             at0 = "–" if e0 is None else f"{100 * e0:.1f}"
             lines.append(
                 f"| {name} | {target}{scope} | {c['items']} | {at0} | "
-                f"{_goal(g.get('information'))} | {_goal(g.get('random'))} | {_goal(weighted)} | "
-                f"{_goal(g.get('human-only'))} |"
+                f"{_goal(g.get('information'))} | {_goal(g.get('greedy'))} | {_goal(g.get('random'))} | "
+                f"{_goal(weighted)} | {_goal(g.get('human-only'))} |"
             )
     lines += ["", f"{res['seconds']} s."]
     return "\n".join(lines)

@@ -56,6 +56,10 @@ def test_the_label_curves_end_with_every_label_revealed_and_no_error(report):
             assert steps[0]["labels"] == 0 and steps[-1]["labels"] == c["items"], (name, target)
             # every label revealed: the estimate is the human value itself
             assert steps[-1]["error"] == pytest.approx(0, abs=1e-9)
+            # the randomized allocator, the greedy one and random labels; random labels alone too
+            # for a model's accuracy (--quick runs no weighted allocator)
+            alone = {"human-only"} if target.startswith("accuracy") else set()
+            assert set(c["labels_to_goal"]) == {"information", "greedy", "random"} | alone, (name, target)
             for block in c["labels_to_goal"].values():
                 assert all(r is not None and 0 <= r <= c["items"] for r in block["runs"])
 
@@ -118,7 +122,8 @@ def test_the_command_names_a_missing_directory(tmp_path, capsys):
 
 
 def test_the_weighted_loop_at_weight_one_is_simulate_budget():
-    # weighted_budget replays simulate_budget's rounds with a label weight; at weight 1 the two agree.
+    # weighted_budget replays simulate_budget's rounds with a label weight; at weight 1 the two agree,
+    # the randomized draws (information) included.
     rng = np.random.default_rng(4)
     truth = {f"i{i}": "correct" if t else "incorrect" for i, t in enumerate(rng.random(60) < 0.6)}
     votes = []
@@ -128,7 +133,7 @@ def test_the_weighted_loop_at_weight_one_is_simulate_budget():
             votes.append((item, producer, "correct" if says else "incorrect"))
     inputs = ConsensusInputs(votes=votes, strata={i: {"model": "m"} for i in truth})
     target = Target("accuracy", ("m",))
-    for strategy in ("information", "random"):
+    for strategy in ("information", "greedy", "random"):
         expected = simulate_budget(inputs, truth, target=target, strategy=strategy, batch=20, by="model", seed=3)
         got = realdata.weighted_budget(
             inputs, truth, target=target, strategy=strategy, batch=20, human_weight=1, seed=3
