@@ -26,6 +26,7 @@ rescaled bootstrap within cells (Rao & Wu 1988, which keeps the finite-populatio
 
 from __future__ import annotations
 
+import copy
 import itertools
 import math
 import os
@@ -340,6 +341,38 @@ class Frame:
         self._stats: dict[str, _Statistics] = {}
         self._groups: dict[str, np.ndarray] = {}
         self._verdicts: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+    def _predictor_array(self, predictor: Mapping[str, float] | np.ndarray) -> np.ndarray:
+        """P(correct) per response in `items` order, from a mapping, or from an array in that order
+        with NaN where the predictor says nothing; filled as __init__ fills it."""
+        if isinstance(predictor, np.ndarray):
+            f = np.asarray(predictor, dtype=float)
+            if f.shape != (len(self.items),):
+                raise EstimateError("a predictor array needs one value per response", field="predictor")
+            known_values = f[~np.isnan(f)]
+        else:
+            f = np.full(len(self.items), np.nan)
+            for item, p in predictor.items():
+                at = self.position.get(item)
+                if at is not None and p is not None:
+                    f[at] = float(p)
+            known_values = f[~np.isnan(f)]
+        if np.any((known_values < 0.0) | (known_values > 1.0)):
+            raise EstimateError("a predictor's value must be a probability in [0, 1]", field="predictor")
+        # A response the predictor has no verdict on takes the predictor's mean: any fixed value
+        # keeps the estimate unbiased (the correction measures it), and the mean keeps it central.
+        fill = float(np.mean(known_values)) if len(known_values) else 0.5
+        return np.where(np.isnan(f), fill, f)
+
+    def with_predictor(self, predictor: Mapping[str, float] | np.ndarray, *, name: str) -> Frame:
+        """The same population with another predictor. What depends on the population alone (the
+        positions, the groups, the producers' verdicts, each target's statistics) is shared, so a
+        predictor per producer (the vote of the others, for that producer's own rates) costs one
+        O(N) pass instead of a new frame."""
+        other = copy.copy(self)
+        other.name = name
+        other.f = self._predictor_array(predictor)
+        return other
 
     @classmethod
     def build(
