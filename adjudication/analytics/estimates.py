@@ -440,6 +440,11 @@ class Frame:
             raise EstimateError(f"target {target}: producer {producer!r} has no correct/incorrect verdict")
         return mask, s
 
+    def producer_verdicts(self, producer: str) -> tuple[np.ndarray, np.ndarray]:
+        """(judged, said correct) per response in `items` order: where the producer gave a correct /
+        incorrect verdict, and which of those say correct (EstimateError if it gave none)."""
+        return self._producer(EstimateTarget("agreement", (producer,)), producer)
+
     def statistics(self, target: str | EstimateTarget) -> _Statistics:
         t = target if isinstance(target, EstimateTarget) else parse_estimate_target(target)
         key = str(t)
