@@ -411,6 +411,7 @@ PURE_MODULES = (
     "adjudication.analytics.allocation",
     "adjudication.analytics.estimates",
     "adjudication.analytics.estimate_table",
+    "adjudication.analytics.estimate_blocks",
     "adjudication.bundles.checks",
     "adjudication.bundles.compare",
 )
