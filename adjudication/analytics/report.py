@@ -20,14 +20,30 @@ from adjudication.analytics import format_share as fs
 from adjudication.analytics import ranking
 from adjudication.analytics.consensus import consensus
 from adjudication.analytics.estimate_report import dataset_estimates
+from adjudication.analytics.design import estimate_sample
+from adjudication.analytics.estimate_blocks import (
+    ESTIMATED_RATES,
+    FORMAT_SHARE_SCOPE,
+    GAIN_UNIT,
+    HEADLINE_RULE,
+    JUDGE_BIAS_PREDICTOR,
+    design_summary,
+    format_share_estimates,
+    judge_bias_estimates,
+)
+from adjudication.analytics.estimates import EstimateError, Frame
 from adjudication.analytics.headline import format_share_headline
-from adjudication.analytics.reports.options import FormatShareOptions
+from adjudication.analytics.reports.options import FormatShareOptions, ReportError
 from adjudication.analytics.selectors import (
     HUMAN,
     ReadingSummary,
     agreement_inputs,
     consensus_inputs,
     disputed_by_benchmark,
+    estimate_population,
+    estimate_predictor,
+    estimate_predictor_default,
+    estimate_producer_name,
     format_share_observations,
     ranking_tables,
     read_snapshot,
@@ -294,6 +310,7 @@ def build(dataset: Dataset, params: Params) -> Report:
     obs = _format_share(rep, summary, inputs["human"])
     _ranking(rep, summary)
     rep.headline = _headline(rep, obs)
+    _judge_bias_estimates(rep)
     _consensus(rep)
     _estimates(rep)
     return rep
@@ -497,6 +514,138 @@ def _headline(rep: Report, obs: list[fs.Observation] | None) -> dict[str, Any]:
     return headline
 
 
+NO_DESIGN_LABELS = (
+    "no final label comes from a probability design (routing records one for disputed items, controls and "
+    "randomized information routing): nothing here is a population estimate"
+)
+
+
+JUDGE_BIAS_ESTIMATES_TITLE = (
+    "Judge bias over every response: prediction-powered (vote of the other producers as predictor) beside the "
+    "labelled subset"
+)
+# The labelled subset's figure of each rate (analytics.bias), by the estimate's key.
+SUBSET_RATE = {"false_accept": "false_accept_rate", "false_reject": "false_reject_rate", "bias": "bias"}
+
+
+def _judge_bias_estimates(rep: Report) -> None:
+    """Beside each producer's bias figures on the labelled subset (headline judge_bias), the same
+    rates over every response it judged, prediction-powered from the probability design's labels
+    with the vote of the other producers as predictor (analytics.estimate_blocks); the sample they
+    rest on in headline judge_bias_sample, and one row per producer and rate in the table
+    judge-bias-estimates."""
+    rows = rep.headline.get("judge_bias") or []
+    drawn = estimate_sample(dataset=rep.dataset)
+    sample_note: dict[str, Any] = {
+        "predictor": JUDGE_BIAS_PREDICTOR,
+        "labelled_subset": (
+            f"the figures without an estimate are today's, on the labelled items of scope {rep.headline['scope']!r} "
+            "(selected by routing, so they describe those items, not the dataset)"
+        ),
+        "headline_rule": HEADLINE_RULE,
+    }
+    table: list[dict[str, Any]] = []
+    if not drawn.labels or not rows:
+        sample_note["error"] = NO_DESIGN_LABELS if not drawn.labels else "no producer to estimate"
+        rep.headline["judge_bias_sample"] = sample_note
+        rep.tables["judge-bias-estimates"] = {"title": JUDGE_BIAS_ESTIMATES_TITLE, "rows": table}
+        return
+    population = estimate_population(dataset=rep.dataset)
+    frame = Frame.build(population, {}, by="checkpoint")
+    sample = frame.sample(drawn.labels, drawn.design)
+    sample_note["design"] = design_summary(
+        sample, policy=drawn.policy, population=drawn.population, left_out=drawn.left_out
+    )
+    names = [r["reader"] for r in rows if r["reader"] in population.verdicts]
+    estimates = judge_bias_estimates(
+        frame, sample, producers=names, design=drawn.design.name, n_boot=rep.params.n_boot, seed=rep.params.seed
+    )
+    subset = rep.agreement["vs_human"].get(rep.headline["scope"], {})
+    for row in rows:
+        entry = estimates.get(row["reader"])
+        row["estimates"] = entry
+        if entry is None:
+            continue
+        today = (subset.get(row["reader"]) or {}).get("all") or {}
+        for key, kind in ESTIMATED_RATES:
+            table.append(_judge_bias_estimate_row(row, key, kind, entry, today))
+    rep.headline["judge_bias_sample"] = sample_note
+    rep.tables["judge-bias-estimates"] = {"title": JUDGE_BIAS_ESTIMATES_TITLE, "rows": table}
+
+
+def _judge_bias_estimate_row(
+    row: dict[str, Any], key: str, kind: str, entry: dict[str, Any], today: dict[str, Any]
+) -> dict[str, Any]:
+    subset_key = SUBSET_RATE.get(key, "accuracy")
+    subset_ci = today.get(f"{subset_key}_ci") or [None, None]
+    out: dict[str, Any] = {
+        "reader": row["reader"],
+        "kind": row["kind"],
+        "rate": kind,
+        "labelled_subset": today.get(subset_key),
+        "labelled_subset_lo": subset_ci[0],
+        "labelled_subset_hi": subset_ci[1],
+        "labelled_subset_n": today.get("n"),
+        "labelled_subset_scope": row["scope"],
+        "predictor": entry["predictor"],
+    }
+    e = entry.get(key)
+    if e is None:
+        return {**out, "error": entry.get("error", "")}
+    human = e["human"] or {}
+    ppi = e["prediction_powered"] or {}
+    return {
+        **out,
+        "machine": e["machine"],
+        "human": human.get("estimate"),
+        "human_lo": human.get("low"),
+        "human_hi": human.get("high"),
+        "prediction_powered": ppi.get("estimate"),
+        "prediction_powered_lo": ppi.get("low"),
+        "prediction_powered_hi": ppi.get("high"),
+        "labels": e["labels"],
+        "effective_labels": e["effective_labels"],
+        "lambda": e["lambda"],
+        "population": e["population"],
+        "design": e["design"],
+        "headline": e["headline"],
+        "headline_value": e["headline_value"],
+        "withheld": e["withheld"] or "",
+        "error": "",
+    }
+
+
+def format_share_estimates_block(
+    *, dataset: Dataset, base: str, reported: str, predictor: str, n_boot: int, seed: int
+) -> dict[str, Any]:
+    """`format_share --fixed-reader human`'s prediction-powered block (analytics.estimate_blocks):
+    the true gain and the format share over every response of each checkpoint against `base`,
+    from the probability design's labels and the predictor (default: the `fixed` reader, else the
+    vote). ReportError (field predictor) for a predictor the dataset does not have."""
+    block: dict[str, Any] = {"scope": FORMAT_SHARE_SCOPE, "unit": GAIN_UNIT, "headline_rule": HEADLINE_RULE}
+    drawn = estimate_sample(dataset=dataset)
+    if not drawn.labels:
+        return {**block, "predictor": predictor or None, "error": NO_DESIGN_LABELS}
+    population = estimate_population(dataset=dataset)
+    name = predictor or estimate_predictor_default(population=population)
+    try:
+        values = estimate_predictor(dataset=dataset, population=population, name=name)
+    except EstimateError as exc:
+        raise ReportError(f"--predictor: {exc.message}", field="predictor") from exc
+    block["predictor"] = name
+    frame = Frame.build(population, values, by="checkpoint", name=name)
+    sample = frame.sample(drawn.labels, drawn.design)
+    block["design"] = design_summary(sample, policy=drawn.policy, population=drawn.population, left_out=drawn.left_out)
+    try:
+        reported_name = estimate_producer_name(dataset=dataset, population=population, name=reported)
+        block["checkpoints"] = format_share_estimates(
+            frame, sample, base=base, reported=reported_name, design=drawn.design.name, n_boot=n_boot, seed=seed
+        )
+    except (EstimateError, LookupError) as exc:
+        block["error"] = str(exc.args[0]) if isinstance(exc, LookupError) else exc.message
+    return jsonable(block)
+
+
 def _ranking(rep: Report, summary: ReadingSummary) -> None:
     tables = ranking_tables(dataset=rep.dataset, summary=summary)
     reference = rep.params.reference if rep.params.reference in tables else None
@@ -590,6 +739,7 @@ TABLES = (
     "human-agreement",
     "format-share",
     "format-share-pairs",
+    "judge-bias-estimates",
     "ranking",
     "flips",
     "kendall-tau",
