@@ -78,6 +78,11 @@ def _format_share(source: Dataset | Path, o: opts.FormatShareOptions, m: Machine
     overrides = o.task_types()
     sources: dict[str, str]
     if isinstance(source, Path):
+        if o.predictor:
+            raise ReportError(
+                "--predictor: the prediction-powered estimates need the sampling design routing records: use --dataset",
+                field="predictor",
+            )
         if "consensus" in (o.reported_reader, o.fixed_reader):
             raise ReportError(
                 "'consensus' is fitted from a dataset's stored readings: use --dataset (for a file, fit it with "
@@ -116,13 +121,26 @@ def _format_share(source: Dataset | Path, o: opts.FormatShareOptions, m: Machine
             f"no base/RL comparison found (checkpoint {o.base_checkpoint!r} vs others per "
             f"model, benchmark and prompt){': ' + hint if hint else ''}"
         )
-    return {
+    out = {
         **origin,
         "reported_reader": o.reported_reader,
         "fixed_reader": o.fixed_reader,
         "sources": sources,
         **result,
     }
+    if o.fixed_reader == "human" and not isinstance(source, Path):
+        # The labelled questions alone are a selected subset: beside them, every response (issue 34).
+        from adjudication.analytics.report import format_share_estimates_block
+
+        out["estimates"] = format_share_estimates_block(
+            dataset=source,
+            base=o.base_checkpoint,
+            reported=o.reported_reader,
+            predictor=o.predictor,
+            n_boot=o.bootstrap,
+            seed=o.seed,
+        )
+    return out
 
 
 def _agreement(source: Dataset | Path, o: opts.AgreementOptions, m: Machine) -> dict[str, Any]:

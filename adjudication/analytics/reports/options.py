@@ -342,6 +342,9 @@ class FormatShareOptions(ReportOptions):
     task_type: tuple[str, ...] = option((), "str", repeat=True)
     bootstrap: int = option(1000, "int", **_BOOTSTRAP)
     seed: int = option(0, "int", **_SEED)
+    # With --fixed-reader human: the predictor of the prediction-powered block ("": the `fixed`
+    # reader where it read the dataset, else the vote of every producer).
+    predictor: str = option("", "str", empty=True)
 
     def __post_init__(self) -> None:
         _need(self.bootstrap >= 0, "--bootstrap must be 0 or more", "bootstrap")
@@ -349,6 +352,11 @@ class FormatShareOptions(ReportOptions):
             0 <= self.min_extraction_rate <= 1,
             "--min-extraction-rate is a share between 0 and 1",
             "min_extraction_rate",
+        )
+        _need(
+            not self.predictor or self.fixed_reader == "human",
+            "--predictor is the predictor of the prediction-powered estimates, which only --fixed-reader human adds",
+            "predictor",
         )
 
     def thresholds_checked(self) -> None:

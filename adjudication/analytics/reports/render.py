@@ -112,6 +112,10 @@ def format_share_text(r: dict) -> str:
         lines += _pool_lines(g, "  ") if g["n_eligible"] else ["  nothing eligible to pool"]
     for s in r["skipped"]:
         lines.append(f"skipped {s['model']}/{s['benchmark']}/{s['prompt']}: {s['reason']}")
+    if r.get("estimates"):
+        from adjudication.analytics.estimate_blocks import format_share_block_text
+
+        lines += format_share_block_text(r["estimates"])
     return "\n".join(lines)
 
 
@@ -250,8 +254,14 @@ def analytics_text(body: dict[str, Any]) -> str:
     bias = headline.get("judge_bias") or []
     if bias:
         lines += ["", "bias against the final labels (producer, n, bias [95% CI]):"]
+        from adjudication.analytics.estimate_blocks import design_text, judge_bias_text
+
+        sample = headline.get("judge_bias_sample") or {}
         for r in bias:
             lines.append(f"  {r['reader']:<28} {r['n']:>5} {_signed(r['bias'])}{_ci(r.get('bias_ci'))}")
+            lines += judge_bias_text(r)
+        if sample.get("design"):
+            lines.append(f"  (every response: {design_text(sample['design'])}; predictor {sample['predictor']})")
     ranking = headline.get("reader_ranking") or []
     if ranking:
         lines += ["", "readers ranked by agreement with the final labels:"]

@@ -69,6 +69,15 @@ class Command(ApplicationCommand):
             metavar="BENCHMARK=TYPE",
             help="set a benchmark's task type instead of reading it from its items (repeatable)",
         )
+        parser.add_argument(
+            "--predictor",
+            default="",
+            help=(
+                "with --fixed-reader human and --dataset: the predictor of the prediction-powered estimates over "
+                "every response (a producer, 'vote' or 'consensus'; default: the fixed reader where it read the "
+                "dataset, else 'vote')"
+            ),
+        )
         parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (0: no intervals)")
         parser.add_argument("--seed", type=int, default=0, help="bootstrap seed")
         parser.add_argument("--json", action="store_true", help="print JSON only")
