@@ -22,6 +22,7 @@ Timed, ROUNDS times each, in one child process (medians):
 Prints, last:
   RESULT estimates_load_s <seconds: the inputs from the database>
   RESULT estimates_count <estimates computed>
+  RESULT estimates_cpu_s <CPU seconds of the estimates: what a shared machine's load does not move>
   RESULT estimates_vs_load_ratio <estimates ÷ load>
   RESULT estimates_s <seconds; target <= 5>
 Run: python bench/estimates_bench.py   (PostgreSQL on 127.0.0.1:5432; override BENCH_DATABASE_SERVER,
@@ -105,7 +106,7 @@ from adjudication.analytics.selectors import estimate_population, estimate_predi
 from adjudication.models import Dataset
 
 ds = Dataset.objects.get(name="bench")
-loads, runs = [], []
+loads, runs, cpu = [], [], []
 for _ in range({rounds}):
     started = time.perf_counter()
     population = estimate_population(dataset=ds)
@@ -130,14 +131,15 @@ def every_estimate():
 
 
 for _ in range({rounds}):
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     estimates = every_estimate()
     runs.append(time.perf_counter() - started)
+    cpu.append(time.process_time() - cpu_started)
 headlines = Counter(e["headline"] for e in estimates)
 withheld = Counter(e["withheld"].split(" (")[0] for e in estimates if e["withheld"])
 pooled = estimates[0]
 print("ESTIMATES " + json.dumps({{
-    "loads_s": loads, "runs_s": runs, "count": len(estimates), "producers": len(population.verdicts),
+    "loads_s": loads, "runs_s": runs, "cpu_s": cpu, "count": len(estimates), "producers": len(population.verdicts),
     "responses": len(population.items), "labels": len(drawn.labels), "design": drawn.design.name,
     "cells": {{c: n for c, n in drawn.design.cell_sizes.items()}}, "headlines": headlines, "withheld": withheld,
     "pooled": pooled,
@@ -213,6 +215,7 @@ def main() -> None:
     )
     result("estimates_load_s", load_s)
     result("estimates_count", out["count"])
+    result("estimates_cpu_s", statistics.median(out["cpu_s"]))
     result("estimates_vs_load_ratio", run_s / load_s)
     result("estimates_s", run_s)
 

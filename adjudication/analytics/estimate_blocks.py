@@ -94,23 +94,20 @@ def design_summary(
 
 
 def _checkpoints(population: Population) -> list[str]:
-    return sorted({str((population.groups.get(i) or {}).get("checkpoint") or "-") for i in population.items})
+    return sorted({str(g.get("checkpoint") or "-") for g in population.groups.values()})
 
 
-def reported_gain(population: Population, *, base: str, rl: str, reader: str) -> float | None:
+def reported_gain(frame: Frame, *, base: str, rl: str, reader: str) -> float:
     """The reader's gain over every response of the two checkpoints, as the format-share target
     takes it: accuracy(rl) − accuracy(base), a response without a correct verdict counting as not
-    correct (as a harness scores it). None when either checkpoint has no response."""
-    said = population.verdicts.get(reader, {})
-    tally = {base: [0, 0], rl: [0, 0]}
-    for item in population.items:
-        counts = tally.get(str((population.groups.get(item) or {}).get("checkpoint") or "-"))
-        if counts is not None:
-            counts[0] += said.get(item) == "correct"
-            counts[1] += 1
-    if not tally[base][1] or not tally[rl][1]:
-        return None
-    return float(tally[rl][0] / tally[rl][1] - tally[base][0] / tally[base][1])
+    correct (as a harness scores it)."""
+    try:
+        _, said_correct = frame.producer_verdicts(reader)
+    except EstimateError:  # no correct / incorrect verdict at all: nothing counts as correct
+        said_correct = np.zeros(len(frame.items))
+    gain = frame.value(f"gain:{base},{rl}", said_correct)
+    assert gain is not None  # a linear target always has a value
+    return gain
 
 
 def format_share_estimates(
@@ -134,13 +131,13 @@ def format_share_estimates(
     options = {"n_boot": n_boot, "seed": seed, "design": design}
     for rl in (c for c in checkpoints if c != base):
         row: dict[str, Any] = {"base": base, "rl": rl, "reported_reader": reported}
-        row["reported_gain"] = gain = reported_gain(population, base=base, rl=rl, reader=reported)
+        row["reported_gain"] = gain = reported_gain(frame, base=base, rl=rl, reader=reported)
         row["gain"] = estimate_dict(frame.estimate(f"gain:{base},{rl}", sample, **options))
-        if gain is None or gain <= 0:
+        if gain <= 0:
             row["format_share"] = None
             row["format_share_error"] = (
-                f"the reported gain under {reported} is {'undefined' if gain is None else f'{100 * gain:+.4g} points'} "
-                "(≤ 0): the format share (reported − true) / reported is undefined"
+                f"the reported gain under {reported} is {100 * gain:+.4g} points (≤ 0): "
+                "the format share (reported − true) / reported is undefined"
             )
         else:
             target = f"format-share:{base},{rl},{reported}"
