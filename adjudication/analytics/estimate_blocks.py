@@ -128,11 +128,11 @@ def format_share_estimates(
     if base not in checkpoints:
         raise EstimateError(f"no checkpoint {base!r}; checkpoints: {', '.join(checkpoints)}", field="base_checkpoint")
     out = []
-    options = {"n_boot": n_boot, "seed": seed, "design": design}
     for rl in (c for c in checkpoints if c != base):
         row: dict[str, Any] = {"base": base, "rl": rl, "reported_reader": reported}
         row["reported_gain"] = gain = reported_gain(frame, base=base, rl=rl, reader=reported)
-        row["gain"] = estimate_dict(frame.estimate(f"gain:{base},{rl}", sample, **options))
+        true_gain = frame.estimate(f"gain:{base},{rl}", sample, n_boot=n_boot, seed=seed, design=design)
+        row["gain"] = estimate_dict(true_gain)
         if gain <= 0:
             row["format_share"] = None
             row["format_share_error"] = (
@@ -141,7 +141,8 @@ def format_share_estimates(
             )
         else:
             target = f"format-share:{base},{rl},{reported}"
-            row["format_share"] = estimate_dict(frame.estimate(target, sample, **options))
+            share = frame.estimate(target, sample, n_boot=n_boot, seed=seed, design=design)
+            row["format_share"] = estimate_dict(share)
             row["format_share_error"] = None
         out.append(row)
     return out
