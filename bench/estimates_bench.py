@@ -201,7 +201,9 @@ def main() -> None:
     )
     print(
         f"load: {', '.join(f'{s:.2f}' for s in out['loads_s'])} s; estimates: "
-        f"{', '.join(f'{s:.2f}' for s in out['runs_s'])} s ({out['count']} estimates)",
+        f"{', '.join(f'{s:.2f}' for s in out['runs_s'])} s, CPU {', '.join(f'{s:.2f}' for s in out['cpu_s'])} s "
+        f"({out['count']} estimates); load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} on "
+        f"{os.cpu_count()} CPUs",
         flush=True,
     )
     print(f"headlines: {out['headlines']}; withheld: {out['withheld'] or 'none'}", flush=True)
