@@ -29,7 +29,6 @@ from typing import Any
 import numpy as np
 
 from adjudication.analytics.estimates import (
-    BINARY,
     HEADLINE_MIN_LABELS,
     N_BOOT,
     Estimate,
@@ -73,24 +72,6 @@ def headline_reason(e: Estimate) -> str:
 def estimate_dict(e: Estimate) -> dict[str, Any]:
     """Estimate.as_dict() (the figures `manage.py estimate` prints) with the headline's reason."""
     return {**e.as_dict(), "headline_reason": headline_reason(e)}
-
-
-def design_summary(
-    sample: Sample, *, policy: str | None, population: int, left_out: Mapping[str, int]
-) -> dict[str, Any]:
-    """The sample the prediction-powered figures rest on: the policy whose probability design drew
-    it, its labels per cell against the cell's responses, and the labelled responses left out."""
-    counts = np.bincount(sample.cell, minlength=len(sample.cell_sizes))
-    return {
-        "policy": policy,
-        "labels": len(sample.index),
-        "population": population,
-        "cells": [
-            {"cell": name, "labels": int(k), "responses": int(size)}
-            for name, k, size in zip(sample.cell_names, counts, sample.cell_sizes, strict=True)
-        ],
-        "left_out": dict(sorted(left_out.items())),
-    }
 
 
 def _checkpoints(population: Population) -> list[str]:
@@ -203,11 +184,6 @@ def judge_bias_estimates(
     return out
 
 
-def binary_labels(labels: Mapping[str, str]) -> dict[str, str]:
-    """The labels an estimate counts (correct / incorrect)."""
-    return {item: v for item, v in labels.items() if v in BINARY}
-
-
 # -- text ---------------------------------------------------------------------------------------
 
 
@@ -260,8 +236,9 @@ def design_text(design: Mapping[str, Any]) -> str:
 def format_share_block_text(block: Mapping[str, Any]) -> list[str]:
     """The lines `format_share --fixed-reader human` prints after the comparisons."""
     lines = ["", f"prediction-powered estimates over {block['scope']}:"]
-    if block.get("design"):
-        lines.append(f"  {design_text(block['design'])}; predictor {block['predictor']}")
+    if block.get("design", {}).get("cells"):
+        lines.append(f"  {design_text(block['design'])}")
+        lines.append(f"  predictor {block['predictor']} ({block['predictor_why']})")
     if block.get("error"):
         lines.append(f"  ! {block['error']}")
     for row in block.get("checkpoints") or []:

@@ -65,10 +65,14 @@ def dataset_estimates(
     reported: str = "boxed",
     seed: int = 0,
     prefer: str = DEFAULT_PREDICTOR,
+    inputs: EstimateInputs | None = None,
 ) -> dict[str, Any]:
     """The estimates report's JSON: the predictor (and why it), the design, and one target or the
-    headline set, each machine only, human only and prediction-powered."""
-    inputs = estimate_inputs(dataset=dataset, predictor=predictor, policy=policy, prefer=prefer)
+    headline set, each machine only, human only and prediction-powered. `inputs`: what
+    estimate_inputs read for these predictor, policy and prefer, when the caller has it (the
+    analytics report reads the population once for this and its judge-bias table)."""
+    if inputs is None:
+        inputs = estimate_inputs(dataset=dataset, predictor=predictor, policy=policy, prefer=prefer)
     sample = inputs.sample
     table = estimates_table(
         inputs.population,

@@ -19,18 +19,17 @@ from adjudication.analytics import agreement as ag
 from adjudication.analytics import format_share as fs
 from adjudication.analytics import ranking
 from adjudication.analytics.consensus import consensus
-from adjudication.analytics.estimate_report import dataset_estimates
-from adjudication.analytics.design import estimate_sample
 from adjudication.analytics.estimate_blocks import (
     ESTIMATED_RATES,
     FORMAT_SHARE_SCOPE,
     GAIN_UNIT,
     HEADLINE_RULE,
     JUDGE_BIAS_PREDICTOR,
-    design_summary,
     format_share_estimates,
     judge_bias_estimates,
 )
+from adjudication.analytics.estimate_report import EstimateInputs, dataset_estimates, estimate_inputs
+from adjudication.analytics.estimate_table import design_summary
 from adjudication.analytics.estimates import EstimateError, Frame
 from adjudication.analytics.headline import format_share_headline
 from adjudication.analytics.reports.options import FormatShareOptions, ReportError
@@ -40,9 +39,6 @@ from adjudication.analytics.selectors import (
     agreement_inputs,
     consensus_inputs,
     disputed_by_benchmark,
-    estimate_population,
-    estimate_predictor,
-    estimate_predictor_default,
     estimate_producer_name,
     format_share_observations,
     ranking_tables,
@@ -310,9 +306,9 @@ def build(dataset: Dataset, params: Params) -> Report:
     obs = _format_share(rep, summary, inputs["human"])
     _ranking(rep, summary)
     rep.headline = _headline(rep, obs)
-    _judge_bias_estimates(rep)
     _consensus(rep)
-    _estimates(rep)
+    estimated = _estimates(rep)
+    _judge_bias_estimates(rep, estimated)
     return rep
 
 
@@ -354,17 +350,22 @@ def _consensus(rep: Report) -> None:
     rep.consensus = out
 
 
-def _estimates(rep: Report) -> None:
+def _estimates(rep: Report) -> EstimateInputs | None:
     """Each headline number machine only, human only and prediction-powered (docs/estimates.md):
     the numbers of `manage.py estimate --dataset NAME --seed SEED` with the page's base checkpoint
-    and reported reader, and its fixed reader as the predictor (the vote when it gave no verdicts)."""
+    and reported reader, and its fixed reader as the predictor (the vote when it gave no verdicts).
+    Returns what it read (the judge-bias table's estimates rest on the same population and labels),
+    or None when it could not."""
     p = rep.params
     try:
+        inputs = estimate_inputs(dataset=rep.dataset, predictor=None, policy=None, prefer=p.fixed)
         rep.estimates = dataset_estimates(
-            dataset=rep.dataset, base=p.base, reported=p.reported, seed=p.seed, prefer=p.fixed
+            dataset=rep.dataset, base=p.base, reported=p.reported, seed=p.seed, prefer=p.fixed, inputs=inputs
         )
     except ApplicationError as exc:  # no population, a design that does not fit it
         rep.estimates_error = exc.message
+        return None
+    return inputs
 
 
 # The format share options behind the page's parameters.
@@ -528,14 +529,13 @@ JUDGE_BIAS_ESTIMATES_TITLE = (
 SUBSET_RATE = {"false_accept": "false_accept_rate", "false_reject": "false_reject_rate", "bias": "bias"}
 
 
-def _judge_bias_estimates(rep: Report) -> None:
+def _judge_bias_estimates(rep: Report, inputs: EstimateInputs | None) -> None:
     """Beside each producer's bias figures on the labelled subset (headline judge_bias), the same
     rates over every response it judged, prediction-powered from the probability design's labels
-    with the vote of the other producers as predictor (analytics.estimate_blocks); the sample they
-    rest on in headline judge_bias_sample, and one row per producer and rate in the table
-    judge-bias-estimates."""
+    (the population and labels the estimates section read: `inputs`) with the vote of the other
+    producers as predictor (analytics.estimate_blocks); the sample they rest on in headline
+    judge_bias_sample, and one row per producer and rate in the table judge-bias-estimates."""
     rows = rep.headline.get("judge_bias") or []
-    drawn = estimate_sample(dataset=rep.dataset)
     sample_note: dict[str, Any] = {
         "predictor": JUDGE_BIAS_PREDICTOR,
         "labelled_subset": (
@@ -544,17 +544,29 @@ def _judge_bias_estimates(rep: Report) -> None:
         ),
         "headline_rule": HEADLINE_RULE,
     }
+    rep.headline["judge_bias_sample"] = sample_note
     table: list[dict[str, Any]] = []
-    if not drawn.labels or not rows:
-        sample_note["error"] = NO_DESIGN_LABELS if not drawn.labels else "no producer to estimate"
-        rep.headline["judge_bias_sample"] = sample_note
-        rep.tables["judge-bias-estimates"] = {"title": JUDGE_BIAS_ESTIMATES_TITLE, "rows": table}
+    rep.tables["judge-bias-estimates"] = {"title": JUDGE_BIAS_ESTIMATES_TITLE, "rows": table}
+    drawn = inputs.sample if inputs is not None else None
+    if drawn is None or not drawn.labels or not rows:
+        sample_note["error"] = (
+            f"no estimates: {rep.estimates_error}"
+            if drawn is None
+            else NO_DESIGN_LABELS
+            if not drawn.labels
+            else "no producer to estimate"
+        )
         return
-    population = estimate_population(dataset=rep.dataset)
+    assert inputs is not None  # drawn is its sample
+    population = inputs.population
     frame = Frame.build(population, {}, by="checkpoint")
     sample = frame.sample(drawn.labels, drawn.design)
     sample_note["design"] = design_summary(
-        sample, policy=drawn.policy, population=drawn.population, left_out=drawn.left_out
+        policy=drawn.policy,
+        design=drawn.design,
+        labels=drawn.labels,
+        population=drawn.population,
+        left_out=drawn.left_out,
     )
     names = [r["reader"] for r in rows if r["reader"] in population.verdicts]
     estimates = judge_bias_estimates(
@@ -569,8 +581,6 @@ def _judge_bias_estimates(rep: Report) -> None:
         today = (subset.get(row["reader"]) or {}).get("all") or {}
         for key, kind in ESTIMATED_RATES:
             table.append(_judge_bias_estimate_row(row, key, kind, entry, today))
-    rep.headline["judge_bias_sample"] = sample_note
-    rep.tables["judge-bias-estimates"] = {"title": JUDGE_BIAS_ESTIMATES_TITLE, "rows": table}
 
 
 def _judge_bias_estimate_row(
@@ -620,24 +630,30 @@ def format_share_estimates_block(
 ) -> dict[str, Any]:
     """`format_share --fixed-reader human`'s prediction-powered block (analytics.estimate_blocks):
     the true gain and the format share over every response of each checkpoint against `base`,
-    from the probability design's labels and the predictor (default: the `fixed` reader, else the
-    vote). ReportError (field predictor) for a predictor the dataset does not have."""
+    from the probability design's labels and the predictor (estimate_report's: named, else the
+    `fixed` reader, else the vote; said why). ReportError (field predictor) for a predictor the
+    dataset does not have."""
     block: dict[str, Any] = {"scope": FORMAT_SHARE_SCOPE, "unit": GAIN_UNIT, "headline_rule": HEADLINE_RULE}
-    drawn = estimate_sample(dataset=dataset)
-    if not drawn.labels:
-        return {**block, "predictor": predictor or None, "error": NO_DESIGN_LABELS}
-    population = estimate_population(dataset=dataset)
-    name = predictor or estimate_predictor_default(population=population)
     try:
-        values = estimate_predictor(dataset=dataset, population=population, name=name)
+        inputs = estimate_inputs(dataset=dataset, predictor=predictor or None, policy=None)
     except EstimateError as exc:
         raise ReportError(f"--predictor: {exc.message}", field="predictor") from exc
-    block["predictor"] = name
-    frame = Frame.build(population, values, by="checkpoint", name=name)
+    drawn = inputs.sample
+    block["predictor"] = inputs.predictor_name
+    block["predictor_why"] = inputs.predictor_why
+    block["design"] = design_summary(
+        policy=drawn.policy,
+        design=drawn.design,
+        labels=drawn.labels,
+        population=drawn.population,
+        left_out=drawn.left_out,
+    )
+    if not drawn.labels:
+        return jsonable({**block, "error": NO_DESIGN_LABELS})
+    frame = Frame.build(inputs.population, inputs.predictor, by="checkpoint", name=inputs.predictor_name)
     sample = frame.sample(drawn.labels, drawn.design)
-    block["design"] = design_summary(sample, policy=drawn.policy, population=drawn.population, left_out=drawn.left_out)
     try:
-        reported_name = estimate_producer_name(dataset=dataset, population=population, name=reported)
+        reported_name = estimate_producer_name(dataset=dataset, population=inputs.population, name=reported)
         block["checkpoints"] = format_share_estimates(
             frame, sample, base=base, reported=reported_name, design=drawn.design.name, n_boot=n_boot, seed=seed
         )

@@ -663,15 +663,6 @@ def _verdicts_per_reader_orm(dataset: Dataset) -> Iterator[tuple[int, Sequence[i
         yield sid, rids, said
 
 
-# The predictor when none is named: the `fixed` reader where it has read the dataset (the platform's
-# own reader, checked against other graders' test cases), else the vote of every producer.
-FIXED_READER = "fixed"
-
-
-def estimate_predictor_default(*, population: Population) -> str:
-    return FIXED_READER if FIXED_READER in population.verdicts else VOTE
-
-
 def estimate_producer_name(*, dataset: Dataset, population: Population, name: str) -> str:
     """The producer `name` means among the population's producers (display names): itself, or, for
     a plain name several versions share, the newest of them (resolve_reader's rule); LookupError

@@ -15,12 +15,12 @@ import pytest
 from adjudication.analytics.design import estimate_sample
 from adjudication.analytics.estimate_blocks import (
     ESTIMATED_RATES,
-    design_summary,
     format_share_estimates,
     headline_reason,
     judge_bias_estimates,
     leave_one_out_votes,
 )
+from adjudication.analytics.estimate_table import design_summary
 from adjudication.analytics.estimates import (
     HEADLINE_MIN_LABELS,
     Design,
@@ -249,9 +249,13 @@ def test_format_share_with_human_labels_adds_the_estimators_figures_over_every_r
     block = out["estimates"]
     population = estimate_population(dataset=routed)
     frame, sample, drawn = _frame(routed, producer_predictor(population, "fixed"), "fixed")
-    assert block["predictor"] == "fixed"
+    assert block["predictor"] == "fixed" and "the analytics' fixed reader" in block["predictor_why"]
     assert block["design"] == design_summary(
-        sample, policy=drawn.policy, population=drawn.population, left_out=drawn.left_out
+        policy=drawn.policy,
+        design=drawn.design,
+        labels=drawn.labels,
+        population=drawn.population,
+        left_out=drawn.left_out,
     )
     assert block["design"]["labels"] == LABELLED and len(block["design"]["cells"]) == 2
     (row,) = block["checkpoints"]
@@ -351,7 +355,11 @@ def test_the_judge_bias_table_adds_each_producers_rates_over_every_response(rout
     population = estimate_population(dataset=routed)
     _, sample, drawn = _frame(routed, {}, "")
     assert headline["judge_bias_sample"]["design"] == design_summary(
-        sample, policy=drawn.policy, population=drawn.population, left_out=drawn.left_out
+        policy=drawn.policy,
+        design=drawn.design,
+        labels=drawn.labels,
+        population=drawn.population,
+        left_out=drawn.left_out,
     )
     scope = headline["scope"]
     subset = report.body["agreement"]["vs_human"][scope]
