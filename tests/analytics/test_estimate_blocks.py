@@ -268,6 +268,10 @@ def test_format_share_with_human_labels_adds_the_estimators_figures_over_every_r
     assert gain.headline == "prediction-powered" and gain.ppi is not None and gain.ppi.low is not None
     # The reported gain the share divides by: boxed's, over every response of each checkpoint.
     assert share.machine == pytest.approx(1 - gain.machine / row["reported_gain"])
+    # The numbers `manage.py estimate` prints for the same targets.
+    for target, key in (("gain:base,rl", "gain"), ("format-share:base,rl,boxed", "format_share")):
+        (printed,) = json.loads(run_command("estimate", dataset="routed", target=target, json=True))["estimates"]
+        assert {k: v for k, v in printed.items() if k not in ("kind", "note")} == _without_reason(row[key])
 
 
 @pytest.mark.django_db
