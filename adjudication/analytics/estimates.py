@@ -36,6 +36,7 @@ from typing import Any, Literal
 
 import numpy as np
 from scipy.stats import norm
+from scipy.stats import t as student_t
 
 from adjudication.errors import ApplicationError
 
@@ -137,6 +138,11 @@ class Design:
     probability: Mapping[str, float]
     cell_sizes: Mapping[str, int]
     name: str = ""
+    # The cell of every response of the population, where the design knows it (routing does):
+    # each target's domain is then post-stratified by cell with known sizes, so a group the labels
+    # of a cell happen to miss is said to be missing instead of silently given that cell's weight
+    # elsewhere. None with one cell means every response is in it.
+    population_cell: Mapping[str, str] | None = None
 
     @classmethod
     def simple_random(cls, labelled: Collection[str], *, population: int, name: str = "") -> Design:
@@ -161,6 +167,7 @@ class Sample:
     pi: np.ndarray
     cell_sizes: np.ndarray
     cell_names: tuple[str, ...] = ()
+    population_cell: np.ndarray | None = None  # every population response's cell code
 
     @classmethod
     def from_arrays(
@@ -172,6 +179,7 @@ class Sample:
         pi: Any,
         cell_sizes: Any,
         cell_names: Sequence[str] = (),
+        population_cell: Any = None,
     ) -> Sample:
         index, cell = np.asarray(index, dtype=np.int64), np.asarray(cell, dtype=np.int64)
         y, pi = np.asarray(y, dtype=float), np.asarray(pi, dtype=float)
@@ -192,7 +200,16 @@ class Sample:
                 f"cell {name!r} holds {counts[bad]} labels but only {sizes[bad]} responses", field="design"
             )
         names = tuple(cell_names) or tuple(str(c) for c in range(len(sizes)))
-        return cls(index=index, y=y, cell=cell, pi=pi, cell_sizes=sizes, cell_names=names)
+        everywhere = None
+        if population_cell is not None:
+            everywhere = np.asarray(population_cell, dtype=np.int64)
+            if len(everywhere) and (everywhere.min() < 0 or everywhere.max() >= len(sizes)):
+                raise EstimateError("a response of the population is in no cell of the design", field="design")
+            if not np.array_equal(np.bincount(everywhere, minlength=len(sizes)), sizes):
+                raise EstimateError("the cells' sizes do not match the population's cells", field="design")
+            if len(index) and np.any(everywhere[index] != cell):
+                raise EstimateError("a label's cell is not its response's cell", field="design")
+        return cls(index=index, y=y, cell=cell, pi=pi, cell_sizes=sizes, cell_names=names, population_cell=everywhere)
 
 
 @dataclass(frozen=True)
@@ -397,6 +414,15 @@ class Frame:
                 raise EstimateError(f"labelled response {item!r} has no cell in the design", field="design")
             rows.append((at, 1.0 if verdict == "correct" else 0.0, code[cell], float(design.probability[item])))
         index, y, cell_codes, pi = (list(col) for col in zip(*rows, strict=True)) if rows else ([], [], [], [])
+        everywhere = None
+        if design.population_cell is not None:
+            cells_of = design.population_cell
+            missing = [i for i in self.items if cells_of.get(i) not in code]
+            if missing:
+                raise EstimateError(
+                    f"response {missing[0]!r} of the population has no cell in the design", field="design"
+                )
+            everywhere = np.fromiter((code[cells_of[i]] for i in self.items), dtype=np.int64, count=len(self.items))
         return Sample.from_arrays(
             index=index,
             y=y,
@@ -404,6 +430,7 @@ class Frame:
             pi=pi,
             cell_sizes=[int(design.cell_sizes[n]) for n in names],
             cell_names=names,
+            population_cell=everywhere,
         )
 
     # -- targets as linear statistics ---------------------------------------------------------
@@ -512,6 +539,21 @@ class Frame:
 
     # -- estimation ---------------------------------------------------------------------------
 
+    def _pop_sizes(self, st: _Statistics, sample: Sample) -> np.ndarray | None:
+        """N_ck: each cell's number of responses in statistic k's domain, where the design says
+        which cell every response is in (or has one cell); None: not known."""
+        k = len(sample.cell_sizes)
+        if sample.population_cell is not None:
+            if len(sample.population_cell) != len(self.items):
+                raise EstimateError("the design's cells do not cover this population", field="design")
+            cols = [
+                np.bincount(sample.population_cell[st.alpha[:, j] != 0], minlength=k) for j in range(st.alpha.shape[1])
+            ]
+            return np.stack(cols, axis=1).astype(float)
+        if k == 1:
+            return np.count_nonzero(st.alpha, axis=0)[None, :].astype(float)
+        return None
+
     def estimate(
         self,
         target: str | EstimateTarget,
@@ -533,42 +575,29 @@ class Frame:
         af = st.alpha.T @ self.f
         machine = st.g((st.beta_sum + af) / n)
         a_l = st.alpha[sample.index]  # (labels, K)
-        inside = a_l != 0  # each label in each statistic's domain
-        domain_sizes = np.count_nonzero(st.alpha, axis=0).astype(float)
-        labels = int(np.any(inside, axis=1).sum())
-        cells = _Cells(sample)
         f_l = self.f[sample.index]
-        estimated_sizes = cells.total(inside.astype(float))  # D̂_k: each domain's size, from the labels
-        withheld = _withheld(st, sample, labels)
-        if withheld is None and np.any(estimated_sizes <= 0):
-            withheld = "no label falls in the target's domain"
-        safe = np.where(estimated_sizes > 0, estimated_sizes, 1.0)
-        mean_y = cells.total(a_l * sample.y[:, None]) / safe  # Hájek domain means of α·y, α·f
-        mean_f = cells.total(a_l * f_l[:, None]) / safe
+        labels = int(np.any(a_l != 0, axis=1).sum())
+        strata = _PostStrata(sample, st, self._pop_sizes(st, sample), f_l)
+        withheld = _withheld(st, sample, labels) or strata.withheld()
+        cells = _Cells(sample)
 
         def mu(lam: float) -> np.ndarray:
-            return (st.beta_sum + lam * af + domain_sizes * (mean_y - lam * mean_f)) / n
-
-        def residuals(grad: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-            # The linearised residual e = a − λ b of each label, and its reach (the |e| of a
-            # whole-unit disagreement), with each domain's mean taken out (the Hájek ratio).
-            scale = grad * domain_sizes / safe
-            a = (a_l * sample.y[:, None] - inside * mean_y) @ scale
-            b = (a_l * f_l[:, None] - inside * mean_f) @ scale
-            return a, b, np.abs(a_l @ scale)
+            return (st.beta_sum + lam * af + strata.correction(lam)) / n
 
         human_mu = mu(0.0)
         human_value = st.g(human_mu)
-        a, _, reach = residuals(st.grad(human_mu))
-        human_var = cells.variance(a, reach) / n**2
+        a, b, reach = strata.residuals(st.grad(human_mu))
+        human_var = strata.variance(a, reach) / n**2
+        human_df = strata.df
         # λ minimises the design variance at the PPI point (the gradient moves with μ for the
         # ratios only; λ = 1 is close enough to linearise at).
-        a, b, _ = residuals(st.grad(mu(1.0)))
-        lam = cells.tuned(a, b)
+        a, b, _ = strata.residuals(st.grad(mu(1.0)))
+        lam = strata.tuned(a, b)
         ppi_mu = mu(lam)
         ppi_value = st.g(ppi_mu)
-        a, b, reach = residuals(st.grad(ppi_mu))
-        ppi_var = cells.variance(a - lam * b, reach) / n**2
+        a, b, reach = strata.residuals(st.grad(ppi_mu))
+        ppi_var = strata.variance(a - lam * b, reach) / n**2
+        ppi_df = strata.df
         method = ratio_method or RATIO_METHOD if st.ratio else "normal"
         if withheld is None and (human_value is None or ppi_value is None):
             withheld = "the target is undefined on these labels (its denominator is 0)"
@@ -583,9 +612,8 @@ class Frame:
             human = Interval(human_value, *human_ci, math.sqrt(human_var))  # type: ignore[arg-type]
             ppi = Interval(ppi_value, *ppi_ci, math.sqrt(ppi_var))  # type: ignore[arg-type]
         else:
-            z = float(norm.isf(alpha / 2))
-            human = _normal(human_value, human_var, z, bounds)  # type: ignore[arg-type]
-            ppi = _normal(ppi_value, ppi_var, z, bounds)  # type: ignore[arg-type]
+            human = _normal(human_value, human_var, _quantile(alpha, human_df), bounds)  # type: ignore[arg-type]
+            ppi = _normal(ppi_value, ppi_var, _quantile(alpha, ppi_df), bounds)  # type: ignore[arg-type]
         effective = labels * human_var / ppi_var if withheld is None and ppi_var > 0 else None
         if ppi is not None and ppi.low is not None and labels >= HEADLINE_MIN_LABELS:
             headline: Headline = "prediction-powered"
@@ -608,6 +636,13 @@ class Frame:
             withheld=withheld,
             headline=headline,
         )
+
+
+def _quantile(alpha: float, df: float) -> float:
+    """Student's t quantile with the Satterthwaite degrees of freedom (the normal's past 1,000)."""
+    if not math.isfinite(df) or df > 1000:
+        return float(norm.isf(alpha / 2))
+    return float(student_t.isf(alpha / 2, max(df, 1.0)))
 
 
 def _normal(value: float, var: float, z: float, bounds: tuple[float, float] | None) -> Interval:
@@ -640,6 +675,146 @@ def _withheld(st: _Statistics, sample: Sample, labels: int) -> str | None:
         if inside < MIN_LABELS:
             return f"{inside} labelled response(s) in the ratio's denominator (at least {MIN_LABELS})"
     return None
+
+
+class _PostStrata:
+    """Each statistic's domain split by cell, with known sizes N_ck where the design gives them:
+    the correction of statistic k is Σ_c N_ck · (the Hájek mean of α_k(y − λf) over the cell's
+    labels in the domain). Where the design does not say which cell every response is in, N_ck is
+    estimated as N_c × the domain's weighted share of the cell's labels (the plain domain Hájek
+    estimate). Variances are the cells' design variances of each label's linearised contribution,
+    with the finite-population correction, floored per post-stratum (docs/estimates.md, "Rare
+    disagreements")."""
+
+    def __init__(self, sample: Sample, st: _Statistics, sizes: np.ndarray | None, f_l: np.ndarray) -> None:
+        self.sample = sample
+        self.cells = len(sample.cell_sizes)
+        self.a_l = st.alpha[sample.index]
+        self.inside = (self.a_l != 0).astype(float)
+        self.w = 1.0 / sample.pi if len(sample.pi) else np.zeros(0)
+        cell = sample.cell
+        self.n_cell = np.bincount(cell, minlength=self.cells).astype(float)
+        k = self.a_l.shape[1]
+        self.weight = np.stack(
+            [np.bincount(cell, weights=self.w * self.inside[:, j], minlength=self.cells) for j in range(k)], axis=1
+        )  # W_ck
+        self.count = np.stack(
+            [np.bincount(cell, weights=self.inside[:, j], minlength=self.cells) for j in range(k)], axis=1
+        )  # n_ck
+        if sizes is None:
+            cell_w = np.bincount(cell, weights=self.w, minlength=self.cells)
+            share = self.weight / np.where(cell_w > 0, cell_w, 1.0)[:, None]
+            sizes = sample.cell_sizes.astype(float)[:, None] * share
+        self.sizes = sizes  # N_ck
+        self.safe = np.where(self.weight > 0, self.weight, 1.0)
+        self.y = sample.y
+        self.df = math.inf
+        self.f_l = f_l
+        self._mean_y = self._means(self.a_l * sample.y[:, None])
+        self._mean_f = self._means(self.a_l * f_l[:, None])
+
+    def _means(self, x: np.ndarray) -> np.ndarray:
+        """(C, K): each post-stratum's Hájek mean of x."""
+        cell = self.sample.cell
+        k = x.shape[1]
+        sums = np.stack(
+            [np.bincount(cell, weights=self.w * x[:, j] * self.inside[:, j], minlength=self.cells) for j in range(k)],
+            axis=1,
+        )
+        return sums / self.safe
+
+    def withheld(self) -> str | None:
+        names = self.sample.cell_names
+        for c, j in zip(*np.nonzero((self.sizes > 0) & (self.count < MIN_CELL_LABELS)), strict=True):
+            if self.count[c, j] >= self.sizes[c, j]:
+                continue  # labelled whole: known exactly
+            name = names[c] if c < len(names) else str(c)
+            return (
+                f"cell {name!r} holds {round(self.sizes[c, j])} response(s) of the target's domain but "
+                f"{int(self.count[c, j])} of its labels (at least {MIN_CELL_LABELS} are needed)"
+            )
+        effective = self._effective()
+        if np.any(effective < MIN_LABELS):
+            return f"{float(effective.min()):.1f} effective labels in the target's domain (at least {MIN_LABELS})"
+        return None
+
+    def _effective(self) -> np.ndarray:
+        """Kish's effective number of labels of each statistic's domain estimate: (Σω)² / Σω²
+        with ω_i = N_ck · w_i / W_ck, each label's share of the estimate."""
+        omega = self.sizes[self.sample.cell] * self.w[:, None] / self.safe[self.sample.cell] * self.inside
+        total = omega.sum(axis=0)
+        squares = (omega**2).sum(axis=0)
+        return np.where(squares > 0, total**2 / np.where(squares > 0, squares, 1.0), 0.0)
+
+    def correction(self, lam: float) -> np.ndarray:
+        return (self.sizes * (self._mean_y - lam * self._mean_f)).sum(axis=0)
+
+    def residuals(self, grad: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Each label's linearised contribution to the estimate's total, a (with y) and b (with
+        the predictor), so that the PPI residual is a − λ b; and its reach (a whole-unit
+        disagreement's contribution)."""
+        f_l = self.f_l
+        cell = self.sample.cell
+        coef = self.sizes[cell] * self.w[:, None] / self.safe[cell] * self.inside * grad  # (labels, K)
+        a = (coef * (self.a_l * self.y[:, None] - self._mean_y[cell])).sum(axis=1)
+        b = (coef * (self.a_l * f_l[:, None] - self._mean_f[cell])).sum(axis=1)
+        reach = np.abs(coef * self.a_l).sum(axis=1)
+        return a, b, reach
+
+    def covariance(self, x: np.ndarray, z: np.ndarray) -> float:
+        if not len(x):
+            return 0.0
+        cell = self.sample.cell
+        n = np.maximum(self.n_cell, 1)
+        mx = np.bincount(cell, weights=x, minlength=self.cells) / n
+        mz = np.bincount(cell, weights=z, minlength=self.cells) / n
+        terms = (1 - self.sample.pi) * (x - mx[cell]) * (z - mz[cell])
+        factor = np.where(self.n_cell > 1, self.n_cell / np.maximum(self.n_cell - 1, 1), 0.0)
+        return float((factor * np.bincount(cell, weights=terms, minlength=self.cells)).sum())
+
+    def variance(self, e: np.ndarray, reach: np.ndarray) -> float:
+        """Σ_c of the cell's design variance of its labels' contributions, each cell at least its
+        floor: as if one label per post-stratum disagreed at full reach among its effective
+        labels (FLOOR_EVENTS), Var ≥ (1 − f) · r² · FLOOR_EVENTS / (n_eff + 2)."""
+        if not len(e):
+            return 0.0
+        cell = self.sample.cell
+        n = np.maximum(self.n_cell, 1)
+        me = np.bincount(cell, weights=e, minlength=self.cells) / n
+        terms = (1 - self.sample.pi) * (e - me[cell]) ** 2
+        factor = np.where(self.n_cell > 1, self.n_cell / np.maximum(self.n_cell - 1, 1), 0.0)
+        actual = factor * np.bincount(cell, weights=terms, minlength=self.cells)
+        # The floor per post-stratum: r the largest reach of its labels (a contribution, so the
+        # weights are in it); the mean finite-population correction of its labels.
+        k = self.inside.shape[1]
+        floor = np.zeros(self.cells)
+        for j in range(k):
+            on = self.inside[:, j] > 0
+            if not on.any():
+                continue
+            r = np.zeros(self.cells)
+            np.maximum.at(r, cell[on], reach[on])
+            fpc = np.bincount(cell[on], weights=1 - self.sample.pi[on], minlength=self.cells)
+            cnt = np.bincount(cell[on], minlength=self.cells)
+            mean_fpc = fpc / np.maximum(cnt, 1)
+            floor += mean_fpc * FLOOR_EVENTS * r**2 * np.where(cnt > 0, cnt / (cnt + 2.0), 0.0)
+        per_cell = np.maximum(actual, floor)
+        # Welch–Satterthwaite: the degrees of freedom of a sum of cell variances, each estimated
+        # from its n_c labels; the interval takes Student's t with them (a cell of 30 labels
+        # dominating the variance gives t with about 29, not the normal's infinity).
+        spread = per_cell[self.n_cell > 1] ** 2 / (self.n_cell[self.n_cell > 1] - 1)
+        total = float(per_cell.sum())
+        self.df = total**2 / float(spread.sum()) if spread.sum() > 0 else math.inf
+        return total
+
+    def tuned(self, a: np.ndarray, b: np.ndarray) -> float:
+        """λ minimising the variance of a − λ b, clipped to [0, 1] (PPI++ power tuning)."""
+        denom = self.covariance(b, b)
+        # b is 0 up to rounding when the predictor is constant on the target's domains: then it
+        # has nothing to add, and λ = 0 (a ratio of two rounding errors would be arbitrary).
+        if denom <= 1e-12 * max(self.covariance(a, a), 1e-300):
+            return 0.0
+        return float(min(1.0, max(0.0, self.covariance(a, b) / denom)))
 
 
 class _Cells:
