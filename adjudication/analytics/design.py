@@ -222,10 +222,33 @@ def estimate_sample(*, dataset: Dataset, policy: str | None = None) -> EstimateS
     return EstimateSample(
         policy=owner.name,
         labels={item.response: item.verdict or "" for item in items},
-        design=Design(cell_of=cells, probability=probability, cell_sizes=owner.cell_sizes(population), name=owner.name),
+        design=Design(
+            cell_of=cells,
+            probability=probability,
+            cell_sizes=owner.cell_sizes(population),
+            name=owner.name,
+            population_cell=_population_cells(dataset, chosen, owner),
+        ),
         population=population,
         left_out=_left_out(labelled, used=used, chosen=chosen, policies=policies),
     )
+
+
+def _population_cells(dataset: Dataset, policy_id: int, owner: _Policy) -> dict[str, str]:
+    """Every response's cell in the policy's design: its disputed cell if the policy routed it as
+    disputed, else the control cell (or the one information cell). The estimates post-stratify
+    each target's domain by these, with known sizes."""
+    rest = (
+        f"{owner.name}/information" if owner.priority == RoutingPolicy.Priority.INFORMATION else f"{owner.name}/control"
+    )
+    disputed = {
+        str(rid): owner.cell(stratum, priority) or rest
+        for rid, stratum, priority in ReviewItem.objects.filter(
+            policy_id=policy_id, stratum=ReviewItem.Stratum.DISPUTED
+        ).values_list("response_id", "stratum", "priority")
+    }
+    ids = Response.objects.filter(dataset=dataset).values_list("id", flat=True)
+    return {str(rid): disputed.get(str(rid), rest) for rid in ids.iterator(chunk_size=10000)}
 
 
 def _left_out(

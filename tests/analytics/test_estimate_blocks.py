@@ -47,7 +47,7 @@ from ..review.conftest import make_user
 
 CHOICES = ["Durkheim", "Weber", "Merton", "Parsons"]
 QUESTIONS = 80
-LABELLED = 60  # of the queue's items, in the order the queue serves them: a queue labelled part-way
+LABELLED = 100  # of the queue's items, in the order the queue serves them: a queue labelled part-way
 
 
 # -- pure ----------------------------------------------------------------------------------------
