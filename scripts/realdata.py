@@ -11,6 +11,10 @@
         gpqa_diamond and mmlu_pro, EVOUNA's NQ and TQ; per-item agreement, per-producer and
         per-model accuracy errors, and the human labels (randomized and greedy allocator vs
         random) that bring the error under 2 points.
+    python -m scripts.realdata estimate-validation [--quick] [--json] [--seeds N]
+        The prediction-powered estimates (docs/estimates.md) on the same four data sets under the
+        platform's two sampling designs, label budgets 50–400: coverage, width, bias, effective
+        labels, beside today's estimators (scripts/estimate_validation.py).
 
 Human verdict (answer matching): rating_match ≥ 4 ("Leaning Yes" or "Surely Yes") is correct,
 1–3 incorrect (3 = "Unsure" counts as not matching), as the data set's README binarises it. The
@@ -901,6 +905,31 @@ def consensus_validation_markdown(res: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _estimate_validation(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    from scripts import estimate_validation as ev
+
+    for path in (args.answer_matching, args.evouna):
+        if not path.exists():
+            parser.error(f"no such directory: {path}")
+    unknown = sorted(set(args.datasets or ()) - set(ev.PLANS))
+    if unknown:
+        parser.error(f"unknown data set(s) {', '.join(unknown)}: use {', '.join(ev.PLANS)}")
+    seeds = args.seeds if args.seeds is not None else ev.QUICK_SEEDS if args.quick else ev.FULL_SEEDS
+    if seeds < 1:
+        parser.error("--seeds must be at least 1")
+    res = ev.estimate_validation(
+        answer_matching_dir=args.answer_matching,
+        evouna_dir=args.evouna,
+        seeds=seeds,
+        quick=args.quick,
+        processes=args.processes,
+        datasets=args.datasets,
+    )
+    print(json.dumps(res, indent=2) if args.json else ev.markdown(res))
+    print(ev.result_lines(res))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m scripts.realdata",
@@ -924,7 +953,20 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--quick", action="store_true", help="a seeded slice of each data set and fewer curves (tests)")
     c.add_argument("--processes", type=int, default=2)
     c.add_argument("--json", action="store_true")
+    e = sub.add_parser(
+        "estimate-validation",
+        help="prediction-powered estimates under the routing designs, against the human labels (docs/estimates.md)",
+    )
+    e.add_argument("--answer-matching", type=Path, default=ANSWER_MATCHING, dest="answer_matching")
+    e.add_argument("--evouna", type=Path, default=EVOUNA)
+    e.add_argument("--quick", action="store_true", help="fewer seeds (the same designs and data)")
+    e.add_argument("--seeds", type=int, default=None, help="seeds per design and budget (default 1000; --quick 40)")
+    e.add_argument("--dataset", action="append", dest="datasets", default=None, help="only these (repeatable)")
+    e.add_argument("--processes", type=int, default=2)
+    e.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
+    if args.what == "estimate-validation":
+        return _estimate_validation(parser, args)
     if args.what == "consensus-validation":
         for path in (args.answer_matching, args.evouna):
             if not path.exists():

@@ -1,0 +1,993 @@
+"""estimate-validation: the prediction-powered estimates (adjudication/analytics/estimates.py)
+against real human labels, under the platform's own sampling designs (docs/estimates.md,
+"Validation on real labels").
+
+    python -m scripts.realdata estimate-validation [--quick] [--json] [--seeds N] [--processes 2]
+
+The four data sets of consensus-validation (answer matching's gpqa_diamond and mmlu_pro, EVOUNA's
+NQ and TQ), loaded once with the same readers and judges (scripts/realdata.py). The truth of every
+item is its human label; the population of every estimate is every item of the set. Each seed
+replays the two designs the routing records, at each label budget, and every estimate is compared
+with the target's value on the whole population's human labels:
+
+* **disputed** — the responses on which two named readers' verdicts differ
+  (routing.rules.decide) are all routed (π = 1 of being routed); of the rest, a seeded Bernoulli
+  (routing.rules.is_control) draws 10 % as controls. The queue is served in a seeded random order
+  (routing.rules.random_priority) with the controls spread evenly through it, so a budget of n
+  labels labels a prefix. Cells: "disputed" (N_c = the disputed responses, π = labelled / N_c) and
+  "control" (N_c = the other responses, π = 0.1 × labelled controls / routed controls). A budget
+  beyond the queue labels the whole queue and is counted as capped.
+* **information** — randomized information routing: π_i = min(1, k·q_i) with
+  q_i = (1 − δ)·√v_i / Σ√v + δ/N, δ = 0.1, v the label values of the pooled accuracy
+  (allocation.label_values on a consensus fit with no label), the mass above 1 redistributed
+  over the others; a Poisson draw (each response independently, with its π_i); one cell
+  "information" with N_c = the population.
+
+Beside the estimator (machine, human only, prediction-powered), today's estimators measured on the
+same draws: the consensus with no label (a machine number: its error only), the labels' plain share
+on the labelled subset (what `format_share --fixed-reader human` and the judge-bias table do) and
+the stratified estimate of the analytics' policy-weighted figures (agreement.stratified: each
+routing stratum's labelled mean weighted by its size, a stratified percentile bootstrap).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import multiprocessing
+import os
+import pickle
+import tempfile
+import time
+import warnings
+from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from adjudication.analytics.allocation import Target, label_values
+from adjudication.analytics.consensus import consensus
+from adjudication.analytics.estimates import Frame, Population, Sample, producer_predictor, vote_predictor
+from adjudication.analytics.agreement import resample_counts
+from adjudication.analytics.stats import ALPHA, jsonable
+from adjudication.routing.rules import PanelReading, decide, is_control, random_priority
+
+BUDGETS = (50, 100, 200, 400)
+DESIGNS = ("disputed", "information")
+CONTROL_FRACTION = 0.1
+FLOOR = 0.1  # δ: the uniform share of the information design, so every π_i ≥ k·δ/N
+FULL_SEEDS = 1000
+QUICK_SEEDS = 40
+N_BOOT = 200  # the estimator's ratio bootstrap and the stratified estimate's (the analytics use 2000)
+BAND = (0.93, 0.97)  # the acceptance band of the nominal 95 % interval's coverage
+MAJORITY = "majority"
+GOOD_JUDGE = ("gpqa_diamond", "disputed", "judge:deepseek-chat-v3-0324", "accuracy", 100)
+
+
+@dataclass(frozen=True)
+class SetPlan:
+    """What one data set is asked: the two readers whose disagreement routes, the producer whose
+    errors are targets, the two models standing in for two checkpoints, the reader whose reported
+    gain the format share divides by, and the predictors (name, how good: "good", "bad", "vote")."""
+
+    disputed_by: tuple[str, str]
+    producer: str
+    gain: tuple[str, str]
+    format_reader: str
+    predictors: tuple[tuple[str, str], ...]
+
+
+JUDGE = "judge:deepseek-chat-v3-0324"
+EVOUNA_PLAN = SetPlan(
+    disputed_by=("qa-contains", "qa-exact-match"),
+    producer="qa-contains",
+    gain=("GPT-3.5", "GPT-4"),
+    format_reader="qa-contains",
+    predictors=(("qa-contains", "fair"), ("qa-exact-match", "bad"), (MAJORITY, "vote")),
+)
+PLANS: dict[str, SetPlan] = {
+    # fixed's reported gain gpt-4o → qwen3-32b is +7.4 points (the humans': +9.9).
+    "gpqa_diamond": SetPlan(
+        disputed_by=("fixed", JUDGE),
+        producer=JUDGE,
+        gain=("gpt-4o", "qwen3-32b"),
+        format_reader="fixed",
+        predictors=((JUDGE, "good"), ("fixed", "fair"), (MAJORITY, "vote")),
+    ),
+    # fixed's reported gain gemma-3 → llama-4 is negative (−1.9 points), so the format share is
+    # taken under the judge (+8.3; the humans': +12.9).
+    "mmlu_pro": SetPlan(
+        disputed_by=("fixed", JUDGE),
+        producer=JUDGE,
+        gain=("gemma-3-27b-it", "llama-4-maverick"),
+        format_reader=JUDGE,
+        predictors=((JUDGE, "good"), ("fixed", "bad"), (MAJORITY, "vote")),
+    ),
+    "NQ": EVOUNA_PLAN,
+    "TQ": EVOUNA_PLAN,
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# targets, as today's estimators see them: a smooth g of means of per-response terms ψ_k(y)
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    """One target: its text for the estimator, and its terms ψ_k(y_i) = α_ik·y_i + β_ik (rows k)
+    with g(means) its value; g works on (..., K) arrays and gives nan where undefined."""
+
+    text: str
+    alpha: np.ndarray  # (K, N)
+    beta: np.ndarray  # (K, N)
+    g: Callable[[np.ndarray], np.ndarray]
+    # Today's stratified estimate of it: g of each stratum's means, weighted (agreement.stratified's
+    # form, for the figures the analytics stratify: a producer's agreement and bias), or g of the
+    # stratum-weighted means (its extension to the figures they do not: accuracy of a group, gain,
+    # format share, false-accept and false-reject rates; the pooled accuracy is the same either way).
+    separate: bool = False
+
+    def terms(self, y: np.ndarray) -> np.ndarray:
+        """(N, K): every response's ψ_k at truths y (0/1 or probabilities)."""
+        return (self.alpha * y + self.beta).T
+
+
+def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+
+
+def _g_mean(m: np.ndarray) -> np.ndarray:
+    return m[..., 0]
+
+
+def _g_ratio(m: np.ndarray) -> np.ndarray:
+    return _ratio(m[..., 0], m[..., 1])
+
+
+def _g_gain(m: np.ndarray) -> np.ndarray:
+    return _ratio(m[..., 2], m[..., 3]) - _ratio(m[..., 0], m[..., 1])
+
+
+def _g_format_share(m: np.ndarray) -> np.ndarray:
+    reported = _ratio(m[..., 5], m[..., 3]) - _ratio(m[..., 4], m[..., 1])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(reported > 0, 1 - _g_gain(m) / np.where(reported > 0, reported, 1.0), np.nan)
+
+
+def target_specs(
+    *, models: np.ndarray, model_names: Sequence[str], verdicts: dict[str, np.ndarray], plan: SetPlan
+) -> list[TargetSpec]:
+    """The targets of one data set: pooled accuracy, each model's accuracy, the gain between the
+    plan's two models and its format share under the plan's reader, and the producer's agreement,
+    bias, false-accept and false-reject rates. `verdicts`: producer -> per-response verdict code
+    (1 correct, 0 incorrect, −1 anything else: a producer's no_answer is not a vote here, as in the
+    consensus fit; the format share's reported gain counts it as not correct, as a harness would)."""
+    n = len(models)
+    zero, one = np.zeros(n), np.ones(n)
+    member = {m: (models == k).astype(float) for k, m in enumerate(model_names)}
+    specs = [TargetSpec("accuracy", one[None], zero[None], _g_mean)]
+    for m in model_names:
+        specs.append(TargetSpec(f"accuracy:{m}", np.stack([member[m], zero]), np.stack([zero, member[m]]), _g_ratio))
+    base, rl = plan.gain
+    a, b = member[base], member[rl]
+    specs.append(TargetSpec(f"gain:{base},{rl}", np.stack([a, zero, b, zero]), np.stack([zero, a, zero, b]), _g_gain))
+    said = (verdicts[plan.format_reader] == 1).astype(float)
+    specs.append(
+        TargetSpec(
+            f"format-share:{base},{rl},{plan.format_reader}",
+            np.stack([a, zero, b, zero, zero, zero]),
+            np.stack([zero, a, zero, b, said * a, said * b]),
+            _g_format_share,
+        )
+    )
+    v = verdicts[plan.producer]
+    voted = (v >= 0).astype(float)
+    accept = (v == 1).astype(float)
+    p = plan.producer
+    specs += [
+        # [v = y] = v·y + (1 − v)(1 − y) on the responses the producer voted on
+        TargetSpec(
+            f"agreement:{p}",
+            np.stack([voted * (2 * accept - 1), zero]),
+            np.stack([voted * (1 - accept), voted]),
+            _g_ratio,
+            separate=True,
+        ),
+        TargetSpec(f"bias:{p}", np.stack([-voted, zero]), np.stack([voted * accept, voted]), _g_ratio, separate=True),
+        TargetSpec(f"false-accept:{p}", np.stack([-voted * accept, -voted]), np.stack([voted * accept, voted]), _g_ratio),
+        TargetSpec(f"false-reject:{p}", np.stack([voted * (1 - accept), voted]), np.stack([zero, zero]), _g_ratio),
+    ]
+    return specs
+
+
+# ---------------------------------------------------------------------------------------------
+# one data set, ready to simulate
+# ---------------------------------------------------------------------------------------------
+
+VERDICT_CODE = {"correct": 1, "incorrect": 0}
+
+
+@dataclass
+class Prepared:
+    """Everything a draw needs, computed once: the population's truths, the disputed responses, the
+    information design's base probabilities q, every target's terms at the truth (for today's
+    estimators), the consensus with no label, and one estimator Frame per predictor."""
+
+    name: str
+    plan: SetPlan
+    items: list[str]
+    y: np.ndarray
+    model_names: list[str]
+    specs: list[TargetSpec]
+    truth: dict[str, float]
+    consensus: dict[str, float | None]
+    disputed: np.ndarray
+    q: np.ndarray
+    psi: np.ndarray  # (N, Σ K): the targets' terms at the true labels, side by side
+    slices: list[slice]
+    frames: dict[str, Frame]
+    predictor_agreement: dict[str, float]
+    panel: list[str]
+    seconds: float = 0.0
+
+    @property
+    def n(self) -> int:
+        return len(self.items)
+
+
+def prepare(vs: Any, plan: SetPlan) -> Prepared:
+    """vs: a realdata.ValidationSet (its truth, votes and answering models)."""
+    started = time.monotonic()
+    items = sorted(vs.truth)
+    position = {item: k for k, item in enumerate(items)}
+    y = np.array([vs.truth[i] == "correct" for i in items], dtype=np.int64)
+    model_names = sorted(set(vs.model_of.values()))
+    models = np.array([model_names.index(vs.model_of[i]) for i in items])
+    said: dict[str, dict[str, str]] = defaultdict(dict)
+    for item, producer, verdict in vs.votes:
+        said[producer][item] = verdict
+    panel = sorted(said)
+    codes = {p: np.full(len(items), -1) for p in panel}
+    for p, verdicts in said.items():
+        for item, verdict in verdicts.items():
+            codes[p][position[item]] = VERDICT_CODE.get(verdict, -1)
+    specs = target_specs(models=models, model_names=model_names, verdicts=codes, plan=plan)
+
+    # The disputed responses: the two readers' verdicts differ (a missing verdict is a reading that
+    # found nothing, which disputes nothing: routing's default).
+    first, second = plan.disputed_by
+    disputed = np.array(
+        [
+            decide(
+                [PanelReading(r, None, said[r].get(item, "no_answer")) for r in (first, second)], compare="verdict"
+            ).disputed
+            for item in items
+        ]
+    )
+
+    # The consensus with no label: today's machine estimate, and the information design's values.
+    fit = consensus(vs.inputs, by="model", n_boot=0)
+    posterior = {i.item: i.p_correct for i in fit.items}
+    p = np.array([posterior[i] for i in items])
+    values = label_values(Target("accuracy"), vs.inputs, fit)
+    root = np.sqrt(np.array([values.get(i, 0.0) for i in items]))
+    n = len(items)
+    q = (1 - FLOOR) * root / root.sum() + FLOOR / n if root.sum() > 0 else np.full(n, 1 / n)
+
+    population = Population(
+        items=items,
+        groups={i: {"model": vs.model_of[i]} for i in items},
+        verdicts={pr: dict(v) for pr, v in said.items()},
+    )
+    frames: dict[str, Frame] = {}
+    agreement: dict[str, float] = {}
+    for name, _kind in plan.predictors:
+        predictor = vote_predictor(population, panel) if name == MAJORITY else producer_predictor(population, name)
+        frames[name] = Frame.build(population, predictor=predictor, by="model")
+        f = np.array([predictor.get(i, 0.5) for i in items])
+        agreement[name] = float(np.mean((f >= 0.5) == (y == 1)))
+
+    psi_blocks, slices, start = [], [], 0
+    truth: dict[str, float] = {}
+    cons: dict[str, float | None] = {}
+    for spec in specs:
+        terms = spec.terms(y.astype(float))
+        psi_blocks.append(terms)
+        slices.append(slice(start, start + terms.shape[1]))
+        start += terms.shape[1]
+        mine = float(spec.g(terms.mean(axis=0)))
+        theirs = frames[plan.predictors[0][0]].value(spec.text, y)
+        if not math.isclose(mine, theirs, rel_tol=1e-9, abs_tol=1e-12):
+            raise AssertionError(f"{vs.name} {spec.text}: the estimator's truth {theirs} is not this script's {mine}")
+        truth[spec.text] = mine
+        c = float(spec.g(spec.terms(p).mean(axis=0)))
+        cons[spec.text] = None if math.isnan(c) else c
+    return Prepared(
+        name=vs.name,
+        plan=plan,
+        items=items,
+        y=y,
+        model_names=model_names,
+        specs=specs,
+        truth=truth,
+        consensus=cons,
+        disputed=disputed,
+        q=q,
+        psi=np.concatenate(psi_blocks, axis=1),
+        slices=slices,
+        frames=frames,
+        predictor_agreement=agreement,
+        panel=panel,
+        seconds=round(time.monotonic() - started, 1),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# the designs
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Draw:
+    """One labelled sample: positions, cell codes, inclusion probabilities, cell sizes, and the
+    strata today's stratified estimate uses (positions, weight N_s / N)."""
+
+    index: np.ndarray
+    cell: np.ndarray
+    pi: np.ndarray
+    cell_sizes: np.ndarray
+    strata: list[tuple[np.ndarray, float]]
+    capped: bool  # the budget was more than the design could route
+
+
+def disputed_queue(prep: Prepared, seed: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """The disputed design's queue in serving order (positions), which of them are controls, and how
+    many controls were routed: every disputed response, a seeded 10 % of the others, each in a
+    seeded random order, the controls spread evenly through the disputed ones."""
+    items = prep.items
+    disputed = sorted(np.flatnonzero(prep.disputed), key=lambda i: random_priority(seed=seed, response_key=items[i]))
+    controls = [
+        i
+        for i in np.flatnonzero(~prep.disputed)
+        if is_control(seed=seed, response_key=items[i], fraction=CONTROL_FRACTION)
+    ]
+    controls.sort(key=lambda i: random_priority(seed=seed, response_key=items[i]))
+    k, m = len(disputed) + len(controls), len(controls)
+    slots = {min(k - 1, int(j * k / m + k / m / 2)) for j in range(m)} if m else set()
+    order, is_ctrl = np.empty(k, dtype=np.int64), np.zeros(k, dtype=bool)
+    it_c, it_d = iter(controls), iter(disputed)
+    for pos in range(k):
+        is_ctrl[pos] = pos in slots
+        order[pos] = next(it_c) if pos in slots else next(it_d)
+    return order, is_ctrl, m
+
+
+def disputed_draw(prep: Prepared, queue: tuple[np.ndarray, np.ndarray, int], budget: int) -> Draw:
+    order, is_ctrl, routed_controls = queue
+    n = min(budget, len(order))
+    index, ctrl = order[:n], is_ctrl[:n]
+    n_disputed = int(prep.disputed.sum())
+    labelled_d, labelled_c = int((~ctrl).sum()), int(ctrl.sum())
+    pi = np.where(
+        ctrl,
+        CONTROL_FRACTION * labelled_c / max(routed_controls, 1),
+        labelled_d / n_disputed,
+    )
+    sizes = np.array([n_disputed, prep.n - n_disputed])
+    return Draw(
+        index=index,
+        cell=ctrl.astype(np.int64),
+        pi=pi,
+        cell_sizes=sizes,
+        strata=[(index[~ctrl], sizes[0] / prep.n), (index[ctrl], sizes[1] / prep.n)],
+        capped=budget > len(order),
+    )
+
+
+def information_probabilities(q: np.ndarray, k: int) -> np.ndarray:
+    """π_i = min(1, k·q_i), the mass above 1 redistributed over the others in proportion to q
+    until none exceeds 1: Σ π = k."""
+    capped = np.zeros(len(q), dtype=bool)
+    pi = k * q
+    while True:
+        over = (pi >= 1) & ~capped
+        if not over.any():
+            return np.minimum(pi, 1.0)
+        capped |= over
+        pi = np.where(capped, 1.0, (k - capped.sum()) * q / q[~capped].sum())
+
+
+def information_draw(prep: Prepared, pi: np.ndarray, uniform: np.ndarray) -> Draw:
+    index = np.flatnonzero(uniform < pi)
+    return Draw(
+        index=index,
+        cell=np.zeros(len(index), dtype=np.int64),
+        pi=pi[index],
+        cell_sizes=np.array([prep.n]),
+        strata=[(index, 1.0)],
+        capped=False,
+    )
+
+
+def sample_of(prep: Prepared, draw: Draw) -> Sample:
+    return Sample.from_arrays(
+        index=draw.index, y=prep.y[draw.index], cell=draw.cell, pi=draw.pi, cell_sizes=draw.cell_sizes
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# today's estimators on a draw
+# ---------------------------------------------------------------------------------------------
+
+
+def todays_estimates(prep: Prepared, strata: Sequence[tuple[np.ndarray, float]], rng: np.random.Generator) -> np.ndarray:
+    """(targets, 3): estimate, low, high of today's stratified estimate on `strata` (one stratum of
+    weight 1: the labels' plain share), nan where it gives none. As agreement.stratified: each
+    stratum's labelled responses weighted by the stratum's share of the population (TargetSpec.
+    separate says how); a stratum of positive weight with no label, or a target undefined on the
+    labels (no labelled response of a model, a ratio's denominator with none), gives no estimate;
+    a stratified percentile bootstrap (each stratum resampled within itself) for the interval."""
+    out = np.full((len(prep.specs), 3), np.nan)
+    live = [(idx, w) for idx, w in strata if w > 0]
+    if not live or any(len(idx) == 0 for idx, _ in live):
+        return out
+    parts = []
+    for idx, w in live:
+        x = prep.psi[idx]
+        parts.append((w, x.mean(axis=0), resample_counts(rng, len(idx), N_BOOT) @ x / len(idx)))
+    boots = np.full((N_BOOT, len(prep.specs)), np.nan)
+    for t, (spec, sl) in enumerate(zip(prep.specs, prep.slices, strict=True)):
+        if spec.separate:
+            out[t, 0] = sum(w * spec.g(mean[sl]) for w, mean, _ in parts)
+            if np.isfinite(out[t, 0]):
+                boots[:, t] = sum(w * spec.g(b[:, sl]) for w, _, b in parts)
+        else:
+            out[t, 0] = spec.g(sum(w * mean[sl] for w, mean, _ in parts))
+            if np.isfinite(out[t, 0]):
+                boots[:, t] = spec.g(sum(w * b[:, sl] for w, _, b in parts))
+    # stats.percentile_interval's rule (numpy's linear quantiles, undefined resamples left out), for
+    # every target at once
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a target with no defined resample: nan
+        out[:, 1:] = np.nanquantile(boots, [ALPHA / 2, 1 - ALPHA / 2], axis=0).T
+    out[~np.isfinite(out[:, 0])] = np.nan
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# the simulation
+# ---------------------------------------------------------------------------------------------
+
+# What a worker keeps of one estimate: the prediction-powered and human-only estimate and interval,
+# the machine number, the effective labels and the labels used.
+EST_FIELDS = ("ppi", "ppi_low", "ppi_high", "human", "human_low", "human_high", "machine", "effective", "labels")
+TODAY_FIELDS = ("plain", "plain_low", "plain_high", "stratified", "stratified_low", "stratified_high")
+
+_PREPARED: dict[str, Prepared] = {}  # filled before the workers fork; they read it
+
+
+@dataclass
+class JobResult:
+    dataset: str
+    design: str
+    seeds: list[int]
+    est: dict[tuple[int, str, str], np.ndarray] = field(default_factory=dict)  # (budget, predictor, target)
+    withheld: dict[tuple[int, str, str], Counter[str]] = field(default_factory=dict)
+    today: dict[tuple[int, str], np.ndarray] = field(default_factory=dict)  # (budget, target)
+    labels: dict[int, np.ndarray] = field(default_factory=dict)
+    capped: dict[int, int] = field(default_factory=dict)
+
+
+def _f(x: float | None) -> float:
+    return np.nan if x is None else float(x)
+
+
+def run_job(job: tuple[str, str, list[int]]) -> JobResult:
+    name, design, seeds = job
+    prep = _PREPARED[name]
+    res = JobResult(name, design, list(seeds))
+    s = len(seeds)
+    for b in BUDGETS:
+        res.labels[b] = np.zeros(s)
+        res.capped[b] = 0
+        for spec in prep.specs:
+            res.today[(b, spec.text)] = np.full((s, len(TODAY_FIELDS)), np.nan)
+            for predictor in prep.frames:
+                res.est[(b, predictor, spec.text)] = np.full((s, len(EST_FIELDS)), np.nan)
+                res.withheld[(b, predictor, spec.text)] = Counter()
+    pis = {b: information_probabilities(prep.q, b) for b in BUDGETS} if design == "information" else {}
+    for row, seed in enumerate(seeds):
+        if design == "disputed":
+            queue = disputed_queue(prep, seed)
+            draws = {b: disputed_draw(prep, queue, b) for b in BUDGETS}
+        else:
+            uniform = np.random.default_rng([seed, 1]).random(prep.n)
+            draws = {b: information_draw(prep, pis[b], uniform) for b in BUDGETS}
+        for b, draw in draws.items():
+            res.labels[b][row] = len(draw.index)
+            res.capped[b] += draw.capped
+            rng = np.random.default_rng([seed, b, 2])
+            plain = todays_estimates(prep, [(draw.index, 1.0)], rng)
+            stratified = plain if len(draw.strata) == 1 else todays_estimates(prep, draw.strata, rng)
+            sample = sample_of(prep, draw)
+            for t, spec in enumerate(prep.specs):
+                res.today[(b, spec.text)][row] = (*plain[t], *stratified[t])
+                for predictor, frame in prep.frames.items():
+                    est = frame.estimate(spec.text, sample, n_boot=N_BOOT, seed=seed)
+                    ppi, human = est.ppi, est.human
+                    res.est[(b, predictor, spec.text)][row] = (
+                        *((ppi.estimate, ppi.low, ppi.high) if ppi else (np.nan,) * 3),
+                        *((human.estimate, human.low, human.high) if human else (np.nan,) * 3),
+                        _f(est.machine),
+                        _f(est.effective_labels),
+                        est.labels,
+                    )
+                    if est.withheld or not ppi:
+                        res.withheld[(b, predictor, spec.text)][est.withheld or "no interval"] += 1
+    return res
+
+
+def _merge(parts: list[JobResult]) -> JobResult:
+    """The chunks of one (data set, design), in seed order."""
+    parts = sorted(parts, key=lambda r: r.seeds[0])
+    out = JobResult(parts[0].dataset, parts[0].design, [s for p in parts for s in p.seeds])
+    for key in parts[0].est:
+        out.est[key] = np.concatenate([p.est[key] for p in parts])
+        out.withheld[key] = sum((p.withheld[key] for p in parts), Counter())
+    for key2 in parts[0].today:
+        out.today[key2] = np.concatenate([p.today[key2] for p in parts])
+    for b in BUDGETS:
+        out.labels[b] = np.concatenate([p.labels[b] for p in parts])
+        out.capped[b] = sum(p.capped[b] for p in parts)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# the measures
+# ---------------------------------------------------------------------------------------------
+
+
+def interval_stats(estimate: np.ndarray, low: np.ndarray, high: np.ndarray, truth: float) -> dict[str, Any]:
+    """Over the draws that gave an interval: coverage (with its Monte-Carlo standard error), median
+    width; over the draws that gave an estimate: bias (mean estimate − truth) and RMSE."""
+    ok = np.isfinite(low) & np.isfinite(high)
+    has = np.isfinite(estimate)
+    n = int(ok.sum())
+    cov = float(np.mean((low[ok] <= truth) & (truth <= high[ok]))) if n else None
+    return {
+        "draws": len(estimate),
+        "intervals": n,
+        "no_interval": len(estimate) - n,
+        "coverage": cov,
+        "coverage_mc_se": math.sqrt(cov * (1 - cov) / n) if cov is not None else None,
+        "median_width": float(np.median(high[ok] - low[ok])) if n else None,
+        "bias": float(np.mean(estimate[has]) - truth) if has.any() else None,
+        "rmse": float(np.sqrt(np.mean((estimate[has] - truth) ** 2))) if has.any() else None,
+    }
+
+
+def error_stats(estimate: np.ndarray, truth: float) -> dict[str, Any]:
+    has = np.isfinite(estimate)
+    return {
+        "bias": float(np.mean(estimate[has]) - truth) if has.any() else None,
+        "rmse": float(np.sqrt(np.mean((estimate[has] - truth) ** 2))) if has.any() else None,
+    }
+
+
+def summarise(prep: Prepared, res: JobResult) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
+    """The estimator's rows (data set × design × predictor × target × budget), today's estimators'
+    rows (data set × design × target × budget) and the design's own counts per budget."""
+    kinds = dict(prep.plan.predictors)
+    rows, today = [], []
+    col = {f: k for k, f in enumerate(EST_FIELDS)}
+    tcol = {f: k for k, f in enumerate(TODAY_FIELDS)}
+    for b in BUDGETS:
+        for spec in prep.specs:
+            truth = prep.truth[spec.text]
+            for predictor in prep.frames:
+                a = res.est[(b, predictor, spec.text)]
+                ppi = interval_stats(a[:, col["ppi"]], a[:, col["ppi_low"]], a[:, col["ppi_high"]], truth)
+                human = interval_stats(a[:, col["human"]], a[:, col["human_low"]], a[:, col["human_high"]], truth)
+                both = np.isfinite(a[:, col["ppi_low"]]) & np.isfinite(a[:, col["human_low"]])
+                w_ppi = np.median((a[:, col["ppi_high"]] - a[:, col["ppi_low"]])[both]) if both.any() else None
+                w_human = np.median((a[:, col["human_high"]] - a[:, col["human_low"]])[both]) if both.any() else None
+                eff = a[:, col["effective"]]
+                rows.append(
+                    {
+                        "dataset": prep.name,
+                        "design": res.design,
+                        "predictor": predictor,
+                        "predictor_kind": kinds[predictor],
+                        "target": spec.text,
+                        "budget": b,
+                        "truth": truth,
+                        "labels_mean": float(np.mean(res.labels[b])),
+                        "labels_used_mean": float(np.nanmean(a[:, col["labels"]])),
+                        "capped_draws": res.capped[b],
+                        "ppi": ppi,
+                        "human": human,
+                        "width_ratio": (float(w_ppi / w_human) if w_human else None),
+                        "effective_labels_median": float(np.nanmedian(eff)) if np.isfinite(eff).any() else None,
+                        "machine": error_stats(a[:, col["machine"]], truth),
+                        "withheld": sum(res.withheld[(b, predictor, spec.text)].values()),
+                        "withheld_reasons": dict(res.withheld[(b, predictor, spec.text)]),
+                    }
+                )
+            t = res.today[(b, spec.text)]
+            cons = prep.consensus[spec.text]
+            today.append(
+                {
+                    "dataset": prep.name,
+                    "design": res.design,
+                    "target": spec.text,
+                    "budget": b,
+                    "truth": truth,
+                    "consensus_error": None if cons is None else cons - truth,
+                    "plain": interval_stats(t[:, tcol["plain"]], t[:, tcol["plain_low"]], t[:, tcol["plain_high"]], truth),
+                    "stratified": interval_stats(
+                        t[:, tcol["stratified"]], t[:, tcol["stratified_low"]], t[:, tcol["stratified_high"]], truth
+                    ),
+                }
+            )
+    design = {
+        str(b): {
+            "labels_mean": float(np.mean(res.labels[b])),
+            "labels_min": int(np.min(res.labels[b])),
+            "labels_max": int(np.max(res.labels[b])),
+            "capped_draws": res.capped[b],
+        }
+        for b in BUDGETS
+    }
+    return rows, today, design
+
+
+def headline(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The RESULT figures: mean and min PPI coverage over every row (every data set, design,
+    predictor, target and budget), the rows outside the band, and GOOD_JUDGE's width ratio."""
+    covs = [(r["ppi"]["coverage"], r) for r in rows if r["ppi"]["coverage"] is not None]
+    low, high = BAND
+    outside = [r for c, r in covs if not (low <= c <= high)]
+    worst = min(covs, key=lambda cr: cr[0]) if covs else None
+    ds, design, predictor, target, budget = GOOD_JUDGE
+    good = next(
+        (
+            r
+            for r in rows
+            if (r["dataset"], r["design"], r["predictor"], r["target"], r["budget"])
+            == (ds, design, predictor, target, budget)
+        ),
+        None,
+    )
+    return {
+        "estimate_mean_coverage": float(np.mean([c for c, _ in covs])) if covs else None,
+        "estimate_min_coverage": worst[0] if worst else None,
+        "min_coverage_row": _key(worst[1]) if worst else None,
+        "estimate_width_ratio_good_judge": good["width_ratio"] if good else None,
+        "good_judge_row": _key(good) if good else None,
+        "good_judge_effective_labels": good["effective_labels_median"] if good else None,
+        "rows": len(rows),
+        "rows_with_coverage": len(covs),
+        "rows_outside_band": [_key(r) | {"coverage": r["ppi"]["coverage"]} for r in outside],
+        "human_rows_outside_band": [
+            _key(r) | {"coverage": r["human"]["coverage"]}
+            for r in rows
+            if r["human"]["coverage"] is not None and not (low <= r["human"]["coverage"] <= high)
+        ],
+        "withheld_total": sum(r["withheld"] for r in rows),
+    }
+
+
+def _key(r: dict[str, Any]) -> dict[str, Any]:
+    return {k: r[k] for k in ("dataset", "design", "predictor", "target", "budget")}
+
+
+# ---------------------------------------------------------------------------------------------
+# the run
+# ---------------------------------------------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[1]
+CACHE = Path(tempfile.gettempdir()) / "adjudication-estimate-validation"
+
+
+def cached_set(data_file: Path, load: Callable[[], Any]) -> Any:
+    """A data set's votes and truths (realdata.ValidationSet), cached outside the repository (the
+    system's temp directory) under a hash of the data file and of the code that reads it
+    (scripts/realdata.py and every reader): the readers' run is most of the loading time."""
+    digest = hashlib.sha256(data_file.read_bytes())
+    for path in sorted([ROOT / "scripts" / "realdata.py", *(ROOT / "readers").rglob("*.py")]):
+        digest.update(path.relative_to(ROOT).as_posix().encode())
+        digest.update(path.read_bytes())
+    path = CACHE / f"{data_file.stem}-{digest.hexdigest()[:24]}.pickle"
+    try:
+        with open(path, "rb") as fh:
+            return pickle.load(fh)
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError):
+        pass
+    value = load()
+    try:
+        CACHE.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        with open(tmp, "wb") as fh:
+            pickle.dump(value, fh)
+        tmp.replace(path)
+    except OSError:
+        pass  # no cache: the next run reads the data again
+    return value
+
+
+
+def estimate_validation(
+    *,
+    answer_matching_dir: Path,
+    evouna_dir: Path,
+    seeds: int,
+    quick: bool = False,
+    processes: int = 2,
+    datasets: Sequence[str] | None = None,
+    chunks: int = 4,
+) -> dict[str, Any]:
+    """Load the data sets (realdata's readers and judges), prepare each once, then every seed's
+    draws over `processes` workers (forked: they share the prepared frames)."""
+    from scripts import realdata
+
+    started = time.monotonic()
+    wanted = list(datasets or PLANS)
+    sets = [
+        cached_set(
+            answer_matching_dir / realdata.FILES[n],
+            lambda n=n: realdata.answer_matching_set(n, answer_matching_dir, quick=False, processes=processes),
+        )
+        for n in realdata.FILES
+        if n in wanted
+    ]
+    sets += [
+        cached_set(evouna_dir / realdata.EVOUNA_FILES[n], lambda n=n: realdata.evouna_set(n, evouna_dir, quick=False))
+        for n in realdata.EVOUNA_FILES
+        if n in wanted
+    ]
+    loaded = time.monotonic()
+    _PREPARED.clear()
+    for vs in sets:
+        _PREPARED[vs.name] = prepare(vs, PLANS[vs.name])
+    prepared = time.monotonic()
+    per = max(1, math.ceil(seeds / chunks))
+    jobs = [
+        (name, design, list(range(start, min(seeds, start + per))))
+        for name in _PREPARED
+        for design in DESIGNS
+        for start in range(0, seeds, per)
+    ]
+    if processes > 1:
+        with ProcessPoolExecutor(max_workers=processes, mp_context=multiprocessing.get_context("fork")) as pool:
+            results = list(pool.map(run_job, jobs, chunksize=1))
+    else:
+        results = [run_job(job) for job in jobs]
+    grouped: dict[tuple[str, str], list[JobResult]] = defaultdict(list)
+    for r in results:
+        grouped[(r.dataset, r.design)].append(r)
+    rows: list[dict[str, Any]] = []
+    today: list[dict[str, Any]] = []
+    out: dict[str, Any] = {
+        "quick": quick,
+        "seeds": seeds,
+        "budgets": list(BUDGETS),
+        "designs": {
+            "disputed": (
+                f"every response two readers' verdicts split routed (π = 1), {CONTROL_FRACTION:.0%} of the rest "
+                "as controls (routing.rules.is_control), a seeded random serving order with the controls spread "
+                "evenly; cells disputed (π = labelled / disputed) and control (π = fraction × labelled / routed)"
+            ),
+            "information": (
+                f"π_i = min(1, k·q_i), q_i = (1 − δ)√v_i / Σ√v + δ/N, δ = {FLOOR}, v = allocation.label_values "
+                "of the pooled accuracy on a consensus fit with no label, capped mass redistributed; Poisson "
+                "draw; one cell"
+            ),
+        },
+        "n_boot": N_BOOT,
+        "band": list(BAND),
+        "datasets": {},
+    }
+    for name, prep in _PREPARED.items():
+        ds: dict[str, Any] = {
+            "items": prep.n,
+            "models": prep.model_names,
+            "panel": prep.panel,
+            "disputed_by": list(prep.plan.disputed_by),
+            "disputed": int(prep.disputed.sum()),
+            "producer": prep.plan.producer,
+            "gain": list(prep.plan.gain),
+            "format_reader": prep.plan.format_reader,
+            "predictors": {p: {"kind": k, "agreement_with_humans": prep.predictor_agreement[p]} for p, k in prep.plan.predictors},
+            "truth": prep.truth,
+            "consensus": prep.consensus,
+            "prepare_seconds": prep.seconds,
+            "designs": {},
+        }
+        for design in DESIGNS:
+            merged = _merge(grouped[(name, design)])
+            r, t, d = summarise(prep, merged)
+            rows += r
+            today += t
+            ds["designs"][design] = d
+        out["datasets"][name] = ds
+    out["rows"] = rows
+    out["today"] = today
+    out["result"] = headline(rows)
+    out["seconds"] = {
+        "load": round(loaded - started, 1),
+        "prepare": round(prepared - loaded, 1),
+        "simulate": round(time.monotonic() - prepared, 1),
+        "total": round(time.monotonic() - started, 1),
+    }
+    return jsonable(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# Markdown (docs/estimates.md, "Validation on real labels", is this output)
+# ---------------------------------------------------------------------------------------------
+
+
+def _c(x: float | None) -> str:
+    return "–" if x is None else f"{x:.3f}"
+
+
+def _r(x: float | None) -> str:
+    return "–" if x is None else f"{x:.2f}"
+
+
+def _pp(x: float | None) -> str:
+    return "–" if x is None else f"{100 * x:+.1f}"
+
+
+def _flag(x: float | None) -> str:
+    """A coverage, in bold outside the acceptance band."""
+    if x is None:
+        return "–"
+    return f"**{x:.3f}**" if not (BAND[0] <= x <= BAND[1]) else f"{x:.3f}"
+
+
+def markdown(res: dict[str, Any]) -> str:
+    rows, today = res["rows"], res["today"]
+    budgets = res["budgets"]
+    lines = [
+        (
+            f"{res['seeds']} seeds per design and budget"
+            + (" (**--quick**: not the reported figures)" if res["quick"] else "")
+            + f"; {res['n_boot']} bootstrap resamples for ratios and today's stratified estimate."
+        ),
+        "",
+        "| data set | items | models | disputed (readers) | producer | gain (format share under) | predictors (agreement with the humans) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, ds in res["datasets"].items():
+        preds = ", ".join(f"{p} ({v['kind']}, {100 * v['agreement_with_humans']:.1f} %)" for p, v in ds["predictors"].items())
+        lines.append(
+            f"| {name} | {ds['items']} | {len(ds['models'])} | {ds['disputed']} ({' vs '.join(ds['disputed_by'])}) | "
+            f"{ds['producer']} | {' → '.join(ds['gain'])} ({ds['format_reader']}) | {preds} |"
+        )
+    lines += [
+        "",
+        "Labels per design and budget (mean over seeds; the disputed design's queue is the disputed responses plus "
+        "the controls, so a budget beyond it labels the whole queue: *capped*, with the draws counted):",
+        "",
+        "| data set | design | " + " | ".join(str(b) for b in budgets) + " |",
+        "|---|---|" + "---|" * len(budgets),
+    ]
+    for name, ds in res["datasets"].items():
+        for design, d in ds["designs"].items():
+            cells = []
+            for b in budgets:
+                x = d[str(b)]
+                cap = f" (capped in {x['capped_draws']})" if x["capped_draws"] else ""
+                cells.append(f"{x['labels_mean']:.1f}{cap}")
+            lines.append(f"| {name} | {design} | " + " | ".join(cells) + " |")
+
+    lines += [
+        "",
+        "Summary per data set, design and predictor, over its targets and budgets: the prediction-powered (PPI) "
+        "and human-only coverage of the nominal 95 % interval (min and mean; rows outside 0.93–0.97), the median "
+        "PPI ÷ human-only width at 100 labels over the targets, and the draws whose interval was withheld.",
+        "",
+        "| data set | design | predictor | PPI coverage min / mean | outside | human-only min / mean | outside "
+        "| width ratio at 100 (median over targets) | withheld |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        groups[(r["dataset"], r["design"], f"{r['predictor']} ({r['predictor_kind']})")].append(r)
+    for (name, design, predictor), rs in groups.items():
+        cp = [r["ppi"]["coverage"] for r in rs if r["ppi"]["coverage"] is not None]
+        ch = [r["human"]["coverage"] for r in rs if r["human"]["coverage"] is not None]
+        ratios = [r["width_ratio"] for r in rs if r["budget"] == 100 and r["width_ratio"] is not None]
+        lines.append(
+            f"| {name} | {design} | {predictor} | {_c(min(cp, default=None))} / {_c(_mean(cp))} | "
+            f"{sum(not BAND[0] <= c <= BAND[1] for c in cp)} | {_c(min(ch, default=None))} / {_c(_mean(ch))} | "
+            f"{sum(not BAND[0] <= c <= BAND[1] for c in ch)} | {_r(float(np.median(ratios)) if ratios else None)} | "
+            f"{sum(r['withheld'] for r in rs)} |"
+        )
+
+    lines += [
+        "",
+        "Every row: PPI coverage / human-only coverage · PPI ÷ human-only median width, per label budget "
+        "(coverage outside 0.93–0.97 in bold); bias is the PPI estimate's mean minus the truth, in points, at 100 "
+        "labels; *withheld*: draws with no PPI interval, over all budgets.",
+        "",
+        "| data set | design | predictor | target | truth | "
+        + " | ".join(f"{b} labels" for b in budgets)
+        + " | bias at 100 | eff. labels at 100 | withheld |",
+        "|---|---|---|---|---|" + "---|" * len(budgets) + "---|---|---|",
+    ]
+    by_row: dict[tuple[str, str, str, str], dict[int, dict[str, Any]]] = defaultdict(dict)
+    for r in rows:
+        by_row[(r["dataset"], r["design"], r["predictor"], r["target"])][r["budget"]] = r
+    for (name, design, predictor, target), per in by_row.items():
+        cells = [
+            f"{_flag(per[b]['ppi']['coverage'])} / {_flag(per[b]['human']['coverage'])} · {_r(per[b]['width_ratio'])}"
+            for b in budgets
+        ]
+        at100 = per.get(100) or per[budgets[0]]
+        lines.append(
+            f"| {name} | {design} | {predictor} | {target} | {_c(at100['truth'])} | "
+            + " | ".join(cells)
+            + f" | {_pp(at100['ppi']['bias'])} | {_r(at100['effective_labels_median'])} | "
+            + f"{sum(x['withheld'] for x in per.values())} |"
+        )
+
+    lines += [
+        "",
+        "Today's estimators on the same draws: the consensus with no label (a machine number: its error, points), "
+        "the labels' plain share on the labelled subset and the stratified estimate of the analytics (each stratum's "
+        "labelled value weighted by its size; under the information design, one stratum: the plain share). Per "
+        "budget: bias (points) / coverage of its percentile-bootstrap interval; *none*: draws with no estimate "
+        "(a stratum, a model or a ratio's denominator with no label), over all budgets.",
+        "",
+        "| data set | design | target | consensus error | plain share: "
+        + " | ".join(f"{b}" for b in budgets)
+        + " | none | stratified: "
+        + " | ".join(f"{b}" for b in budgets)
+        + " | none |",
+        "|---|---|---|---|" + "---|" * (2 * len(budgets) + 2),
+    ]
+    by_today: dict[tuple[str, str, str], dict[int, dict[str, Any]]] = defaultdict(dict)
+    for t in today:
+        by_today[(t["dataset"], t["design"], t["target"])][t["budget"]] = t
+    for (name, design, target), per in by_today.items():
+        first = per[budgets[0]]
+        plain = [f"{_pp(per[b]['plain']['bias'])} / {_c(per[b]['plain']['coverage'])}" for b in budgets]
+        strat = [f"{_pp(per[b]['stratified']['bias'])} / {_c(per[b]['stratified']['coverage'])}" for b in budgets]
+        none_p = sum(per[b]["plain"]["no_interval"] for b in budgets)
+        none_s = sum(per[b]["stratified"]["no_interval"] for b in budgets)
+        lines.append(
+            f"| {name} | {design} | {target} | {_pp(first['consensus_error'])} | "
+            + " | ".join(plain)
+            + f" | {none_p} | "
+            + " | ".join(strat)
+            + f" | {none_s} |"
+        )
+    h = res["result"]
+    lines += [
+        "",
+        f"{h['rows_with_coverage']} of {h['rows']} rows have a PPI coverage; {len(h['rows_outside_band'])} fall outside "
+        f"0.93–0.97 (human only: {len(h['human_rows_outside_band'])}); {h['withheld_total']} draws withheld their PPI "
+        f"interval. Seconds: load {res['seconds']['load']}, prepare {res['seconds']['prepare']}, simulate "
+        f"{res['seconds']['simulate']}, total {res['seconds']['total']}.",
+    ]
+    return "\n".join(lines)
+
+
+def _mean(xs: Sequence[float]) -> float | None:
+    return float(np.mean(xs)) if xs else None
+
+
+def result_lines(res: dict[str, Any]) -> str:
+    h = res["result"]
+    return "\n".join(
+        f"RESULT {k} {_c(h[k])}"
+        for k in ("estimate_mean_coverage", "estimate_min_coverage", "estimate_width_ratio_good_judge")
+    )
