@@ -37,6 +37,7 @@ import math
 import multiprocessing
 import os
 import pickle
+import re
 import tempfile
 import time
 import warnings
@@ -48,9 +49,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from adjudication.analytics.allocation import Target, label_values
 from adjudication.analytics.consensus import consensus
+from adjudication.analytics import estimates
 from adjudication.analytics.estimates import Frame, Population, Sample, producer_predictor, vote_predictor
 from adjudication.analytics.agreement import resample_counts
 from adjudication.analytics.stats import ALPHA, jsonable
@@ -61,7 +64,7 @@ DESIGNS = ("disputed", "information")
 CONTROL_FRACTION = 0.1
 FLOOR = 0.1  # δ: the uniform share of the information design, so every π_i ≥ k·δ/N
 FULL_SEEDS = 1000
-QUICK_SEEDS = 40
+QUICK_SEEDS = 100
 N_BOOT = 200  # the estimator's ratio bootstrap and the stratified estimate's (the analytics use 2000)
 BAND = (0.93, 0.97)  # the acceptance band of the nominal 95 % interval's coverage
 MAJORITY = "majority"
@@ -200,7 +203,9 @@ def target_specs(
             separate=True,
         ),
         TargetSpec(f"bias:{p}", np.stack([-voted, zero]), np.stack([voted * accept, voted]), _g_ratio, separate=True),
-        TargetSpec(f"false-accept:{p}", np.stack([-voted * accept, -voted]), np.stack([voted * accept, voted]), _g_ratio),
+        TargetSpec(
+            f"false-accept:{p}", np.stack([-voted * accept, -voted]), np.stack([voted * accept, voted]), _g_ratio
+        ),
         TargetSpec(f"false-reject:{p}", np.stack([voted * (1 - accept), voted]), np.stack([zero, zero]), _g_ratio),
     ]
     return specs
@@ -232,7 +237,7 @@ class Prepared:
     psi: np.ndarray  # (N, Σ K): the targets' terms at the true labels, side by side
     slices: list[slice]
     frames: dict[str, Frame]
-    predictor_agreement: dict[str, float]
+    predictor_agreement: dict[str, dict[str, float]]
     panel: list[str]
     seconds: float = 0.0
 
@@ -272,10 +277,8 @@ def prepare(vs: Any, plan: SetPlan) -> Prepared:
     )
 
     # The consensus with no label: today's machine estimate, and the information design's values.
-    fit = consensus(vs.inputs, by="model", n_boot=0)
-    posterior = {i.item: i.p_correct for i in fit.items}
+    posterior, values = machine_fit(vs)
     p = np.array([posterior[i] for i in items])
-    values = label_values(Target("accuracy"), vs.inputs, fit)
     root = np.sqrt(np.array([values.get(i, 0.0) for i in items]))
     n = len(items)
     q = (1 - FLOOR) * root / root.sum() + FLOOR / n if root.sum() > 0 else np.full(n, 1 / n)
@@ -286,12 +289,15 @@ def prepare(vs: Any, plan: SetPlan) -> Prepared:
         verdicts={pr: dict(v) for pr, v in said.items()},
     )
     frames: dict[str, Frame] = {}
-    agreement: dict[str, float] = {}
+    agreement: dict[str, dict[str, float]] = {}
     for name, _kind in plan.predictors:
         predictor = vote_predictor(population, panel) if name == MAJORITY else producer_predictor(population, name)
-        frames[name] = Frame.build(population, predictor=predictor, by="model")
-        f = np.array([predictor.get(i, 0.5) for i in items])
-        agreement[name] = float(np.mean((f >= 0.5) == (y == 1)))
+        frames[name] = Frame.build(population, predictor, by="model", name=name)
+        # How good it is, on the responses it has a verdict on (a vote's tie counts half).
+        graded = np.array([i in predictor for i in items])
+        f = frames[name].f[graded]
+        hit = np.where(f == 0.5, 0.5, (f > 0.5) == (y[graded] == 1))
+        agreement[name] = {"agreement": float(np.mean(hit)), "graded": float(graded.mean())}
 
     psi_blocks, slices, start = [], [], 0
     truth: dict[str, float] = {}
@@ -303,7 +309,7 @@ def prepare(vs: Any, plan: SetPlan) -> Prepared:
         start += terms.shape[1]
         mine = float(spec.g(terms.mean(axis=0)))
         theirs = frames[plan.predictors[0][0]].value(spec.text, y)
-        if not math.isclose(mine, theirs, rel_tol=1e-9, abs_tol=1e-12):
+        if theirs is None or not math.isclose(mine, theirs, rel_tol=1e-9, abs_tol=1e-12):
             raise AssertionError(f"{vs.name} {spec.text}: the estimator's truth {theirs} is not this script's {mine}")
         truth[spec.text] = mine
         c = float(spec.g(spec.terms(p).mean(axis=0)))
@@ -426,7 +432,9 @@ def sample_of(prep: Prepared, draw: Draw) -> Sample:
 # ---------------------------------------------------------------------------------------------
 
 
-def todays_estimates(prep: Prepared, strata: Sequence[tuple[np.ndarray, float]], rng: np.random.Generator) -> np.ndarray:
+def todays_estimates(
+    prep: Prepared, strata: Sequence[tuple[np.ndarray, float]], rng: np.random.Generator
+) -> np.ndarray:
     """(targets, 3): estimate, low, high of today's stratified estimate on `strata` (one stratum of
     weight 1: the labels' plain share), nan where it gives none. As agreement.stratified: each
     stratum's labelled responses weighted by the stratum's share of the population (TargetSpec.
@@ -484,11 +492,25 @@ class JobResult:
     capped: dict[int, int] = field(default_factory=dict)
 
 
+def _reason(withheld: str | None) -> str:
+    """A withheld interval's reason with its counts taken out, so that reasons add up across draws
+    ("cell 'control' has 1 label(s) of 8021 responses" → "cell 'control' has # label(s) of #
+    responses")."""
+    return re.sub(r"\d+", "#", withheld) if withheld else "no interval"
+
+
 def _f(x: float | None) -> float:
     return np.nan if x is None else float(x)
 
 
 def run_job(job: tuple[str, str, list[int]]) -> JobResult:
+    # One BLAS thread: the estimator's products are small, and OpenBLAS's threads on a shared
+    # 2-core machine made each estimate up to 20 times slower (2–8 ms instead of 0.3 ms on NQ).
+    with threadpool_limits(limits=1):
+        return _run_job(job)
+
+
+def _run_job(job: tuple[str, str, list[int]]) -> JobResult:
     name, design, seeds = job
     prep = _PREPARED[name]
     res = JobResult(name, design, list(seeds))
@@ -522,14 +544,14 @@ def run_job(job: tuple[str, str, list[int]]) -> JobResult:
                     est = frame.estimate(spec.text, sample, n_boot=N_BOOT, seed=seed)
                     ppi, human = est.ppi, est.human
                     res.est[(b, predictor, spec.text)][row] = (
-                        *((ppi.estimate, ppi.low, ppi.high) if ppi else (np.nan,) * 3),
-                        *((human.estimate, human.low, human.high) if human else (np.nan,) * 3),
+                        *((_f(ppi.estimate), _f(ppi.low), _f(ppi.high)) if ppi else (np.nan,) * 3),
+                        *((_f(human.estimate), _f(human.low), _f(human.high)) if human else (np.nan,) * 3),
                         _f(est.machine),
                         _f(est.effective_labels),
                         est.labels,
                     )
-                    if est.withheld or not ppi:
-                        res.withheld[(b, predictor, spec.text)][est.withheld or "no interval"] += 1
+                    if est.withheld or not ppi or ppi.low is None:
+                        res.withheld[(b, predictor, spec.text)][_reason(est.withheld)] += 1
     return res
 
 
@@ -629,7 +651,9 @@ def summarise(prep: Prepared, res: JobResult) -> tuple[list[dict[str, Any]], lis
                     "budget": b,
                     "truth": truth,
                     "consensus_error": None if cons is None else cons - truth,
-                    "plain": interval_stats(t[:, tcol["plain"]], t[:, tcol["plain_low"]], t[:, tcol["plain_high"]], truth),
+                    "plain": interval_stats(
+                        t[:, tcol["plain"]], t[:, tcol["plain_low"]], t[:, tcol["plain_high"]], truth
+                    ),
                     "stratified": interval_stats(
                         t[:, tcol["stratified"]], t[:, tcol["stratified_low"]], t[:, tcol["stratified_high"]], truth
                     ),
@@ -695,15 +719,38 @@ ROOT = Path(__file__).resolve().parents[1]
 CACHE = Path(tempfile.gettempdir()) / "adjudication-estimate-validation"
 
 
+def _code_digest(digest: Any, paths: Sequence[Path]) -> None:
+    for path in sorted(paths):
+        digest.update(path.relative_to(ROOT).as_posix().encode())
+        digest.update(path.read_bytes())
+
+
 def cached_set(data_file: Path, load: Callable[[], Any]) -> Any:
     """A data set's votes and truths (realdata.ValidationSet), cached outside the repository (the
     system's temp directory) under a hash of the data file and of the code that reads it
     (scripts/realdata.py and every reader): the readers' run is most of the loading time."""
     digest = hashlib.sha256(data_file.read_bytes())
-    for path in sorted([ROOT / "scripts" / "realdata.py", *(ROOT / "readers").rglob("*.py")]):
-        digest.update(path.relative_to(ROOT).as_posix().encode())
-        digest.update(path.read_bytes())
-    path = CACHE / f"{data_file.stem}-{digest.hexdigest()[:24]}.pickle"
+    _code_digest(digest, [ROOT / "scripts" / "realdata.py", *(ROOT / "readers").rglob("*.py")])
+    return _cached(f"{data_file.stem}-{digest.hexdigest()[:24]}", load)
+
+
+def machine_fit(vs: Any) -> tuple[dict[str, float], dict[str, float]]:
+    """The consensus fit with no label (one Dawid–Skene fit per answering model, as
+    consensus-validation): each response's P(correct) and its label value for the pooled accuracy.
+    Cached as cached_set, under a hash of the votes and of the fitting code."""
+
+    def fit() -> tuple[dict[str, float], dict[str, float]]:
+        result = consensus(vs.inputs, by="model", n_boot=0)
+        return {i.item: i.p_correct for i in result.items}, label_values(Target("accuracy"), vs.inputs, result)
+
+    digest = hashlib.sha256(repr((sorted(vs.votes), sorted(vs.model_of.items()))).encode())
+    analytics = ROOT / "adjudication" / "analytics"
+    _code_digest(digest, [analytics / "consensus.py", analytics / "allocation.py", analytics / "stats.py"])
+    return _cached(f"{vs.name}-fit-{digest.hexdigest()[:24]}", fit)  # type: ignore[no-any-return]
+
+
+def _cached(key: str, load: Callable[[], Any]) -> Any:
+    path = CACHE / f"{key}.pickle"
     try:
         with open(path, "rb") as fh:
             return pickle.load(fh)
@@ -719,7 +766,6 @@ def cached_set(data_file: Path, load: Callable[[], Any]) -> Any:
     except OSError:
         pass  # no cache: the next run reads the data again
     return value
-
 
 
 def estimate_validation(
@@ -753,8 +799,9 @@ def estimate_validation(
     ]
     loaded = time.monotonic()
     _PREPARED.clear()
-    for vs in sets:
-        _PREPARED[vs.name] = prepare(vs, PLANS[vs.name])
+    with threadpool_limits(limits=1):  # as run_job: the consensus fits are no faster with BLAS threads
+        for vs in sets:
+            _PREPARED[vs.name] = prepare(vs, PLANS[vs.name])
     prepared = time.monotonic()
     per = max(1, math.ceil(seeds / chunks))
     jobs = [
@@ -790,6 +837,12 @@ def estimate_validation(
             ),
         },
         "n_boot": N_BOOT,
+        "estimator": {
+            "ratio_method": estimates.RATIO_METHOD,
+            "floor_events": estimates.FLOOR_EVENTS,
+            "min_labels": estimates.MIN_LABELS,
+            "min_cell_labels": estimates.MIN_CELL_LABELS,
+        },
         "band": list(BAND),
         "datasets": {},
     }
@@ -803,7 +856,7 @@ def estimate_validation(
             "producer": prep.plan.producer,
             "gain": list(prep.plan.gain),
             "format_reader": prep.plan.format_reader,
-            "predictors": {p: {"kind": k, "agreement_with_humans": prep.predictor_agreement[p]} for p, k in prep.plan.predictors},
+            "predictors": {p: {"kind": k, **prep.predictor_agreement[p]} for p, k in prep.plan.predictors},
             "truth": prep.truth,
             "consensus": prep.consensus,
             "prepare_seconds": prep.seconds,
@@ -866,7 +919,12 @@ def markdown(res: dict[str, Any]) -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for name, ds in res["datasets"].items():
-        preds = ", ".join(f"{p} ({v['kind']}, {100 * v['agreement_with_humans']:.1f} %)" for p, v in ds["predictors"].items())
+        preds = ", ".join(
+            f"{p} ({v['kind']}, {100 * v['agreement']:.1f} %"
+            + (f" of {100 * v['graded']:.0f} %" if v["graded"] < 1 else "")
+            + ")"
+            for p, v in ds["predictors"].items()
+        )
         lines.append(
             f"| {name} | {ds['items']} | {len(ds['models'])} | {ds['disputed']} ({' vs '.join(ds['disputed_by'])}) | "
             f"{ds['producer']} | {' → '.join(ds['gain'])} ({ds['format_reader']}) | {preds} |"
@@ -988,6 +1046,6 @@ def _mean(xs: Sequence[float]) -> float | None:
 def result_lines(res: dict[str, Any]) -> str:
     h = res["result"]
     return "\n".join(
-        f"RESULT {k} {_c(h[k])}"
+        f"RESULT {k} {'nan' if h[k] is None else f'{h[k]:.4f}'}"
         for k in ("estimate_mean_coverage", "estimate_min_coverage", "estimate_width_ratio_good_judge")
     )

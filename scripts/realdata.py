@@ -960,7 +960,7 @@ def main(argv: list[str] | None = None) -> int:
     e.add_argument("--answer-matching", type=Path, default=ANSWER_MATCHING, dest="answer_matching")
     e.add_argument("--evouna", type=Path, default=EVOUNA)
     e.add_argument("--quick", action="store_true", help="fewer seeds (the same designs and data)")
-    e.add_argument("--seeds", type=int, default=None, help="seeds per design and budget (default 1000; --quick 40)")
+    e.add_argument("--seeds", type=int, default=None, help="seeds per design and budget (default 1000; --quick 100)")
     e.add_argument("--dataset", action="append", dest="datasets", default=None, help="only these (repeatable)")
     e.add_argument("--processes", type=int, default=2)
     e.add_argument("--json", action="store_true")
