@@ -51,11 +51,11 @@ from typing import Any
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from adjudication.analytics import estimates
+from adjudication.analytics.agreement import resample_counts
 from adjudication.analytics.allocation import Target, label_values
 from adjudication.analytics.consensus import consensus
-from adjudication.analytics import estimates
 from adjudication.analytics.estimates import Frame, Population, Sample, producer_predictor, vote_predictor
-from adjudication.analytics.agreement import resample_counts
 from adjudication.analytics.stats import ALPHA, jsonable
 from adjudication.routing.rules import PanelReading, decide, is_control, random_priority
 
@@ -915,7 +915,10 @@ def markdown(res: dict[str, Any]) -> str:
             + f"; {res['n_boot']} bootstrap resamples for ratios and today's stratified estimate."
         ),
         "",
-        "| data set | items | models | disputed (readers) | producer | gain (format share under) | predictors (agreement with the humans) |",
+        (
+            "| data set | items | models | disputed (readers) | producer | gain (format share under) "
+            "| predictors (agreement with the humans, on the share they grade) |"
+        ),
         "|---|---|---|---|---|---|---|",
     ]
     for name, ds in res["datasets"].items():
@@ -931,8 +934,10 @@ def markdown(res: dict[str, Any]) -> str:
         )
     lines += [
         "",
-        "Labels per design and budget (mean over seeds; the disputed design's queue is the disputed responses plus "
-        "the controls, so a budget beyond it labels the whole queue: *capped*, with the draws counted):",
+        (
+            "Labels per design and budget (mean over seeds; the disputed design's queue is the disputed responses plus "
+            "the controls, so a budget beyond it labels the whole queue: *capped*, with the draws counted):"
+        ),
         "",
         "| data set | design | " + " | ".join(str(b) for b in budgets) + " |",
         "|---|---|" + "---|" * len(budgets),
@@ -948,12 +953,16 @@ def markdown(res: dict[str, Any]) -> str:
 
     lines += [
         "",
-        "Summary per data set, design and predictor, over its targets and budgets: the prediction-powered (PPI) "
-        "and human-only coverage of the nominal 95 % interval (min and mean; rows outside 0.93–0.97), the median "
-        "PPI ÷ human-only width at 100 labels over the targets, and the draws whose interval was withheld.",
+        (
+            "Summary per data set, design and predictor, over its targets and budgets: the prediction-powered (PPI) "
+            "and human-only coverage of the nominal 95 % interval (min and mean; rows outside 0.93–0.97), the median "
+            "PPI ÷ human-only width at 100 labels over the targets, and the draws whose interval was withheld."
+        ),
         "",
-        "| data set | design | predictor | PPI coverage min / mean | outside | human-only min / mean | outside "
-        "| width ratio at 100 (median over targets) | withheld |",
+        (
+            "| data set | design | predictor | PPI coverage min / mean | outside | human-only min / mean | outside "
+            "| width ratio at 100 (median over targets) | withheld |"
+        ),
         "|---|---|---|---|---|---|---|---|---|",
     ]
     groups: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
@@ -972,9 +981,11 @@ def markdown(res: dict[str, Any]) -> str:
 
     lines += [
         "",
-        "Every row: PPI coverage / human-only coverage · PPI ÷ human-only median width, per label budget "
-        "(coverage outside 0.93–0.97 in bold); bias is the PPI estimate's mean minus the truth, in points, at 100 "
-        "labels; *withheld*: draws with no PPI interval, over all budgets.",
+        (
+            "Every row: PPI coverage / human-only coverage · PPI ÷ human-only median width, per label budget "
+            "(coverage outside 0.93–0.97 in bold); bias is the PPI estimate's mean minus the truth, in points, at 100 "
+            "labels; *withheld*: draws with no PPI interval, over all budgets."
+        ),
         "",
         "| data set | design | predictor | target | truth | "
         + " | ".join(f"{b} labels" for b in budgets)
@@ -999,11 +1010,14 @@ def markdown(res: dict[str, Any]) -> str:
 
     lines += [
         "",
-        "Today's estimators on the same draws: the consensus with no label (a machine number: its error, points), "
-        "the labels' plain share on the labelled subset and the stratified estimate of the analytics (each stratum's "
-        "labelled value weighted by its size; under the information design, one stratum: the plain share). Per "
-        "budget: bias (points) / coverage of its percentile-bootstrap interval; *none*: draws with no estimate "
-        "(a stratum, a model or a ratio's denominator with no label), over all budgets.",
+        (
+            "Today's estimators on the same draws: the consensus with no label (a machine number: its error, "
+            "points), the labels' plain share on the labelled subset and the stratified estimate of the analytics "
+            "(each stratum's labelled value weighted by its size; under the information design, one stratum: the "
+            "plain share). Per "
+            "budget: bias (points) / coverage of its percentile-bootstrap interval; *none*: draws with no estimate "
+            "(a stratum, a model or a ratio's denominator with no label), over all budgets."
+        ),
         "",
         "| data set | design | target | consensus error | plain share: "
         + " | ".join(f"{b}" for b in budgets)
@@ -1031,10 +1045,13 @@ def markdown(res: dict[str, Any]) -> str:
     h = res["result"]
     lines += [
         "",
-        f"{h['rows_with_coverage']} of {h['rows']} rows have a PPI coverage; {len(h['rows_outside_band'])} fall outside "
-        f"0.93–0.97 (human only: {len(h['human_rows_outside_band'])}); {h['withheld_total']} draws withheld their PPI "
-        f"interval. Seconds: load {res['seconds']['load']}, prepare {res['seconds']['prepare']}, simulate "
-        f"{res['seconds']['simulate']}, total {res['seconds']['total']}.",
+        (
+            f"{h['rows_with_coverage']} of {h['rows']} rows have a PPI coverage; "
+            f"{len(h['rows_outside_band'])} fall outside 0.93–0.97 (human only: "
+            f"{len(h['human_rows_outside_band'])}); {h['withheld_total']} draws withheld their PPI interval. "
+            f"Seconds: load {res['seconds']['load']}, prepare {res['seconds']['prepare']}, "
+            f"simulate {res['seconds']['simulate']}, total {res['seconds']['total']}."
+        ),
     ]
     return "\n".join(lines)
 
