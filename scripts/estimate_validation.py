@@ -246,8 +246,9 @@ class Prepared:
         return len(self.items)
 
 
-def prepare(vs: Any, plan: SetPlan) -> Prepared:
-    """vs: a realdata.ValidationSet (its truth, votes and answering models)."""
+def prepare(vs: Any, plan: SetPlan, *, floor: float = FLOOR) -> Prepared:
+    """vs: a realdata.ValidationSet (its truth, votes and answering models); floor: the information
+    design's δ."""
     started = time.monotonic()
     items = sorted(vs.truth)
     position = {item: k for k, item in enumerate(items)}
@@ -281,7 +282,7 @@ def prepare(vs: Any, plan: SetPlan) -> Prepared:
     p = np.array([posterior[i] for i in items])
     root = np.sqrt(np.array([values.get(i, 0.0) for i in items]))
     n = len(items)
-    q = (1 - FLOOR) * root / root.sum() + FLOOR / n if root.sum() > 0 else np.full(n, 1 / n)
+    q = (1 - floor) * root / root.sum() + floor / n if root.sum() > 0 else np.full(n, 1 / n)
 
     population = Population(
         items=items,
@@ -474,7 +475,22 @@ def todays_estimates(
 
 # What a worker keeps of one estimate: the prediction-powered and human-only estimate and interval,
 # the machine number, the effective labels and the labels used.
-EST_FIELDS = ("ppi", "ppi_low", "ppi_high", "human", "human_low", "human_high", "machine", "effective", "labels")
+EST_FIELDS = (
+    "ppi",
+    "ppi_low",
+    "ppi_high",
+    "human",
+    "human_low",
+    "human_high",
+    "machine",
+    "effective",
+    "labels",
+    "kish",
+)
+# The diagnostic rule tried beside the estimator's own withholding (docs/estimates.md, the reading):
+# every (cell ∩ statistic's domain) that is sampled, not a census, to hold a Kish effective sample
+# size (Σw)² / Σw², w = 1/π, of at least this many labels.
+KISH_MIN = 10.0
 TODAY_FIELDS = ("plain", "plain_low", "plain_high", "stratified", "stratified_low", "stratified_high")
 
 _PREPARED: dict[str, Prepared] = {}  # filled before the workers fork; they read it
@@ -510,10 +526,37 @@ def run_job(job: tuple[str, str, list[int]]) -> JobResult:
         return _run_job(job)
 
 
+def smallest_kish(domains: np.ndarray, population_cell: np.ndarray, draw: Draw, population_counts: np.ndarray) -> float:
+    """The smallest Kish effective sample size over the (cell, statistic domain) pairs the draw
+    samples without taking them whole (0 where such a pair has no label; inf if there is none).
+    domains: (K, N) bool; population_counts: (K, cells) responses of each domain in each cell."""
+    smallest = math.inf
+    w = 1.0 / draw.pi
+    inside = domains[:, draw.index]  # (K, labels)
+    for k in range(domains.shape[0]):
+        for c in range(population_counts.shape[1]):
+            size = population_counts[k, c]
+            if size == 0:
+                continue
+            mine = inside[k] & (draw.cell == c)
+            if mine.sum() == size:
+                continue  # a census of the pair: no sampling error there
+            wk = w[mine]
+            smallest = min(smallest, float(wk.sum() ** 2 / (wk**2).sum()) if len(wk) else 0.0)
+    return smallest
+
+
 def _run_job(job: tuple[str, str, list[int]]) -> JobResult:
     name, design, seeds = job
     prep = _PREPARED[name]
     res = JobResult(name, design, list(seeds))
+    population_cell = prep.disputed.astype(np.int64) ^ 1 if design == "disputed" else np.zeros(prep.n, np.int64)
+    cells = int(population_cell.max()) + 1
+    domains, counts = {}, {}
+    for spec in prep.specs:
+        dom = spec.alpha != 0
+        domains[spec.text] = dom[dom.any(axis=1)]
+        counts[spec.text] = np.stack([np.bincount(population_cell[d], minlength=cells) for d in domains[spec.text]])
     s = len(seeds)
     for b in BUDGETS:
         res.labels[b] = np.zeros(s)
@@ -540,6 +583,7 @@ def _run_job(job: tuple[str, str, list[int]]) -> JobResult:
             sample = sample_of(prep, draw)
             for t, spec in enumerate(prep.specs):
                 res.today[(b, spec.text)][row] = (*plain[t], *stratified[t])
+                kish = smallest_kish(domains[spec.text], population_cell, draw, counts[spec.text])
                 for predictor, frame in prep.frames.items():
                     est = frame.estimate(spec.text, sample, n_boot=N_BOOT, seed=seed)
                     ppi, human = est.ppi, est.human
@@ -549,6 +593,7 @@ def _run_job(job: tuple[str, str, list[int]]) -> JobResult:
                         _f(est.machine),
                         _f(est.effective_labels),
                         est.labels,
+                        kish,
                     )
                     if est.withheld or not ppi or ppi.low is None:
                         res.withheld[(b, predictor, spec.text)][_reason(est.withheld)] += 1
@@ -620,6 +665,8 @@ def summarise(prep: Prepared, res: JobResult) -> tuple[list[dict[str, Any]], lis
                 w_ppi = np.median((a[:, col["ppi_high"]] - a[:, col["ppi_low"]])[both]) if both.any() else None
                 w_human = np.median((a[:, col["human_high"]] - a[:, col["human_low"]])[both]) if both.any() else None
                 eff = a[:, col["effective"]]
+                kept = a[:, col["kish"]] >= KISH_MIN
+                ppi_kish = interval_stats(a[kept, col["ppi"]], a[kept, col["ppi_low"]], a[kept, col["ppi_high"]], truth)
                 rows.append(
                     {
                         "dataset": prep.name,
@@ -637,6 +684,7 @@ def summarise(prep: Prepared, res: JobResult) -> tuple[list[dict[str, Any]], lis
                         "width_ratio": (float(w_ppi / w_human) if w_human else None),
                         "effective_labels_median": float(np.nanmedian(eff)) if np.isfinite(eff).any() else None,
                         "machine": error_stats(a[:, col["machine"]], truth),
+                        "ppi_if_kish": ppi_kish | {"dropped": int((~kept).sum())},
                         "withheld": sum(res.withheld[(b, predictor, spec.text)].values()),
                         "withheld_reasons": dict(res.withheld[(b, predictor, spec.text)]),
                     }
@@ -704,6 +752,22 @@ def headline(rows: list[dict[str, Any]]) -> dict[str, Any]:
             if r["human"]["coverage"] is not None and not (low <= r["human"]["coverage"] <= high)
         ],
         "withheld_total": sum(r["withheld"] for r in rows),
+        "kish_rule": _kish_rule(rows),
+    }
+
+
+def _kish_rule(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The PPI coverage over the draws the diagnostic rule (KISH_MIN) would keep."""
+    covs = [r["ppi_if_kish"]["coverage"] for r in rows if r["ppi_if_kish"]["coverage"] is not None]
+    low, high = BAND
+    return {
+        "kish_min": KISH_MIN,
+        "mean_coverage": float(np.mean(covs)) if covs else None,
+        "min_coverage": min(covs) if covs else None,
+        "rows_outside_band": sum(not (low <= c <= high) for c in covs),
+        "rows_with_coverage": len(covs),
+        "draws_dropped": sum(r["ppi_if_kish"]["dropped"] for r in rows),
+        "draws": sum(r["ppi"]["draws"] for r in rows),
     }
 
 
@@ -776,10 +840,15 @@ def estimate_validation(
     quick: bool = False,
     processes: int = 2,
     datasets: Sequence[str] | None = None,
+    designs: Sequence[str] | None = None,
+    floor: float = FLOOR,
     chunks: int = 4,
 ) -> dict[str, Any]:
     """Load the data sets (realdata's readers and judges), prepare each once, then every seed's
-    draws over `processes` workers (forked: they share the prepared frames)."""
+    draws over `processes` workers (forked: they share the prepared frames). `designs` and `floor`
+    (the information design's δ) are for experiments: the reported run takes both designs and
+    δ = FLOOR."""
+    designs = [d for d in DESIGNS if d in (designs or DESIGNS)]
     from scripts import realdata
 
     started = time.monotonic()
@@ -801,13 +870,13 @@ def estimate_validation(
     _PREPARED.clear()
     with threadpool_limits(limits=1):  # as run_job: the consensus fits are no faster with BLAS threads
         for vs in sets:
-            _PREPARED[vs.name] = prepare(vs, PLANS[vs.name])
+            _PREPARED[vs.name] = prepare(vs, PLANS[vs.name], floor=floor)
     prepared = time.monotonic()
     per = max(1, math.ceil(seeds / chunks))
     jobs = [
         (name, design, list(range(start, min(seeds, start + per))))
         for name in _PREPARED
-        for design in DESIGNS
+        for design in designs
         for start in range(0, seeds, per)
     ]
     if processes > 1:
@@ -824,6 +893,7 @@ def estimate_validation(
         "quick": quick,
         "seeds": seeds,
         "budgets": list(BUDGETS),
+        "information_floor": floor,
         "designs": {
             "disputed": (
                 f"every response two readers' verdicts split routed (π = 1), {CONTROL_FRACTION:.0%} of the rest "
@@ -831,7 +901,7 @@ def estimate_validation(
                 "evenly; cells disputed (π = labelled / disputed) and control (π = fraction × labelled / routed)"
             ),
             "information": (
-                f"π_i = min(1, k·q_i), q_i = (1 − δ)√v_i / Σ√v + δ/N, δ = {FLOOR}, v = allocation.label_values "
+                f"π_i = min(1, k·q_i), q_i = (1 − δ)√v_i / Σ√v + δ/N, δ = {floor}, v = allocation.label_values "
                 "of the pooled accuracy on a consensus fit with no label, capped mass redistributed; Poisson "
                 "draw; one cell"
             ),
@@ -862,7 +932,7 @@ def estimate_validation(
             "prepare_seconds": prep.seconds,
             "designs": {},
         }
-        for design in DESIGNS:
+        for design in designs:
             merged = _merge(grouped[(name, design)])
             r, t, d = summarise(prep, merged)
             rows += r

@@ -917,6 +917,12 @@ def _estimate_validation(parser: argparse.ArgumentParser, args: argparse.Namespa
     seeds = args.seeds if args.seeds is not None else ev.QUICK_SEEDS if args.quick else ev.FULL_SEEDS
     if seeds < 1:
         parser.error("--seeds must be at least 1")
+    unknown = sorted(set(args.designs or ()) - set(ev.DESIGNS))
+    if unknown:
+        parser.error(f"unknown design(s) {', '.join(unknown)}: use {', '.join(ev.DESIGNS)}")
+    delta = ev.FLOOR if args.delta is None else args.delta
+    if not 0 < delta <= 1:
+        parser.error("--delta must be in (0, 1]")
     res = ev.estimate_validation(
         answer_matching_dir=args.answer_matching,
         evouna_dir=args.evouna,
@@ -924,6 +930,8 @@ def _estimate_validation(parser: argparse.ArgumentParser, args: argparse.Namespa
         quick=args.quick,
         processes=args.processes,
         datasets=args.datasets,
+        designs=args.designs,
+        floor=delta,
     )
     print(json.dumps(res, indent=2) if args.json else ev.markdown(res))
     print(ev.result_lines(res))
@@ -962,6 +970,10 @@ def main(argv: list[str] | None = None) -> int:
     e.add_argument("--quick", action="store_true", help="fewer seeds (the same designs and data)")
     e.add_argument("--seeds", type=int, default=None, help="seeds per design and budget (default 1000; --quick 100)")
     e.add_argument("--dataset", action="append", dest="datasets", default=None, help="only these (repeatable)")
+    e.add_argument("--design", action="append", dest="designs", default=None, help="only these (repeatable)")
+    e.add_argument(
+        "--delta", type=float, default=None, help="the information design's uniform share δ (default 0.1; experiments)"
+    )
     e.add_argument("--processes", type=int, default=2)
     e.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
