@@ -407,6 +407,8 @@ def information_probabilities(q: np.ndarray, k: int) -> np.ndarray:
         if not over.any():
             return np.minimum(pi, 1.0)
         capped |= over
+        if capped.all():  # a budget of the whole population: every response, with certainty
+            return np.ones(len(q))
         pi = np.where(capped, 1.0, (k - capped.sum()) * q / q[~capped].sum())
 
 
@@ -789,13 +791,13 @@ def _code_digest(digest: Any, paths: Sequence[Path]) -> None:
         digest.update(path.read_bytes())
 
 
-def cached_set(data_file: Path, load: Callable[[], Any]) -> Any:
+def cached_set(data_file: Path, load: Callable[[], Any], data_slice: bool = False) -> Any:
     """A data set's votes and truths (realdata.ValidationSet), cached outside the repository (the
     system's temp directory) under a hash of the data file and of the code that reads it
     (scripts/realdata.py and every reader): the readers' run is most of the loading time."""
     digest = hashlib.sha256(data_file.read_bytes())
     _code_digest(digest, [ROOT / "scripts" / "realdata.py", *(ROOT / "readers").rglob("*.py")])
-    return _cached(f"{data_file.stem}-{digest.hexdigest()[:24]}", load)
+    return _cached(f"{data_file.stem}{'-slice' if data_slice else ''}-{digest.hexdigest()[:24]}", load)
 
 
 def machine_fit(vs: Any) -> tuple[dict[str, float], dict[str, float]]:
@@ -843,11 +845,13 @@ def estimate_validation(
     designs: Sequence[str] | None = None,
     floor: float = FLOOR,
     chunks: int = 4,
+    data_slice: bool = False,
 ) -> dict[str, Any]:
     """Load the data sets (realdata's readers and judges), prepare each once, then every seed's
     draws over `processes` workers (forked: they share the prepared frames). `designs` and `floor`
     (the information design's δ) are for experiments: the reported run takes both designs and
-    δ = FLOOR."""
+    δ = FLOOR. `data_slice` takes consensus-validation's seeded slice of each data set (80 rows, 40
+    questions; tests)."""
     designs = [d for d in DESIGNS if d in (designs or DESIGNS)]
     from scripts import realdata
 
@@ -856,13 +860,18 @@ def estimate_validation(
     sets = [
         cached_set(
             answer_matching_dir / realdata.FILES[n],
-            lambda n=n: realdata.answer_matching_set(n, answer_matching_dir, quick=False, processes=processes),
+            lambda n=n: realdata.answer_matching_set(n, answer_matching_dir, quick=data_slice, processes=processes),
+            data_slice,
         )
         for n in realdata.FILES
         if n in wanted
     ]
     sets += [
-        cached_set(evouna_dir / realdata.EVOUNA_FILES[n], lambda n=n: realdata.evouna_set(n, evouna_dir, quick=False))
+        cached_set(
+            evouna_dir / realdata.EVOUNA_FILES[n],
+            lambda n=n: realdata.evouna_set(n, evouna_dir, quick=data_slice),
+            data_slice,
+        )
         for n in realdata.EVOUNA_FILES
         if n in wanted
     ]
@@ -891,6 +900,7 @@ def estimate_validation(
     today: list[dict[str, Any]] = []
     out: dict[str, Any] = {
         "quick": quick,
+        "data_slice": data_slice,
         "seeds": seeds,
         "budgets": list(BUDGETS),
         "information_floor": floor,
@@ -982,6 +992,7 @@ def markdown(res: dict[str, Any]) -> str:
         (
             f"{res['seeds']} seeds per design and budget"
             + (" (**--quick**: not the reported figures)" if res["quick"] else "")
+            + (" (**--slice**: a seeded slice of each data set, for tests)" if res["data_slice"] else "")
             + f"; {res['n_boot']} bootstrap resamples for ratios and today's stratified estimate."
         ),
         "",

@@ -932,6 +932,7 @@ def _estimate_validation(parser: argparse.ArgumentParser, args: argparse.Namespa
         datasets=args.datasets,
         designs=args.designs,
         floor=delta,
+        data_slice=args.data_slice,
     )
     print(json.dumps(res, indent=2) if args.json else ev.markdown(res))
     print(ev.result_lines(res))
@@ -971,6 +972,7 @@ def main(argv: list[str] | None = None) -> int:
     e.add_argument("--seeds", type=int, default=None, help="seeds per design and budget (default 1000; --quick 100)")
     e.add_argument("--dataset", action="append", dest="datasets", default=None, help="only these (repeatable)")
     e.add_argument("--design", action="append", dest="designs", default=None, help="only these (repeatable)")
+    e.add_argument("--slice", action="store_true", dest="data_slice", help="a seeded slice of each data set (tests)")
     e.add_argument(
         "--delta", type=float, default=None, help="the information design's uniform share δ (default 0.1; experiments)"
     )
