@@ -12,16 +12,18 @@ with the target's value on the whole population's human labels:
 
 * **disputed** — the responses on which two named readers' verdicts differ
   (routing.rules.decide) are all routed (π = 1 of being routed); of the rest, a seeded Bernoulli
-  (routing.rules.is_control) draws 10 % as controls. The queue is served in a seeded random order
-  (routing.rules.random_priority) with the controls spread evenly through it, so a budget of n
-  labels labels a prefix. Cells: "disputed" (N_c = the disputed responses, π = labelled / N_c) and
-  "control" (N_c = the other responses, π = 0.1 × labelled controls / routed controls). A budget
-  beyond the queue labels the whole queue and is counted as capped.
+  (routing.rules.is_control) draws 10 % as controls. routing.rules.controls_spread gives the
+  controls the disputes' priorities, and the queue serves by priority and, within equal priority,
+  in a seeded shuffle (routing.services.tiebreak's rule), so a budget of n labels labels a prefix
+  that is a simple random sample within each cell. Cells: "disputed" (N_c = the disputed
+  responses, π = labelled / N_c) and "control" (N_c = the other responses, π = 0.1 × labelled
+  controls / routed controls). A budget beyond the queue labels the whole queue and is counted as
+  capped.
 * **information** — randomized information routing: π_i = min(1, k·q_i) with
   q_i = (1 − δ)·√v_i / Σ√v + δ/N, δ = 0.1, v the label values of the pooled accuracy
   (allocation.label_values on a consensus fit with no label), the mass above 1 redistributed
-  over the others; a Poisson draw (each response independently, with its π_i); one cell
-  "information" with N_c = the population.
+  (allocation.inclusion_probabilities); a Poisson draw (allocation.draw_uniform: each response
+  independently, with its π_i); one cell "information" with N_c = the population.
 
 Beside the estimator (machine, human only, prediction-powered), today's estimators measured on the
 same draws: the consensus with no label (a machine number: its error only), the labels' plain share
@@ -53,18 +55,24 @@ from threadpoolctl import threadpool_limits
 
 from adjudication.analytics import estimates
 from adjudication.analytics.agreement import resample_counts
-from adjudication.analytics.allocation import Target, label_values
+from adjudication.analytics.allocation import (
+    INFORMATION_FLOOR,
+    Target,
+    draw_uniform,
+    inclusion_probabilities,
+    label_values,
+)
 from adjudication.analytics.consensus import consensus
 from adjudication.analytics.estimates import Frame, Population, Sample, producer_predictor, vote_predictor
 from adjudication.analytics.stats import ALPHA, jsonable
-from adjudication.routing.rules import PanelReading, decide, is_control, random_priority
+from adjudication.routing.rules import PanelReading, controls_spread, decide, is_control
 
 BUDGETS = (50, 100, 200, 400)
 DESIGNS = ("disputed", "information")
 CONTROL_FRACTION = 0.1
-FLOOR = 0.1  # δ: the uniform share of the information design, so every π_i ≥ k·δ/N
+FLOOR = INFORMATION_FLOOR  # δ: the information design's uniform share (allocation.design_floor at 10 % controls)
 FULL_SEEDS = 1000
-QUICK_SEEDS = 100
+QUICK_SEEDS = 60
 N_BOOT = 200  # the estimator's ratio bootstrap and the stratified estimate's (the analytics use 2000)
 BAND = (0.93, 0.97)  # the acceptance band of the nominal 95 % interval's coverage
 MAJORITY = "majority"
@@ -233,7 +241,9 @@ class Prepared:
     truth: dict[str, float]
     consensus: dict[str, float | None]
     disputed: np.ndarray
-    q: np.ndarray
+    strength: np.ndarray  # each disputed response's priority (rules.Decision.strength)
+    values: dict[str, float]  # each response's label value for the pooled accuracy (no label)
+    floor: float  # the information design's δ
     psi: np.ndarray  # (N, Σ K): the targets' terms at the true labels, side by side
     slices: list[slice]
     frames: dict[str, Frame]
@@ -241,9 +251,17 @@ class Prepared:
     panel: list[str]
     seconds: float = 0.0
 
+    _inclusion: dict[int, np.ndarray] = field(default_factory=dict)
+
     @property
     def n(self) -> int:
         return len(self.items)
+
+    def inclusion(self, k: int) -> np.ndarray:
+        """information_probabilities(self, k), computed once per budget (before the workers fork)."""
+        if k not in self._inclusion:
+            self._inclusion[k] = information_probabilities(self, k)
+        return self._inclusion[k]
 
 
 def prepare(vs: Any, plan: SetPlan, *, floor: float = FLOOR) -> Prepared:
@@ -268,21 +286,16 @@ def prepare(vs: Any, plan: SetPlan, *, floor: float = FLOOR) -> Prepared:
     # The disputed responses: the two readers' verdicts differ (a missing verdict is a reading that
     # found nothing, which disputes nothing: routing's default).
     first, second = plan.disputed_by
-    disputed = np.array(
-        [
-            decide(
-                [PanelReading(r, None, said[r].get(item, "no_answer")) for r in (first, second)], compare="verdict"
-            ).disputed
-            for item in items
-        ]
-    )
+    decisions = [
+        decide([PanelReading(r, None, said[r].get(item, "no_answer")) for r in (first, second)], compare="verdict")
+        for item in items
+    ]
+    disputed = np.array([d.disputed for d in decisions])
+    strength = np.array([d.strength for d in decisions])
 
     # The consensus with no label: today's machine estimate, and the information design's values.
     posterior, values = machine_fit(vs)
     p = np.array([posterior[i] for i in items])
-    root = np.sqrt(np.array([values.get(i, 0.0) for i in items]))
-    n = len(items)
-    q = (1 - floor) * root / root.sum() + floor / n if root.sum() > 0 else np.full(n, 1 / n)
 
     population = Population(
         items=items,
@@ -325,7 +338,9 @@ def prepare(vs: Any, plan: SetPlan, *, floor: float = FLOOR) -> Prepared:
         truth=truth,
         consensus=cons,
         disputed=disputed,
-        q=q,
+        strength=strength,
+        values={i: float(values.get(i, 0.0)) for i in items},
+        floor=floor,
         psi=np.concatenate(psi_blocks, axis=1),
         slices=slices,
         frames=frames,
@@ -353,26 +368,31 @@ class Draw:
     capped: bool  # the budget was more than the design could route
 
 
+def tiebreak(*, seed: int, item: str) -> int:
+    """routing.services.tiebreak's shuffle key (the queue's seed; the data set stands for the queue)."""
+    digest = hashlib.sha256(f"tiebreak:validation:{seed}:{item}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
 def disputed_queue(prep: Prepared, seed: int) -> tuple[np.ndarray, np.ndarray, int]:
     """The disputed design's queue in serving order (positions), which of them are controls, and how
-    many controls were routed: every disputed response, a seeded 10 % of the others, each in a
-    seeded random order, the controls spread evenly through the disputed ones."""
+    many controls were routed, as routing builds it: every disputed response at its dispute's
+    strength (rules.decide), a seeded 10 % of the others as controls (rules.is_control), the
+    controls spread through the disputes (rules.controls_spread), served by priority and, within
+    equal priority, in the queue's seeded shuffle (tiebreak)."""
     items = prep.items
-    disputed = sorted(np.flatnonzero(prep.disputed), key=lambda i: random_priority(seed=seed, response_key=items[i]))
+    disputed = np.flatnonzero(prep.disputed)
     controls = [
-        i
+        int(i)
         for i in np.flatnonzero(~prep.disputed)
         if is_control(seed=seed, response_key=items[i], fraction=CONTROL_FRACTION)
     ]
-    controls.sort(key=lambda i: random_priority(seed=seed, response_key=items[i]))
-    k, m = len(disputed) + len(controls), len(controls)
-    slots = {min(k - 1, int(j * k / m + k / m / 2)) for j in range(m)} if m else set()
-    order, is_ctrl = np.empty(k, dtype=np.int64), np.zeros(k, dtype=bool)
-    it_c, it_d = iter(controls), iter(disputed)
-    for pos in range(k):
-        is_ctrl[pos] = pos in slots
-        order[pos] = next(it_c) if pos in slots else next(it_d)
-    return order, is_ctrl, m
+    priorities = controls_spread(
+        priorities={int(i): float(prep.strength[i]) for i in disputed}, controls=controls, seed=seed
+    )
+    order = np.array(sorted(priorities, key=lambda i: (-priorities[i], tiebreak(seed=seed, item=items[i]))))
+    is_ctrl = ~prep.disputed[order] if len(order) else np.zeros(0, dtype=bool)
+    return order, is_ctrl, len(controls)
 
 
 def disputed_draw(prep: Prepared, queue: tuple[np.ndarray, np.ndarray, int], budget: int) -> Draw:
@@ -397,19 +417,17 @@ def disputed_draw(prep: Prepared, queue: tuple[np.ndarray, np.ndarray, int], bud
     )
 
 
-def information_probabilities(q: np.ndarray, k: int) -> np.ndarray:
-    """π_i = min(1, k·q_i), the mass above 1 redistributed over the others in proportion to q
-    until none exceeds 1: Σ π = k."""
-    capped = np.zeros(len(q), dtype=bool)
-    pi = k * q
-    while True:
-        over = (pi >= 1) & ~capped
-        if not over.any():
-            return np.minimum(pi, 1.0)
-        capped |= over
-        if capped.all():  # a budget of the whole population: every response, with certainty
-            return np.ones(len(q))
-        pi = np.where(capped, 1.0, (k - capped.sum()) * q / q[~capped].sum())
+def information_probabilities(prep: Prepared, k: int) -> np.ndarray:
+    """Each response's π in a draw of expected size k: allocation.inclusion_probabilities (what
+    randomized information routing records), in the population's order."""
+    pi = inclusion_probabilities(prep.values, k=k, floor=prep.floor)
+    return np.array([pi[i] for i in prep.items])
+
+
+def information_uniforms(prep: Prepared, seed: int) -> np.ndarray:
+    """Each response's seeded uniform of the Poisson draw (allocation.draw_uniform): a response is
+    drawn when its uniform is below its π, whatever the budget."""
+    return np.array([draw_uniform(seed=seed, item=i) for i in prep.items])
 
 
 def information_draw(prep: Prepared, pi: np.ndarray, uniform: np.ndarray) -> Draw:
@@ -568,13 +586,13 @@ def _run_job(job: tuple[str, str, list[int]]) -> JobResult:
             for predictor in prep.frames:
                 res.est[(b, predictor, spec.text)] = np.full((s, len(EST_FIELDS)), np.nan)
                 res.withheld[(b, predictor, spec.text)] = Counter()
-    pis = {b: information_probabilities(prep.q, b) for b in BUDGETS} if design == "information" else {}
+    pis = {b: prep.inclusion(b) for b in BUDGETS} if design == "information" else {}
     for row, seed in enumerate(seeds):
         if design == "disputed":
             queue = disputed_queue(prep, seed)
             draws = {b: disputed_draw(prep, queue, b) for b in BUDGETS}
         else:
-            uniform = np.random.default_rng([seed, 1]).random(prep.n)
+            uniform = information_uniforms(prep, seed)
             draws = {b: information_draw(prep, pis[b], uniform) for b in BUDGETS}
         for b, draw in draws.items():
             res.labels[b][row] = len(draw.index)
@@ -880,6 +898,8 @@ def estimate_validation(
     with threadpool_limits(limits=1):  # as run_job: the consensus fits are no faster with BLAS threads
         for vs in sets:
             _PREPARED[vs.name] = prepare(vs, PLANS[vs.name], floor=floor)
+            for b in BUDGETS:
+                _PREPARED[vs.name].inclusion(b)
     prepared = time.monotonic()
     per = max(1, math.ceil(seeds / chunks))
     jobs = [

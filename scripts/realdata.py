@@ -969,7 +969,7 @@ def main(argv: list[str] | None = None) -> int:
     e.add_argument("--answer-matching", type=Path, default=ANSWER_MATCHING, dest="answer_matching")
     e.add_argument("--evouna", type=Path, default=EVOUNA)
     e.add_argument("--quick", action="store_true", help="fewer seeds (the same designs and data)")
-    e.add_argument("--seeds", type=int, default=None, help="seeds per design and budget (default 1000; --quick 100)")
+    e.add_argument("--seeds", type=int, default=None, help="seeds per design and budget (default 1000; --quick 60)")
     e.add_argument("--dataset", action="append", dest="datasets", default=None, help="only these (repeatable)")
     e.add_argument("--design", action="append", dest="designs", default=None, help="only these (repeatable)")
     e.add_argument("--slice", action="store_true", dest="data_slice", help="a seeded slice of each data set (tests)")
