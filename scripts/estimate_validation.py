@@ -165,10 +165,16 @@ def _g_gain(m: np.ndarray) -> np.ndarray:
     return _ratio(m[..., 2], m[..., 3]) - _ratio(m[..., 0], m[..., 1])
 
 
+# A reported gain this close to 0 is 0 (two equal shares subtracted in floating point): format_share
+# computes in exact fractions and calls a share of no gain undefined.
+NO_GAIN = 1e-9
+
+
 def _g_format_share(m: np.ndarray) -> np.ndarray:
     reported = _ratio(m[..., 5], m[..., 3]) - _ratio(m[..., 4], m[..., 1])
+    gained = reported > NO_GAIN
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(reported > 0, 1 - _g_gain(m) / np.where(reported > 0, reported, 1.0), np.nan)
+        return np.where(gained, 1 - _g_gain(m) / np.where(gained, reported, 1.0), np.nan)
 
 
 def target_specs(
@@ -511,6 +517,9 @@ EST_FIELDS = (
 # every (cell ∩ statistic's domain) that is sampled, not a census, to hold a Kish effective sample
 # size (Σw)² / Σw², w = 1/π, of at least this many labels.
 KISH_MIN = 10.0
+# A row's coverage counts in the RESULT figures when at least this share of its draws gave an
+# interval (the others are counted as withheld, and the rows listed).
+MEASURED_SHARE = 0.1
 TODAY_FIELDS = ("plain", "plain_low", "plain_high", "stratified", "stratified_low", "stratified_high")
 
 _PREPARED: dict[str, Prepared] = {}  # filled before the workers fork; they read it
@@ -741,8 +750,10 @@ def summarise(prep: Prepared, res: JobResult) -> tuple[list[dict[str, Any]], lis
 
 def headline(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """The RESULT figures: mean and min PPI coverage over every row (every data set, design,
-    predictor, target and budget), the rows outside the band, and GOOD_JUDGE's width ratio."""
-    covs = [(r["ppi"]["coverage"], r) for r in rows if r["ppi"]["coverage"] is not None]
+    predictor, target and budget) whose interval was given in at least MEASURED_SHARE of its draws
+    (a coverage out of a handful of draws measures nothing; those rows are listed, with their
+    counts), the rows outside the band, and GOOD_JUDGE's width ratio."""
+    covs = [(r["ppi"]["coverage"], r) for r in rows if measured(r)]
     low, high = BAND
     outside = [r for c, r in covs if not (low <= c <= high)]
     worst = min(covs, key=lambda cr: cr[0]) if covs else None
@@ -772,8 +783,22 @@ def headline(rows: list[dict[str, Any]]) -> dict[str, Any]:
             if r["human"]["coverage"] is not None and not (low <= r["human"]["coverage"] <= high)
         ],
         "withheld_total": sum(r["withheld"] for r in rows),
+        "measured_share": MEASURED_SHARE,
+        "rows_mostly_withheld": [
+            _key(r) | {"intervals": r["ppi"]["intervals"], "draws": r["ppi"]["draws"], "coverage": r["ppi"]["coverage"]}
+            for r in rows
+            if not measured(r)
+        ],
+        "below_band": sum(c < low for c, _ in covs),
+        "above_band": sum(c > high for c, _ in covs),
         "kish_rule": _kish_rule(rows),
     }
+
+
+def measured(row: dict[str, Any]) -> bool:
+    """A row whose PPI coverage counts: an interval in at least MEASURED_SHARE of its draws."""
+    ppi = row["ppi"]
+    return ppi["coverage"] is not None and ppi["intervals"] >= max(1, MEASURED_SHARE * ppi["draws"])
 
 
 def _kish_rule(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -1056,28 +1081,34 @@ def markdown(res: dict[str, Any]) -> str:
         "",
         (
             "Summary per data set, design and predictor, over its targets and budgets: the prediction-powered (PPI) "
-            "and human-only coverage of the nominal 95 % interval (min and mean; rows outside 0.93–0.97), the median "
-            "PPI ÷ human-only width at 100 labels over the targets, and the draws whose interval was withheld."
+            "and human-only coverage of the nominal 95 % interval (min and mean; rows outside 0.93–0.97; rows whose "
+            f"interval was withheld in more than {1 - MEASURED_SHARE:.0%} of draws left out and listed below), the "
+            "median PPI ÷ human-only width at 100 labels over the targets, and the draws whose interval was withheld; "
+            f"last, the PPI coverage over the draws in which every sampled (cell, target domain) pair holds a Kish "
+            f"effective size of at least {KISH_MIN:.0f} labels (a diagnostic, not the estimator's rule: rows with "
+            "at least 30 such draws), and the share of draws that rule would withhold."
         ),
         "",
         (
             "| data set | design | predictor | PPI coverage min / mean | outside | human-only min / mean | outside "
-            "| width ratio at 100 (median over targets) | withheld |"
+            "| width ratio at 100 (median over targets) | withheld | PPI coverage, Kish rule: min / mean (withheld) |"
         ),
-        "|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     groups: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
         groups[(r["dataset"], r["design"], f"{r['predictor']} ({r['predictor_kind']})")].append(r)
     for (name, design, predictor), rs in groups.items():
-        cp = [r["ppi"]["coverage"] for r in rs if r["ppi"]["coverage"] is not None]
-        ch = [r["human"]["coverage"] for r in rs if r["human"]["coverage"] is not None]
+        cp = [r["ppi"]["coverage"] for r in rs if measured(r)]
+        ch = [r["human"]["coverage"] for r in rs if measured(r) and r["human"]["coverage"] is not None]
         ratios = [r["width_ratio"] for r in rs if r["budget"] == 100 and r["width_ratio"] is not None]
+        ck = [r["ppi_if_kish"]["coverage"] for r in rs if r["ppi_if_kish"]["intervals"] >= 30]
+        dropped = sum(r["ppi_if_kish"]["dropped"] for r in rs) / max(1, sum(r["ppi"]["draws"] for r in rs))
         lines.append(
             f"| {name} | {design} | {predictor} | {_c(min(cp, default=None))} / {_c(_mean(cp))} | "
             f"{sum(not BAND[0] <= c <= BAND[1] for c in cp)} | {_c(min(ch, default=None))} / {_c(_mean(ch))} | "
             f"{sum(not BAND[0] <= c <= BAND[1] for c in ch)} | {_r(float(np.median(ratios)) if ratios else None)} | "
-            f"{sum(r['withheld'] for r in rs)} |"
+            f"{sum(r['withheld'] for r in rs)} | {_c(min(ck, default=None))} / {_c(_mean(ck))} ({dropped:.0%}) |"
         )
 
     lines += [
@@ -1144,11 +1175,24 @@ def markdown(res: dict[str, Any]) -> str:
             + f" | {none_s} |"
         )
     h = res["result"]
+    if h["rows_mostly_withheld"]:
+        lines += [
+            "",
+            f"Rows whose PPI interval was withheld in more than {1 - h['measured_share']:.0%} of draws (their coverage "
+            "is out of too few draws to count): "
+            + "; ".join(
+                f"{r['dataset']} {r['design']} {r['predictor']} {r['target']} at {r['budget']} "
+                f"({r['intervals']} of {r['draws']})"
+                for r in h["rows_mostly_withheld"]
+            )
+            + ".",
+        ]
     lines += [
         "",
         (
-            f"{h['rows_with_coverage']} of {h['rows']} rows have a PPI coverage; "
-            f"{len(h['rows_outside_band'])} fall outside 0.93–0.97 (human only: "
+            f"{h['rows_with_coverage']} of {h['rows']} rows have a measured PPI coverage; "
+            f"{len(h['rows_outside_band'])} fall outside 0.93–0.97 ({h['below_band']} below, {h['above_band']} "
+            "above; human only: "
             f"{len(h['human_rows_outside_band'])}); {h['withheld_total']} draws withheld their PPI interval. "
             f"Seconds: load {res['seconds']['load']}, prepare {res['seconds']['prepare']}, "
             f"simulate {res['seconds']['simulate']}, total {res['seconds']['total']}."
