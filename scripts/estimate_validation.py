@@ -47,6 +47,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -301,7 +302,7 @@ def prepare(vs: Any, plan: SetPlan, *, floor: float = FLOOR) -> Prepared:
 
     # The consensus with no label: today's machine estimate, and the information design's values.
     posterior, values = machine_fit(vs)
-    p = np.array([posterior[i] for i in items])
+    p_correct = np.array([posterior[i] for i in items])
 
     population = Population(
         items=items,
@@ -332,7 +333,7 @@ def prepare(vs: Any, plan: SetPlan, *, floor: float = FLOOR) -> Prepared:
         if theirs is None or not math.isclose(mine, theirs, rel_tol=1e-9, abs_tol=1e-12):
             raise AssertionError(f"{vs.name} {spec.text}: the estimator's truth {theirs} is not this script's {mine}")
         truth[spec.text] = mine
-        c = float(spec.g(spec.terms(p).mean(axis=0)))
+        c = float(spec.g(spec.terms(p_correct).mean(axis=0)))
         cons[spec.text] = None if math.isnan(c) else c
     return Prepared(
         name=vs.name,
@@ -855,7 +856,8 @@ def machine_fit(vs: Any) -> tuple[dict[str, float], dict[str, float]]:
     digest = hashlib.sha256(repr((sorted(vs.votes), sorted(vs.model_of.items()))).encode())
     analytics = ROOT / "adjudication" / "analytics"
     _code_digest(digest, [analytics / "consensus.py", analytics / "allocation.py", analytics / "stats.py"])
-    return _cached(f"{vs.name}-fit-{digest.hexdigest()[:24]}", fit)  # type: ignore[no-any-return]
+    cached: tuple[dict[str, float], dict[str, float]] = _cached(f"{vs.name}-fit-{digest.hexdigest()[:24]}", fit)
+    return cached
 
 
 def _cached(key: str, load: Callable[[], Any]) -> Any:
@@ -903,7 +905,7 @@ def estimate_validation(
     sets = [
         cached_set(
             answer_matching_dir / realdata.FILES[n],
-            lambda n=n: realdata.answer_matching_set(n, answer_matching_dir, quick=data_slice, processes=processes),
+            partial(realdata.answer_matching_set, n, answer_matching_dir, quick=data_slice, processes=processes),
             data_slice,
         )
         for n in realdata.FILES
@@ -912,7 +914,7 @@ def estimate_validation(
     sets += [
         cached_set(
             evouna_dir / realdata.EVOUNA_FILES[n],
-            lambda n=n: realdata.evouna_set(n, evouna_dir, quick=data_slice),
+            partial(realdata.evouna_set, n, evouna_dir, quick=data_slice),
             data_slice,
         )
         for n in realdata.EVOUNA_FILES
@@ -989,10 +991,10 @@ def estimate_validation(
         }
         for design in designs:
             merged = _merge(grouped[(name, design)])
-            r, t, d = summarise(prep, merged)
-            rows += r
-            today += t
-            ds["designs"][design] = d
+            estimator_rows, today_rows, counts = summarise(prep, merged)
+            rows += estimator_rows
+            today += today_rows
+            ds["designs"][design] = counts
         out["datasets"][name] = ds
     out["rows"] = rows
     out["today"] = today
