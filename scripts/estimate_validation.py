@@ -1178,14 +1178,22 @@ def markdown(res: dict[str, Any]) -> str:
         )
     h = res["result"]
     if h["rows_mostly_withheld"]:
+        # Withholding hardly depends on the predictor: one entry per target, its budgets, and the
+        # draws with an interval (a range where the predictors differ).
+        given: dict[tuple[str, str, str], dict[int, list[int]]] = defaultdict(lambda: defaultdict(list))
+        for r in h["rows_mostly_withheld"]:
+            given[(r["dataset"], r["design"], r["target"])][r["budget"]].append(r["intervals"])
+        draws = h["rows_mostly_withheld"][0]["draws"]
         lines += [
             "",
-            f"Rows whose PPI interval was withheld in more than {1 - h['measured_share']:.0%} of draws (their coverage "
-            "is out of too few draws to count): "
+            f"Rows whose PPI interval was withheld in more than {1 - h['measured_share']:.0%} of draws, left out "
+            f"of the coverage figures (budget: draws of {draws} with an interval, over the predictors): "
             + "; ".join(
-                f"{r['dataset']} {r['design']} {r['predictor']} {r['target']} at {r['budget']} "
-                f"({r['intervals']} of {r['draws']})"
-                for r in h["rows_mostly_withheld"]
+                f"{name} {design} {target} at "
+                + ", ".join(
+                    f"{b}: {min(n)}" + (f"–{max(n)}" if max(n) != min(n) else "") for b, n in sorted(per.items())
+                )
+                for (name, design, target), per in given.items()
             )
             + ".",
         ]
