@@ -449,9 +449,22 @@ def information_draw(prep: Prepared, pi: np.ndarray, uniform: np.ndarray) -> Dra
     )
 
 
-def sample_of(prep: Prepared, draw: Draw) -> Sample:
+def population_cells(prep: Prepared, design: str) -> np.ndarray:
+    """Every response's cell under the design, as routing knows it (analytics.design gives the
+    estimator the same): disputed 0 and control 1 under the disputed design, one cell otherwise."""
+    if design == "disputed":
+        return np.where(prep.disputed, 0, 1).astype(np.int64)
+    return np.zeros(prep.n, dtype=np.int64)
+
+
+def sample_of(prep: Prepared, draw: Draw, population_cell: np.ndarray) -> Sample:
     return Sample.from_arrays(
-        index=draw.index, y=prep.y[draw.index], cell=draw.cell, pi=draw.pi, cell_sizes=draw.cell_sizes
+        index=draw.index,
+        y=prep.y[draw.index],
+        cell=draw.cell,
+        pi=draw.pi,
+        cell_sizes=draw.cell_sizes,
+        population_cell=population_cell,
     )
 
 
@@ -580,7 +593,7 @@ def _run_job(job: tuple[str, str, list[int]]) -> JobResult:
     name, design, seeds = job
     prep = _PREPARED[name]
     res = JobResult(name, design, list(seeds))
-    population_cell = prep.disputed.astype(np.int64) ^ 1 if design == "disputed" else np.zeros(prep.n, np.int64)
+    population_cell = population_cells(prep, design)
     cells = int(population_cell.max()) + 1
     domains, counts = {}, {}
     for spec in prep.specs:
@@ -610,7 +623,7 @@ def _run_job(job: tuple[str, str, list[int]]) -> JobResult:
             rng = np.random.default_rng([seed, b, 2])
             plain = todays_estimates(prep, [(draw.index, 1.0)], rng)
             stratified = plain if len(draw.strata) == 1 else todays_estimates(prep, draw.strata, rng)
-            sample = sample_of(prep, draw)
+            sample = sample_of(prep, draw, population_cell)
             for t, spec in enumerate(prep.specs):
                 res.today[(b, spec.text)][row] = (*plain[t], *stratified[t])
                 kish = smallest_kish(domains[spec.text], population_cell, draw, counts[spec.text])
