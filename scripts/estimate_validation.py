@@ -20,7 +20,7 @@ with the target's value on the whole population's human labels:
   controls / routed controls). A budget beyond the queue labels the whole queue and is counted as
   capped.
 * **information** — randomized information routing: π_i = min(1, k·q_i) with
-  q_i = (1 − δ)·√v_i / Σ√v + δ/N, δ = 0.1, v the label values of the pooled accuracy
+  q_i = (1 − δ)·√v_i / Σ√v + δ/N, δ = allocation.INFORMATION_FLOOR (0.5), v the label values of the pooled accuracy
   (allocation.label_values on a consensus fit with no label), the mass above 1 redistributed
   (allocation.inclusion_probabilities); a Poisson draw (allocation.draw_uniform: each response
   independently, with its π_i); one cell "information" with N_c = the population.

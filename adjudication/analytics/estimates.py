@@ -598,6 +598,11 @@ class Frame:
         a, b, reach = strata.residuals(st.grad(ppi_mu))
         ppi_var = strata.variance(a - lam * b, reach) / n**2
         ppi_df = strata.df
+        if lam > 0 and ppi_var * _quantile(alpha, ppi_df) ** 2 > human_var * _quantile(alpha, human_df) ** 2:
+            # The tuned λ minimises the cells' variance before their floors and degrees of freedom;
+            # where those make its interval wider than the labels alone give, λ = 0 (the human-only
+            # estimate) is the better weight, and the estimate never does worse than human only.
+            lam, ppi_mu, ppi_value, ppi_var, ppi_df = 0.0, human_mu, human_value, human_var, human_df
         method = ratio_method or RATIO_METHOD if st.ratio else "normal"
         if withheld is None and (human_value is None or ppi_value is None):
             withheld = "the target is undefined on these labels (its denominator is 0)"

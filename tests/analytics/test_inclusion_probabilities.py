@@ -69,10 +69,10 @@ def test_no_value_means_a_uniform_draw_and_a_budget_over_n_takes_everything():
     assert inclusion_probabilities(seeded_values(10), k=0, floor=0.1) == dict.fromkeys(seeded_values(10), 0.0)
 
 
-def test_the_floor_is_the_control_fraction_at_least_a_tenth():
-    assert INFORMATION_FLOOR == 0.1
-    assert design_floor(0.0) == design_floor(0.05) == 0.1
-    assert design_floor(0.3) == 0.3
+def test_the_floor_is_the_control_fraction_at_least_a_half():
+    assert INFORMATION_FLOOR == 0.5
+    assert design_floor(0.0) == design_floor(0.05) == 0.5
+    assert design_floor(0.7) == 0.7
 
 
 def test_the_draw_is_reproducible_for_a_seed_and_differs_between_seeds():

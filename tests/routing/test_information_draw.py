@@ -25,30 +25,32 @@ def test_the_drawn_items_are_the_seeded_poisson_draw_with_their_probabilities(in
     out = route("r", priority="information", target="reader:strict-match", budget=10, control_fraction=0.2, seed=3)
     fit = information_fit(dataset=info_dataset, target="reader:strict-match")
     ids = list(Response.objects.filter(dataset=info_dataset).order_by("id").values_list("id", flat=True))
-    pi = inclusion_probabilities({str(i): fit.values.get(i, 0.0) for i in ids}, k=10, floor=0.2)
+    pi = inclusion_probabilities({str(i): fit.values.get(i, 0.0) for i in ids}, k=10, floor=0.5)
     expected = {int(i): pi[i] for i in poisson_draw(pi, seed=3)}
     assert drawn("r") == expected and expected
     items = ReviewItem.objects.filter(policy__name="r")
     assert set(items.values_list("stratum", "is_control")) == {("information", False)}
     assert all(i.reason["information"]["pick"] == "drawn" for i in items)
     # π ≥ π_min = k·δ/N for every response, drawn or not, and Σπ = k
-    assert min(pi.values()) >= 10 * 0.2 / N - 1e-12 and math.isclose(sum(pi.values()), 10)
+    assert min(pi.values()) >= 10 * 0.5 / N - 1e-12 and math.isclose(sum(pi.values()), 10)
     policy = RoutingPolicy.objects.get(name="r")
     assert policy.sampling == "randomized"
     assert policy.design == {
         "population": N,
-        "floor": 0.2,
+        "floor": 0.5,
         "expected": 10.0,
-        "pi_min": 10 * 0.2 / N,
+        "pi_min": 10 * 0.5 / N,
         "drawn": len(expected),
     }
     assert f"{len(expected)} new review items drawn for reader:strict-match" in out
 
 
-def test_the_floor_is_a_tenth_without_controls(info_dataset):  # noqa: F811
+def test_the_floor_is_a_half_unless_the_controls_share_is_larger(info_dataset):  # noqa: F811
     route("r", priority="information", target="accuracy", budget=8)
-    assert RoutingPolicy.objects.get(name="r").design["floor"] == 0.1
-    assert min(drawn("r").values()) >= 8 * 0.1 / N - 1e-12
+    assert RoutingPolicy.objects.get(name="r").design["floor"] == 0.5
+    assert min(drawn("r").values()) >= 8 * 0.5 / N - 1e-12
+    route("s", priority="information", target="accuracy", budget=8, control_fraction=0.7)
+    assert RoutingPolicy.objects.get(name="s").design["floor"] == 0.7
 
 
 def test_the_draw_is_reproducible_for_a_seed(info_dataset):  # noqa: F811
@@ -91,7 +93,7 @@ def test_the_preview_draw_is_what_routing_draws(info_dataset):  # noqa: F811
     preview = information_draw(dataset=info_dataset, fit=fit, budget=7, control_fraction=0.0, seed=5)
     route("p", priority="information", target="bias:judge-a", budget=7, seed=5)
     assert drawn("p") == {i: preview.probabilities[i] for i in preview.drawn}
-    assert preview.pi_min == 7 * 0.1 / N and preview.population == N
+    assert preview.pi_min == 7 * 0.5 / N and preview.population == N
 
 
 def test_a_replaced_response_keeps_its_probability_and_gets_its_new_readings(info_dataset):  # noqa: F811
