@@ -77,7 +77,11 @@ QUICK_SEEDS = 60
 N_BOOT = 200  # the estimator's ratio bootstrap and the stratified estimate's (the analytics use 2000)
 BAND = (0.93, 0.97)  # the acceptance band of the nominal 95 % interval's coverage
 MAJORITY = "majority"
-GOOD_JUDGE = ("gpqa_diamond", "disputed", "judge:deepseek-chat-v3-0324", "accuracy", 100)
+# The good judge's width ratio: under randomized information routing (the design made for
+# estimates: human only there is the inverse-probability-weighted share), and under the disputed
+# design beside it (human only there is already stratified by the dispute, which narrows it).
+GOOD_JUDGE = ("gpqa_diamond", "information", "judge:deepseek-chat-v3-0324", "accuracy", 100)
+GOOD_JUDGE_DISPUTED = ("gpqa_diamond", "disputed", "judge:deepseek-chat-v3-0324", "accuracy", 100)
 
 
 @dataclass(frozen=True)
@@ -771,16 +775,13 @@ def headline(rows: list[dict[str, Any]]) -> dict[str, Any]:
     low, high = BAND
     outside = [r for c, r in covs if not (low <= c <= high)]
     worst = min(covs, key=lambda cr: cr[0]) if covs else None
-    ds, design, predictor, target, budget = GOOD_JUDGE
-    good = next(
-        (
-            r
-            for r in rows
-            if (r["dataset"], r["design"], r["predictor"], r["target"], r["budget"])
-            == (ds, design, predictor, target, budget)
-        ),
-        None,
-    )
+
+    def row_of(key: tuple[str, str, str, str, int]) -> dict[str, Any] | None:
+        return next(
+            (r for r in rows if (r["dataset"], r["design"], r["predictor"], r["target"], r["budget"]) == key), None
+        )
+
+    good, disputed = row_of(GOOD_JUDGE), row_of(GOOD_JUDGE_DISPUTED)
     return {
         "estimate_mean_coverage": float(np.mean([c for c, _ in covs])) if covs else None,
         "estimate_min_coverage": worst[0] if worst else None,
@@ -788,6 +789,7 @@ def headline(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "estimate_width_ratio_good_judge": good["width_ratio"] if good else None,
         "good_judge_row": _key(good) if good else None,
         "good_judge_effective_labels": good["effective_labels_median"] if good else None,
+        "estimate_width_ratio_good_judge_disputed": disputed["width_ratio"] if disputed else None,
         "rows": len(rows),
         "rows_with_coverage": len(covs),
         "rows_outside_band": [_key(r) | {"coverage": r["ppi"]["coverage"]} for r in outside],
@@ -1232,5 +1234,10 @@ def result_lines(res: dict[str, Any]) -> str:
     h = res["result"]
     return "\n".join(
         f"RESULT {k} {'nan' if h[k] is None else f'{h[k]:.4f}'}"
-        for k in ("estimate_mean_coverage", "estimate_min_coverage", "estimate_width_ratio_good_judge")
+        for k in (
+            "estimate_width_ratio_good_judge_disputed",
+            "estimate_mean_coverage",
+            "estimate_min_coverage",
+            "estimate_width_ratio_good_judge",
+        )
     )

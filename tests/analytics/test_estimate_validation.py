@@ -148,13 +148,14 @@ def test_a_slice_of_the_real_run_reports_every_cell_and_prints_the_results_last(
     )
     out = capsys.readouterr().out.splitlines()
     assert code == 0
-    assert [line.split()[1] for line in out[-3:]] == [
+    assert [line.split()[1] for line in out[-4:]] == [
+        "estimate_width_ratio_good_judge_disputed",
         "estimate_mean_coverage",
         "estimate_min_coverage",
         "estimate_width_ratio_good_judge",
     ]
     assert out[-1].split()[2] == "nan"  # GOOD_JUDGE is GPQA's: not in this slice
-    res = json.loads("\n".join(out[:-3]))
+    res = json.loads("\n".join(out[:-4]))
     assert any(line.startswith("| TQ | disputed | qa-contains | accuracy |") for line in ev.markdown(res).splitlines())
 
     plan = ev.PLANS["TQ"]
