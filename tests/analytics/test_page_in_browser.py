@@ -52,7 +52,10 @@ def test_the_page_fits_a_1366_pixel_window(service_env, plain_live_server, monke
             lease = lease_claim_next(queue=queue, annotator=annotator).lease
             if lease is None:
                 break
-            label_submit(lease=lease, annotator=annotator, entry=LabelEntry(kind="option", answer="B"))
+            # Controls are served among the disputes, so a free-form item can come up: it gets text.
+            choices = lease.item.review_item.response.question.choices
+            entry = LabelEntry(kind="option", answer="B") if choices else LabelEntry(kind="text", answer="42")
+            label_submit(lease=lease, annotator=annotator, entry=entry)
     for query in QUERIES:
         # Committed at once (a transactional test), so the eager task has run when this returns.
         report = report_request(
