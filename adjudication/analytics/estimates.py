@@ -53,7 +53,7 @@ MIN_LABELS = 10
 # interval is not withheld; else human only, else the machine figure (flagged as such).
 HEADLINE_MIN_LABELS = 30
 N_BOOT = 1000
-# The variance floor (_Cells.variance): a cell's residual variance is at least that of this many of
+# The variance floor (_PostStrata.variance): a cell's residual variance is at least that of this many of
 # its labels disagreeing with the predictor at full reach. Calibrated on the validation table.
 FLOOR_EVENTS = float(os.environ.get("ESTIMATE_FLOOR", "1"))
 # How a ratio's interval is made: "normal" (delta method, with the floor) or "bootstrap" (Rao–Wu).
@@ -579,7 +579,7 @@ class Frame:
         labels = int(np.any(a_l != 0, axis=1).sum())
         strata = _PostStrata(sample, st, self._pop_sizes(st, sample), f_l)
         withheld = _withheld(st, sample, labels) or strata.withheld()
-        cells = _Cells(sample)
+        cells = _Bootstrap(sample)
 
         def mu(lam: float) -> np.ndarray:
             return (st.beta_sum + lam * af + strata.correction(lam)) / n
@@ -822,74 +822,15 @@ class _PostStrata:
         return float(min(1.0, max(0.0, self.covariance(a, b) / denom)))
 
 
-class _Cells:
-    """The stratified design arithmetic over one sample: Hájek totals, design variances with the
-    finite-population correction, the power-tuning λ, the rescaled bootstrap."""
+class _Bootstrap:
+    """The Rao–Wu rescaled bootstrap within cells, for ratios when ESTIMATE_RATIO_METHOD asks for
+    it (the default is the delta method: docs/estimates.md, "Rare disagreements")."""
 
     def __init__(self, sample: Sample) -> None:
         self.sample = sample
         self.k = len(sample.cell_sizes)
         self.w = 1.0 / sample.pi if len(sample.pi) else np.zeros(0)
-        self.w_sum = np.bincount(sample.cell, weights=self.w, minlength=self.k)
-        self.n = np.bincount(sample.cell, minlength=self.k)
         self.size = sample.cell_sizes.astype(float)
-        safe = np.where(self.w_sum > 0, self.w_sum, 1.0)
-        self.v = self.w / safe[sample.cell]  # each label's share of its cell's weight
-        self.fpc = 1.0 - sample.pi
-
-    def total(self, x: np.ndarray) -> np.ndarray:
-        """Σ_c N_c · (Hájek mean of x over the cell's labels), per column of x (n_labels, K)."""
-        out = np.zeros(x.shape[1])
-        for col in range(x.shape[1]):
-            means = np.bincount(self.sample.cell, weights=self.v * x[:, col], minlength=self.k)
-            out[col] = float((self.size * means).sum())
-        return out
-
-    def _centred(self, x: np.ndarray) -> np.ndarray:
-        means = np.bincount(self.sample.cell, weights=self.v * x, minlength=self.k)
-        return x - means[self.sample.cell]
-
-    def covariance(self, x: np.ndarray, y: np.ndarray) -> float:
-        """The design covariance of the two totals Σ_c N_c x̄_c and Σ_c N_c ȳ_c (linearised Hájek,
-        Poisson-sampling form with the finite-population correction, n_c/(n_c − 1) small-sample
-        factor)."""
-        if not len(x):
-            return 0.0
-        terms = self.fpc * self.v**2 * self._centred(x) * self._centred(y)
-        per_cell = np.bincount(self.sample.cell, weights=terms, minlength=self.k)
-        factor = np.where(self.n > 1, self.n / np.maximum(self.n - 1, 1), 0.0)
-        return float((self.size**2 * factor * per_cell).sum())
-
-    def variance(self, e: np.ndarray, reach: np.ndarray) -> float:
-        """The design variance of Σ_c N_c ē_c, floored per cell (docs/estimates.md, "Rare
-        disagreements"): `reach` is each label's largest possible |residual| (|∇g·α_i|: the truth
-        and the predictor a whole unit apart). Within a cell with m labels in the target's domain
-        (reach > 0) the residual variance is taken as at least that of two of them at full reach,
-        m/n_c · 2 r_c² / (m + 2) (Agresti–Coull's "add two", on the residual): a sample in which
-        the predictor happened to make no mistake must not give an interval of width 0."""
-        if not len(e):
-            return 0.0
-        cell = self.sample.cell
-        terms = self.fpc * self.v**2 * self._centred(e) ** 2
-        per_cell = np.bincount(cell, weights=terms, minlength=self.k)
-        factor = np.where(self.n > 1, self.n / np.maximum(self.n - 1, 1), 0.0)
-        var = self.size**2 * factor * per_cell
-        r = np.zeros(self.k)
-        np.maximum.at(r, cell, reach)
-        m = np.bincount(cell, weights=(reach > 0).astype(float), minlength=self.k)
-        n = np.maximum(self.n, 1)
-        mean_fpc = np.bincount(cell, weights=self.fpc, minlength=self.k) / n
-        floor = self.size**2 * mean_fpc * (m / n) * FLOOR_EVENTS * r**2 / (m + 2) / n
-        return float(np.maximum(var, floor).sum())
-
-    def tuned(self, a: np.ndarray, b: np.ndarray) -> float:
-        """λ minimising the variance of a − λ b, clipped to [0, 1] (PPI++ power tuning)."""
-        denom = self.covariance(b, b)
-        # b is 0 up to rounding when the predictor is constant on the target's domains: then it
-        # has nothing to add, and λ = 0 (a ratio of two rounding errors would be arbitrary).
-        if denom <= 1e-12 * max(self.covariance(a, a), 1e-300):
-            return 0.0
-        return float(min(1.0, max(0.0, self.covariance(a, b) / denom)))
 
     def bootstrap(
         self,

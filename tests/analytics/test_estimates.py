@@ -300,3 +300,17 @@ def test_an_interval_is_clipped_to_the_range_only_around_an_estimate_inside_it()
     assert inside.high == 1.0 and inside.low is not None and inside.low < 0.98
     outside = _normal(1.2, 0.0004, 1.96, (0.0, 1.0))
     assert outside.low is not None and outside.high is not None and outside.low < 1.2 < outside.high
+
+
+def test_a_ratio_asked_for_by_bootstrap_gets_a_rescaled_bootstrap_interval_near_the_delta_methods() -> None:
+    population, y, _ = _population(4000, seed=22)
+    frame = Frame.build(population, producer_predictor(population, "judge"))
+    sample = _srs(4000, 600, y, np.random.default_rng(23))
+    delta = frame.estimate("false-accept:lenient", sample, n_boot=0)
+    boot = frame.estimate("false-accept:lenient", sample, n_boot=400, seed=1, ratio_method="bootstrap")
+    assert boot.method == "bootstrap" and delta.method == "normal"
+    assert boot.ppi is not None and delta.ppi is not None
+    assert boot.ppi.estimate == delta.ppi.estimate
+    assert boot.ppi.low is not None and boot.ppi.high is not None
+    assert boot.ppi.low < boot.ppi.estimate < boot.ppi.high
+    assert boot.ppi.width == pytest.approx(delta.ppi.width, rel=0.35)
