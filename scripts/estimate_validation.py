@@ -683,6 +683,14 @@ def interval_stats(estimate: np.ndarray, low: np.ndarray, high: np.ndarray, trut
         "median_width": float(np.median(high[ok] - low[ok])) if n else None,
         "bias": float(np.mean(estimate[has]) - truth) if has.any() else None,
         "rmse": float(np.sqrt(np.mean((estimate[has] - truth) ** 2))) if has.any() else None,
+        # The interval's half-width over the estimate's spread across draws (≈ 1.96 when the
+        # variance is right and the draws are many): below, the variance is underestimated; above,
+        # the interval is wider than the estimate's sampling error.
+        "halfwidth_over_sd": (
+            float(np.median(high[ok] - low[ok]) / 2 / spread)
+            if n > 1 and (spread := float(np.std(estimate[ok]))) > 1e-12
+            else None
+        ),
     }
 
 
@@ -1098,8 +1106,11 @@ def markdown(res: dict[str, Any]) -> str:
         "",
         (
             "Summary per data set, design and predictor, over its targets and budgets: the prediction-powered (PPI) "
-            "and human-only coverage of the nominal 95 % interval (min and mean; rows outside 0.93–0.97; rows whose "
-            f"interval was withheld in more than {1 - MEASURED_SHARE:.0%} of draws left out and listed below), the "
+            "and human-only coverage of the nominal 95 % interval (min and mean; rows below / above 0.93–0.97; rows "
+            f"whose interval was withheld in more than {1 - MEASURED_SHARE:.0%} of draws left out and listed below), "
+            "the PPI interval's median half-width ÷ the spread (SD) of its estimate over the draws, the median over "
+            "the rows (about 1.96 where the variance is right: below, the variance is too small; a row above the "
+            "band with a ratio near 1.96 is one whose estimate takes few distinct values), the "
             "median PPI ÷ human-only width at 100 labels over the targets, and the draws whose interval was withheld; "
             f"last, the PPI coverage over the draws in which every sampled (cell, target domain) pair holds a Kish "
             f"effective size of at least {KISH_MIN:.0f} labels (a diagnostic, not the estimator's rule: rows with "
@@ -1107,10 +1118,11 @@ def markdown(res: dict[str, Any]) -> str:
         ),
         "",
         (
-            "| data set | design | predictor | PPI coverage min / mean | outside | human-only min / mean | outside "
-            "| width ratio at 100 (median over targets) | withheld | PPI coverage, Kish rule: min / mean (withheld) |"
+            "| data set | design | predictor | PPI coverage min / mean | below / above | human-only min / mean "
+            "| below / above | PPI half-width ÷ SD | width ratio at 100 (median over targets) | withheld "
+            "| PPI coverage, Kish rule: min / mean (withheld) |"
         ),
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     groups: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
@@ -1121,10 +1133,12 @@ def markdown(res: dict[str, Any]) -> str:
         ratios = [r["width_ratio"] for r in rs if r["budget"] == 100 and r["width_ratio"] is not None]
         ck = [r["ppi_if_kish"]["coverage"] for r in rs if r["ppi_if_kish"]["intervals"] >= 30]
         dropped = sum(r["ppi_if_kish"]["dropped"] for r in rs) / max(1, sum(r["ppi"]["draws"] for r in rs))
+        spread = [r["ppi"]["halfwidth_over_sd"] for r in rs if measured(r) and r["ppi"].get("halfwidth_over_sd")]
         lines.append(
             f"| {name} | {design} | {predictor} | {_c(min(cp, default=None))} / {_c(_mean(cp))} | "
-            f"{sum(not BAND[0] <= c <= BAND[1] for c in cp)} | {_c(min(ch, default=None))} / {_c(_mean(ch))} | "
-            f"{sum(not BAND[0] <= c <= BAND[1] for c in ch)} | {_r(float(np.median(ratios)) if ratios else None)} | "
+            f"{_sides(cp)} | {_c(min(ch, default=None))} / {_c(_mean(ch))} | {_sides(ch)} | "
+            f"{_r(float(np.median(spread)) if spread else None)} | "
+            f"{_r(float(np.median(ratios)) if ratios else None)} | "
             f"{sum(r['withheld'] for r in rs)} | {_c(min(ck, default=None))} / {_c(_mean(ck))} ({dropped:.0%}) |"
         )
 
@@ -1224,6 +1238,11 @@ def markdown(res: dict[str, Any]) -> str:
         ),
     ]
     return "\n".join(lines)
+
+
+def _sides(coverages: Sequence[float]) -> str:
+    """How many rows fall below and above the band."""
+    return f"{sum(c < BAND[0] for c in coverages)} / {sum(c > BAND[1] for c in coverages)}"
 
 
 def _mean(xs: Sequence[float]) -> float | None:

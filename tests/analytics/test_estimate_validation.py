@@ -174,3 +174,15 @@ def test_a_slice_of_the_real_run_reports_every_cell_and_prints_the_results_last(
     # the slice's disputed queue is shorter than 400 labels: those draws are counted as capped
     assert ds["disputed"] < 400 and ds["designs"]["disputed"]["400"]["capped_draws"] == 3
     assert ds["designs"]["disputed"]["50"]["capped_draws"] == 0
+
+
+def test_the_interval_stats_say_whether_the_width_matches_the_estimates_spread():
+    """The half-width over the estimate's SD across draws: 1.96 for a normal estimate with its
+    exact variance; missing where the estimate never moves."""
+    rng = np.random.default_rng(5)
+    estimate = 0.3 + 0.02 * rng.standard_normal(20_000)
+    stats = ev.interval_stats(estimate, estimate - 1.96 * 0.02, estimate + 1.96 * 0.02, 0.3)
+    assert stats["halfwidth_over_sd"] == pytest.approx(1.96, rel=0.02)
+    assert stats["coverage"] == pytest.approx(0.95, abs=0.01)
+    still = np.full(50, 0.3)
+    assert ev.interval_stats(still, still - 0.01, still + 0.01, 0.3)["halfwidth_over_sd"] is None

@@ -314,3 +314,60 @@ def test_a_ratio_asked_for_by_bootstrap_gets_a_rescaled_bootstrap_interval_near_
     assert boot.ppi.low is not None and boot.ppi.high is not None
     assert boot.ppi.low < boot.ppi.estimate < boot.ppi.high
     assert boot.ppi.width == pytest.approx(delta.ppi.width, rel=0.35)
+
+
+def test_a_simple_random_samples_variance_carries_the_leverage_inflation_of_its_few_labels() -> None:
+    """Equal weights, one cell: the human-only variance of a mean is the textbook (1 − f)·s²/n
+    times (n/(n − 1))², each residual inflated by 1/(1 − h) with h = 1/n (HC3's leverage). A bias
+    knows the producer's verdicts on every response, so its human-only variance is the truth's."""
+    population, y, _ = _population(3000, seed=31)
+    frame = Frame.build(population, producer_predictor(population, "judge"), name="judge")
+    for n in (20, 200):
+        sample = _srs(3000, n, y, np.random.default_rng(32 + n))
+        est = frame.estimate("bias:judge", sample, n_boot=0)
+        assert est.human is not None and est.human.se is not None
+        textbook = (1 - n / 3000) * np.var(sample.y, ddof=1) / n
+        assert est.human.se**2 == pytest.approx(textbook * (n / (n - 1)) ** 2, rel=1e-9)
+
+
+def test_a_groups_interval_takes_the_t_quantile_of_the_labels_in_the_group_not_the_cell() -> None:
+    """A producer grades a dozen of the 60 labels of one cell: its bias rests on 12 labels, so the
+    interval's quantile is Student's with 11 degrees of freedom, not 59."""
+    from scipy.stats import t as student_t
+
+    population, y, _ = _population(3000, seed=33)
+    sample = _srs(3000, 60, y, np.random.default_rng(34))
+    graded = set(sample.index[:12].tolist())
+    narrow = Population(
+        items=population.items,
+        groups=population.groups,
+        verdicts={
+            "judge": population.verdicts["judge"],
+            "few": {item: v for i, (item, v) in enumerate(population.verdicts["lenient"].items()) if i in graded},
+        },
+    )
+    frame = Frame.build(narrow, producer_predictor(narrow, "judge"), name="judge")
+    est = frame.estimate("bias:few", sample, n_boot=0)
+    assert est.human is not None and est.human.se and est.human.low is not None and est.human.high is not None
+    half = (est.human.high - est.human.low) / 2
+    assert half / est.human.se == pytest.approx(student_t.isf(0.025, 11), rel=1e-6)
+
+
+def test_an_accuracy_takes_the_score_interval_on_its_effective_sample_size() -> None:
+    """Wilson's interval with n* = p(1 − p)/Var: leaning toward a half, so a draw that found few
+    correct answers is not also given a narrow interval below the truth; close to the Wald
+    interval when n* is large."""
+    from adjudication.analytics.estimates import _normal, _proportion
+
+    small = _proportion(0.1, 0.1 * 0.9 / 20, 2.09)
+    assert small.low is not None and small.high is not None
+    assert small.high - 0.1 > 0.1 - small.low  # the side toward a half is the longer
+    n, z = 20.0, 2.09
+    centre = (0.1 + z * z / (2 * n)) / (1 + z * z / n)
+    assert (small.low + small.high) / 2 == pytest.approx(centre, rel=1e-9)
+    large = _proportion(0.3, 0.3 * 0.7 / 50_000, 1.96)
+    wald = _normal(0.3, 0.3 * 0.7 / 50_000, 1.96, (0.0, 1.0))
+    assert large.width == pytest.approx(wald.width, rel=1e-3)
+    # An estimate on the boundary (no correct answer labelled) has no score interval to take.
+    edge = _proportion(0.0, 0.0004, 1.96)
+    assert edge.low == 0.0 and edge.high is not None and edge.high > 0

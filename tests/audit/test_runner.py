@@ -7,13 +7,14 @@ import json
 import time
 
 import pytest
+from scipy.stats import norm
 
 from readers import registry
 from readers.audit.runner import BUCKETS, magnitude_bucket, run_audit
 from readers.audit.transforms import BY_NAME
 from readers.base import Item, Reader, Reading
 from readers.isolation.pool import IsolatedPool
-from readers.stats import wilson
+from readers.stats import wilson, wilson_share
 
 from .conftest import OTHERS
 
@@ -70,6 +71,20 @@ def test_wilson_is_statsmodels_wilson():
     assert wilson(3, 10) == pytest.approx(proportion_confint(3, 10, method="wilson"))
     assert wilson(0, 20)[0] == 0.0 and wilson(20, 20)[1] == 1.0
     assert wilson(0, 0) is None
+
+
+def test_wilson_share_is_the_same_interval_on_a_share_and_a_fractional_size():
+    from statsmodels.stats.proportion import proportion_confint
+
+    assert wilson_share(0.3, 10, 1.959963984540054) == pytest.approx(wilson(3, 10))
+    for p, n, alpha in ((0.37, 12.5, 0.05), (0.02, 80.25, 0.1), (0.9, 7.0, 0.01)):
+        z = float(norm.isf(alpha / 2))
+        assert wilson_share(p, n, z) == pytest.approx(proportion_confint(p * n, n, alpha=alpha, method="wilson"))
+    low, high = wilson_share(0.3, 10, 2.5)  # a t quantile: wider than the normal's
+    assert low < wilson(3, 10)[0] and high > wilson(3, 10)[1]
+    assert wilson_share(0.25, 12.5, 1.96)[1] < wilson_share(0.25, 6.25, 1.96)[1]
+    with pytest.raises(ValueError):
+        wilson_share(1.2, 10, 1.96)
 
 
 def test_the_step_at_ten_thousand(pool, tmp_path):
