@@ -573,6 +573,8 @@ def _judge_bias_estimates(rep: Report, inputs: EstimateInputs | None) -> None:
         frame, sample, producers=names, design=drawn.design.name, n_boot=rep.params.n_boot, seed=rep.params.seed
     )
     subset = rep.agreement["vs_human"].get(rep.headline["scope"], {})
+    # Every judge-bias figure names the judge's prompt template, as the agreement table does.
+    templates = {r["reader"]: r.get("template_hash", "") for r in rep.tables["agreement"]["rows"]}
     for row in rows:
         entry = estimates.get(row["reader"])
         row["estimates"] = entry
@@ -580,7 +582,8 @@ def _judge_bias_estimates(rep: Report, inputs: EstimateInputs | None) -> None:
             continue
         today = (subset.get(row["reader"]) or {}).get("all") or {}
         for key, kind in ESTIMATED_RATES:
-            table.append(_judge_bias_estimate_row(row, key, kind, entry, today))
+            line = _judge_bias_estimate_row(row, key, kind, entry, today)
+            table.append({**line, "template_hash": templates.get(row["reader"], "")})
 
 
 def _judge_bias_estimate_row(

@@ -51,6 +51,7 @@ PAGE_PARTS = (
     "tables__agreement-by",
     "tables__population",
     "tables__human-agreement",
+    "tables__judge-bias-estimates",
     "agreement__selection",
     "agreement__vs_human",
     "agreement__population",
@@ -91,6 +92,33 @@ def _f(value, lo=None, hi=None, digits: int = 3, signed: bool = False) -> str:
 
 def _ci(value, ci, **kw) -> str:
     return _f(value, *(ci or (None, None)), **kw)
+
+
+def _bias_estimate_display(rows: list[dict]) -> list[dict]:
+    """Each producer's rate over every response, three ways, beside its labelled-subset figure
+    (the stored report's judge-bias-estimates table)."""
+    signed = {"bias"}
+    out = []
+    for r in rows:
+        sign = r["rate"] in signed
+        out.append(
+            {
+                **r,
+                "subset": _f(
+                    r.get("labelled_subset"), r.get("labelled_subset_lo"), r.get("labelled_subset_hi"), signed=sign
+                ),
+                "machine_s": _f(r.get("machine"), signed=sign),
+                "human_s": _f(r.get("human"), r.get("human_lo"), r.get("human_hi"), signed=sign),
+                "ppi_s": _f(
+                    r.get("prediction_powered"),
+                    r.get("prediction_powered_lo"),
+                    r.get("prediction_powered_hi"),
+                    signed=sign,
+                ),
+                "effective_s": _f(r.get("effective_labels"), digits=0),
+            }
+        )
+    return out
 
 
 def _agreement_display(rows: list[dict], preferred: str) -> list[dict]:
@@ -441,6 +469,8 @@ def _report_context(body: dict[str, Any], params: Params) -> dict[str, Any]:
             [r for r in tables["agreement-by"]["rows"] if r["dimension"] == params.by], scope
         ),
         "agreement_rows": _agreement_display(tables["agreement"]["rows"], scope),
+        "bias_estimate_rows": _bias_estimate_display((tables.get("judge-bias-estimates") or {}).get("rows") or []),
+        "bias_estimate_sample": body["headline"].get("judge_bias_sample") or {},
         "reader_rows": [
             {
                 **r,

@@ -7,6 +7,7 @@ policy names its field."""
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from html.parser import HTMLParser
 from urllib.parse import urlencode
@@ -292,6 +293,42 @@ def test_the_page_the_command_and_the_stored_report_agree_cell_by_cell(ds, compu
     assert escape(f"interval withheld: {withheld['withheld']}") in html
     full = json.loads(manager.get(f"/analytics/{ds.pk}/report.json").content)
     assert full["estimates"]["estimates"] == command["estimates"] and full["estimates_error"] is None
+
+
+def _numbers(cell: str) -> list[float]:
+    """ "0.123 [0.050, 0.200]" → [0.123, 0.05, 0.2]; "–" → []."""
+    return [float(x) for x in re.findall(r"[+-]?\d+\.\d+", cell)]
+
+
+def test_the_page_shows_each_producers_rates_over_every_response_as_the_report_stores_them(ds, computed, manager):
+    report = computed(ds)
+    rows = report.body["tables"]["judge-bias-estimates"]["rows"]
+    assert {r["reader"] for r in rows} >= {"boxed", "strict-match"}
+    html = manager.get(f"/analytics/{ds.pk}/").content.decode()
+    assert 'id="judge-bias-estimates-table"' in html
+    for r in rows:
+        found = re.search(
+            rf'<tr data-reader="{re.escape(escape(r["reader"]))}" data-rate="{re.escape(r["rate"])}">(.*?)</tr>',
+            html,
+            re.S,
+        )
+        assert found, (r["reader"], r["rate"])
+        cells = re.findall(r"<td[^>]*>(.*?)</td>", found.group(1), re.S)
+        assert _numbers(cells[2])[:1] == pytest.approx(
+            [r["labelled_subset"]] if r["labelled_subset"] is not None else [], abs=5e-4
+        )
+        if r["error"]:
+            assert escape(r["error"]) in cells[3]
+            continue
+        assert _numbers(cells[3]) == pytest.approx([r["machine"]], abs=5e-4)
+        for cell, key in ((cells[4], "human"), (cells[5], "prediction_powered")):
+            expected = [r[key], r[f"{key}_lo"], r[f"{key}_hi"]]
+            assert _numbers(cell) == pytest.approx([x for x in expected if x is not None], abs=5e-4), (r["reader"], key)
+        assert int(cells[6]) == r["labels"] and cells[8] == r["headline"]
+        assert escape(r["withheld"]) == cells[9]
+    # The table downloads as the report stores it.
+    exported = json.loads(manager.get(f"/analytics/{ds.pk}/judge-bias-estimates.json").content)
+    assert exported["rows"] == rows if isinstance(exported, dict) else exported == rows
 
 
 def test_the_page_escapes_the_names_it_shows(ds, computed, manager):

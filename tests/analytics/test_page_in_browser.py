@@ -69,5 +69,7 @@ def test_the_page_fits_a_1366_pixel_window(service_env, plain_live_server, monke
         for query in QUERIES:
             page.goto(f"{plain_live_server}/analytics/{ds.pk}/{query}")
             assert page.locator("#headline").count() == 1 and page.locator("#flip-matrix").count() == 1, query
+            # The producers' rates over every response, a wide table, are on the page and inside it.
+            assert page.locator("#judge-bias-estimates-table tbody tr").count() > 0, query
             assert page.evaluate("document.documentElement.scrollWidth") <= 1366, query
             assert page.evaluate(OVERFLOW) == [], query
