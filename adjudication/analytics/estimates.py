@@ -736,6 +736,9 @@ class _PostStrata:
         self.safe = np.where(self.weight > 0, self.weight, 1.0)
         self.y = sample.y
         self.df = math.inf
+        # Each label's share of the estimate from the last residuals(): variance() counts a
+        # cell's effective labels by it, for its degrees of freedom.
+        self._spread: np.ndarray | None = None
         self.f_l = f_l
         self._mean_y = self._means(self.a_l * sample.y[:, None])
         self._mean_f = self._means(self.a_l * f_l[:, None])
@@ -842,7 +845,7 @@ class _PostStrata:
         # labels dominating the variance gives t with about 29, not the normal's infinity). A
         # cell's labels count by Kish's effective number over their shares of the estimate
         # (Korn & Graubard): a group's dozen labels in a cell of 50 give about 11, not 49.
-        omega = getattr(self, "_spread", np.ones(len(e)))
+        omega = self._spread if self._spread is not None and len(self._spread) == len(e) else np.ones(len(e))
         total_w = np.bincount(cell, weights=omega, minlength=self.cells)
         square_w = np.bincount(cell, weights=omega**2, minlength=self.cells)
         n_eff = np.where(square_w > 0, total_w**2 / np.where(square_w > 0, square_w, 1.0), 0.0)
