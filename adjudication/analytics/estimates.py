@@ -588,17 +588,17 @@ class Frame:
 
         human_mu = mu(0.0)
         human_value = st.g(human_mu)
-        a, b, reach = strata.residuals(st.grad(human_mu))
-        human_var = strata.variance(a, reach) / n**2
+        a, b, reach, shares = strata.residuals(st.grad(human_mu))
+        human_var = strata.variance(a, reach, shares) / n**2
         human_df = strata.df
         # λ minimises the design variance at the PPI point (the gradient moves with μ for the
         # ratios only; λ = 1 is close enough to linearise at).
-        a, b, _ = strata.residuals(st.grad(mu(1.0)))
+        a, b, _, _ = strata.residuals(st.grad(mu(1.0)))
         lam = strata.tuned(a, b)
         ppi_mu = mu(lam)
         ppi_value = st.g(ppi_mu)
-        a, b, reach = strata.residuals(st.grad(ppi_mu))
-        ppi_var = strata.variance(a - lam * b, reach) / n**2
+        a, b, reach, shares = strata.residuals(st.grad(ppi_mu))
+        ppi_var = strata.variance(a - lam * b, reach, shares) / n**2
         ppi_df = strata.df
         if lam > 0 and ppi_var * _quantile(alpha, ppi_df) ** 2 > human_var * _quantile(alpha, human_df) ** 2:
             # The tuned λ minimises the cells' variance before their floors and degrees of freedom;
@@ -736,9 +736,6 @@ class _PostStrata:
         self.safe = np.where(self.weight > 0, self.weight, 1.0)
         self.y = sample.y
         self.df = math.inf
-        # Each label's share of the estimate from the last residuals(): variance() counts a
-        # cell's effective labels by it, for its degrees of freedom.
-        self._spread: np.ndarray | None = None
         self.f_l = f_l
         self._mean_y = self._means(self.a_l * sample.y[:, None])
         self._mean_f = self._means(self.a_l * f_l[:, None])
@@ -779,10 +776,10 @@ class _PostStrata:
     def correction(self, lam: float) -> np.ndarray:
         return (self.sizes * (self._mean_y - lam * self._mean_f)).sum(axis=0)
 
-    def residuals(self, grad: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def residuals(self, grad: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Each label's linearised contribution to the estimate's total, a (with y) and b (with
-        the predictor), so that the PPI residual is a − λ b; and its reach (a whole-unit
-        disagreement's contribution)."""
+        the predictor), so that the PPI residual is a − λ b; its reach (a whole-unit
+        disagreement's contribution); and its share of the estimate (for the degrees of freedom)."""
         f_l = self.f_l
         cell = self.sample.cell
         share = self.w[:, None] / self.safe[cell] * self.inside  # h: the label's share of its post-stratum
@@ -799,8 +796,7 @@ class _PostStrata:
         coef = coef / np.where((share < 1) & ~whole, 1 - share, 1.0)
         a = (coef * (self.a_l * self.y[:, None] - self._mean_y[cell])).sum(axis=1)
         b = (coef * (self.a_l * f_l[:, None] - self._mean_f[cell])).sum(axis=1)
-        self._spread = np.abs(coef).sum(axis=1)
-        return a, b, reach
+        return a, b, reach, np.abs(coef).sum(axis=1)
 
     def covariance(self, x: np.ndarray, z: np.ndarray) -> float:
         if not len(x):
@@ -813,7 +809,7 @@ class _PostStrata:
         factor = np.where(self.n_cell > 1, self.n_cell / np.maximum(self.n_cell - 1, 1), 0.0)
         return float((factor * np.bincount(cell, weights=terms, minlength=self.cells)).sum())
 
-    def variance(self, e: np.ndarray, reach: np.ndarray) -> float:
+    def variance(self, e: np.ndarray, reach: np.ndarray, shares: np.ndarray) -> float:
         """Σ_c of the cell's design variance of its labels' contributions, each cell at least its
         floor: as if one label per post-stratum disagreed at full reach among its effective
         labels (FLOOR_EVENTS), Var ≥ (1 − f) · r² · FLOOR_EVENTS / (n_eff + 2)."""
@@ -845,9 +841,8 @@ class _PostStrata:
         # labels dominating the variance gives t with about 29, not the normal's infinity). A
         # cell's labels count by Kish's effective number over their shares of the estimate
         # (Korn & Graubard): a group's dozen labels in a cell of 50 give about 11, not 49.
-        omega = self._spread if self._spread is not None and len(self._spread) == len(e) else np.ones(len(e))
-        total_w = np.bincount(cell, weights=omega, minlength=self.cells)
-        square_w = np.bincount(cell, weights=omega**2, minlength=self.cells)
+        total_w = np.bincount(cell, weights=shares, minlength=self.cells)
+        square_w = np.bincount(cell, weights=shares**2, minlength=self.cells)
         n_eff = np.where(square_w > 0, total_w**2 / np.where(square_w > 0, square_w, 1.0), 0.0)
         carried = n_eff > 1 + 1e-9
         spread = per_cell[carried] ** 2 / (n_eff[carried] - 1)
