@@ -105,6 +105,9 @@ class Reader:
     # every response of every other kind (the short-answer QA readers): those are named to run.
     in_default_panel: ClassVar[bool] = True
     contract: ClassVar[frozenset[str]] = frozenset()
+    # The task types (readers.tasks) this reader applies to; None: those of the forms it claims
+    # (readers.tasks.task_types_of_contract). On any other item its verdict is "not_applicable".
+    task_types: ClassVar[frozenset[str] | None] = None
     # Which upstream behaviour this reproduces ("lm-eval 0.4.13 gsm8k strict-match"), for the docs.
     upstream: ClassVar[str] = ""
     Config: ClassVar[type] = NoConfig
@@ -132,6 +135,11 @@ class Reader:
             self.contract = contract  # type: ignore[misc]
         if upstream is not None:
             self.upstream = upstream  # type: ignore[misc]
+
+    def applicable_task_types(self) -> frozenset[str]:
+        from .tasks import task_types_of_contract
+
+        return self.task_types if self.task_types is not None else task_types_of_contract(self.contract)
 
     @property
     def config_hash(self) -> str:

@@ -20,9 +20,8 @@ them). With a separator the whole string stays an alias beside its parts, so tha
 merely contains the separator ("AC/DC", "1/2") still matches itself. `alias_separator=None` never
 splits. A gold whose aliases all normalise to nothing is an `error` (upstream would count an empty
 gold as contained in every response); an empty normalised response is `no_answer`. A
-multiple-choice item is out of their contract: `error`, as the letter readers give on open-ended
-items. They are not in the default panel (`in_default_panel`): on a maths or multiple-choice
-dataset they would vote on every response, so they run when named (`--reader qa-contains`).
+multiple-choice or maths item is outside their task type (readers.tasks): `not_applicable`. They
+are in the default panel of a dataset with free-form items, and of no other.
 """
 
 from __future__ import annotations
@@ -92,7 +91,6 @@ class _ShortAnswerReader(Reader):
 
     version = "1.0"
     contract: ClassVar[frozenset[str]] = SHORT_TEXT
-    in_default_panel: ClassVar[bool] = False
 
     def score(self, response: str, alias: str) -> float:  # pragma: no cover - abstract
         raise NotImplementedError

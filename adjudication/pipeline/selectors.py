@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.db.models import QuerySet
 
 from adjudication.exports import Column
 from adjudication.models import Dataset, ReaderSpec, Reading, TaskBatch
 from readers import registry as reader_registry
+from readers.base import Item as ReaderItem
 from readers.summary import Row as SummaryRow
 from readers.summary import summarise
+from readers.tasks import is_task_type, task_type_of
 
 
 def dataset_get(*, name: str) -> Dataset:
@@ -191,15 +194,45 @@ def other_runs_active(*, run_id: uuid.UUID, dataset_id: int, kind: str) -> bool:
     )
 
 
-def default_panel() -> list[str]:
-    """Every registered rule reader that is in the default panel (LLM readers need an endpoint and
-    are opted into explicitly, as are readers.Reader.in_default_panel = False ones: the short-answer
-    QA readers, which would vote on every multiple-choice and maths response)."""
+def default_panel(*, task_types: Iterable[str] | None = None) -> list[str]:
+    """The rule readers a dataset is read with when no reader is named: those in the default panel
+    (readers.Reader.in_default_panel; the seed-convention variants run when named) that apply to
+    one of `task_types` (readers.tasks; None: any). LLM readers need an endpoint and are opted
+    into explicitly."""
+    wanted = None if task_types is None else frozenset(task_types)
     return [
         name
         for name in reader_registry.names()
-        if (reader := reader_registry.get(name)).kind == "rule" and reader.in_default_panel
+        if (reader := reader_registry.get(name)).kind == "rule"
+        and reader.in_default_panel
+        and (wanted is None or reader.applicable_task_types() & wanted)
     ]
+
+
+def question_task_type(*, choices: Sequence[str], gold: str, meta: dict[str, Any] | None = None) -> str:
+    """A stored question's task type: the one its import declared (meta "task_type"), else read
+    off its options and gold (readers.tasks.task_type_of)."""
+    declared = (meta or {}).get("task_type")
+    item = ReaderItem(response="", gold=gold, choices=tuple(choices))
+    return task_type_of(item, declared if isinstance(declared, str) and is_task_type(declared) else None)
+
+
+def dataset_task_types(*, dataset_id: int) -> dict[str, int]:
+    """How many of a dataset's questions are of each task type, most common first."""
+    from collections import Counter
+
+    from adjudication.models import Question
+
+    counts: Counter[str] = Counter(
+        question_task_type(choices=choices or [], gold=gold, meta=meta)
+        for choices, gold, meta in Question.objects.filter(dataset_id=dataset_id).values_list("choices", "gold", "meta")
+    )
+    return dict(counts.most_common())
+
+
+def dataset_default_panel(*, dataset_id: int) -> list[str]:
+    """The default panel for one dataset: the readers that apply to its questions' task types."""
+    return default_panel(task_types=dataset_task_types(dataset_id=dataset_id))
 
 
 def missing_pairs(*, reader_specs: Sequence[ReaderSpec], response_ids: Sequence[int]) -> dict[int, list[int]]:

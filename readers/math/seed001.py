@@ -154,6 +154,8 @@ class DeepSeekStripStringReader(Reader):
     name = "strip-string-deepseek"
     version = "1.0"
     kind = "rule"
+    # Seed 001's calling conventions, for reproducing the seed's audit: run when named.
+    in_default_panel = False
     # Seed 001 scores the normaliser on plain numbers and LaTeX strings; it removes a trailing
     # `\text{...}` unit by design. It extracts nothing, so boxed answers are out of contract
     # (seed §2.2: "a normalizer that never advertised answer extraction"). Sets and unreduced
@@ -237,6 +239,7 @@ class SeedCascadeReader(SympyCascadeReader):
     """Reference cascade on `seed_cascade_clean`ed strings; a box is a parse failure (no verdict)."""
 
     name = "sympy-cascade-seed001"
+    in_default_panel = False
     contract = frozenset({"plain_number", "latex", "sets_intervals"})
     upstream = (
         "seed 001 (arXiv:2609.01354) reference cascade, seed conventions: strip, drop line breaks, peel "
@@ -276,6 +279,7 @@ class SeedMathVerifyReader(MathVerifyReader):
     """math-verify on bare answer strings, both sides wrapped in `$…$` (seed 001 §2.5)."""
 
     Config = SeedMathVerifyConfig
+    in_default_panel = False
 
     def read(self, item: Item) -> Reading:
         cfg: SeedMathVerifyConfig = self.config

@@ -279,6 +279,8 @@ class Seed002Gsm8kReader(Reader):
 
     version = "1.0"
     contract = frozenset({"plain_number"})
+    # Seed 002's GSM8K conventions, for reproducing the seed: run when named.
+    in_default_panel = False
     Config = Seed002Gsm8kConfig
     default_config: ClassVar[Seed002Gsm8kConfig] = Seed002Gsm8kConfig(SEED002_GSM8K_ANSWER_IS_CORRECT)
 
