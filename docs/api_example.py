@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """A script against the platform's REST API, with the standard library only (docs/api.md).
 
-It lists the queues, claims an item of one and labels it, reads the queue's status and downloads
-its final labels: what an annotator's or a manager's own script does. Each step needs a role
-(claiming and labelling: annotator; status and downloads: manager); a step the token's user may not
-take is reported and skipped, so the script runs for either role.
+It lists the queues, reads a queue's status and downloads its final labels; with --label it also
+claims an item of the queue and labels it: what an annotator's or a manager's own script does.
+Without --label it only reads, so pointing it at a queue people are working on changes nothing
+there. Each step needs a role (claiming and labelling: annotator; status and downloads: manager); a
+step the token's user may not take is reported and skipped, so the script runs for either role.
 
     python manage.py drf_create_token alice          # prints the key, once per user
     ADJ_API_TOKEN=<key> python docs/api_example.py --url http://127.0.0.1:8000 --out final-labels.csv
+    ADJ_API_TOKEN=<key> python docs/api_example.py --queue 3 --label --answer C   # claims and labels one item
 
 Every API error has one body, {"error": {"status", "code", "message", "fields"?, "retry_after"?}},
 which the script prints as "error <status> <code>: <message>".
@@ -111,16 +113,41 @@ def label_for(item: dict, answer: str | None) -> dict:
     return {"kind": "option", "answer": letter} if letter else {"kind": "text", "answer": answer}
 
 
+def claim_and_label(api: Api, queue_id: int, answer: str | None) -> int:
+    """Claims the queue's next item and labels it; returns the exit status to stop with, 0 to go on."""
+    try:
+        item = claim(api, queue_id)
+        if item is None:
+            print(f"claim: nothing left for you in queue {queue_id}")
+        else:
+            print(f"claimed lease {item['lease']} until {item['expires_at']}: {item['question'][:70]!r}")
+            label = label_for(item, answer)
+            created = api.json("POST", f"/api/leases/{item['lease']}/label/", label)
+            print(f"labelled: label {created['label']} ({label['kind']} {label.get('answer', '')!r})")
+    except ApiError as error:
+        print(f"claim and label: {error}")
+        if error.status not in (403,):  # 403: this user is not an annotator; go on
+            return 1
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--url", default=os.environ.get("ADJ_API_URL", "http://127.0.0.1:8000"))
     parser.add_argument("--token", default=os.environ.get("ADJ_API_TOKEN"), help="default: $ADJ_API_TOKEN")
     parser.add_argument("--queue", type=int, default=None, help="queue id (default: the first listed)")
-    parser.add_argument("--answer", default=None, help="the answer to label with (default: the first candidate)")
+    parser.add_argument(
+        "--label", action="store_true", help="claim the queue's next item and label it (default: read only)"
+    )
+    parser.add_argument(
+        "--answer", default=None, help="with --label: the answer to label with (default: the first candidate)"
+    )
     parser.add_argument("--out", default="final-labels.csv", help="where the final labels go (csv, jsonl, parquet)")
     args = parser.parse_args(argv)
     if not args.token:
         parser.error("give --token or set ADJ_API_TOKEN (python manage.py drf_create_token USERNAME)")
+    if args.answer is not None and not args.label:
+        parser.error("--answer is the answer a label gives: add --label to claim an item and label it")
     api = Api(args.url, args.token)
 
     try:
@@ -137,19 +164,12 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     queue_id = queue["id"]
 
-    try:
-        item = claim(api, queue_id)
-        if item is None:
-            print(f"claim: nothing left for you in queue {queue_id}")
-        else:
-            print(f"claimed lease {item['lease']} until {item['expires_at']}: {item['question'][:70]!r}")
-            label = label_for(item, args.answer)
-            created = api.json("POST", f"/api/leases/{item['lease']}/label/", label)
-            print(f"labelled: label {created['label']} ({label['kind']} {label.get('answer', '')!r})")
-    except ApiError as error:
-        print(f"claim and label: {error}")
-        if error.status not in (403,):  # 403: this user is not an annotator; go on
-            return 1
+    if args.label:
+        failed = claim_and_label(api, queue_id, args.answer)
+        if failed:
+            return failed
+    else:
+        print("read only: nothing claimed or labelled (pass --label to claim an item and label it)")
 
     try:
         status = api.json("GET", f"/api/queues/{queue_id}/status/")

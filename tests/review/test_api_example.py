@@ -1,6 +1,6 @@
-"""docs/api_example.py against a live server: with a token, it lists the queues, claims and labels
-an item, reads the queue's status and downloads its final labels; a user without a role's rights
-is told so and the script goes on."""
+"""docs/api_example.py against a live server: with a token, it lists the queues, reads the queue's
+status and downloads its final labels, and claims and labels an item only when told to (--label);
+a user without a role's rights is told so and the script goes on."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def test_the_example_script_claims_labels_and_downloads_with_a_token(write_jsonl
     )
     make_user("lead", "annotator", "manager")
     out = tmp_path / "final.csv"
-    done = run_example(plain_live_server, token_for("lead"), "--out", str(out))
+    done = run_example(plain_live_server, token_for("lead"), "--label", "--out", str(out))
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
     assert lines[0] == "queues: 1" and f"queue {queue.pk}: Example" in lines[1]
@@ -61,7 +61,7 @@ def test_the_example_script_claims_labels_and_downloads_with_a_token(write_jsonl
     assert [(r["final_answer"], r["provenance"], r["label_count"]) for r in rows] == [(label.answer, "unanimous", "1")]
 
     # Again: nothing left to claim; the status and download still work.
-    again = run_example(plain_live_server, token_for("lead"), "--out", str(tmp_path / "again.jsonl"))
+    again = run_example(plain_live_server, token_for("lead"), "--label", "--out", str(tmp_path / "again.jsonl"))
     assert again.returncode == 0 and f"claim: nothing left for you in queue {queue.pk}" in again.stdout
     assert "final labels: 1 rows written" in again.stdout
 
@@ -72,7 +72,9 @@ def test_the_example_script_reports_what_a_role_may_not_do(write_jsonl, plain_li
 
     queue_create(dataset=disputed_dataset(write_jsonl, 1), spec=QueueSpec(name="example-q", overlap=1))
     make_user("ann", "annotator")
-    done = run_example(plain_live_server, token_for("ann"), "--answer", "C", "--out", str(tmp_path / "x.csv"))
+    done = run_example(
+        plain_live_server, token_for("ann"), "--label", "--answer", "C", "--out", str(tmp_path / "x.csv")
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert Label.objects.get(annotator__username="ann").answer == "C"
     assert "status and final labels: error 403 permission_denied: " in done.stdout
@@ -80,3 +82,23 @@ def test_the_example_script_reports_what_a_role_may_not_do(write_jsonl, plain_li
 
     wrong = run_example(plain_live_server, "0" * 40)
     assert wrong.returncode == 1 and wrong.stdout.startswith("error 401 authentication_failed: ")
+
+
+def test_the_example_script_only_reads_unless_told_to_label(write_jsonl, plain_live_server, tmp_path):
+    """Issue 36 item 16: pointed at a queue people are working on, the example changes nothing there."""
+    from adjudication.models import Label, Lease
+    from adjudication.review.queues.services import queue_create
+
+    queue = queue_create(dataset=disputed_dataset(write_jsonl, 1), spec=QueueSpec(name="example-q", overlap=1))
+    make_user("lead", "annotator", "manager")
+    out = tmp_path / "final.csv"
+    done = run_example(plain_live_server, token_for("lead"), "--out", str(out))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "read only: nothing claimed or labelled" in done.stdout
+    assert not Label.objects.exists() and not Lease.objects.filter(item__queue=queue).exists()
+    assert re.search(r"^status: items 1, pending 1, ", done.stdout, re.M)
+    assert "final labels: 0 rows written" in done.stdout
+
+    refused = run_example(plain_live_server, token_for("lead"), "--answer", "C")
+    assert refused.returncode == 2 and "add --label" in refused.stderr
+    assert not Label.objects.exists()
