@@ -137,6 +137,12 @@ class ShownItem:
     candidates: tuple[ShownCandidate, ...]
     gold: str | None  # None: not shown
 
+    @property
+    def candidate_picks(self) -> tuple[tuple[str, ShownCandidate], ...]:
+        """(key letter, candidate) for an open-ended item's pick bar: letters pick answers on every
+        item page, as on a multiple-choice one, so a numeric answer never sits beside a digit key."""
+        return tuple(zip(LETTERS, self.candidates, strict=False))
+
 
 def shown_item(
     *,

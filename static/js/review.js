@@ -45,9 +45,14 @@
     }
   }
 
+  // One scheme on every item page: letters pick answers (A-Z: an option, or an open-ended item's
+  // candidate; either case), so no action sits on a letter: ` switches the view, ? lists the keys.
+  const letter = (event) => (/^[a-z]$/i.test(event.key) ? event.key.toUpperCase() : null);
+  const toggleView = () => showView($("#response-rendered").hidden ? "rendered" : "source");
+
   const adjudicate = $("#adjudicate-form");
   if (adjudicate) {
-    // The adjudicator's page: 1-9 accepts Annotator N's label, Shift+letter an option, Enter records.
+    // The adjudicator's page: 1-9 accepts Annotator N's label, a letter an option, Enter records.
     const fill = (kind, answer, correctness) => {
       $("#final-kind").value = kind;
       $("#final-answer").value = answer;
@@ -58,32 +63,32 @@
     for (const b of $$("button.accept")) {
       b.addEventListener("click", () => { fill(b.dataset.kind, b.dataset.answer, b.dataset.correctness); b.closest("tr").classList.add("accepted"); });
     }
-    for (const b of $$("button.option-pick")) b.addEventListener("click", () => fill("option", b.dataset.letter));
+    for (const b of $$("button.option-pick")) b.addEventListener("click", () => fill(b.dataset.kind, b.dataset.answer));
     document.addEventListener("keydown", (event) => {
       if (event.key === "Escape") { document.activeElement.blur(); return; }
       if (["INPUT", "SELECT", "TEXTAREA"].includes(document.activeElement.tagName)) return;
       if (event.ctrlKey || event.metaKey || event.altKey) return;
       const accept = $(`button.accept[data-key="${event.key}"]`);
       if (accept) { event.preventDefault(); accept.click(); return; }
-      const option = event.shiftKey ? $(`button.option-pick[data-letter="${event.key}"]`) : null;
+      const key = letter(event);
+      const option = key ? $(`button.option-pick[data-key="${key}"]`) : null;
       if (option) { event.preventDefault(); option.click(); return; }
       if (event.key === "Enter") { event.preventDefault(); adjudicate.requestSubmit($("#adjudicate-submit")); return; }
-      if (event.key === "v") { event.preventDefault(); showView($("#response-rendered").hidden ? "rendered" : "source"); return; }
+      if (event.key === "`") { event.preventDefault(); toggleView(); return; }
       if (event.key === "?") { event.preventDefault(); $("#shortcuts").hidden = !$("#shortcuts").hidden; }
     });
     return;
   }
   const form = $("#label-form");
   if (!form) {
-    // Pages without a label form (the adjudicator's) still switch views with v, as they advertise.
+    // Pages without a label form (the item browser's) still switch views with `, as they advertise.
     document.addEventListener("keydown", (event) => {
       if (["INPUT", "SELECT", "TEXTAREA"].includes(document.activeElement.tagName)) return;
       if (event.ctrlKey || event.metaKey || event.altKey) return;
       const start = $(`#queue-list a.start-queue[data-key="${event.key}"]`);  // the annotators' landing page
       if (start) { event.preventDefault(); window.location.assign(start.href); return; }
-      if (event.key !== "v") return;
-      const rendered = $("#response-rendered");
-      if (rendered) { event.preventDefault(); showView(rendered.hidden ? "rendered" : "source"); }
+      if (event.key !== "`") return;
+      if ($("#response-rendered")) { event.preventDefault(); toggleView(); }
     });
     return;
   }
@@ -135,34 +140,29 @@
       return;
     }
     if (typing || event.ctrlKey || event.metaKey || event.altKey) return;
-    const key = event.key;
-    const byKey = form.querySelector(`input[name=pick][data-key="${key}"]`) ||
-                  form.querySelector(`input[name=pick][data-shortcut="${key}"]`);
     if (event.shiftKey && /^Digit[1-5]$/.test(event.code)) {
       event.preventDefault();
       $("#confidence").value = event.code.slice(-1);
       return;
     }
+    const key = letter(event) || event.key;
+    const byKey = form.querySelector(`input[name=pick][data-key="${CSS.escape(key)}"]`);
     if (byKey) { cancelSkip(); byKey.checked = true; $("#pick-first").hidden = true; event.preventDefault(); return; }
-    if (key === "t" && free) { cancelSkip(); event.preventDefault(); free.focus(); return; }
-    if (key === "c" || key === "i") {
-      const r = form.querySelector(`input[name=correctness][value=${key === "c" ? "correct" : "incorrect"}]`);
+    if (key === "/" && free) { cancelSkip(); event.preventDefault(); free.focus(); return; }
+    if (key === "+" || key === "=" || key === "-") {  // "=" is "+" without Shift on most layouts
+      const r = form.querySelector(`input[name=correctness][value=${key === "-" ? "incorrect" : "correct"}]`);
       if (r) { r.checked = true; event.preventDefault(); }
       return;
     }
-    if (key === "s" && $("#skip")) { event.preventDefault(); startSkip(); return; }
-    if (key === "Backspace" || key === "u") {
+    if (key === ">" && $("#skip")) { event.preventDefault(); startSkip(); return; }
+    if (key === "Backspace") {
       // Undo: back to the annotator's previous item of this queue, where the label can be revised.
       const previous = $("#previous-item");
       if (previous) { event.preventDefault(); window.location.assign(previous.href); }
       return;
     }
-    if (key === "v") {
-      event.preventDefault();
-      showView($("#response-rendered").hidden ? "rendered" : "source");
-      return;
-    }
-    if (key === "g" && $("#guidelines")) { event.preventDefault(); $("#guidelines").open = !$("#guidelines").open; return; }
+    if (key === "`") { event.preventDefault(); toggleView(); return; }
+    if (key === ";" && $("#guidelines")) { event.preventDefault(); $("#guidelines").open = !$("#guidelines").open; return; }
     if (key === "?") { event.preventDefault(); $("#shortcuts").hidden = !$("#shortcuts").hidden; }
   });
 })();

@@ -131,7 +131,7 @@ def test_every_annotator_facing_page_and_api_response_is_blind(canary_queue):
         assert "OTHERSLABELQZX" not in body and "OTHERSNOTEQZX" not in body, where
     # the candidate answers are there, anonymously
     item_html = pages[1][1].content.decode()
-    assert "Candidate 1" in item_html and "Candidate 2" in item_html
+    assert item_html.count('class="candidate"') >= 2
 
 
 def test_a_paused_closed_or_assigned_queue_never_shows_its_name_to_annotators(canary_queue):

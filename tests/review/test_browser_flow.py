@@ -42,7 +42,7 @@ RESPONSES = {
 ANNOTATOR_1 = {1: "C", 2: "D", 3: "C", 4: "A", 5: "B"}
 ANNOTATOR_2 = {**ANNOTATOR_1, 4: "D"}  # disagrees on question 4
 ADJUDICATED = {4: "A"}
-KEY_OF = {"A": "1", "B": "2", "C": "3", "D": "4"}
+KEY_OF = {letter: letter.lower() for letter in "ABCD"}  # a letter picks its option
 
 
 # -- shared with the other browser tests (imported there; plain_live_server is in conftest) --------
@@ -132,10 +132,10 @@ def label_with_keyboard(page, answers: dict[int, str], *, screenshot: bool = Fal
             assert page.is_visible("#shortcuts")
             page.keyboard.press("?")
             assert not page.is_visible("#shortcuts")
-            page.keyboard.press("v")
+            page.keyboard.press("`")
             assert page.is_visible("#response-source") and not page.is_visible("#response-rendered")
             page.screenshot(path=str(SCREENSHOT.with_name("review-item-source.png")), full_page=True)
-            page.keyboard.press("v")
+            page.keyboard.press("`")
             assert page.is_visible("#response-rendered")
             page.screenshot(path=str(SCREENSHOT), full_page=False)
         before = page.url

@@ -198,7 +198,7 @@ def test_annotators_see_nothing_of_the_target_the_readers_or_the_pick(info_datas
     pages += [client.post(f"/api/queues/{queue.pk}/claim/"), client.get("/api/queues/")]
     lease_id = pages[1].redirect_chain[-1][0].rstrip("/").split("/")[-1]
     pages.append(client.get(f"/api/leases/{lease_id}/"))
-    assert "Candidate 1" in pages[1].content.decode()
+    assert 'class="candidate"' in pages[1].content.decode()
     for page in pages:
         body = page.content.decode()
         for secret in (

@@ -258,6 +258,6 @@ def test_hostile_model_text_executes_nothing_on_either_page(world, session, plai
         for button in page.locator("button.candidate").all():
             button.click()
             watch.check(f"after reading {button.inner_text()}")
-        page.keyboard.press("v")
+        page.keyboard.press("`")
         watch.check("rendered view")
         assert page.evaluate(DANGEROUS_DOM) == []

@@ -117,7 +117,7 @@ def test_pathological_math_shows_its_source_and_the_page_stays_usable(guard_queu
             # The ordinary formula next to it is typeset, and so is the bare \\boxed{C} of the dispute.
             assert page.locator("#response-rendered .katex").count() == 2
             # Labelling works: a shortcut picks, Enter submits and opens the next item.
-            page.keyboard.press("2")
+            page.keyboard.press("b")
             assert page.locator("input[name=pick]:checked").get_attribute("value") == "option:B"
             before = page.url
             with page.expect_navigation():

@@ -132,7 +132,7 @@ def exercise(page, watch: Watch, where: str) -> None:
     # Toggle the view and back with the keyboard (a candidate click has switched to the source view).
     first = "source" if page.is_visible("#response-source") else "rendered"
     for view in [v for v in ("rendered", "source") if v != first] + [first]:
-        page.keyboard.press("v")
+        page.keyboard.press("`")
         assert page.is_visible(f"#response-{view}"), f"{where}: {view} view not shown"
         watch.check(f"{where} {view} view")
     for link in page.locator("#response-source a").all():
@@ -155,7 +155,7 @@ def test_hostile_text_executes_nothing_on_item_and_adjudication_pages(hostile_qu
             katex_seen = katex_seen or page.locator("#response-rendered .katex").count() > 0
             exercise(page, watch, f"item page {seen}")
             page.keyboard.press("Escape")
-            page.keyboard.press("2")
+            page.keyboard.press("b")
             with page.expect_navigation():
                 page.keyboard.press("Enter")
             watch.check(f"after submitting item {seen}")

@@ -32,6 +32,8 @@ def adjudication_page(*, item: QueueItem, adjudicator: User) -> dict:
         ),
         "labels": current_labels_anonymous(item),
         "judge_correctness": item.queue.judge_correctness,
+        # Whether "no candidates" means the queue hides them or the readers found none.
+        "show_candidates": item.queue.show_candidates,
     }
 
 
@@ -71,7 +73,19 @@ def current_labels_anonymous(item: QueueItem) -> list[dict]:
             "answer": displayable(lab.answer),
             "correctness": lab.correctness,
             "confidence": lab.confidence,
+            "time_spent": time_spent(lab.seconds_spent),
             "note": lab.note,
         }
         for n, lab in enumerate(labels, start=1)
     ]
+
+
+def time_spent(seconds: float | None) -> str:
+    """A label's time from claim to submit, as the adjudicator reads it ("" when not measured)."""
+    if seconds is None or seconds < 0:
+        return ""
+    whole = round(seconds)
+    if whole < 60:
+        return f"{whole} s"
+    minutes, rest = divmod(whole, 60)
+    return f"{minutes} min {rest:02d} s" if minutes < 60 else f"{minutes // 60} h {minutes % 60:02d} min"
