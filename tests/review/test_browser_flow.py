@@ -24,7 +24,8 @@ from ..conftest import mc_row, run_command
 
 PASSWORD = "browser-flow-pw-7731"
 READERS = ["fixed", "boxed", "strict-match"]
-# Where the flow leaves its screenshots (docs/img holds the ones docs/review.md shows).
+# Where the flow leaves its screenshots (docs/img/review-guidelines.png is this flow's; docs/review.md's
+# item and adjudication pages at 1366x768 and 1024x640 are test_item_layout_in_browser.py's).
 SCREENSHOTS = Path(os.environ.get("REVIEW_SCREENSHOTS", "/tmp"))
 SCREENSHOT = SCREENSHOTS / "review-item.png"
 
