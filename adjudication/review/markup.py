@@ -32,25 +32,62 @@ from markdown_it.rules_inline import StateInline
 from markdown_it.token import Token
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 
-# Commands that only make sense as maths: written bare in prose, they are typeset with their
-# brace arguments. Text-mode commands (\text, \emph) are left alone: outside maths they are prose.
+# Commands that only make sense as maths: written bare in prose, each starts a formula (a "bare
+# run", below). Text-mode commands (\text, \emph, \textbf) never start one: outside maths they are
+# prose; inside a run they are kept.
 _BARE_WITH_ARGUMENTS = frozenset(
-    {"boxed", "fbox", "frac", "dfrac", "tfrac", "cfrac", "binom", "dbinom", "sqrt", "overline", "vec", "hat"}
-)
+    {
+        "boxed", "fbox", "frac", "dfrac", "tfrac", "cfrac", "binom", "dbinom", "tbinom", "sqrt", "overline",
+        "underline", "vec", "hat", "bar", "tilde", "dot", "ddot", "widehat", "widetilde", "overrightarrow",
+        "overleftarrow", "mathrm", "mathbf", "mathit", "mathbb", "mathcal", "mathsf", "mathtt", "mathfrak",
+        "boldsymbol", "bm", "operatorname", "pmod", "norm", "abs", "cancel", "cancelto", "underbrace",
+        "overbrace", "xrightarrow", "xleftarrow",
+    }
+)  # fmt: skip
 _BARE_SYMBOLS = frozenset(
     {
-        "pi", "theta", "alpha", "beta", "gamma", "delta", "lambda", "mu", "sigma", "omega", "phi", "epsilon",
-        "infty", "times", "cdot", "div", "pm", "mp", "leq", "geq", "le", "ge", "neq", "ne", "approx", "equiv",
-        "circ", "angle", "triangle", "perp", "parallel", "sim", "cong", "in", "notin", "subset", "subseteq",
-        "cup", "cap", "emptyset", "forall", "exists", "rightarrow", "Rightarrow", "implies", "iff", "to",
-        "ldots", "cdots", "dots", "sum", "prod", "int", "log", "ln", "sin", "cos", "tan",
+        # Greek, lower case with the var- forms, and upper case
+        "alpha", "beta", "gamma", "delta", "epsilon", "varepsilon", "zeta", "eta", "theta", "vartheta", "iota",
+        "kappa", "lambda", "mu", "nu", "xi", "pi", "varpi", "rho", "varrho", "sigma", "varsigma", "tau",
+        "upsilon", "phi", "varphi", "chi", "psi", "omega", "Gamma", "Delta", "Theta", "Lambda", "Xi", "Pi",
+        "Sigma", "Upsilon", "Phi", "Psi", "Omega",
+        # operators, relations, arrows, symbols
+        "infty", "times", "cdot", "div", "pm", "mp", "ast", "star", "leq", "geq", "le", "ge", "leqslant",
+        "geqslant", "neq", "ne", "approx", "equiv", "propto", "circ", "degree", "angle", "measuredangle",
+        "triangle", "square", "perp", "parallel", "sim", "simeq", "cong", "in", "notin", "ni", "subset",
+        "subseteq", "supset", "supseteq", "cup", "cap", "setminus", "emptyset", "varnothing", "forall",
+        "exists", "neg", "land", "lor", "wedge", "vee", "oplus", "ominus", "otimes", "rightarrow",
+        "leftarrow", "Rightarrow", "Leftarrow", "leftrightarrow", "Leftrightarrow", "longrightarrow",
+        "Longrightarrow", "mapsto", "implies", "iff", "to", "uparrow", "downarrow", "ldots", "cdots",
+        "dots", "dotsm", "vdots", "ddots", "partial", "nabla", "prime", "hbar", "ell", "surd", "aleph",
+        "mid", "nmid", "vert", "Vert", "lvert", "rvert", "lVert", "rVert", "langle", "rangle", "lfloor",
+        "rfloor", "lceil", "rceil", "left", "right", "bigl", "bigr", "Bigl", "Bigr",
+        # big operators and named functions
+        "sum", "prod", "coprod", "int", "iint", "iiint", "oint", "bigcup", "bigcap", "lim", "limsup",
+        "liminf", "sup", "inf", "max", "min", "argmax", "argmin", "det", "exp", "log", "ln", "lg", "sin",
+        "cos", "tan", "cot", "sec", "csc", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "coth",
+        "gcd", "lcm", "deg", "dim", "ker", "bmod", "mod",
+        # text-mode symbols, typeset through review.js's macros
+        "textcent", "textdegree", "textmu", "textpm", "texttimes",
     }
 )  # fmt: skip
 _COMMAND_NAME = re.compile(r"[A-Za-z]+")
 _SHORT_ARGUMENTS = re.compile(r" ?\d{1,2}(?!\d)")
 _ENV_NAME = re.compile(r"\\begin\{([A-Za-z]+\*?)\}")
+# Environments KaTeX typesets in display mode only: inside a sentence they are still a display.
+_DISPLAY_ONLY = frozenset(
+    {"align", "align*", "alignat", "alignat*", "gather", "gather*", "equation", "equation*", "multline",
+     "multline*", "eqnarray", "eqnarray*", "flalign", "flalign*", "CD", "tabular"}
+)  # fmt: skip
 # An argument longer than this is not a formula someone wrote bare; it stays text.
 _MAX_BARE_ARGUMENT = 2_000
+# Characters a bare run goes on through (with commands, brace groups and one-letter variables);
+# a word of two letters or more, a newline, `$` or `%` (a comment to TeX) ends it.
+_RUN_OPERATORS = frozenset("=+-*/<>^_()[]|!':~")
+_RUN_TRAILING = " ,;:.([=^_"
+# A symbol glued to the variable after it by a lost space (\DeltaE, \omegax): at most this many letters.
+_MAX_GLUED = 2
+_WORD_SCRIPT = re.compile(r"([_^])([A-Za-z]{2,})")
 
 
 def _next_index(env: MutableMapping[str, Any], src: str, needle: str, start: int) -> int:
@@ -85,16 +122,31 @@ def _brace_partners(env: MutableMapping[str, Any], src: str) -> dict[int, int]:
     return partners
 
 
-def _bare_command_end(env: MutableMapping[str, Any], src: str, pos: int) -> int:
-    """End of a bare maths command starting at src[pos] == '\\', or -1 when it is not one."""
+def _bare_command_name(src: str, pos: int) -> tuple[str, int] | None:
+    """(name, end) of a maths command that may start a bare run at src[pos] == '\\'. A Greek
+    letter or a symbol glued to a one- or two-letter variable by a lost space (`\\DeltaE`,
+    `\\omegax_max`) counts too; review.js lets KaTeX say whether the glued name is a command of its
+    own (`\\top`) and splits it only when it is not."""
     name = _COMMAND_NAME.match(src, pos + 1)
     if name is None:
+        return None
+    word = name.group()
+    if word in _BARE_SYMBOLS or word in _BARE_WITH_ARGUMENTS:
+        return word, name.end()
+    for cut in range(len(word) - 1, max(1, len(word) - _MAX_GLUED - 1), -1):
+        if word[:cut] in _BARE_SYMBOLS:
+            return word, name.end()
+    return None
+
+
+def _bare_command_end(env: MutableMapping[str, Any], src: str, pos: int) -> int:
+    """End of a bare maths command starting at src[pos] == '\\', or -1 when it is not one."""
+    found = _bare_command_name(src, pos)
+    if found is None:
         return -1
-    end = name.end()
-    if name.group() in _BARE_SYMBOLS:
+    word, end = found
+    if word not in _BARE_WITH_ARGUMENTS:
         return end
-    if name.group() not in _BARE_WITH_ARGUMENTS:
-        return -1
     partners = _brace_partners(env, src)
     if src.startswith("[", end):  # \sqrt[3]{x}
         close = src.find("]", end, end + 50)
@@ -116,6 +168,104 @@ def _bare_command_end(env: MutableMapping[str, Any], src: str, pos: int) -> int:
         short = _SHORT_ARGUMENTS.match(src, end)
         return short.end() if short else -1
     return end
+
+
+def _next_significant(src: str, at: int, stop: int) -> str:
+    while at < stop and src[at] in " \t":
+        at += 1
+    return src[at] if at < stop else ""
+
+
+def _bare_run_end(env: MutableMapping[str, Any], src: str, pos: int, stop: int) -> int:
+    """End of the formula a model wrote bare, from the maths command at src[pos], or -1.
+
+    Models write maths without delimiters: `\\Delta S = \\Delta H / T, where`, `\\left(\\frac{1}{T_2}
+    - \\frac{1}{T_1}\\right) = -525 kJ`. The formula goes on past its first command through further
+    commands (any, `\\mathrm{~K}` and `\\,` included), brace groups, digits, operators and one-letter
+    variables, and ends at prose: a word of two letters or more, a newline, `$`, `%`, or a `.` not
+    followed by a digit. `\\left`/`\\right` must pair up inside it, and trailing spaces and
+    punctuation stay prose. One pass over the characters it takes."""
+    end = _bare_command_end(env, src, pos)
+    if end == -1:
+        return -1
+    stop = min(stop, pos + 2 * _MAX_BARE_ARGUMENT)
+    partners = _brace_partners(env, src)
+    lefts: list[int] = []  # where each open \left starts
+    if src.startswith("\\left", pos):
+        lefts.append(pos)
+    elif src.startswith("\\right", pos) and not src.startswith("\\rightarrow", pos):
+        return -1
+    at = command = end
+    last = src[end - 1] if src[end - 1] in "}0123456789" else "\\"  # what the command ended with
+    while at < stop:
+        c = src[at]
+        if c == "\\":
+            name = _COMMAND_NAME.match(src, at + 1)
+            if name is not None:
+                word = name.group()
+                if word in ("begin", "end"):
+                    break  # an environment is a formula of its own
+                if word == "left":
+                    lefts.append(at)
+                elif word == "right":
+                    if not lefts:
+                        break
+                    lefts.pop()
+                command, at, last = at, name.end(), "\\"
+                continue
+            if at + 1 < stop and src[at + 1] in ",;!: {}|":  # a space or a brace of TeX's
+                at, last = at + 2, "\\"
+                continue
+            break
+        if c == "{":
+            close = partners.get(at, -1)
+            if close == -1 or close >= stop:
+                if last == "\\":
+                    at = command  # a command cut off before its argument (a truncated text) stays prose
+                break
+            at, last = close + 1, "}"
+            continue
+        if c.isascii() and c.isalpha():
+            word_end = at
+            while word_end < stop and src[word_end].isascii() and src[word_end].isalpha():
+                word_end += 1
+            if word_end - at > 1 and last not in "_^":
+                break  # prose
+            if word_end - at == 1 and last not in "_^":
+                # A lone letter is a variable beside maths ("/ T", "\\rho v L"), an article beside
+                # prose ("\\frac{1}{2}, a root").
+                after = _next_significant(src, word_end, stop)
+                if (
+                    last not in _RUN_OPERATORS
+                    and last not in "\\})0123456789"
+                    and (not after or (after not in _RUN_OPERATORS and after != "\\" and not after.isdigit()))
+                ):
+                    break
+            at, last = word_end, "a"
+            continue
+        if c.isdigit() or c in _RUN_OPERATORS or c == ",":
+            at, last = at + 1, c
+            continue
+        if c == "." and at + 1 < stop and src[at + 1].isdigit():
+            at, last = at + 1, c
+            continue
+        if c in " \t":
+            at += 1
+            continue
+        break
+    if lefts:
+        at = lefts[0]  # an unpaired \left: the formula stops before it
+        if at == pos:
+            return -1
+    while at > end and src[at - 1] in _RUN_TRAILING:
+        at -= 1
+    return max(at, end)
+
+
+def _bare_tex(tex: str) -> str:
+    """What KaTeX typesets of a bare run: a word subscript or superscript in prose notation
+    (`x_max`, `v_rms`) is the whole word, as the writer meant, not its first letter."""
+    return _WORD_SCRIPT.sub(r"\1{\2}", tex)
 
 
 def _delimited_end(env: MutableMapping[str, Any], src: str, pos: int) -> tuple[int, int, int, bool] | None:
@@ -146,19 +296,32 @@ def _latex_inline(state: StateInline, silent: bool) -> bool:
         start, stop, end, display = span
         if end > state.posMax:
             return False
-        # An environment inside a sentence (a pmatrix in prose) is typeset in the line, as written.
-        display = display and not src.startswith("\\begin", pos)
+        # An environment inside a sentence (a pmatrix in prose) is typeset in the line, as written,
+        # unless KaTeX typesets it only as a display (align*, gather, ...).
+        environment = _ENV_NAME.match(src, pos)
+        display = display and (environment is None or environment.group(1) in _DISPLAY_ONLY)
+        tex = src[start:stop]
     else:
-        end = _bare_command_end(state.env, src, pos)
+        end = _bare_run_end(state.env, src, pos, state.posMax)
         if end == -1 or end > state.posMax:
             return False
         start, stop, display = pos, end, False
+        tex = _bare_tex(src[start:stop])
     if not silent:
         token = state.push("math_tex", "span", 0)
-        token.content = src[start:stop]
+        token.content = tex
         token.meta = {"display": display, "source": src[pos:end]}
     state.pos = end
     return True
+
+
+def _inside_open_display(src: str, at: int) -> bool:
+    """Whether a `\\[` or `$$` opened within the last formula's length before `at` is still open."""
+    since = max(0, at - _MAX_CUT_FORMULA)
+    bracket = src.rfind("\\[", since, at)
+    if bracket != -1 and src.find("\\]", bracket, at) == -1:
+        return True
+    return len(_DOLLARS.findall(src, since, at)) % 2 == 1
 
 
 def _latex_block(state: StateBlock, start_line: int, end_line: int, silent: bool) -> bool:
@@ -170,6 +333,8 @@ def _latex_block(state: StateBlock, start_line: int, end_line: int, silent: bool
     src = state.src
     if not (src.startswith("\\[", begin) or src.startswith("\\begin{", begin)):
         return False
+    if _inside_open_display(src, begin):
+        return False  # `\[ f(x) = \left\{` on the line before: this environment is inside that formula
     span = _delimited_end(state.env, src, begin)
     if span is None:
         return False
@@ -190,10 +355,168 @@ def _latex_block(state: StateBlock, start_line: int, end_line: int, silent: bool
     return True
 
 
+# What KaTeX cannot read but a LaTeX user writes, rewritten in the TeX it typesets (the source view
+# keeps what was written). Commands go through KaTeX's `macros` (review.js); environments and column
+# specifications cannot, so they are rewritten here.
+_COLUMN_SPEC = re.compile(r"(\\begin\{(?:array|tabular)\*?\})\{((?:[^{}]|\{[^{}]*\})*)\}")
+_SPEC_EXTRA = re.compile(r"[@!]\{[^{}]*\}|[pmb]\{[^{}]*\}|\*\{\d+\}\{[^{}]*\}")
+_RENAMED_ENVIRONMENTS = {"eqnarray": ("array", "{rcl}"), "multline": ("gather", ""), "tabular": ("array", "")}
+_ENVIRONMENT_TAG = re.compile(r"\\(begin|end)\{(eqnarray|multline|tabular)\*?\}")
+_TABULAR = re.compile(
+    r"\\begin\{tabular\*?\}(?:\[[a-z]\])?(\{(?:[^{}]|\{[^{}]*\})*\})?(.*?)\\end\{tabular\*?\}", re.DOTALL
+)
+_ROW_RULES = re.compile(r"^(\s*(?:\\hline|\\cline\{[^{}]*\})\s*)+")
+_MULTICOLUMN = re.compile(r"\\multicolumn\{\d+\}\{[^{}]*\}\{((?:[^{}]|\{[^{}]*\})*)\}")
+_CELL_SPLIT = re.compile(r"(?<!\\)&")
+_ROW_SPLIT = re.compile(r"\\\\")
+_LABEL = re.compile(r"\\label\{[^{}]*\}")
+
+
+def _column_spec(match: re.Match[str]) -> str:
+    # KaTeX reads l, c, r and rules; @{} and !{} (material between columns), p{} widths and *{n}{}
+    # repeats it refuses. A spec with no column left is one centred column.
+    spec = _SPEC_EXTRA.sub(lambda m: "l" if m.group()[0] in "pmb" else "", match.group(2))
+    return f"{match.group(1)}{{{spec or 'c'}}}"
+
+
+def _tabular_cell(cell: str) -> str:
+    # A tabular cell is text, its `$…$` maths: KaTeX's \\text reads both.
+    cell = _MULTICOLUMN.sub(r"\1", cell.strip())
+    return f"\\text{{{cell}}}" if cell else ""
+
+
+def _tabular(match: re.Match[str]) -> str:
+    rows = []
+    for row in _ROW_SPLIT.split(match.group(2)):
+        rules = _ROW_RULES.match(row)
+        lead = "\\hline " * (rules.group().count("\\") if rules else 0)
+        cells = _CELL_SPLIT.split(row[rules.end() :] if rules else row)
+        rows.append(lead + " & ".join(_tabular_cell(cell) for cell in cells))
+    return f"\\begin{{array}}{match.group(1) or '{c}'}" + " \\\\ ".join(rows) + "\\end{array}"
+
+
+def katex_tex(tex: str) -> str:
+    """The formula as KaTeX is given it: environments and column specifications it lacks
+    rewritten to ones it has (tabular's text cells as `\\text`), `\\cline` as a full rule, labels
+    dropped."""
+    if "\\" not in tex:
+        return tex
+    tex = _TABULAR.sub(_tabular, tex)
+    tex = _ENVIRONMENT_TAG.sub(
+        lambda m: (
+            f"\\{m.group(1)}{{{_RENAMED_ENVIRONMENTS[m.group(2)][0]}}}"
+            + (_RENAMED_ENVIRONMENTS[m.group(2)][1] if m.group(1) == "begin" else "")
+        ),
+        tex,
+    )
+    tex = _COLUMN_SPEC.sub(_column_spec, tex)
+    tex = re.sub(r"\\cline\{[^{}]*\}", r"\\hline", tex)
+    return _LABEL.sub("", tex)
+
+
+_TEX_LIKE = re.compile(r"[\\^_{}]")
+_CUT_TOKENS = re.compile(
+    r"\\(?:begin|end)\{([A-Za-z]+\*?)\}|\\left(?![A-Za-z])|\\right(?![A-Za-z])|\\.|[{}]", re.DOTALL
+)
+_DOLLARS = re.compile(r"(?<!\\)\$\$")
+# A formula cut by the end of the text is closed only when it is short and holds no blank line:
+# past that, an unclosed opener is more likely a stray one in prose.
+_MAX_CUT_FORMULA = 4_000
+
+
+def _open_groups(tex: str) -> tuple[list[str], int]:
+    """(closers of the `\\left`s and environments left open, innermost last; where the outermost
+    brace group left open begins, with the command or script that owns it, or -1)."""
+    stack: list[tuple[str, int]] = []
+    opened: dict[int, int] = {}  # closing brace -> its opening brace
+    for token in _CUT_TOKENS.finditer(tex):
+        text, at = token.group(), token.start()
+        if text == "{":
+            stack.append(("}", at))
+        elif text.startswith("\\begin"):
+            stack.append((f"\\end{{{token.group(1)}}}", at))
+        elif text == "\\left":
+            stack.append(("\\right.", at))
+        else:
+            wanted = {"}": "}", "\\right": "\\right."}.get(text, text)
+            closing = text in ("}", "\\right") or text.startswith("\\end")
+            if closing and stack and stack[-1][0] == wanted:
+                closer, start = stack.pop()
+                if closer == "}":
+                    opened[at] = start
+    braces = [start for closer, start in stack if closer == "}"]
+    if not braces:
+        return [closer for closer, _ in stack], -1
+    owner = braces[0]
+    # The group belongs to what stands before it: earlier arguments (`\\frac{1}{2`), then a
+    # command or a script (`\\sqrt{`, `x^{`).
+    while True:
+        before = owner
+        while before > 0 and tex[before - 1] == " ":
+            before -= 1
+        if before > 0 and tex[before - 1] == "}" and before - 1 in opened:
+            owner = opened[before - 1]
+            continue
+        break
+    command = re.search(r"(\\[A-Za-z]+|[\^_])\s*$", tex[:owner])
+    return [], command.start() if command else owner
+
+
+def _cut_closed(formula: str) -> str:
+    """A formula cut short, made whole: a command or group cut in its arguments is dropped (half a
+    `\\frac` cannot be typeset), then open `\\left`s and environments are closed."""
+    # The text may end in a command's name or right after it, before its arguments: dropped.
+    formula = re.sub(r"\\[A-Za-z]*$", "", formula).rstrip().rstrip("\\^_&")
+    closers, cut = _open_groups(formula)
+    if cut != -1:
+        formula = formula[:cut].rstrip().rstrip("\\^_&")
+        closers, _ = _open_groups(formula)
+    return formula + "".join(reversed(closers))
+
+
+_SINGLE_DOLLAR = re.compile(r"(?<![\\$])\$(?!\$)")
+# `$\$$1500`, `$\$ $1.20`: a formula holding only a dollar sign, which the currency rule (no digit
+# after a closing `$`) would leave as `$$` in the prose. It is that sign.
+_DOLLAR_FORMULA = re.compile(r"\$\\\$\s*\$")
+
+
+def close_cut_formula(text: str) -> str:
+    """A text as Markdown is given it: if it ends inside a formula (a response cut at its token
+    limit: `$$H(X) = -\\left(\\frac{1}{2}`), that formula is closed where the text ends (a command
+    cut in its arguments dropped, open `\\left`s and environments closed, then its delimiter);
+    and a formula holding only a dollar sign is that sign."""
+    text = _DOLLAR_FORMULA.sub(r"\\$", text)
+    openers = []
+    dollars = [m.start() for m in _DOLLARS.finditer(text)]
+    if len(dollars) % 2:
+        openers.append((dollars[-1], 2, "$$"))
+    bracket = text.rfind("\\[")
+    if bracket != -1 and text.find("\\]", bracket) == -1:
+        openers.append((bracket, 2, "\\]"))
+    tail = max(0, len(text) - _MAX_CUT_FORMULA)
+    singles = [m.start() for m in _SINGLE_DOLLAR.finditer(text)]
+    # A cut inline formula: on the last line, and opened as Pandoc opens one (not `$20`, not `$ x`).
+    if len(singles) % 2 and singles[-1] >= tail and "\n" not in text[singles[-1] :]:
+        after = text[singles[-1] + 1 : singles[-1] + 2]
+        if after and not after.isspace() and not after.isdigit():
+            openers.append((singles[-1], 1, "$"))
+    if not openers:
+        environment = _ENV_NAME.search(text, tail)
+        if environment is not None and _open_groups(text[environment.start() :]) != ([], -1):
+            openers.append((environment.start(), 0, ""))
+    if not openers:
+        return text
+    start, width, closer = min(openers)
+    formula = text[start + width :].rstrip()
+    if len(formula) > _MAX_CUT_FORMULA or "\n\n" in formula.strip("\n") or not _TEX_LIKE.search(formula):
+        return text
+    return f"{text[: start + width]}{_cut_closed(formula)}{closer}"
+
+
 def math_html(tex: str, *, display: bool, source: str) -> str:
     return (
         f'<span class="math-tex" data-display="{int(display)}" data-source="{escapeHtml(source)}">'
-        f"{escapeHtml(tex)}</span>"
+        f"{escapeHtml(katex_tex(tex))}</span>"
     )
 
 
@@ -235,7 +558,6 @@ def inline_html(text: str) -> str:
 
 
 _DELIMITED = re.compile(r"\$|\\[(\[]|\\begin\{")
-_TEX_LIKE = re.compile(r"[\\^_{}]")
 
 
 def answer_html(answer: str) -> str:

@@ -192,6 +192,54 @@
   // throwOnError: a formula KaTeX cannot read (an unknown command, unbalanced braces) is shown as its
   // source with the reason, never as KaTeX's red error text or a half-typeset formula.
   const KATEX_OPTIONS = {throwOnError: true, trust: false, strict: "ignore", maxExpand: 500, maxSize: 20};
+  // Commands models and datasets write that KaTeX lacks (physics, amsmath extras, siunitx, text-mode
+  // symbols), as TeX it has. Each formula gets a copy: a \gdef in one must not reach the next.
+  const op = (name) => `\\operatorname{${name}}`;
+  const MACROS = Object.freeze({
+    "\\norm": "\\left\\lVert #1\\right\\rVert", "\\abs": "\\left\\lvert #1\\right\\rvert",
+    "\\floor": "\\left\\lfloor #1\\right\\rfloor", "\\ceil": "\\left\\lceil #1\\right\\rceil",
+    "\\inner": "\\left\\langle #1\\right\\rangle", "\\set": "\\left\\{ #1\\right\\}",
+    "\\argmin": "\\operatorname*{arg\\,min}", "\\argmax": "\\operatorname*{arg\\,max}",
+    "\\Var": op("Var"), "\\Cov": op("Cov"), "\\Corr": op("Corr"), "\\E": "\\mathbb{E}", "\\tr": op("tr"),
+    "\\Tr": op("Tr"), "\\rank": op("rank"), "\\diag": op("diag"), "\\sgn": op("sgn"), "\\sign": op("sign"),
+    "\\lcm": op("lcm"), "\\sech": op("sech"), "\\csch": op("csch"), "\\arccot": op("arccot"),
+    "\\arcsec": op("arcsec"), "\\arccsc": op("arccsc"), "\\arsinh": op("arsinh"), "\\arcosh": op("arcosh"),
+    "\\artanh": op("artanh"), "\\Res": op("Res"), "\\proj": op("proj"), "\\Span": op("span"),
+    "\\Q": "\\mathbb{Q}", "\\C": "\\mathbb{C}", "\\mathds": "\\mathbb{#1}", "\\mathbbm": "\\mathbb{#1}",
+    "\\dd": "\\mathrm{d}", "\\grad": "\\nabla", "\\vb": "\\mathbf{#1}", "\\vu": "\\hat{\\mathbf{#1}}",
+    "\\mbox": "\\text{#1}", "\\textcent": "\\text{¢}", "\\textdegree": "{}^{\\circ}", "\\textmu": "\\mu",
+    "\\textpm": "\\pm", "\\textphi": "\\phi", "\\texttimes": "\\times",
+    "\\cancelto": "\\overset{#1}{\\cancel{#2}}", "\\eqref": "(\\text{#1})", "\\ref": "\\text{#1}",
+    "\\si": "\\mathrm{#1}", "\\unit": "\\mathrm{#1}", "\\SI": "#1\\,\\mathrm{#2}", "\\num": "#1",
+    "\\qty": "#1\\,\\mathrm{#2}", "\\ang": "#1^{\\circ}", "\\ce": "\\mathrm{#1}", "\\pu": "\\mathrm{#1}",
+  });
+  // The page's macros, read-only, for the tests that check which commands were left raw.
+  window.reviewMathMacros = MACROS;
+  const UNDEFINED = /^KaTeX parse error: Undefined control sequence: \\([A-Za-z]+)/;
+
+  function knows(name) {
+    try {
+      window.katex.renderToString(`\\${name}`, {...KATEX_OPTIONS, macros: {...MACROS}});
+      return true;
+    } catch (err) {
+      return !UNDEFINED.test(err.message);  // it knows the command and wanted an argument
+    }
+  }
+
+  // A name KaTeX does not know that is a command glued to a one- or two-letter variable by a lost
+  // space (\DeltaE, \omegax, \leqi): the command and the variable, when KaTeX knows the command.
+  function unglued(math, err) {
+    const undefined = UNDEFINED.exec(err.message);
+    if (!undefined) return null;
+    const name = undefined[1];
+    const glued = new RegExp(`\\\\${name}(?![A-Za-z])`, "g");
+    for (let cut = name.length - 1; cut >= Math.max(2, name.length - 2); cut--) {
+      if (knows(name.slice(0, cut))) return math.replace(glued, `\\${name.slice(0, cut)} ${name.slice(cut)}`);
+    }
+    // Any other unknown name is shown as written, in the typeset formula, as MathJax shows one: the
+    // rest of the formula stays readable instead of the whole formula falling back to source.
+    return math.replace(glued, `\\textcolor{#b00}{\\texttt{\\textbackslash{}${name}}}`);
+  }
 
   // Deepest nesting of the groups KaTeX turns into nested boxes, in one pass.
   function nestingDepth(math) {
@@ -244,12 +292,18 @@
       return showSource(holder, piece, `${piece.math.length} characters, over the limit of ${LIMITS.chars}`);
     }
     const box = document.createElement("span");
-    try {
-      // A fresh macro table per formula: a \gdef in one span must not redefine the next.
-      window.katex.render(piece.math, box, {...KATEX_OPTIONS, displayMode: piece.display, macros: {}});
-    } catch (err) {
-      if (err instanceof window.katex.ParseError) return showSource(holder, piece, "KaTeX cannot read it");
-      return showSource(holder, piece, "KaTeX could not typeset it");  // it gave up: stack, limits
+    let math = piece.math;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        // A fresh macro table per formula: a \gdef in one span must not redefine the next.
+        window.katex.render(math, box, {...KATEX_OPTIONS, displayMode: piece.display, macros: {...MACROS}});
+        break;
+      } catch (err) {
+        if (!(err instanceof window.katex.ParseError)) return showSource(holder, piece, "KaTeX could not typeset it");
+        const again = attempt < 8 ? unglued(math, err) : null;  // it gave up: stack, limits
+        if (again === null) return showSource(holder, piece, "KaTeX cannot read it");
+        math = again;
+      }
     }
     const boxes = boxDepth(box);
     if (boxes > LIMITS.boxDepth) {
