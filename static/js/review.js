@@ -343,7 +343,7 @@
   function renderMath() {
     const queue = [];
     if (window.katex && typeof window.katex.render === "function") {
-      for (const region of document.querySelectorAll("#response-rendered, .question, .candidates, .label-form, #annotator-labels")) {
+      for (const region of document.querySelectorAll("#response-rendered, .question, .candidates, .label-form, #annotator-labels, #my-labels")) {
         try { collect(region, queue); } catch (err) { console.error("math: ", err); }
       }
     }

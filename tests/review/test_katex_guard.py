@@ -135,7 +135,8 @@ def static_page(path: Path, rendered_html: str) -> Path:
     static = ROOT / "static"
     path.write_text(
         f"""<!doctype html><html><head><meta charset="utf-8">
-<link rel="stylesheet" href="{(static / "vendor/katex/katex.min.css").as_uri()}"></head><body>
+<link rel="stylesheet" href="{(static / "vendor/katex/katex.min.css").as_uri()}">
+<link rel="stylesheet" href="{(static / "css/app.css").as_uri()}"></head><body>
 <div id="response-rendered">{rendered_html}</div>
 <script src="{(static / "vendor/katex/katex.min.js").as_uri()}" defer></script>
 <script src="{(static / "js/review.js").as_uri()}" defer></script></body></html>""",
@@ -198,8 +199,24 @@ def test_math_inside_code_is_left_alone_and_macros_do_not_leak_between_formulas(
         tmp_path,
         "$\\gdef\\secret{42}\\secret$ then $\\secret$\n\n```\n$x$ stays\n```\n\n`$y$` too; a lone $ is text",
     )
-    # \\secret is defined in the first formula only: in the second it is an unknown command, which
-    # KaTeX would paint as a red error; the page shows that formula as its source instead.
-    assert shown["typeset"] == 1 and shown["typeset_text"] == ["42"], shown["typeset_text"]
-    assert shown["guarded"] == [["$\\secret$", " [formula shown as source: KaTeX cannot read it]"]]
+    # \\secret is defined in the first formula only: in the second it is an unknown command, shown
+    # by its name in the typeset formula (as MathJax shows one), not expanded to 42.
+    assert shown["typeset"] == 2 and shown["typeset_text"] == ["42", "\\secret"], shown["typeset_text"]
+    assert shown["guarded"] == []
     assert "$x$ stays" in shown["text"] and "$y$" in shown["text"] and "a lone $ is text" in shown["text"]
+
+
+@pytest.mark.browser
+def test_common_macros_and_glued_names_are_typeset_not_left_raw(tmp_path):
+    """Issue 36 item 11: `\\norm`, `\\abs`, `\\argmin`, `\\mbox` and a symbol glued to its variable
+    (`\\DeltaE`, written by a dataset that lost the space) were shown raw or as source."""
+    require_chromium()
+    shown = render_static(
+        tmp_path,
+        "$\\norm{x} + \\abs{y}$, $\\argmin_x f$, $\\Var(X)$, $864 \\mbox{ inches}^2$, and \\DeltaE = Q - W.",
+    )
+    assert shown["guarded"] == [] and shown["typeset"] == 5, shown
+    norm, argmin, var, inches, delta = shown["typeset_text"]
+    assert "‖x‖" in norm.replace("\u2225", "‖") and "∣y∣" in norm.replace("|", "∣")
+    assert "arg" in argmin and "min" in argmin and var.startswith("Var") and "inches" in inches
+    assert delta.replace("\u200b", "").startswith("ΔE=Q−W"), delta

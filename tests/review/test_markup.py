@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from adjudication.review.markup import MARKDOWN, answer_html, inline_html
+from adjudication.review.markup import MARKDOWN, answer_html, close_cut_formula, inline_html, katex_tex
 
 FORMULA = re.compile(r'<span class="math-tex" data-display="([01])" data-source="([^"]*)">([^<]*)</span>')
 
@@ -130,3 +130,57 @@ def test_answers_render_as_one_formula_when_they_look_like_tex():
     assert inline_html("An *option* with $x$") == (
         'An <em>option</em> with <span class="math-tex" data-display="0" data-source="$x$">x</span>'
     )
+
+
+def test_bare_maths_runs_on_through_commands_variables_and_operators_until_prose():
+    """Issue 36 item 11: maths written without delimiters is one formula, not a raw tail."""
+    assert formulas(r"is given by \Delta S = \Delta H / T, where \Delta H is the enthalpy") == [
+        (False, r"\Delta S = \Delta H / T"),
+        (False, r"\Delta H"),
+    ]
+    cut = r"(-566 kJ)\left(\frac{1}{375 \mathrm{~K}}-\frac{1}{298 \mathrm{~K}}\right) = -525 kJ mol"
+    assert formulas(cut) == [(False, r"\left(\frac{1}{375 \mathrm{~K}}-\frac{1}{298 \mathrm{~K}}\right) = -525")]
+    # A subscript written as a word in prose notation is the whole word; a glued name starts a run.
+    assert formulas(r"v_rms = (\omegax_max/ \surd2)") == [(False, r"\omegax_{max}/ \surd2)")]
+    # An unpaired \left is not a formula; "a" beside prose is an article, not a variable.
+    assert formulas(r"\left( alone") == []
+    assert formulas(r"Half is \frac{1}{2}, a root") == [(False, r"\frac{1}{2}")]
+
+
+def test_an_environment_katex_shows_only_as_a_display_is_a_display_inside_a_sentence():
+    """Issue 36 item 11: `\\begin{align*}` after "Therefore," was typeset inline, which KaTeX refuses."""
+    assert formulas("Therefore, \\begin{align*} a &= b \\end{align*} and \\begin{pmatrix} 1 \\end{pmatrix}") == [
+        (True, "\\begin{align*} a &= b \\end{align*}"),
+        (False, "\\begin{pmatrix} 1 \\end{pmatrix}"),
+    ]
+
+
+def test_a_formula_cut_at_the_end_of_the_text_is_closed_there():
+    """Issue 36 item 11: a response truncated inside `$$` showed the `$$` and raw TeX in the prose."""
+    truncated = "The entropy is then:\n$$H(X) = -\\left(\\frac{1}{2} \\log_2 \\frac{1}{2"
+    assert close_cut_formula(truncated) == "The entropy is then:\n$$H(X) = -\\left(\\frac{1}{2} \\log_2\\right.$$"
+    assert formulas(close_cut_formula(truncated)) == [(True, "H(X) = -\\left(\\frac{1}{2} \\log_2\\right.")]
+    assert close_cut_formula("We get \\[ \\begin{aligned} x &= 1 \\\\ y &= \\sqrt{") == (
+        "We get \\[ \\begin{aligned} x &= 1 \\\\ y &=\\end{aligned}\\]"
+    )
+    cut_inline = "so $\\Delta T = 7 \\mathrm{~J} / (82.5 \\mathrm"
+    assert close_cut_formula(cut_inline) == "so $\\Delta T = 7 \\mathrm{~J} / (82.5$"
+    # Prices and prose are not formulas: left as they are.
+    for text in ("It costs $5", "From $40 to $60 and $$5 more.", "a $ 3 tip"):
+        assert close_cut_formula(text) == text
+    # A formula holding only a dollar sign is that sign (the currency rule left `$$1500` in the prose).
+    assert close_cut_formula("costs $\\$$1500") == "costs \\$1500"
+
+
+def test_environments_and_column_specs_katex_lacks_are_rewritten_for_it():
+    """Issue 36 item 11: MATH's tabular, eqnarray, `@{}` columns and `\\cline` were shown as source."""
+    assert katex_tex(r"\begin{array}{@{}c@{\;}c} a & b \\ \cline{1-2} c & d \end{array}") == (
+        r"\begin{array}{cc} a & b \\ \hline c & d \end{array}"
+    )
+    assert katex_tex(r"\begin{eqnarray} a &=& b \end{eqnarray}") == r"\begin{array}{rcl} a &=& b \end{array}"
+    assert katex_tex(r"\begin{tabular}{|l|c|}\hline Grade & $9^{th}$\\ \multicolumn{2}{c}{All} \end{tabular}") == (
+        r"\begin{array}{|l|c|}\hline \text{Grade} & \text{$9^{th}$} \\ \text{All}\end{array}"
+    )
+    # What was written stays the formula's source.
+    html = MARKDOWN.render(r"$\begin{eqnarray} a \end{eqnarray}$")
+    assert FORMULA.search(html).group(2) == r"$\begin{eqnarray} a \end{eqnarray}$"

@@ -1,8 +1,9 @@
 """What an annotator sees of the maths in responses: rendered by the server (markup) and typeset
-by review.js in Chromium, on real model responses from ../shared/data (math and multiple choice)
-and on a corpus of our own that holds every case Markdown used to break. On each: no formula KaTeX
-could not read (those are shown as source with a note), and none of `\\boxed`, `\\frac`,
-`\\begin{` left raw in the visible text."""
+by review.js in Chromium, on real model responses from ../shared/data (MATH and multiple choice,
+truncated ones and maths written without delimiters included) and on a corpus of our own that holds
+every case Markdown used to break. On each: no formula KaTeX could not read (those are shown as
+source with a note), no command KaTeX knows left raw in the visible text (the oracle is KaTeX
+itself, with the page's macros), no `$$` left in the prose, and no formula wider than its text."""
 
 from __future__ import annotations
 
@@ -16,11 +17,46 @@ from adjudication.review.rendering import response_parts
 from adjudication.text import displayable
 
 from ..browser import chromium_browser, require_chromium
-from ..conftest import shared_data
+from ..conftest import read_jsonl, shared_data
 from .test_katex_guard import static_page
 
 RAW_TEX = re.compile(r"\\(?:boxed|frac|begin\{)")
-PAGE_SIZE = 50
+PAGE_SIZE = 20
+# In the page: each `\\name` in the visible text outside typeset maths and code that KaTeX knows
+# (or that is a command KaTeX knows glued to a one- or two-letter variable, `\\DeltaE`), each `$$`
+# left in the prose, and each typeset formula reaching past the right edge of its text.
+SHOWN = r"""() => {
+  const macros = window.reviewMathMacros;
+  const known = (name) => {
+    try { katex.renderToString('\\' + name, {throwOnError: true, strict: 'ignore', macros: {...macros}}); return true; }
+    catch (e) { return !/Undefined control sequence/.test(e.message); }
+  };
+  const command = (name) => {
+    for (let cut = name.length; cut >= Math.max(2, name.length - 2); cut--) if (known(name.slice(0, cut))) return true;
+    return false;
+  };
+  return [...document.querySelectorAll('.resp')].map(r => {
+    const raw = [];
+    const walk = document.createTreeWalker(r, NodeFilter.SHOW_TEXT);
+    for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+      const holder = n.parentElement;
+      if (holder.closest('.katex') || (holder.closest('pre, code') && !holder.closest('.math-guarded'))) continue;
+      for (const m of n.textContent.matchAll(/\\([A-Za-z]+)|\$\$/g)) if (!m[1] || command(m[1])) raw.push(m[0]);
+    }
+    const right = r.getBoundingClientRect().right;
+    const wide = [...r.querySelectorAll('.math, .math-display')]
+      .filter(m => m.getBoundingClientRect().right > right + 1);
+    return {
+      text: r.innerText,
+      html: r.innerHTML,
+      raw,
+      wide: wide.map(m => m.textContent.slice(0, 80)),
+      typeset: r.querySelectorAll('.math .katex').length,
+      errors: r.querySelectorAll('.katex-error').length,
+      guarded: [...r.querySelectorAll('.math-guarded')].map(g => g.innerText),
+    };
+  });
+}"""
 
 OWN_CORPUS = [
     "The total is \\[\\boxed{\\$24,200}\\]",
@@ -38,14 +74,25 @@ OWN_CORPUS = [
 ]
 
 
+def _holds_tex(text: str) -> bool:
+    return "\\" in text or "$" in text
+
+
 def real_corpus(limit_per_file: int = 150) -> list[str]:
+    """Real model outputs and dataset texts that hold TeX: every MMLU-Pro output and question with
+    a backslash or a dollar (truncated outputs and bare `\\Delta S = …` among them), every MATH-500
+    question and reference solution, the first of Qwen2.5-Math's eight samples per MATH problem, and
+    GPQA free-form responses."""
     texts = []
     math = shared_data("qwen25-math-eval", "math_cot_100.jsonl")
     for line in math.read_text(encoding="utf-8").splitlines():
         row = json.loads(line)
         texts.append(row["code"][0] if row.get("code") else row["response"])
-    mc = shared_data("mmlu-pro-model-outputs", "mmlu_pro_cot_outputs_sample.jsonl")
-    texts += [json.loads(line)["model_output"] for line in mc.read_text(encoding="utf-8").splitlines()[:limit_per_file]]
+    mc = read_jsonl(shared_data("mmlu-pro-model-outputs", "mmlu_pro_cot_outputs_sample.jsonl"))
+    texts += [row["model_output"] for row in mc if _holds_tex(row["model_output"])]
+    texts += sorted({row["question"] for row in mc if _holds_tex(row["question"])})
+    for row in read_jsonl(shared_data("math500", "math500.jsonl")):
+        texts += [row["question"], row["solution"]]
     science = shared_data("answer-matching-human-annotations", "gpqa_diamond_freeform_annotated.jsonl")
     lines = science.read_text(encoding="utf-8").splitlines()[:limit_per_file]
     texts += [json.loads(line)["response"] for line in lines]
@@ -57,21 +104,17 @@ def shown(tmp_path: Path, texts: list[str]) -> list[dict]:
     out: list[dict] = []
     with chromium_browser() as browser:
         for start in range(0, len(texts), PAGE_SIZE):
+            # Each text in a region of its own, as wide as the item page's response column.
             bodies = "".join(
-                f'<div class="resp">{"".join(p.html for p in response_parts(displayable(t), []))}</div>'
+                f'<div class="resp question" style="width:640px">'
+                f"{''.join(p.html for p in response_parts(displayable(t), []))}</div>"
                 for t in texts[start : start + PAGE_SIZE]
             )
             page_path = static_page(tmp_path / f"corpus-{start}.html", bodies)
             page = browser.new_page()
             page.goto(page_path.as_uri())
             page.wait_for_function("() => document.body.dataset.math === 'done'", timeout=120_000)
-            out += page.evaluate("""() => [...document.querySelectorAll('.resp')].map(r => ({
-                text: r.innerText,
-                html: r.innerHTML,
-                typeset: r.querySelectorAll('.math .katex').length,
-                errors: r.querySelectorAll('.katex-error').length,
-                guarded: [...r.querySelectorAll('.math-guarded')].map(g => g.innerText),
-            }))""")
+            out += page.evaluate(SHOWN)
             page.close()
     return out
 
@@ -79,9 +122,12 @@ def shown(tmp_path: Path, texts: list[str]) -> list[dict]:
 def faults(texts: list[str], pages: list[dict]) -> list[str]:
     found = []
     for text, page in zip(texts, pages, strict=True):
-        raw = RAW_TEX.findall(page["text"])
-        if raw or page["errors"] or page["guarded"]:
-            found.append(f"{text[:80]!r}: raw {raw[:3]}, errors {page['errors']}, guarded {page['guarded'][:2]}")
+        raw = RAW_TEX.findall(page["text"]) + page["raw"]
+        if raw or page["errors"] or page["guarded"] or page["wide"]:
+            found.append(
+                f"{text[:80]!r}: raw {raw[:3]}, errors {page['errors']}, guarded {page['guarded'][:2]},"
+                f" wider than the text {page['wide'][:2]}"
+            )
     return found
 
 
