@@ -99,3 +99,40 @@ def compare(tables: Mapping[str, Mapping[str, tuple[int, int]]], reference: str 
         "reference": reference,
         "rank_changes_vs_reference": moved,
     }
+
+
+# Readers with fewer labelled items than this get no rank (docs/analytics.md, "Readers ranked"): at
+# n = 3 a perfect score's 95 % Wilson interval reaches down to 0.44, so a rank there says nothing.
+RANK_MIN_N = 10
+
+
+def rank_readers(rows: list[dict[str, Any]], *, min_n: int = RANK_MIN_N) -> list[dict[str, Any]]:
+    """Readers ranked by agreement with the final labels, from rows {reader, n, agreement,
+    agreement_ci, ...}: by the lower bound of the 95 % interval, so that a reader scoring 1.000 on
+    3 items (lower bound 0.44) ranks below one scoring 0.9 on 100 (0.83). A reader with fewer than
+    `min_n` items gets rank None (withheld) and follows the ranked ones; equal bounds share a rank.
+    Each row gains `rank`, `lower` and `rank_withheld` (the reason, or "")."""
+
+    def lower(r: dict[str, Any]) -> float | None:
+        ci = r.get("agreement_ci")
+        return ci[0] if ci else None
+
+    def key(r: dict[str, Any]) -> tuple:
+        lo = lower(r)
+        return (lo is None, -(lo or 0.0), -(r.get("agreement") or 0.0), -r["n"], r["reader"])
+
+    ranked = sorted((dict(r) for r in rows if r["n"] >= min_n and lower(r) is not None), key=key)
+    withheld = sorted(
+        (dict(r) for r in rows if not (r["n"] >= min_n and lower(r) is not None)),
+        key=lambda r: (-r["n"], -(r.get("agreement") or 0.0), r["reader"]),
+    )
+    for i, r in enumerate(ranked):
+        r["lower"] = lower(r)
+        same = i and r["lower"] == ranked[i - 1]["lower"]
+        r["rank"] = ranked[i - 1]["rank"] if same else i + 1
+        r["rank_withheld"] = ""
+    for r in withheld:
+        r["lower"] = lower(r)
+        r["rank"] = None
+        r["rank_withheld"] = f"n = {r['n']} < {min_n}: too few labelled items to rank"
+    return ranked + withheld

@@ -493,19 +493,21 @@ def _headline(rep: Report, obs: list[fs.Observation] | None) -> dict[str, Any]:
     ]
     # Judges first; then the largest lean either way (undefined last).
     bias.sort(key=lambda r: (r["kind"] != "judge", r["bias"] is None, -abs(r["bias"] or 0), r["reader"]))
-    ranked = [
-        {
-            "reader": reader,
-            "kind": rep.kinds.get(reader, ""),
-            "n": s["n"],
-            "agreement": s.get("accuracy"),
-            "agreement_ci": s.get("accuracy_ci"),
-        }
-        for reader, s in producers
-    ]
-    ranked.sort(key=lambda r: (r["agreement"] is None, -(r["agreement"] or 0), -r["n"], r["reader"]))
+    ranked = ranking.rank_readers(
+        [
+            {
+                "reader": reader,
+                "kind": rep.kinds.get(reader, ""),
+                "n": s["n"],
+                "agreement": s.get("accuracy"),
+                "agreement_ci": s.get("accuracy_ci"),
+            }
+            for reader, s in producers
+        ]
+    )
     headline["judge_bias"] = bias if any(r["n"] for r in bias) else []
     headline["reader_ranking"] = ranked if any(r["n"] for r in ranked) else []
+    headline["reader_ranking_min_n"] = ranking.RANK_MIN_N
     if not headline["reader_ranking"]:
         headline["reader_ranking_note"] = (
             "No final human labels yet: readers are ranked by their verdict agreement with the final labels "

@@ -221,7 +221,12 @@ def _headline_context(headline: dict[str, Any]) -> dict[str, Any]:
         ],
         "bias_more": max(len(bias) - HEADLINE_ROWS, 0),
         "ranking_rows": [
-            {**r, "position": i + 1, "agree": _ci(r["agreement"], r["agreement_ci"])}
+            {
+                **r,
+                "position": r["rank"] if "rank" in r else i + 1,
+                "agree": _ci(r["agreement"], r["agreement_ci"]),
+                "lower_s": _f(r.get("lower")),
+            }
             for i, r in enumerate(ranking[:HEADLINE_ROWS])
         ],
         "ranking_more": max(len(ranking) - HEADLINE_ROWS, 0),

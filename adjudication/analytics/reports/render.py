@@ -264,9 +264,17 @@ def analytics_text(body: dict[str, Any]) -> str:
             lines.append(f"  (every response: {design_text(sample['design'])}; predictor {sample['predictor']})")
     ranking = headline.get("reader_ranking") or []
     if ranking:
-        lines += ["", "readers ranked by agreement with the final labels:"]
+        least = headline.get("reader_ranking_min_n")
+        lines += [
+            "",
+            "readers ranked by agreement with the final labels (by the 95% interval's lower bound"
+            + (f"; no rank below n = {least}" if least else "")
+            + "):",
+        ]
         for i, r in enumerate(ranking, 1):
-            lines.append(f"  {i:>2}. {r['reader']:<28} {_r(r['agreement'])}{_ci(r.get('agreement_ci'))} (n={r['n']})")
+            position = r.get("rank", i)
+            place = f"{position:>2}." if position is not None else " –."
+            lines.append(f"  {place} {r['reader']:<28} {_r(r['agreement'])}{_ci(r.get('agreement_ci'))} (n={r['n']})")
     elif headline.get("reader_ranking_note"):
         lines += ["", headline["reader_ranking_note"]]
     if body.get("consensus"):
