@@ -24,14 +24,39 @@ HEADLINE_KEYS = (
 )
 
 
-def _pool(group: Mapping[str, Any]) -> dict[str, Any]:
-    """One pool of a format-share result (overall, or one benchmark's group) as headline numbers."""
-    pooled = group.get("pooled") or {}
+def no_eligible_reason(comparisons: list[Mapping[str, Any]]) -> str:
+    """Why a pool has no eligible comparison, in the words `format_share` prints beside each
+    comparison (its format-share error, else its ineligibility reason), so that the command line,
+    the analytics page and the landing card give one reason."""
+    if not comparisons:
+        return (
+            "no comparison: no base checkpoint beside another checkpoint of the same model, benchmark and prompt "
+            "(pair runs by model name and checkpoint)"
+        )
+    reasons: dict[str, list[str]] = {}
+    for c in comparisons:
+        why = c.get("format_share_error") or c.get("ineligible_reason") or "not eligible"
+        reasons.setdefault(why, []).append(f"{c['model']} {c['base_checkpoint']}→{c['rl_checkpoint']}")
+    if len(comparisons) == 1:
+        return f"not eligible: {next(iter(reasons))}"
+    parts = [f"{why} ({', '.join(names[:3])}{', …' if len(names) > 3 else ''})" for why, names in reasons.items()]
+    return "no eligible comparison: " + "; ".join(parts[:3])
+
+
+def _pool(group: Mapping[str, Any], comparisons: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """One pool of a format-share result (overall, or one benchmark's group) as headline numbers;
+    `comparisons` are the pool's (eligible or not). Where none is eligible, the gains are the
+    comparisons' mean (no interval: nothing is pooled) and the reason is theirs."""
+    pooled = dict(group.get("pooled") or {})
     box = group.get("box_rate") or {}
     n_eligible = group.get("n_eligible", 0)
     share = pooled.get("format_share")
     if not n_eligible:
-        error = "no eligible comparison (a base checkpoint beside an RL one with a positive reported gain)"
+        error = no_eligible_reason(comparisons)
+        gains = [c for c in comparisons if c.get("reported_gain") is not None]
+        if gains:
+            pooled["reported_gain"] = sum(c["reported_gain"] for c in gains) / len(gains)
+            pooled["fixed_gain"] = sum(c["fixed_gain"] for c in gains) / len(gains)
     elif share is None:
         error = pooled.get("format_share_error") or "the pooled reported gain is not positive: no share"
     else:
@@ -76,18 +101,18 @@ def format_share_headline(
         return out
     if result.get("by") not in (None, "benchmark"):
         raise ValueError(f"the headline is pooled by benchmark, not by {result.get('by')!r}")
-    out["overall"] = _pool(result)
+    comparisons = list(result.get("comparisons") or [])
+    out["overall"] = _pool(result, comparisons)
     groups: Mapping[str, Any] = result.get("groups") or {}
-    benchmarks = sorted(set(groups) | {c["benchmark"] for c in result.get("comparisons", [])})
+    benchmarks = sorted(set(groups) | {c["benchmark"] for c in comparisons})
     for benchmark in benchmarks:
         row: dict[str, Any] = {"benchmark": benchmark}
+        mine = [c for c in comparisons if c["benchmark"] == benchmark]
         if benchmark in groups:
-            row.update(_pool(groups[benchmark]))
+            row.update(_pool(groups[benchmark], mine))
         else:
             # A benchmark none of whose comparisons is eligible has no group of its own.
-            row.update(dict.fromkeys(HEADLINE_KEYS))
-            row.update(n_eligible=0, error="no eligible comparison")
-            row["n_comparisons"] = sum(c["benchmark"] == benchmark for c in result.get("comparisons", []))
+            row.update(_pool({"n_comparisons": len(mine)}, mine))
         task_types = result.get("task_types") or {}
         row["task_type"] = (task_types.get(benchmark) or {}).get("task_type")
         if disputed is not None:

@@ -43,3 +43,19 @@ class AnalyticsReport(models.Model):
 
     def __str__(self) -> str:
         return f"analytics report #{self.pk} of dataset {self.dataset_id} r{self.data_version} ({self.status})"
+
+
+class AnalyticsChoice(models.Model):
+    """The readers and base checkpoint a dataset's analytics page was last set to: what the page
+    shows without parameters, what the managers' landing card shows and what `format_share
+    --dataset` defaults to, so that all three name the same readers. Without a row the defaults
+    follow the dataset's benchmarks (analytics.selectors.analytics_params)."""
+
+    dataset = models.OneToOneField(Dataset, on_delete=models.CASCADE, related_name="analytics_choice")
+    reported = models.CharField(max_length=200)
+    fixed = models.CharField(max_length=200)
+    base = models.CharField(max_length=100)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"analytics of dataset {self.dataset_id}: {self.reported} vs {self.fixed} over {self.base}"

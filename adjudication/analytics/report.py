@@ -36,6 +36,7 @@ from adjudication.analytics.reports.options import FormatShareOptions, ReportErr
 from adjudication.analytics.selectors import (
     HUMAN,
     ReadingSummary,
+    ReportReaders,
     agreement_inputs,
     consensus_inputs,
     disputed_by_benchmark,
@@ -75,8 +76,10 @@ class Params:
     seed: int = 0
 
     @classmethod
-    def from_query(cls, q: Any) -> Params:
-        p = cls()
+    def from_query(cls, q: Any, *, readers: ReportReaders | None = None) -> Params:
+        """The page's parameters from its query string; what it does not name comes from `readers`
+        (analytics.selectors.report_readers: the dataset's last choice, else its harness reader)."""
+        p = cls() if readers is None else cls(reported=readers.reported, fixed=readers.fixed, base=readers.base)
         # json_safe: a NUL or lone surrogate in a name cannot go into the stored (jsonb) parameters;
         # such a name matches no reader and the page says so.
         p.reported = json_safe((q.get("reported") or p.reported)[:200])

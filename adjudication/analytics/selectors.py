@@ -15,7 +15,7 @@ newest final label over every queue that reviewed it. Per annotator and item, th
 from __future__ import annotations
 
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import BooleanField, Case, Count, F, Q, QuerySet, Value, When
+from django.db.models import BooleanField, Case, Count, Exists, F, OuterRef, Q, QuerySet, Value, When
 from django.db.models.fields.json import KT
 
 from adjudication.analytics.agreement import HumanObs, ReaderObs, VerdictCount, human_verdict
@@ -38,6 +38,7 @@ from adjudication.analytics.estimates import (
 )
 from adjudication.analytics.format_share import Observation, item_task_type
 from adjudication.models import (
+    AnalyticsChoice,
     AnalyticsReport,
     Dataset,
     FinalLabel,
@@ -565,6 +566,72 @@ def report_still_needed(report: AnalyticsReport) -> bool:
         status=AnalyticsReport.Status.DONE,
         data_version__gte=report.data_version,
     ).exists()
+
+
+DEFAULT_FIXED = "fixed"
+DEFAULT_BASE = "base"
+
+
+@dataclass(frozen=True)
+class ReportReaders:
+    """The readers and base checkpoint a dataset's analytics use when none is named, and why."""
+
+    reported: str
+    fixed: str
+    base: str
+    why: str
+    chosen: bool  # set on the analytics page (AnalyticsChoice), not the benchmarks' default
+
+
+def harness_reader_of(*, dataset: Dataset) -> tuple[str, str]:
+    """(reader, why): the reported reader the dataset's benchmarks call for (readers.tasks.
+    harness_readers, each benchmark typed by the majority of its questions: its declared harness
+    reader, else its task type's default, else `boxed`, whichever first has read the dataset); where its
+    benchmarks call for different readers, the one of most questions (ties by name), saying so."""
+    from readers.tasks import harness_readers
+
+    # One EXISTS per reader spec, not a join over every reading (this runs on the landing page).
+    has_read = Reading.objects.filter(reader_spec=OuterRef("pk"), response__dataset=dataset)
+    read = set(ReaderSpec.objects.filter(Exists(has_read)).values_list("name", flat=True))
+
+    types: dict[str, Counter[str]] = defaultdict(Counter)
+    for benchmark, choices, gold in Question.objects.filter(dataset=dataset).values_list(
+        "benchmark", "choices", "gold"
+    ):
+        types[benchmark][item_task_type(gold, choices or ())] += 1
+    if not types:
+        return "boxed", "the dataset has no questions yet"
+    weight: Counter[str] = Counter()
+    reasons: dict[str, str] = {}
+    for benchmark, counts in sorted(types.items()):
+        candidates = harness_readers(benchmark, counts.most_common(1)[0][0])
+        # None of them has read it (nothing read yet): boxed, the last, whose absence the page names.
+        reader, why = next(((r, w) for r, w in candidates if r in read), candidates[-1])
+        weight[reader] += sum(counts.values())
+        reasons.setdefault(reader, why)
+    reader = min(weight, key=lambda r: (r not in read, -weight[r], r))
+    why = reasons[reader]
+    if len(weight) > 1:
+        others = ", ".join(f"{r} for {n} questions" for r, n in sorted(weight.items()) if r != reader)
+        why += f" (the benchmarks differ: {reader} for {weight[reader]} questions, {others})"
+    return reader, why
+
+
+def report_readers(*, dataset: Dataset) -> ReportReaders:
+    """What the analytics page shows without parameters, the landing card shows and `format_share
+    --dataset` defaults to: the readers the page was last set to, else the benchmarks' harness
+    reader beside `fixed`, over the `base` checkpoint."""
+    choice = AnalyticsChoice.objects.filter(dataset=dataset).first()
+    if choice is not None:
+        return ReportReaders(
+            reported=choice.reported,
+            fixed=choice.fixed,
+            base=choice.base,
+            why="as the analytics page was last set",
+            chosen=True,
+        )
+    reported, why = harness_reader_of(dataset=dataset)
+    return ReportReaders(reported=reported, fixed=DEFAULT_FIXED, base=DEFAULT_BASE, why=why, chosen=False)
 
 
 def known_readers(*, dataset: Dataset) -> list[str]:

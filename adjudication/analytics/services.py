@@ -33,7 +33,7 @@ from adjudication.analytics.report import report_body as analytics_report_body
 from adjudication.analytics.reports import ReportSpec
 from adjudication.analytics.selectors import StoredReport, report_is_stale, report_retryable, report_stored
 from adjudication.fields import json_safe
-from adjudication.models import AnalyticsReport, Dataset
+from adjudication.models import AnalyticsChoice, AnalyticsReport, Dataset
 from adjudication.revisions import dataset_version
 from adjudication.task_names import COMPUTE_REPORT, task_send_on_commit
 
@@ -192,3 +192,12 @@ def _drop_superseded(report: AnalyticsReport) -> int:
         return 0
     deleted, _ = same.filter(data_version__lt=newest).delete()
     return deleted
+
+
+def analytics_choice_set(*, dataset: Dataset, reported: str, fixed: str, base: str) -> AnalyticsChoice:
+    """Remember the readers and base checkpoint the analytics page was set to (analytics.selectors.
+    report_readers): the landing card and the page without parameters show them from then on."""
+    choice, _ = AnalyticsChoice.objects.update_or_create(
+        dataset=dataset, defaults={"reported": reported, "fixed": fixed, "base": base}
+    )
+    return choice

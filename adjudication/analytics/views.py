@@ -25,10 +25,11 @@ from adjudication.analytics.selectors import (
     known_readers,
     report_parts,
     report_parts_json,
+    report_readers,
     report_stored,
     resolve_reader,
 )
-from adjudication.analytics.services import report_for_view
+from adjudication.analytics.services import analytics_choice_set, report_for_view
 from adjudication.exports import CONTENT_TYPES, attachment, download_name, json_text, table_download
 from adjudication.models import AnalyticsReport, Dataset
 from adjudication.permissions import role_required
@@ -75,6 +76,7 @@ GROUP_ESTIMATES = ("accuracy", "gain", "format-share")
 HEADLINE_CELL = {"prediction-powered": "ppi", "human only": "human", "machine only": "machine"}
 REFRESH_SECONDS = 5  # how often a page waiting for its report reloads itself (a meta refresh)
 RETRY_AFTER_SECONDS = 10
+CHOSEN = ("reported", "fixed", "base")  # the parameters the page remembers (AnalyticsChoice)
 HEADLINE_ROWS = 8  # producers shown in the headline's bias and ranking tables; the rest download
 CORRELATED_ROWS = 10  # correlated producer pairs listed in the consensus section; the rest are in report.json
 
@@ -208,8 +210,13 @@ def _headline_context(headline: dict[str, Any]) -> dict[str, Any]:
         )
     bias = headline.get("judge_bias") or []
     ranking = headline.get("reader_ranking") or []
+    per_benchmark = [r["disputed"] for r in fs_rows if not r["overall"] and r["disputed"] is not None]
+    for r in fs_rows:
+        if r["overall"] and per_benchmark:
+            r["disputed"] = sum(per_benchmark)
     return {
         "fs_rows": fs_rows,
+        "fs_reasons": any(r["error"] for r in fs_rows),
         "bias_rows": [
             {
                 **r,
@@ -512,8 +519,10 @@ def _report_context(body: dict[str, Any], params: Params) -> dict[str, Any]:
 @role_required("manager")
 def analytics_page(request: HttpRequest, dataset_id: int) -> HttpResponse:
     dataset = get_object_or_404(Dataset, pk=dataset_id)
-    params = Params.from_query(request.GET)
+    readers = report_readers(dataset=dataset)
+    params = Params.from_query(request.GET, readers=readers)
     context: dict[str, Any] = {
+        "report_readers": readers,
         "dataset": dataset,
         "params": params,
         "dimensions": ["model", "checkpoint", "benchmark"],
@@ -524,6 +533,13 @@ def analytics_page(request: HttpRequest, dataset_id: int) -> HttpResponse:
     if errors:
         context.update(param_errors=errors, readers=known_readers(dataset=dataset))
         return render(request, "analytics/dataset.html", context, status=400)
+    if any(request.GET.get(f) for f in CHOSEN) and (params.reported, params.fixed, params.base) != (
+        readers.reported,
+        readers.fixed,
+        readers.base,
+    ):
+        # The landing card and the page without parameters follow the page's last setting.
+        analytics_choice_set(dataset=dataset, reported=params.reported, fixed=params.fixed, base=params.base)
     stored = report_for_view(dataset=dataset, params=params)
     body = None
     if stored.report is not None:
@@ -569,7 +585,7 @@ def analytics_export(request: HttpRequest, dataset_id: int, table: str, fmt: str
     dataset = get_object_or_404(Dataset, pk=dataset_id)
     if fmt not in ("csv", "json") or (table not in TABLES and not (table == "report" and fmt == "json")):
         raise Http404("unknown table or format")
-    params = Params.from_query(request.GET)
+    params = Params.from_query(request.GET, readers=report_readers(dataset=dataset))
     errors = _param_errors(dataset, params, request.GET)
     if errors:
         return HttpResponse("\n".join(errors) + "\n", status=400, content_type="text/plain; charset=utf-8")

@@ -11,6 +11,7 @@ from django.shortcuts import get_object_or_404
 
 from adjudication.analytics.report import Params
 from adjudication.analytics.reports import AnalyticsOptions, AuditRunOptions
+from adjudication.analytics.selectors import report_readers
 from adjudication.bundles import reports
 from adjudication.bundles.services import bundle_write
 from adjudication.models import AuditRun, Dataset
@@ -36,7 +37,7 @@ def analytics_bundle(request: HttpRequest, dataset_id: int) -> HttpResponseBase:
     """The analytics report for the page's parameters (its query string), with everything it was
     computed from."""
     dataset = get_object_or_404(Dataset, pk=dataset_id)
-    params = Params.from_query(request.GET)
+    params = Params.from_query(request.GET, readers=report_readers(dataset=dataset))
     spec = reports.ReportSpec("analytics", AnalyticsOptions.from_canonical(params.canonical()))
     return _send(dataset, spec, f"bundle-{dataset.pk}-analytics.zip")
 

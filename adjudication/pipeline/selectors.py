@@ -275,7 +275,10 @@ def dataset_counts(*, dataset_ids: Sequence[int], readings: dict[int, int] | Non
             .values_list("dataset_id", "n")
         ),
         "disputed": dict(
+            # As analytics.selectors.disputed_by_benchmark counts them for the headline: an item an
+            # information policy routed by label value is no dispute.
             ReviewItem.objects.filter(policy__dataset_id__in=ids, is_control=False)
+            .exclude(policy__priority="information")
             .values("policy__dataset_id")
             .annotate(n=Count("response_id", distinct=True))
             .values_list("policy__dataset_id", "n")

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from dataclasses import replace
+
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_not_required
@@ -9,13 +11,19 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from adjudication.analytics.report import Params
-from adjudication.analytics.selectors import StoredReport, report_parts
+from adjudication.analytics.selectors import StoredReport, report_parts, report_readers
 from adjudication.analytics.services import report_for_view
 from adjudication.forms import form_errors
 from adjudication.models import Dataset
 from adjudication.permissions import has_role, is_manager, role_required
 from adjudication.pipeline.forms import RunReadersForm
-from adjudication.pipeline.selectors import SUMMARY_GROUPS, dataset_counts, default_panel, reader_summary
+from adjudication.pipeline.selectors import (
+    SUMMARY_GROUPS,
+    DatasetCounts,
+    dataset_counts,
+    default_panel,
+    reader_summary,
+)
 from adjudication.pipeline.services import dataset_read
 from readers import registry as reader_registry
 
@@ -32,17 +40,33 @@ def home(request: HttpRequest) -> HttpResponse:
             else "review:home"
         )
     datasets = list(Dataset.objects.order_by("name"))
-    reports = {d.pk: report_for_view(dataset=d, params=Params()) for d in datasets}
+    readers = {d.pk: report_readers(dataset=d) for d in datasets}
+    reports = {d.pk: report_for_view(dataset=d, params=Params.from_query({}, readers=readers[d.pk])) for d in datasets}
     parts = {pk: _card_parts(state) for pk, state in reports.items()}
     counts = dataset_counts(
         dataset_ids=[d.pk for d in datasets],
         readings={pk: p["readings"] for pk, p in parts.items() if p["readings"] is not None},
     )
     cards = [
-        {"dataset": d, "counts": counts[d.pk], "report": reports[d.pk], "headline": parts[d.pk]["headline"]}
+        {
+            "dataset": d,
+            "counts": _with_headline_disputed(counts[d.pk], parts[d.pk]["headline"]),
+            "report": reports[d.pk],
+            "headline": parts[d.pk]["headline"],
+            "readers": readers[d.pk],
+        }
         for d in datasets
     ]
     return render(request, "pipeline/home.html", {"cards": cards})
+
+
+def _with_headline_disputed(counts: DatasetCounts, headline: dict | None) -> DatasetCounts:
+    """The card's disputed count is the headline's (analytics.selectors.disputed_by_benchmark, summed),
+    the number the analytics page shows beside the same readers: one source for both."""
+    rows = (headline or {}).get("by_benchmark") or []
+    if not rows or any("disputed" not in r for r in rows):
+        return counts
+    return replace(counts, disputed=sum(r["disputed"] for r in rows))
 
 
 def _card_parts(state: StoredReport) -> dict:

@@ -107,6 +107,10 @@ class BoxedReader(Reader):
     name = "boxed"
     version = "1.0"
     contract = frozenset({"boxed", "option_letter"})
+    # MATH-style maths: Hendrycks' harness scores the last box.
+    harness_benchmarks = frozenset(
+        {"math", "math-500", "math500", "hendrycks-math", "competition-math", "minerva-math"}
+    )
     upstream = "seed 000 box-only harness reader (last \\boxed{}/\\fbox{}, Hendrycks last_boxed_only_string style)"
     Config = BoxedConfig
 

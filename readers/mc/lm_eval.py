@@ -487,6 +487,7 @@ class LmEvalMultiChoiceReader(Reader):
 class Gsm8kStrictMatch(LmEvalRegexReader):
     name = "gsm8k-strict-match"
     contract = frozenset({"plain_number"})
+    harness_benchmarks = frozenset({"gsm8k"})
     upstream = "lm-eval 0.4.13 gsm8k strict-match (lm_eval/tasks/gsm8k/gsm8k.yaml)"
     default_config = RegexFilterConfig(r"#### (\-?[0-9\.\,]+)", 0, FALLBACK, GSM8K_METRIC, "raw")
 

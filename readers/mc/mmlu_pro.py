@@ -108,6 +108,7 @@ class MmluProReleased(Reader):
     name = "mmlu-pro-released"
     version = "1.0"
     contract = frozenset({"option_letter"})
+    harness_benchmarks = frozenset({"mmlu-pro"})
     upstream = (
         f"TIGER-AI-Lab/MMLU-Pro extract_answer → extract_again → extract_final "
         f"({MMLU_PRO_UPSTREAM_COMMITS}); no extraction = the scorer's seeded random guess"
@@ -155,6 +156,7 @@ class MmluProReleased(Reader):
 
 class MmluProReleasedFirstPattern(MmluProReleased):
     name = "mmlu-pro-released-first-pattern"
+    harness_benchmarks = frozenset()  # the older runs' cascade: the released harness is the full one
     upstream = (
         "TIGER-AI-Lab/MMLU-Pro extract_answer's first pattern only, as the released Mixtral, "
         "Phi-3 and Qwen1.5 runs were extracted; no extraction = the scorer's seeded random guess"
