@@ -73,3 +73,32 @@ def test_the_page_fits_a_1366_pixel_window(service_env, plain_live_server, monke
             assert page.locator("#judge-bias-estimates-table tbody tr").count() > 0, query
             assert page.evaluate("document.documentElement.scrollWidth") <= 1366, query
             assert page.evaluate(OVERFLOW) == [], query
+        # issue 36 item 17: the headline's tables take the column's width (side by side they were
+        # squeezed into half of it), and no column of the headline table is empty.
+        narrow = page.evaluate(
+            """() => {
+              const column = document.querySelector(".analytics").getBoundingClientRect().width;
+              return [...document.querySelectorAll("#headline table.grid")]
+                .filter(t => t.getBoundingClientRect().width < 0.9 * column)
+                .map(t => `${t.className} ${Math.round(t.getBoundingClientRect().width)} < ${Math.round(column)}`);
+            }"""
+        )
+        assert narrow == []
+        empty_columns = page.evaluate(
+            """() => {
+              const t = document.querySelector("#headline table.headline-fs");
+              const rows = [...t.querySelectorAll("tbody tr")];
+              return [...t.querySelectorAll("thead th")].map((th, i) => th.textContent.trim() === "" ||
+                rows.every(r => (r.children[i] || {}).textContent.trim() === "")).filter(Boolean).length;
+            }"""
+        )
+        assert empty_columns == 0
+        page.goto(f"{plain_live_server}/analytics/{ds.pk}/?reported=boxed&fixed=fixed")
+        page.screenshot(path=str(ROOT / "docs" / "img" / "analytics-1366x768.png"))
+        page.set_viewport_size({"width": 1024, "height": 640})
+        page.screenshot(path=str(ROOT / "docs" / "img" / "analytics-1024x640.png"))
+        # The landing card's table stays inside its card at 1024 px.
+        page.goto(f"{plain_live_server}/")
+        card = page.locator("section.card").first
+        assert card.evaluate("c => c.scrollWidth <= c.clientWidth + 1")
+        assert page.evaluate("document.documentElement.scrollWidth") <= 1024

@@ -61,6 +61,8 @@ def test_audit_job_end_to_end(eager, dataset, django_capture_on_commit_callbacks
     report = client.get(f"/audit/{run.pk}/")
     assert report.status_code == 200
     html = report.content.decode()
+    # issue 36 item 17: the server's absolute output directory is not printed on the page.
+    assert str(settings.AUDIT_OUTPUT_DIR) not in html and f"run-{run.pk}" in html
     for section in (
         'id="self-validation"',
         'id="error-budget"',
