@@ -54,6 +54,19 @@ def _plain_http(request) -> None:
     settings.SECURE_HSTS_SECONDS = 0  # a browser that saw HSTS on localhost would refuse plain HTTP
 
 
+@pytest.fixture(autouse=True)
+def _after_response_inline(request) -> None:
+    """Work deferred past a response (adjudication.after_response) runs in the thread that served
+    the request, right after the response, instead of on the background thread: a test's rows live
+    in its transaction, which another thread's connection cannot see. The response is built
+    before it runs, as in production; a test that checks the deferral replaces `submit` itself."""
+    if not request.config.pluginmanager.hasplugin("django"):
+        return
+    from adjudication import after_response
+
+    request.getfixturevalue("monkeypatch").setattr(after_response, "submit", lambda job: job())
+
+
 # The system tier (`-m system`; `make test-quick` leaves it out): tests that start real processes or
 # read real data. A test is in it by its markers or fixtures below, or by `pytest.mark.system` where
 # it starts a process itself (subprocess) or reads ../shared/data.

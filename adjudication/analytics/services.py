@@ -35,7 +35,7 @@ from adjudication.analytics.selectors import StoredReport, report_is_stale, repo
 from adjudication.fields import json_safe
 from adjudication.models import AnalyticsChoice, AnalyticsReport, Dataset
 from adjudication.revisions import dataset_version
-from adjudication.task_names import COMPUTE_REPORT, task_send_on_commit
+from adjudication.task_names import COMPUTE_REPORT, task_send_after_response
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +52,8 @@ class ReportOutcome:
 
 
 def _enqueue(report_id: int) -> None:
-    task_send_on_commit(COMPUTE_REPORT, report_id)
+    # Never inside a page request, also where Celery is eager: after the response (issue 36 item 15).
+    task_send_after_response(COMPUTE_REPORT, report_id)
 
 
 def report_request(*, dataset: Dataset, params: Params | ReportSpec) -> AnalyticsReport:
@@ -91,8 +92,9 @@ def _hand_out_again(report: AnalyticsReport) -> bool:
 
 def report_for_view(*, dataset: Dataset, params: Params | ReportSpec) -> StoredReport:
     """What the page and the downloads show: the stored report, after requesting a computation
-    when it is not current (and none is under way). In eager mode (the embedded default) the
-    computation runs before this returns."""
+    when it is not current (and none is under way). The computation never runs in a page request:
+    a worker's task, or on the embedded default the same task after the response has been sent
+    (adjudication.after_response); outside a request (a command) it runs before this returns."""
     stored = report_stored(dataset=dataset, params=params)
     if stored.current:
         return stored
