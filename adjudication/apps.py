@@ -14,6 +14,7 @@ class AdjudicationConfig(AppConfig):
 
         import adjudication.analytics.tasks
         import adjudication.audit.tasks
+        import adjudication.bundles.tasks
         import adjudication.pipeline.tasks
         import adjudication.routing.tasks  # noqa: F401
         from adjudication import after_response

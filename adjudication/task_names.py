@@ -16,6 +16,7 @@ from django.db import transaction
 READ_BATCH = "adjudication.tasks.read_batch"
 RUN_AUDIT = "adjudication.tasks.run_audit"
 COMPUTE_REPORT = "adjudication.tasks.compute_report"
+BUILD_BUNDLE = "adjudication.tasks.build_bundle"
 REFRESH_INFORMATION_PRIORITIES = "adjudication.tasks.refresh_information_priorities"
 
 
@@ -29,15 +30,23 @@ def task_send_on_commit(name: str, *args: object, countdown: float | None = None
         transaction.on_commit(lambda: task.apply_async(args, countdown=countdown))
 
 
-def task_send_after_response(name: str, *args: object) -> None:
-    """Send the task registered as `name` once the caller's transaction commits, as
-    task_send_on_commit does; where Celery is eager (the embedded default: the task would run
-    inline, in the request) it runs once the current request's response has been sent, on a
+def task_send_after_response(name: str, *args: object, on_commit: bool = True) -> None:
+    """Send the task registered as `name` once the caller's transaction commits (`on_commit`; else
+    now), as task_send_on_commit does; where Celery is eager (the embedded default: the task would
+    run inline, in the request) it runs once the current request's response has been sent, on a
     background thread (adjudication.after_response), so that no page waits for it."""
     task = current_app.tasks[name]
-    if not current_app.conf.task_always_eager:
-        transaction.on_commit(lambda: task.delay(*args))
-        return
-    from adjudication import after_response
+    if current_app.conf.task_always_eager:
+        from adjudication import after_response
 
-    transaction.on_commit(lambda: after_response.defer(lambda: task.delay(*args)))
+        def send() -> None:
+            after_response.defer(lambda: task.delay(*args))
+    else:
+
+        def send() -> None:
+            task.delay(*args)
+
+    if on_commit:
+        transaction.on_commit(send)
+    else:
+        send()

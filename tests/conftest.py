@@ -65,6 +65,9 @@ def _after_response_inline(request) -> None:
     from adjudication import after_response
 
     request.getfixturevalue("monkeypatch").setattr(after_response, "submit", lambda job: job())
+    # The bundle downloads' files (adjudication.bundles.jobs): the run's own directory, not var/.
+    settings = request.getfixturevalue("settings")
+    settings.BUNDLE_DOWNLOAD_DIR = request.getfixturevalue("tmp_path_factory").getbasetemp() / "bundle-downloads"
 
 
 # The system tier (`-m system`; `make test-quick` leaves it out): tests that start real processes or

@@ -1,5 +1,7 @@
 """Django core: apps, middleware, templates, static files."""
 
+from pathlib import Path
+
 from .env import BASE_DIR, env_str
 
 INSTALLED_APPS = [
@@ -117,3 +119,9 @@ BUNDLE_MAX_BOOTSTRAP = int(env_str("BUNDLE_MAX_BOOTSTRAP", default="2000"))
 # The HMAC-SHA256 key `bundle` signs with and `replay --verify-signature` checks against; unset, bundles
 # are written unsigned (checksummed only: an edit re-hashed into the manifest goes unnoticed).
 BUNDLE_SIGNING_KEY = env_str("BUNDLE_SIGNING_KEY", default="")
+# Where the managers' bundle downloads are built (a background job: adjudication/bundles/jobs.py):
+# a directory the web processes and the Celery workers share. One file per dataset, report and
+# data version; a newer one replaces the older.
+BUNDLE_DOWNLOAD_DIR = Path(env_str("BUNDLE_DOWNLOAD_DIR", default=str(BASE_DIR / "var" / "bundles")))
+# A build not finished after this many seconds is taken as lost (its worker died) and started again.
+BUNDLE_BUILD_LEASE_SECONDS = int(env_str("BUNDLE_BUILD_LEASE_SECONDS", default="1800"))

@@ -365,6 +365,9 @@ def test_the_analytics_page_links_the_bundle_of_its_report_and_the_download_repl
     computed(ds, reported="boxed", fixed="fixed", min_gain="1.5")
     page = client.get(f"/analytics/{ds.pk}/?{query}").content.decode()
     assert f'id="analytics-bundle" href="/bundles/analytics/{ds.pk}/?{query.replace("&", "&amp;")}"' in page
+    # issue 36 item 15: a job page first (the bundle is built after the response), then the file.
+    job = client.get(f"/bundles/analytics/{ds.pk}/?{query}")
+    assert job.status_code == 202 and 'data-state="building"' in job.content.decode()
     got = client.get(f"/bundles/analytics/{ds.pk}/?{query}")
     assert got.status_code == 200 and got["Content-Type"] == "application/zip"
     assert f'filename="bundle-{ds.pk}-analytics.zip"' in got["Content-Disposition"]
