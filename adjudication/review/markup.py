@@ -291,6 +291,8 @@ def _latex_inline(state: StateInline, silent: bool) -> bool:
     src, pos = state.src, state.pos
     if src[pos] != "\\" or pos + 1 >= state.posMax:
         return False
+    if src[pos + 1] == _HELD_OPEN:
+        return _held_display(state, silent)
     span = _delimited_end(state.env, src, pos)
     if span is not None:
         start, stop, end, display = span
@@ -312,6 +314,90 @@ def _latex_inline(state: StateInline, silent: bool) -> bool:
         token.content = tex
         token.meta = {"display": display, "source": src[pos:end]}
     state.pos = end
+    return True
+
+
+def _held_display(state: StateInline, silent: bool) -> bool:
+    held = _HELD.match(state.src, state.pos)
+    displays = state.env.get("held_displays") or []
+    if held is None or held.end() > state.posMax or int(held.group(1)) >= len(displays):
+        return False
+    if not silent:
+        tex, source = displays[int(held.group(1))]
+        token = state.push("math_tex", "span", 0)
+        token.content = tex
+        token.meta = {"display": True, "source": source}
+    state.pos = held.end()
+    return True
+
+
+# `$ x^2 $`, `$\\displaystyle … $`: a formula with a space just inside its dollars, which Pandoc's
+# rule refuses (so that "between $ 3 and $ 4" stays prose). Taken when what it holds is maths by its
+# look: a command, a script, a brace, or one letter alone (`$ X $`).
+_SPACED_MATHS = re.compile(r"\\[A-Za-z]|[\^_{]|^\s*[A-Za-z]\s*$")
+
+
+def _spaced_dollar(state: StateInline, silent: bool) -> bool:
+    src, pos, stop = state.src, state.pos, state.posMax
+    if src[pos] != "$" or src.startswith("$$", pos) or (pos and src[pos - 1] in "\\$0123456789"):
+        return False
+    line_end = src.find("\n", pos, stop)
+    line_end = stop if line_end == -1 else line_end
+    close = src.find("$", pos + 1, line_end)
+    while close != -1 and src[close - 1] == "\\":
+        close = src.find("$", close + 1, line_end)
+    if close == -1 or src.startswith("$$", close) or src[close + 1 : close + 2].isdigit():
+        return False
+    content = src[pos + 1 : close]
+    if not content.strip() or not (content[0].isspace() or content[-1].isspace()):
+        return False  # no space just inside: Pandoc's rule, dollarmath's
+    if not _SPACED_MATHS.search(content):
+        return False
+    if not silent:
+        token = state.push("math_tex", "span", 0)
+        token.content = content.strip()
+        token.meta = {"display": False, "source": src[pos : close + 1]}
+    state.pos = close + 1
+    return True
+
+
+# Text-mode commands written in prose (`<answer>261 \\, \\text{GeV}</answer>`, `\\textbf{Step 1}`):
+# shown as the text they format, not as the command.
+_TEXT_COMMANDS = {
+    "text": "", "textrm": "", "textnormal": "", "textup": "", "textsf": "", "mbox": "",
+    "textbf": "strong", "emph": "em", "textit": "em", "textsl": "em", "texttt": "code",
+}  # fmt: skip
+_TEX_SPACES = {",": "\u202f", ";": " "}
+
+
+def _text_command(state: StateInline, silent: bool) -> bool:
+    src, pos = state.src, state.pos
+    if src[pos] != "\\":
+        return False
+    space = _TEX_SPACES.get(src[pos + 1 : pos + 2])
+    if space is not None:  # `261 \\, \\text{GeV}`: TeX's space, not Markdown's escaped comma
+        if not silent:
+            state.push("text", "", 0).content = space
+        state.pos = pos + 2
+        return True
+    name = _COMMAND_NAME.match(src, pos + 1)
+    if name is None or name.group() not in _TEXT_COMMANDS:
+        return False
+    close = _brace_partners(state.env, src).get(name.end(), -1)
+    if close == -1 or close >= state.posMax or close - name.end() > _MAX_BARE_ARGUMENT:
+        return False
+    if silent:
+        state.pos = close + 1
+        return True
+    tag = _TEXT_COMMANDS[name.group()]
+    if tag:
+        state.push(f"tex_{tag}_open", tag, 1)
+    old_max = state.posMax
+    state.pos, state.posMax = name.end() + 1, close
+    state.md.inline.tokenize(state)
+    state.pos, state.posMax = close + 1, old_max
+    if tag:
+        state.push(f"tex_{tag}_close", tag, -1)
     return True
 
 
@@ -415,6 +501,7 @@ def katex_tex(tex: str) -> str:
 
 
 _TEX_LIKE = re.compile(r"[\\^_{}]")
+_COMMAND = re.compile(r"\\[A-Za-z]")
 _CUT_TOKENS = re.compile(
     r"\\(?:begin|end)\{([A-Za-z]+\*?)\}|\\left(?![A-Za-z])|\\right(?![A-Za-z])|\\.|[{}]", re.DOTALL
 )
@@ -462,12 +549,20 @@ def _open_groups(tex: str) -> tuple[list[str], int]:
     return [], command.start() if command else owner
 
 
+# A text command whose argument runs, plain text, to where the formula was cut.
+_CUT_TEXT = re.compile(r"\\(?:text|textbf|textit|textrm|mathrm|mbox|operatorname)\s*\{[^{}\\]*$")
+
+
 def _cut_closed(formula: str) -> str:
-    """A formula cut short, made whole: a command or group cut in its arguments is dropped (half a
-    `\\frac` cannot be typeset), then open `\\left`s and environments are closed."""
+    """A formula cut short, made whole: text cut in a text command's argument (`\\text{Interest`)
+    is closed there; any other command or group cut in its arguments is dropped (half a `\\frac`
+    cannot be typeset); then open `\\left`s and environments are closed."""
     # The text may end in a command's name or right after it, before its arguments: dropped.
     formula = re.sub(r"\\[A-Za-z]*$", "", formula).rstrip().rstrip("\\^_&")
     closers, cut = _open_groups(formula)
+    if cut != -1 and _CUT_TEXT.match(formula, cut):
+        closers, cut = _open_groups(formula + "}")
+        formula += "}"
     if cut != -1:
         formula = formula[:cut].rstrip().rstrip("\\^_&")
         closers, _ = _open_groups(formula)
@@ -480,6 +575,43 @@ _SINGLE_DOLLAR = re.compile(r"(?<![\\$])\$(?!\$)")
 _DOLLAR_FORMULA = re.compile(r"\$\\\$\s*\$")
 
 
+_DELIMITER_TOKENS = re.compile(r"\\[\[\]]|\\.|\$\$|\$|\n", re.DOTALL)
+
+
+def display_spans(text: str) -> tuple[list[tuple[int, int, int]], int]:
+    """([(start, end, delimiter width)] of the `$$…$$` and `\\[…\\]` displays in text, where the
+    display left open at the end starts, or -1), in one pass. `$$` glued between an inline
+    formula's text and the next formula's (`$x,$$y,$`) is two dollars, not a display's; a `\\[`
+    with no `\\]` anywhere after it opens nothing but a formula cut at the end."""
+    spans: list[tuple[int, int, int]] = []
+    last_bracket_close = text.rfind("\\]")
+    opened, mode, singles, unclosed_bracket = -1, "", 0, -1
+    for token in _DELIMITER_TOKENS.finditer(text):
+        found, at = token.group(), token.start()
+        if found == "\n":
+            singles = 0
+        elif found == "\\[":
+            if not mode:
+                if at > last_bracket_close:
+                    unclosed_bracket = at if unclosed_bracket == -1 else unclosed_bracket
+                else:
+                    opened, mode = at, "\\]"
+        elif found == "\\]":
+            if mode == "\\]":
+                spans.append((opened, token.end(), 2))
+                mode = ""
+        elif found == "$$":
+            if mode == "$$":
+                spans.append((opened, token.end(), 2))
+                mode = ""
+            elif not mode and not (singles % 2 and at and not text[at - 1].isspace()):
+                opened, mode = at, "$$"
+        elif found == "$" and not mode:
+            singles += 1
+    open_at = [at for at in (opened if mode else -1, unclosed_bracket) if at != -1]
+    return spans, min(open_at, default=-1)
+
+
 def close_cut_formula(text: str) -> str:
     """A text as Markdown is given it: if it ends inside a formula (a response cut at its token
     limit: `$$H(X) = -\\left(\\frac{1}{2}`), that formula is closed where the text ends (a command
@@ -487,18 +619,16 @@ def close_cut_formula(text: str) -> str:
     and a formula holding only a dollar sign is that sign."""
     text = _DOLLAR_FORMULA.sub(r"\\$", text)
     openers = []
-    dollars = [m.start() for m in _DOLLARS.finditer(text)]
-    if len(dollars) % 2:
-        openers.append((dollars[-1], 2, "$$"))
-    bracket = text.rfind("\\[")
-    if bracket != -1 and text.find("\\]", bracket) == -1:
-        openers.append((bracket, 2, "\\]"))
+    _, display = display_spans(text)
+    if display != -1:
+        openers.append((display, 2, "$$" if text.startswith("$$", display) else "\\]"))
     tail = max(0, len(text) - _MAX_CUT_FORMULA)
     singles = [m.start() for m in _SINGLE_DOLLAR.finditer(text)]
-    # A cut inline formula: on the last line, and opened as Pandoc opens one (not `$20`, not `$ x`).
+    # A cut inline formula: on the last line, and opened as Pandoc opens one (not `$ x`); a digit
+    # after the opener is a price (`$20`) unless a command follows (`$2.89 \\times 10^{-9} \\mathrm`).
     if len(singles) % 2 and singles[-1] >= tail and "\n" not in text[singles[-1] :]:
         after = text[singles[-1] + 1 : singles[-1] + 2]
-        if after and not after.isspace() and not after.isdigit():
+        if after and not after.isspace() and (not after.isdigit() or _COMMAND.search(text, singles[-1])):
             openers.append((singles[-1], 1, "$"))
     if not openers:
         environment = _ENV_NAME.search(text, tail)
@@ -510,7 +640,66 @@ def close_cut_formula(text: str) -> str:
     formula = text[start + width :].rstrip()
     if len(formula) > _MAX_CUT_FORMULA or "\n\n" in formula.strip("\n") or not _TEX_LIKE.search(formula):
         return text
-    return f"{text[: start + width]}{_cut_closed(formula)}{closer}"
+    closed = _cut_closed(formula)
+    if not closed.strip():
+        return text  # nothing of the formula was written but its opener (`and $\\`): no formula
+    return f"{text[: start + width]}{closed}{closer}"
+
+
+# A display held out of Markdown's reach: `\` (so that the inline rules stop at it), then its number
+# between two private-use characters. A text already holding those characters is not held.
+_HELD_OPEN, _HELD_CLOSE = "\ue000", "\ue001"
+_HELD = re.compile("\\\\\ue000(\\d+)\ue001")
+_BLANK_LINE = re.compile(r"\n[ \t]*\n")
+_QUOTED_LINE = re.compile(r"\n[ \t]*>")
+
+
+def hold_displays(text: str) -> tuple[str, list[tuple[str, str]]]:
+    """(text, held): each display formula over several lines that Markdown's block rules would
+    break up, replaced by a mark, with its (TeX, source) in `held`. A display that opens mid-line
+    (`subtract it from $10x$: $$\\begin{array}…`, `We have \\[`) is read by the inline rules, but
+    only after the block rules have cut its lines into paragraphs: a line `- &x &=& 0` or `+ & & 1`
+    starts a list, `# y` a heading. A display on lines of its own is the block rules' already; one
+    inside a block quote keeps its `>` markers for Markdown to remove, and one across a blank line
+    is more likely two stray delimiters than a formula."""
+    if _HELD_OPEN in text or _HELD_CLOSE in text:
+        return text, []
+    spans, _ = display_spans(text)
+    held: list[tuple[str, str]] = []
+    pieces, done = [], 0
+    for start, end, width in spans:
+        source = text[start:end]
+        if "\n" not in source or _BLANK_LINE.search(source) or _QUOTED_LINE.search(source):
+            continue
+        line_start = text.rfind("\n", 0, start) + 1
+        line_end = text.find("\n", end)
+        own_lines = not text[line_start:start].strip() and not text[end : line_end if line_end != -1 else None].strip()
+        if own_lines:
+            continue
+        pieces += [text[done:start], f"\\{_HELD_OPEN}{len(held)}{_HELD_CLOSE}"]
+        held.append((source[width:-width], source))
+        done = end
+    if not held:
+        return text, []
+    return "".join(pieces) + text[done:], held
+
+
+def parse(text: str) -> tuple[list[Token], dict[str, Any]]:
+    """Markdown tokens of a model's or a dataset's text, and the env to render them with: a
+    formula cut at the text's end closed, displays over several lines held from the block rules."""
+    held_text, held = hold_displays(close_cut_formula(text))
+    env: dict[str, Any] = {"held_displays": held}
+    return MARKDOWN.parse(held_text, env), env
+
+
+def render(tokens: Sequence[Token], env: dict[str, Any]) -> str:
+    """HTML of parse()'s tokens. A held display the inline rules never saw (in a code span or
+    block) is shown there as its source, escaped."""
+    html = MARKDOWN.renderer.render(tokens, MARKDOWN.options, env)
+    held = env.get("held_displays") or []
+    if not held:
+        return html
+    return _HELD.sub(lambda m: escapeHtml(held[int(m.group(1))][1]), html)
 
 
 def math_html(tex: str, *, display: bool, source: str) -> str:
@@ -541,6 +730,8 @@ def _markdown() -> MarkdownIt:
     # Pandoc's rule for $: no space just inside, no digit after the closing one, so prices stay prose.
     dollarmath_plugin(md, allow_space=False, allow_digits=False, double_inline=True, allow_labels=False)
     md.inline.ruler.before("escape", "latex_math", _latex_inline)
+    md.inline.ruler.before("escape", "tex_text_command", _text_command)
+    md.inline.ruler.before("math_inline", "spaced_dollar_math", _spaced_dollar)
     md.block.ruler.before("fence", "latex_math_block", _latex_block, {"alt": ["paragraph"]})
     for rule in ("math_inline", "math_inline_double", "math_block"):
         md.add_render_rule(rule, _render_dollar)

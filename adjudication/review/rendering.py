@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from adjudication.review.markup import MARKDOWN, close_cut_formula
+from adjudication.review.markup import MARKDOWN, parse, render
 from adjudication.text import displayable
 from readers.options import LETTERS
 
@@ -96,14 +96,15 @@ def _markdown_html(text: str, budget: int) -> tuple[str, int]:
     cost = sum(text.count(c) for c in _MD_TERMINATORS)
     if cost > budget:
         return _source_html(text, "too long for the Markdown renderer"), budget
-    # A response cut at its token limit inside a display formula: the formula is closed where it
-    # was cut, so that it is typeset instead of its opener leaking into the prose as `$$`.
-    tokens = MARKDOWN.parse(close_cut_formula(text))
+    # A response cut at its token limit inside a formula has it closed where it was cut (typeset,
+    # not an opener leaking into the prose as `$$`); a display over several lines is held from the
+    # block rules (a `- &x` line inside it is not a list item).
+    tokens, env = parse(text)
     # Past maxNesting, markdown-it silently drops the rest of the part (blockquotes or lists nested
     # ~10 deep); a token at the last level it keeps is the sign that this may have happened.
     if any(token.level >= MARKDOWN.options["maxNesting"] - 1 for token in tokens):
         return _source_html(text, "nested too deeply for the Markdown renderer"), budget - cost
-    return MARKDOWN.renderer.render(tokens, MARKDOWN.options, {}), budget - cost
+    return render(tokens, env), budget - cost
 
 
 def text_html(text: str) -> str:

@@ -212,6 +212,8 @@
     "\\cancelto": "\\overset{#1}{\\cancel{#2}}", "\\eqref": "(\\text{#1})", "\\ref": "\\text{#1}",
     "\\si": "\\mathrm{#1}", "\\unit": "\\mathrm{#1}", "\\SI": "#1\\,\\mathrm{#2}", "\\num": "#1",
     "\\qty": "#1\\,\\mathrm{#2}", "\\ang": "#1^{\\circ}", "\\ce": "\\mathrm{#1}", "\\pu": "\\mathrm{#1}",
+    // KaTeX reads a middle dot as \cdotp, which it defines in maths only: `\text{eV·s}` failed.
+    "\\cdotp": "\\TextOrMath{\\char\"B7}{\\mathpunct{\\char\"22C5}}",
   });
   // The page's macros, read-only, for the tests that check which commands were left raw.
   window.reviewMathMacros = MACROS;
@@ -340,6 +342,17 @@
     }
   }
 
+  // An inline formula that cannot break (a number of a thousand digits) scrolls in a box of its
+  // own instead of widening the page; every width is read before any class is set (one layout).
+  function fitWide() {
+    const inline = Array.from(document.querySelectorAll(".math:not(.math-display)"));
+    const wide = inline.filter((m) => {
+      const block = m.closest("p, li, td, th, blockquote, dd, div");
+      return block && m.getBoundingClientRect().right > block.getBoundingClientRect().right + 1;
+    });
+    for (const m of wide) m.classList.add("math-wide");
+  }
+
   function renderMath() {
     const queue = [];
     if (window.katex && typeof window.katex.render === "function") {
@@ -355,7 +368,7 @@
         try { typeset(holder, piece); } catch (err) { showSource(holder, piece, "it could not be typeset"); }
       }
       if (next < queue.length) setTimeout(slice, 0);
-      else document.body.dataset.math = "done";
+      else { fitWide(); document.body.dataset.math = "done"; }
     }
     slice();
   }

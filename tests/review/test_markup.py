@@ -8,19 +8,33 @@ import re
 
 import pytest
 
-from adjudication.review.markup import MARKDOWN, answer_html, close_cut_formula, inline_html, katex_tex
+from adjudication.review.markup import (
+    MARKDOWN,
+    answer_html,
+    close_cut_formula,
+    display_spans,
+    inline_html,
+    katex_tex,
+    parse,
+    render,
+)
 
 FORMULA = re.compile(r'<span class="math-tex" data-display="([01])" data-source="([^"]*)">([^<]*)</span>')
 
 
+def page_html(text: str) -> str:
+    """The HTML the item page gets for a text (rendering.py's path: parse, then render)."""
+    return render(*parse(text))
+
+
 def formulas(text: str) -> list[tuple[bool, str]]:
     """(display, TeX) of each formula the rendering marks, TeX unescaped."""
-    return [(d == "1", html.unescape(tex)) for d, _source, tex in FORMULA.findall(MARKDOWN.render(text))]
+    return [(d == "1", html.unescape(tex)) for d, _source, tex in FORMULA.findall(page_html(text))]
 
 
 def prose(text: str) -> str:
     """The rendering with the formulas taken out: what Markdown made of the rest."""
-    return FORMULA.sub("§", MARKDOWN.render(text))
+    return FORMULA.sub("§", page_html(text))
 
 
 @pytest.mark.parametrize(
@@ -184,3 +198,65 @@ def test_environments_and_column_specs_katex_lacks_are_rewritten_for_it():
     # What was written stays the formula's source.
     html = MARKDOWN.render(r"$\begin{eqnarray} a \end{eqnarray}$")
     assert FORMULA.search(html).group(2) == r"$\begin{eqnarray} a \end{eqnarray}$"
+
+
+def test_a_display_opened_mid_line_keeps_lines_markdown_would_read_as_lists():
+    """Issue 36 item 11: `$$\\begin{array}` after "from $10x$:" with a line `- &x &=& 0`, and `\\[`
+    after "We have" with a line `+ & & 1`, were cut into a list by Markdown and left raw."""
+    dollars = "from $10x$: $$\\begin{array}{r r}\n&10x &=& n \\\\\n- &x &=& 0 \\\\\n\\end{array}$$ This shows"
+    assert formulas(dollars) == [
+        (False, "10x"),
+        (True, "\\begin{array}{r r}\n&10x &=& n \\\\\n- &x &=& 0 \\\\\n\\end{array}"),
+    ]
+    assert "<li>" not in prose(dollars) and "This shows" in prose(dollars)
+    bracket = "We have \\[\n\\begin{array}{cc}\n& 1 \\\\\n+ & 2\n\\\\ \\cline{1-2}\n\\end{array}\n\\]Since $9$ is"
+    [(display, tex), (_, nine)] = formulas(bracket)
+    assert display and tex.startswith("\n\\begin{array}") and "+ & 2" in tex and nine == "9"
+    assert "<li>" not in prose(bracket) and "Since" in prose(bracket)
+    # In a code span the display stays code, as written; a display on lines of its own is a block.
+    code = "See `$$a\n- b$$` here"
+    assert formulas(code) == [] and "<code>$$a\n- b$$</code>" in page_html(code) and "\ue000" not in page_html(code)
+    assert formulas("$$\na\n- b\n$$") == [(True, "a\n- b")]
+    # Text already holding the marks' characters is rendered as it is, escaped.
+    assert "\ue000" in page_html("x \\\ue0000\ue001 $$a\n- b$$ <i>")
+    assert "<i>" not in page_html("x \\\ue0000\ue001 $$a\n- b$$ <i>")
+
+
+def test_two_inline_formulas_glued_by_their_dollars_are_not_a_display():
+    """Issue 36 item 11: `$x,$$y,$` was read as a `$$` left open, closed at the text's end."""
+    text = "Since $x,$$y,$ and $z$ are positive, $xyz = 288.$  Then\n\\begin{align*}\nx &= 4\n\\end{align*}Hence $22.$"
+    assert close_cut_formula(text) == text
+    assert display_spans(text) == ([], -1)
+    assert [tex for _, tex in formulas(text)][:3] == ["x,", "y,", "z"] and "$" not in prose(text)
+
+
+def test_a_formula_with_a_space_inside_its_dollars_is_maths_when_it_looks_like_maths():
+    """Issue 36 item 11: `$\\displaystyle … $` (MATH-500) and `$ a^\\dagger a $` (GPQA) were refused
+    by the currency rule and left raw."""
+    assert formulas("value of $\\displaystyle\\left(a+\\frac{1}{b}\\right) $?") == [
+        (False, "\\displaystyle\\left(a+\\frac{1}{b}\\right)")
+    ]
+    assert formulas("operator $ a^\\dagger a $ and $ X $, about $ 6.5 \\times 10^{-16} \\, \\text{eV·s} $.") == [
+        (False, "a^\\dagger a"),
+        (False, "X"),
+        (False, "6.5 \\times 10^{-16} \\, \\text{eV·s}"),
+    ]
+    for text in ("Between $ 3 and $ 4 dollars.", "a $ 5 tip and $ 6 more", "pay $ x and y $5"):
+        assert formulas(text) == [], text
+
+
+def test_text_commands_in_prose_show_their_text_escaped():
+    """Issue 36 item 11: `<answer>261 \\, \\text{GeV}</answer>` showed `\\text{GeV}` raw."""
+    assert prose("<answer>261 \\, \\text{GeV}</answer>") == "<p>&lt;answer&gt;261 \u202f GeV&lt;/answer&gt;</p>\n"
+    assert prose("\\textbf{Step *1*}: \\emph{so} $x$") == "<p><strong>Step <em>1</em></strong>: <em>so</em> §</p>\n"
+    hostile = prose("\\text{<script>alert(1)</script>} \\texttt{<b>}")
+    assert "<script" not in hostile and "&lt;script&gt;" in hostile and "<code>&lt;b&gt;</code>" in hostile
+
+
+def test_a_cut_formula_is_closed_only_when_something_of_it_was_written():
+    """Issue 36 item 11: a response cut right after its opener (`and $\\`) showed `$$`; one cut in
+    `\\text{Interest` or after a number (`$2.89 \\times 10^{-9} \\mathrm`) showed raw TeX."""
+    assert close_cut_formula("and $\\lambda$ is, and $\\") == "and $\\lambda$ is, and $\\"
+    assert close_cut_formula("approximately $2.89 \\times 10^{-9} \\mathrm") == "approximately $2.89 \\times 10^{-9}$"
+    assert close_cut_formula("plug in:\n\n\\[ \\text{Interest") == "plug in:\n\n\\[ \\text{Interest}\\]"
+    assert close_cut_formula("It costs $20 in all") == "It costs $20 in all"
