@@ -126,6 +126,45 @@ def test_pathological_math_shows_its_source_and_the_page_stays_usable(guard_queu
         assert sorted(seen) == ["deep", "long"], (seen, page.url)
 
 
+MY_QUESTION = "Evaluate $\\frac12 + x$ where <script>alert(1)</script> and <b>x</b> stay text."
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_my_labels_typesets_the_questions_maths_and_keeps_their_html_as_text(
+    write_jsonl, eager, monkeypatch, plain_live_server
+):
+    """Issue 36 item 11: "My labels" listed questions as raw LaTeX; now they are typeset, and the
+    question's markup is still shown as text."""
+    require_chromium()
+    rows = [mc_row(0, id="mine-0", question=MY_QUESTION, response="The answer is B. Then again \\boxed{C}")]
+    run_command("import_responses", str(write_jsonl(rows)), dataset="mine", no_progress=True)
+    run_readers(eager, "mine")
+    assert "1 items" in run_command("create_queue", dataset="mine", name="mine-q", overlap=1, panel=READERS)
+    add_user(monkeypatch, "ann", "annotator")
+    with chromium_browser() as browser:
+        page = browser.new_context().new_page()
+        alerts: list[str] = []
+        page.on("dialog", lambda dialog: (alerts.append(dialog.message), dialog.dismiss()))
+        log_in(page, plain_live_server, "ann", "/review/")
+        assert ITEM_URL.search(page.url), page.url
+        page.keyboard.press("b")
+        with page.expect_navigation():
+            page.keyboard.press("Enter")
+        with page.expect_navigation():
+            page.locator("a", has_text="My labels in this queue").click()  # the queue is done: its last page
+        # Done typesetting, or no review.js on the page to typeset anything.
+        page.wait_for_function(
+            "() => !document.querySelector('script[src*=\"review.js\"]') || document.body.dataset.math === 'done'",
+            timeout=60_000,
+        )
+        question = page.locator("#my-labels tbody td:first-child")
+        assert question.locator(".math .katex").count() == 1, question.inner_html()
+        assert "\\frac" not in question.inner_text()
+        assert "<script>alert(1)</script>" in question.inner_text() and "<b>x</b>" in question.inner_text()
+        assert question.locator("script, b").count() == 0 and alerts == []
+
+
 # -- review.js alone, on a static page in Chromium (no server) ----------------------------------------
 
 
