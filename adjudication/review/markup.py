@@ -341,12 +341,13 @@ def _spaced_dollar(state: StateInline, silent: bool) -> bool:
     src, pos, stop = state.src, state.pos, state.posMax
     if src[pos] != "$" or src.startswith("$$", pos) or (pos and src[pos - 1] in "\\$0123456789"):
         return False
-    line_end = src.find("\n", pos, stop)
-    line_end = stop if line_end == -1 else line_end
-    close = src.find("$", pos + 1, line_end)
+    close = src.find("$", pos + 1, stop)
     while close != -1 and src[close - 1] == "\\":
-        close = src.find("$", close + 1, line_end)
-    if close == -1 or src.startswith("$$", close) or src[close + 1 : close + 2].isdigit():
+        close = src.find("$", close + 1, stop)
+    # On its line (each opener scans only to the next dollar: linear however many there are).
+    if close == -1 or src.find("\n", pos, close) != -1:
+        return False
+    if src.startswith("$$", close) or src[close + 1 : close + 2].isdigit():
         return False
     content = src[pos + 1 : close]
     if not content.strip() or not (content[0].isspace() or content[-1].isspace()):
