@@ -31,6 +31,26 @@ ANSWER_FORMS: tuple[str, ...] = (
     "short_text",
 )
 
+# Task types: what kind of answer an item asks for (readers.tasks tells an item's).
+TaskType = Literal["multiple_choice", "maths", "free_form"]
+TASK_TYPES: tuple[TaskType, ...] = ("multiple_choice", "maths", "free_form")
+ALL_TASK_TYPES: frozenset[str] = frozenset(TASK_TYPES)
+# Which task type each answer form belongs to: a reader applies to the task types of the forms it
+# claims. Every form not listed is a maths form.
+_FORM_TASK_TYPE: dict[str, TaskType] = {
+    "option_letter": "multiple_choice",
+    "option_text": "multiple_choice",
+    "short_text": "free_form",
+}
+
+
+def task_types_of_contract(contract: frozenset[str]) -> frozenset[str]:
+    """The task types a reader claiming `contract` applies to. A reader that claims no form (a
+    plugin that declares nothing) is taken to apply everywhere: only a claim can rule it out."""
+    if not contract:
+        return ALL_TASK_TYPES
+    return frozenset(_FORM_TASK_TYPE.get(form, "maths") for form in contract)
+
 
 @dataclass(frozen=True)
 class Item:
@@ -106,7 +126,7 @@ class Reader:
     in_default_panel: ClassVar[bool] = True
     contract: ClassVar[frozenset[str]] = frozenset()
     # The task types (readers.tasks) this reader applies to; None: those of the forms it claims
-    # (readers.tasks.task_types_of_contract). On any other item its verdict is "not_applicable".
+    # (task_types_of_contract). On any other item its verdict is "not_applicable".
     task_types: ClassVar[frozenset[str] | None] = None
     # The benchmarks whose released harness this reader reproduces ("mmlu-pro"): on a dataset of
     # those benchmarks it is the default reported reader of format share (readers.tasks.harness_reader).
@@ -140,8 +160,6 @@ class Reader:
             self.upstream = upstream  # type: ignore[misc]
 
     def applicable_task_types(self) -> frozenset[str]:
-        from .tasks import task_types_of_contract
-
         return self.task_types if self.task_types is not None else task_types_of_contract(self.contract)
 
     @property

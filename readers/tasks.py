@@ -15,13 +15,11 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Literal, cast
+from typing import cast
 
-from .base import Item
+from .base import ALL_TASK_TYPES, TASK_TYPES, Item, TaskType, task_types_of_contract
 
-TaskType = Literal["multiple_choice", "maths", "free_form"]
-TASK_TYPES: tuple[TaskType, ...] = ("multiple_choice", "maths", "free_form")
-ALL_TASK_TYPES: frozenset[str] = frozenset(TASK_TYPES)
+__all__ = ["ALL_TASK_TYPES", "TASK_TYPES", "TaskType", "task_type_of", "task_types_of_contract"]
 
 TASK_TYPE_LABELS: dict[str, str] = {
     "multiple_choice": "multiple choice",
@@ -49,23 +47,6 @@ _UNITS = frozenset(
 )
 _WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
 _LATEX_COMMAND = re.compile(r"\\[A-Za-z]+")
-
-
-# Which task type each answer form of the contract matrix (readers.base.ANSWER_FORMS) belongs to:
-# a reader applies to the task types of the forms it claims.
-_FORM_TASK_TYPE: dict[str, TaskType] = {
-    "option_letter": "multiple_choice",
-    "option_text": "multiple_choice",
-    "short_text": "free_form",
-}
-
-
-def task_types_of_contract(contract: frozenset[str]) -> frozenset[str]:
-    """The task types a reader claiming `contract` applies to. A reader that claims no form (a
-    plugin that declares nothing) is taken to apply everywhere: only a claim can rule it out."""
-    if not contract:
-        return ALL_TASK_TYPES
-    return frozenset(_FORM_TASK_TYPE.get(form, "maths") for form in contract)
 
 
 # The reported reader of a benchmark no reader declares (Reader.harness_benchmarks), by task type:
