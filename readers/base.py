@@ -13,8 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-Verdict = Literal["correct", "incorrect", "no_answer", "error", "timeout"]
-VERDICTS: tuple[Verdict, ...] = ("correct", "incorrect", "no_answer", "error", "timeout")
+Verdict = Literal["correct", "incorrect", "no_answer", "error", "timeout", "not_applicable"]
+VERDICTS: tuple[Verdict, ...] = ("correct", "incorrect", "no_answer", "error", "timeout", "not_applicable")
+# The reader does not apply to the item's task type (readers.tasks): it did not run. A class apart,
+# never a failure (error, timeout) nor a wrong answer: every count leaves it out of its denominator.
+NOT_APPLICABLE: Verdict = "not_applicable"
 
 # Answer forms a reader may claim to handle (seed 001 §2.2: the contract matrix). A reader is
 # only scored on forms it claims; anything else is reported as out-of-contract, never a defect.
@@ -54,12 +57,18 @@ def task_types_of_contract(contract: frozenset[str]) -> frozenset[str]:
 
 @dataclass(frozen=True)
 class Item:
-    """One stored response as a reader sees it. `choices` is empty for open-ended questions."""
+    """One stored response as a reader sees it. `choices` is empty for open-ended questions.
+
+    `task_type` (readers.tasks) is the item's task type as its caller knows it (the pipeline, from
+    the stored question; `manage.py read`, from the file): the isolation pool then answers
+    `not_applicable` for a reader that does not apply to it, without running the reader. None
+    reads with every reader (the audits, which score readers on their contracts themselves)."""
 
     response: str
     gold: str
     choices: tuple[str, ...] = ()
     question: str = ""
+    task_type: str | None = None
 
     @property
     def is_multiple_choice(self) -> bool:

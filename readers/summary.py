@@ -6,6 +6,10 @@ Definitions (seed 000 and 001 ask for extraction rate and coverage beside accura
 - extraction rate: share of responses from which it extracted an answer (`correct` + `incorrect`);
 - accuracy: `correct` over all responses (a harness scores no-answer as wrong);
 - accuracy_extracted: `correct` over extracted answers.
+
+Every share is over the responses the reader applies to: its `not_applicable` readings (items
+outside its task types, readers.tasks) are counted apart (`not_applicable`), in no denominator. A
+row with only those has n = 0 and no shares.
 """
 
 from __future__ import annotations
@@ -14,15 +18,19 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .base import Reading
+from .base import NOT_APPLICABLE, Reading
 
 
 @dataclass
 class Row:
     reader: str
     group: str
-    n: int
+    n: int  # the responses the reader applies to (not_applicable ones left out)
     counts: Counter
+
+    @property
+    def not_applicable(self) -> int:
+        return self.counts[NOT_APPLICABLE]
 
     @property
     def coverage(self) -> float:
@@ -50,6 +58,7 @@ class Row:
             "extraction_rate": self.extraction_rate,
             "accuracy": self.accuracy,
             "accuracy_extracted": self.accuracy_extracted,
+            "not_applicable": self.not_applicable,
             "verdicts": dict(self.counts),
         }
 
@@ -59,17 +68,20 @@ def summarise(records: Iterable[tuple[str, str, str]]) -> list[Row]:
     counts: dict[tuple[str, str], Counter] = defaultdict(Counter)
     for reader, group, verdict in records:
         counts[(reader, group)][verdict] += 1
-    return [Row(r, g, sum(c.values()), c) for (r, g), c in sorted(counts.items())]
+    return [Row(r, g, sum(c.values()) - c[NOT_APPLICABLE], c) for (r, g), c in sorted(counts.items())]
 
 
 def render(rows: list[Row], group_label: str = "group") -> str:
-    header = f"{'reader':<30} {group_label:<16} {'n':>6} {'coverage':>9} {'extracted':>10} {'accuracy':>9}"
+    """The table; `n/a` is how many responses the reader did not apply to (in no share), and a
+    row with none it applies to shows dashes, not 0 %."""
+    header = f"{'reader':<30} {group_label:<16} {'n':>6} {'coverage':>9} {'extracted':>10} {'accuracy':>9} {'n/a':>6}"
     lines = [header, "-" * len(header)]
     for row in rows:
-        lines.append(
-            f"{row.reader:<30} {row.group:<16} {row.n:>6} {row.coverage:>9.1%} "
-            f"{row.extraction_rate:>10.1%} {row.accuracy:>9.1%}"
-        )
+        if row.n:
+            shares = f"{row.coverage:>9.1%} {row.extraction_rate:>10.1%} {row.accuracy:>9.1%}"
+        else:
+            shares = f"{'-':>9} {'-':>10} {'-':>9}"
+        lines.append(f"{row.reader:<30} {row.group:<16} {row.n:>6} {shares} {row.not_applicable:>6}")
     return "\n".join(lines)
 
 

@@ -17,7 +17,16 @@ import json
 import re
 from typing import cast
 
-from .base import ALL_TASK_TYPES, TASK_TYPES, Item, TaskType, task_types_of_contract
+from .base import (
+    ALL_TASK_TYPES,
+    NOT_APPLICABLE,
+    TASK_TYPES,
+    Item,
+    Reader,
+    Reading,
+    TaskType,
+    task_types_of_contract,
+)
 
 __all__ = ["ALL_TASK_TYPES", "TASK_TYPES", "TaskType", "task_type_of", "task_types_of_contract"]
 
@@ -136,3 +145,21 @@ def task_type_of(item: Item, declared: str | None = None) -> TaskType:
     if item.choices:
         return "multiple_choice"
     return "maths" if gold_is_mathematical(item.gold) else "free_form"
+
+
+def not_applicable(reader: Reader, item: Item) -> Reading | None:
+    """The `not_applicable` reading when `reader` does not apply to the task type `item` declares
+    (Item.task_type), else None (the reader reads it). Its detail says why, for the item browser."""
+    if item.task_type is None:
+        return None
+    applies = reader.applicable_task_types()
+    if item.task_type in applies:
+        return None
+    return Reading(
+        NOT_APPLICABLE,
+        detail={
+            "reason": "not applicable",
+            "task_type": item.task_type,
+            "reader_task_types": sorted(applies),
+        },
+    )

@@ -50,6 +50,7 @@ from adjudication.models import (
     ReviewItem,
     RoutingPolicy,
     Run,
+    Verdict,
 )
 from adjudication.rawsql import raw_one
 from adjudication.review.labels import label_category
@@ -99,9 +100,15 @@ class ReadingSummary:
     runs: dict[int, tuple[str, str, str]]  # run id -> (model, checkpoint, benchmark)
 
 
+def _applicable_readings(dataset: Dataset) -> QuerySet:
+    """The dataset's readings by readers that apply to their item's task type: a not_applicable
+    reading (the reader did not run) is in no count, denominator, agreement or comparison."""
+    return Reading.objects.filter(response__dataset=dataset).exclude(verdict=Verdict.NOT_APPLICABLE)
+
+
 def reading_summary(*, dataset: Dataset) -> ReadingSummary:
     grouped = (
-        Reading.objects.filter(response__dataset=dataset)
+        _applicable_readings(dataset)
         .values("reader_spec_id", "response__run_id", "verdict")
         .annotate(n=Count("id"))
         .order_by()
@@ -133,7 +140,7 @@ def reader_observations(
     final label (all that a comparison with humans reads)."""
     labels = reader_labels(dataset=dataset) if labels is None else labels
     kinds = dict(ReaderSpec.objects.filter(id__in=labels).values_list("id", "kind"))
-    readings = Reading.objects.filter(response__dataset=dataset)
+    readings = _applicable_readings(dataset)
     if labelled_only:
         readings = readings.filter(response_id__in=_labelled_responses(dataset))
     rows = readings.values_list(
@@ -168,7 +175,7 @@ def consensus_inputs(*, dataset: Dataset) -> ConsensusInputs:
     final human verdicts as labels (correct / incorrect only), and each response's model,
     checkpoint and benchmark: the input of consensus.consensus."""
     labels = reader_labels(dataset=dataset)
-    rows = Reading.objects.filter(response__dataset=dataset).values_list(
+    rows = _applicable_readings(dataset).values_list(
         "response_id",
         "reader_spec_id",
         "verdict",
@@ -384,7 +391,7 @@ def format_share_observations(
     for spec in {rep, fix} - {HUMAN, CONSENSUS}:
         assert isinstance(spec, int)  # resolve_reader's only strings are HUMAN and CONSENSUS
         verdicts[spec] = dict(
-            Reading.objects.filter(response__dataset=dataset, reader_spec_id=spec).values_list("response_id", "verdict")
+            _applicable_readings(dataset).filter(reader_spec_id=spec).values_list("response_id", "verdict")
         )
     if human is not None and HUMAN in (rep, fix):
         verdicts[HUMAN] = {int(k): h.verdict for k, h in human.items() if h.verdict}
@@ -395,11 +402,15 @@ def format_share_observations(
     rows = (
         Response.objects.filter(dataset=dataset)
         .annotate(boxed=_box_annotation())
-        .values_list("id", "run__model", "run__checkpoint", "run__benchmark", "run__prompt", "question_id", "boxed")
+        .values_list(
+            *("id", "run__model", "run__family", "run__checkpoint", "run__benchmark", "run__prompt"),
+            *("question_id", "boxed"),
+        )
     )
+    # Comparisons pair a family's checkpoints (Run.family, declared with --pair), else a model's own.
     return [
         Observation(
-            model=m,
+            model=fam or m,
             checkpoint=c,
             benchmark=b,
             prompt=p,
@@ -409,7 +420,7 @@ def format_share_observations(
             has_box=boxed,
             task_type=types.get(q),
         )
-        for rid, m, c, b, p, q, boxed in rows.iterator(chunk_size=5000)
+        for rid, m, fam, c, b, p, q, boxed in rows.iterator(chunk_size=5000)
     ]
 
 
@@ -706,7 +717,7 @@ def estimate_population(*, dataset: Dataset) -> Population:
 _VERDICTS_PER_READER_SQL = """
     SELECT r.reader_spec_id, array_agg(r.response_id), array_agg(r.verdict)
     FROM adjudication_reading r JOIN adjudication_response p ON p.id = r.response_id
-    WHERE p.dataset_id = %s GROUP BY r.reader_spec_id"""
+    WHERE p.dataset_id = %s AND r.verdict <> 'not_applicable' GROUP BY r.reader_spec_id"""
 
 
 def _verdicts_per_reader(dataset: Dataset) -> Iterator[tuple[int, Sequence[int], Sequence[str]]]:
@@ -722,7 +733,7 @@ def _verdicts_per_reader(dataset: Dataset) -> Iterator[tuple[int, Sequence[int],
 def _verdicts_per_reader_orm(dataset: Dataset) -> Iterator[tuple[int, Sequence[int], Sequence[str]]]:
     """The same through the ORM (SQLite, the embedded default, has no arrays)."""
     per_reader: dict[int, tuple[list[int], list[str]]] = defaultdict(lambda: ([], []))
-    readings = Reading.objects.filter(response__dataset=dataset).values_list("reader_spec_id", "response_id", "verdict")
+    readings = _applicable_readings(dataset).values_list("reader_spec_id", "response_id", "verdict")
     for sid, rid, verdict in readings.iterator(chunk_size=5000):
         per_reader[sid][0].append(rid)
         per_reader[sid][1].append(verdict)

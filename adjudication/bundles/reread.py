@@ -73,11 +73,11 @@ def reread_rule_readers(*, dataset: Dataset) -> list[ReaderReread]:
     ids = sorted({rid for _, rows in todo for rid, _, _ in rows})
     items = {}
     externals = {}
-    for rid, external_id, text, gold, choices, question in Response.objects.filter(id__in=ids).values_list(
-        "id", "external_id", "text", "question__gold", "question__choices", "question__text"
+    for rid, external_id, text, gold, choices, question, meta in Response.objects.filter(id__in=ids).values_list(
+        "id", "external_id", "text", "question__gold", "question__choices", "question__text", "question__meta"
     ):
         externals[rid] = external_id
-        items[rid] = stored_item(text=text, gold=gold, choices=list(choices or ()), question=question)
+        items[rid] = stored_item(text=text, gold=gold, choices=list(choices or ()), question=question, meta=meta)
     # One pool run for every reader, as the pipeline reads (same budgets, same isolation).
     results = panel_read([(e.name, [items[rid] for rid, _, _ in rows]) for e, rows in todo])
     for (entry, rows), readings in zip(todo, results, strict=True):

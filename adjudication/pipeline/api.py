@@ -11,7 +11,7 @@ from rest_framework.views import APIView
 
 from adjudication.models import Dataset
 from adjudication.permissions import IsManager
-from adjudication.pipeline.selectors import dataset_progress, default_panel
+from adjudication.pipeline.selectors import dataset_default_panel, dataset_progress
 from adjudication.pipeline.services import dataset_read
 from readers import registry as reader_registry
 
@@ -64,7 +64,7 @@ class RunReadersSerializer(serializers.Serializer):
         child=serializers.CharField(max_length=200),
         required=False,
         allow_empty=False,
-        help_text="reader names; omitted: the rule-reader panel",
+        help_text="reader names; omitted: the dataset's rule-reader panel (the readers that apply to its task types)",
     )
     batch_size = serializers.IntegerField(min_value=1, max_value=10000, required=False)
 
@@ -83,7 +83,7 @@ class RunReadersApi(APIView):
         dataset = get_object_or_404(Dataset, pk=dataset_id)
         payload = RunReadersSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        names = payload.validated_data.get("readers") or default_panel()
+        names = payload.validated_data.get("readers") or dataset_default_panel(dataset_id=dataset.pk)
         dataset_read(
             dataset=dataset,
             reader_names=names,

@@ -43,6 +43,8 @@ class Verdict(models.TextChoices):
     NO_ANSWER = "no_answer", "no answer"
     ERROR = "error"
     TIMEOUT = "timeout"
+    # The reader does not apply to the item's task type and did not run (readers.tasks).
+    NOT_APPLICABLE = "not_applicable", "not applicable"
 
 
 class Reading(models.Model):

@@ -11,7 +11,7 @@ from django.conf import settings
 
 from adjudication.fields import json_safe
 from adjudication.models import Question, ReaderSpec, Response
-from adjudication.pipeline.selectors import missing_pairs
+from adjudication.pipeline.selectors import missing_pairs, question_task_type
 from adjudication.pipeline.store import ReadingRow, readings_write
 from readers import Item
 from readers import Reading as ReaderReading
@@ -80,10 +80,10 @@ def readings_create(*, reader_specs: Sequence[ReaderSpec], response_ids: Sequenc
         for rid, qid, text in Response.objects.filter(id__in=needed).values_list("id", "question_id", "text")
     }
     questions = {
-        qid: (gold, tuple(choices), text)
-        for qid, gold, choices, text in Question.objects.filter(
+        qid: (gold, tuple(choices), text, meta)
+        for qid, gold, choices, text, meta in Question.objects.filter(
             id__in={qid for qid, _ in responses.values()}
-        ).values_list("id", "gold", "choices", "text")
+        ).values_list("id", "gold", "choices", "text", "meta")
     }
     # One Item per response; a question's fields (its choices tuple too) are shared by its responses.
     items = {rid: _item(text, questions[qid]) for rid, (qid, text) in responses.items()}
@@ -105,14 +105,17 @@ def readings_create(*, reader_specs: Sequence[ReaderSpec], response_ids: Sequenc
     return len(rows)
 
 
-def _item(text: str, question: tuple[str, tuple[str, ...], str]) -> Item:
-    gold, choices, question_text = question
-    return Item(response=text, gold=gold, choices=choices, question=question_text)
+def _item(text: str, question: tuple[str, tuple[str, ...], str, dict | None]) -> Item:
+    gold, choices, question_text, meta = question
+    # The task type goes with the item: the pool answers not_applicable for a reader outside it.
+    task_type = question_task_type(choices=choices, gold=gold, meta=meta)
+    return Item(response=text, gold=gold, choices=choices, question=question_text, task_type=task_type)
 
 
-def stored_item(*, text: str, gold: str, choices: Sequence[str], question: str) -> Item:
-    """A stored response as the pipeline hands it to its readers."""
-    return _item(text, (gold, tuple(choices), question))
+def stored_item(*, text: str, gold: str, choices: Sequence[str], question: str, meta: dict | None = None) -> Item:
+    """A stored response as the pipeline hands it to its readers (its question's `meta` may
+    declare its task type)."""
+    return _item(text, (gold, tuple(choices), question, meta))
 
 
 def panel_read(requests: Sequence[tuple[str, Sequence[Item]]]) -> list[list[tuple[ReaderReading, float]]]:

@@ -21,7 +21,7 @@ from adjudication.pipeline.selectors import (
     SUMMARY_GROUPS,
     DatasetCounts,
     dataset_counts,
-    default_panel,
+    dataset_default_panel,
     reader_summary,
 )
 from adjudication.pipeline.services import dataset_read
@@ -99,7 +99,8 @@ def dataset_detail(request: HttpRequest, dataset_id: int) -> HttpResponse:
             "runs": dataset.runs.all(),
             "n_responses": dataset.responses.count(),
             "groupings": list(SUMMARY_GROUPS),
-            "panel": default_panel(),
+            # The readers that apply to this dataset's task types (readers.tasks), pre-ticked.
+            "panel": dataset_default_panel(dataset_id=dataset.pk),
             "can_manage": is_manager(request.user),
         },
     )

@@ -13,6 +13,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 MISSING = frozenset({"no_answer", "timeout", "error"})
+# A reader outside the item's task type took no part: its reading is left out like an absent one,
+# whatever `missing_is_disagreement` says (it found nothing because it did not look).
+NOT_APPLICABLE = "not_applicable"
 Compare = Literal["either", "answer", "verdict"]
 # The order a policy serves its items in (RoutingPolicy.Priority's values).
 Priority = Literal["disagreement", "random", "order", "information"]
@@ -91,8 +94,11 @@ def decide(
     With `missing_is_disagreement` off, no_answer / timeout / error readings are left out, so a
     reader that found nothing never disputes one that did; with it on, "found nothing" is an answer
     of its own (all three classes count as the same missing answer) and disputes any real answer.
+    A not_applicable reading is always left out: that reader did not read this item.
     """
-    counted = [r for r in readings if missing_is_disagreement or r.verdict not in MISSING]
+    counted = [
+        r for r in readings if r.verdict != NOT_APPLICABLE and (missing_is_disagreement or r.verdict not in MISSING)
+    ]
     answers = {answer_key(r.answer) if r.verdict not in MISSING else None for r in counted}
     verdicts = {("missing" if r.verdict in MISSING else r.verdict) for r in counted}
     if compare == "answer":

@@ -14,6 +14,7 @@ from typing import Any
 from .. import registry
 from ..answer.canonical import with_canonical
 from ..base import Item, Reading
+from ..tasks import not_applicable
 from .protocol import BID, PICKLE, POS, SEQ, T0, decode_item, describe_exception, pack_readings, recv, send
 
 DEFAULT_MEMORY_LIMIT = 4 * 1024**3
@@ -87,6 +88,11 @@ def child_setup(memory_limit: int | None, pdeathsig: bool, parent_pid: int) -> N
 
 def _read_one(reader: Any, item: Item) -> Reading:
     try:
+        # A reader outside the item's task type is not run at all (readers.tasks.not_applicable):
+        # its GSM8K regex or SymPy parse on an option letter would only make a bogus "error".
+        skipped = not_applicable(reader, item)
+        if skipped is not None:
+            return skipped
         reading = reader.read(item)
     except MemoryError:
         return Reading("error", detail={"error": "MemoryError: reader exceeded the worker memory cap"})

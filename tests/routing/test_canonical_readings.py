@@ -52,7 +52,9 @@ def test_stored_readings_keep_the_raw_answer_and_span_and_add_the_canonical_answ
     )
     read_with(ds, "boxed", "fixed", "strip-string")
     mc = readings_of("mc-0")
-    assert {name: r.canonical for name, r in mc.items()} == {"boxed": "C", "fixed": "C", "strip-string": "C"}
+    assert {name: r.canonical for name, r in mc.items()} == {"boxed": "C", "fixed": "C", "strip-string": None}
+    # A maths reader does not read a multiple-choice item (issue 36 item 3): nothing to canonicalise.
+    assert mc["strip-string"].verdict == "not_applicable"
     boxed = mc["boxed"]
     assert boxed.answer == "\\text{(C) Merton}"  # raw, as the reader extracted it
     assert MERTON[boxed.span_start : boxed.span_end] == "\\text{(C) Merton}"

@@ -28,7 +28,9 @@ class Command(ApplicationCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("input", type=Path)
         add_reader_argument(
-            parser, required=True, help="reader name (repeatable); 'all' = the default rule-reader panel"
+            parser,
+            required=True,
+            help="reader name (repeatable); 'all' = the default rule-reader panel of the file's task types",
         )
         parser.add_argument("--out", type=Path, default=None, help="JSONL output (default: stdout, table on stderr)")
         parser.add_argument(
@@ -50,15 +52,30 @@ class Command(ApplicationCommand):
         processes: int,
         **options,
     ) -> None:
-        from adjudication.pipeline.selectors import default_panel
+        from adjudication.pipeline.selectors import default_panel, question_task_type
         from readers.isolation.pool import IsolatedPool
 
         try:
-            names = default_panel() if "all" in readers else reader_registry.require(readers)
+            reader_registry.require([r for r in readers if r != "all"])
         except reader_registry.UnknownReader as exc:
             raise CommandError(str(exc)) from None
         rows = list(iter_rows(input, fmt=None))  # canonical JSONL, lighteval details or an inspect-ai log
-        items = [Item(response=r.response, gold=r.gold, choices=r.choices, question=r.question) for r in rows]
+        # Each item carries its task type (declared in its meta, else read off it): a reader outside
+        # it answers not_applicable without running, as in the pipeline.
+        items = [
+            Item(
+                response=r.response,
+                gold=r.gold,
+                choices=r.choices,
+                question=r.question,
+                task_type=question_task_type(choices=r.choices, gold=r.gold, meta=r.meta),
+            )
+            for r in rows
+        ]
+        # 'all': the panel of the file's task types, as a dataset of these rows would be read;
+        # readers named beside it are added.
+        panel = default_panel(task_types={item.task_type for item in items if item.task_type})
+        names = list(dict.fromkeys(name for r in readers for name in (panel if r == "all" else [r])))
         records = []
         rule_counts: Counter[tuple[str, str]] = Counter()
         with contextlib.ExitStack() as stack:

@@ -12,7 +12,7 @@ from adjudication.management.arguments import (
 from adjudication.management.base import ApplicationCommand
 from adjudication.pipeline.producers import EndpointRun, ProducerUnavailable, endpoint_producer
 from adjudication.pipeline.progress import run_with_progress
-from adjudication.pipeline.selectors import default_panel, reading_counts
+from adjudication.pipeline.selectors import dataset_default_panel, reading_counts
 from adjudication.pipeline.services import dataset_read
 from readers import registry as reader_registry
 
@@ -29,8 +29,9 @@ class Command(ApplicationCommand):
             parser,
             required=False,
             help=(
-                "reader name (repeatable); default: the rule-reader panel (every rule reader but the "
-                "short-answer QA ones, which run when named); 'all' = the same panel"
+                "reader name (repeatable); default: the dataset's rule-reader panel, the readers that apply "
+                "to its questions' task types (multiple choice, maths, free-form; the seed-convention "
+                "variants run when named); 'all' = the same panel"
             ),
         )
         add_enqueue_arguments(parser, batch_size_default=settings.READER_BATCH_SIZE)
@@ -68,7 +69,9 @@ class Command(ApplicationCommand):
         elif endpoint or regen_instruction is not None:
             option = "--endpoint" if endpoint else "--regen-instruction"
             raise CommandError(f"{option} is for the LLM reader: add --reader regeneration")
-        names = default_panel() if not readers or readers == ["all"] else readers
+        # The default panel follows the dataset's task types (readers.tasks): a multiple-choice
+        # dataset is not read by the GSM8K regexes or the SymPy cascades unless they are named.
+        names = dataset_default_panel(dataset_id=ds.pk) if not readers or readers == ["all"] else readers
         names = _require_readers(names)
         if batch_size < 1:
             raise CommandError("--batch-size must be at least 1")
