@@ -262,6 +262,43 @@ def _prompt_text(value: Any, path: Path, line: int, field_name: str) -> str | No
     return value
 
 
+# The length of Run.prompt, for the file-only commands that pass no column lengths.
+PROMPT_ID_MAX = 200
+
+
+def _prompt_id(
+    obj: dict, path: Path, line: int, prompt_text: str | None, max_length: int | None
+) -> tuple[str, str | None]:
+    """(prompt id, rendered prompt) of a canonical line. Harnesses and home-made exporters often
+    write the rendered prompt itself under `prompt`: a value with a line break or longer than a
+    prompt id's column is taken as the rendered prompt (`prompt_text`, the id left empty), when the
+    line has no other `prompt_text`."""
+    value = obj.get("prompt")
+    if value is not None and not isinstance(value, str):
+        raise RowError(
+            path,
+            line,
+            "prompt",
+            f"must be a string (a prompt id), got {type(value).__name__}; the rendered prompt goes in "
+            "'prompt_text', as one string",
+        )
+    if not value:
+        return "", prompt_text
+    limit = max_length or PROMPT_ID_MAX
+    if "\n" not in value and "\r" not in value and len(value) <= limit:
+        return value, prompt_text
+    if prompt_text is None or prompt_text == value:
+        return "", _prompt_text(value, path, line, "prompt")
+    raise RowError(
+        path,
+        line,
+        "prompt",
+        f"is a prompt id (one line, at most {limit} characters), but holds {len(value)} characters"
+        + (" over several lines" if "\n" in value or "\r" in value else "")
+        + "; the rendered prompt goes in 'prompt_text', which this line already has with another text",
+    )
+
+
 def canonical_row(
     obj: Any, path: Path, line: int, *, max_lengths: Mapping[str, int] | None = None, check_values: bool = True
 ) -> Row:
@@ -275,7 +312,8 @@ def canonical_row(
     gold = _str_field(obj, "gold", path, line, required=True, allow_number=True)
     response = _str_field(obj, "response", path, line, required=True)
     prompt_text = _prompt_text(obj.get("prompt_text"), path, line, "prompt_text")
-    extras = {k: _str_field(obj, k, path, line, required=False) for k in OPTIONAL_STR}
+    extras = {k: _str_field(obj, k, path, line, required=False) for k in OPTIONAL_STR if k != "prompt"}
+    extras["prompt"], prompt_text = _prompt_id(obj, path, line, prompt_text, (max_lengths or {}).get("prompt"))
     for key, value in extras.items():
         check.identity(value, key)
     choices_raw = obj.get("choices")
@@ -572,6 +610,7 @@ def iter_rows(
     task: str | None = None,
     max_lengths: Mapping[str, int] | None = None,
     duplicates: bool = True,
+    pairs: Mapping[str, str] | None = None,
 ) -> Iterator[Row]:
     """Stream validated rows from a file; raises RowError at the first bad line.
 
@@ -579,7 +618,8 @@ def iter_rows(
     hold; without it only their characters are checked. `model`, `checkpoint` and `task` come from the
     caller (a command line), which checks them itself. `duplicates=False` leaves repeated ids to the
     caller (the PostgreSQL import finds them in the database, so that its memory does not grow with
-    the file's ids). Harness logs, and a format told from the file, are read by
+    the file's ids). `pairs` ({model: checkpoint}, from --pair) gives a paired model's rows their
+    checkpoint. Harness logs, and a format told from the file, are read by
     adjudication.ingest.harnesses.iter_rows, which calls this for JSON lines."""
     if fmt not in ("canonical", "lm-eval"):
         raise ValueError(f"unknown format {fmt!r}")
@@ -613,6 +653,8 @@ def iter_rows(
             )
         if not row.model and model:
             row = _replace(row, model=model)
+        if pairs:
+            row = paired_checkpoint(row, pairs, path)
         if not row.checkpoint and checkpoint:
             row = _replace(row, checkpoint=checkpoint)
         if duplicates:
@@ -620,6 +662,68 @@ def iter_rows(
                 raise RowError(path, line_no, "id", duplicate_id(row.id, seen[row.id]))
             seen[row.id] = line_no
         yield row
+
+
+@dataclass(frozen=True)
+class Pairing:
+    """Runs of different model names compared as one family's checkpoints: `--pair base=Yi-6B,rl=Yi-6B-Chat`
+    (the family is named after its first model). `checkpoints`: (checkpoint, model) in the order given."""
+
+    family: str
+    checkpoints: tuple[tuple[str, str], ...]
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        return tuple(model for _, model in self.checkpoints)
+
+
+class PairingError(ApplicationError, ValueError):
+    """A --pair declaration that cannot be read; the message names it and says why."""
+
+
+def parse_pairing(text: str, *, max_length: int = 200) -> Pairing:
+    """`CHECKPOINT=MODEL,CHECKPOINT=MODEL[,…]`; PairingError with the reason otherwise."""
+    try:
+        return _parse_pairing(text, max_length)
+    except ValueError as exc:
+        raise PairingError(f"--pair {text!r}: {exc}", field="pair") from None
+
+
+def _parse_pairing(text: str, max_length: int) -> Pairing:
+    entries: list[tuple[str, str]] = []
+    for part in text.split(","):
+        checkpoint, sep, model = (p.strip() for p in part.partition("="))
+        if not sep or not checkpoint or not model:
+            raise ValueError(f"{part.strip()!r} is not CHECKPOINT=MODEL (e.g. base=Yi-6B,rl=Yi-6B-Chat)")
+        for what, value in (("checkpoint", checkpoint), ("model", model)):
+            problem = identity_problem(value, max_length)
+            if problem:
+                raise ValueError(f"the {what} {value[:40]!r} {problem}")
+        entries.append((checkpoint, model))
+    if len(entries) < 2:
+        raise ValueError("a pair names at least two checkpoints (e.g. base=Yi-6B,rl=Yi-6B-Chat)")
+    for index, what in ((0, "checkpoint"), (1, "model")):
+        values = [entry[index] for entry in entries]
+        repeated = sorted({v for v in values if values.count(v) > 1})
+        if repeated:
+            raise ValueError(f"the {what} {repeated[0]!r} is named twice")
+    return Pairing(family=entries[0][1], checkpoints=tuple(entries))
+
+
+def paired_checkpoint(row: Row, pairs: Mapping[str, str], path: Path) -> Row:
+    """The row with the checkpoint a pairing declares for its model ({model: checkpoint}); a row that
+    names another checkpoint for that model is an error."""
+    declared = pairs.get(row.model)
+    if declared is None or row.checkpoint == declared:
+        return row
+    if row.checkpoint:
+        raise RowError(
+            path,
+            row.line,
+            "checkpoint",
+            f"--pair declares model {row.model!r} as checkpoint {declared!r}, but the row says {row.checkpoint!r}",
+        )
+    return _replace(row, checkpoint=declared)
 
 
 def duplicate_id(row_id: str, first_line: int) -> str:

@@ -108,8 +108,10 @@ def iter_rows(path: Path, *, fmt: str | None = "canonical", **options: Any) -> I
         fmt = detect_format(path)
     if fmt in HARNESS_FORMATS:
         options.pop("duplicates", None)
+        # A harness log's ids hold its checkpoint already: a pairing only checks it (--checkpoint sets it).
+        pairs = options.pop("pairs", None) or {}
         for row, _readings in iter_records(path, fmt=fmt, **options):
-            yield row
+            yield formats.paired_checkpoint(row, pairs, path) if row.checkpoint else row
         return
     yield from formats.iter_rows(path, fmt=fmt, **options)
 

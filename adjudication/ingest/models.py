@@ -30,6 +30,14 @@ class Run(models.Model):
     checkpoint = models.CharField(max_length=100, help_text="e.g. base, rl, sft")
     benchmark = models.CharField(max_length=100)
     prompt = models.CharField(max_length=200, blank=True, default="", help_text="prompt id")
+    # Base and RL checkpoints of one model usually carry different model names (Yi-6B, Yi-6B-Chat):
+    # comparisons pair runs by family, declared at import (`--pair base=Yi-6B,rl=Yi-6B-Chat`).
+    family = models.CharField(
+        max_length=200,
+        blank=True,
+        default="",
+        help_text="the family its base and RL runs are compared within; empty: the model's own name",
+    )
     generation_params = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -41,6 +49,11 @@ class Run(models.Model):
 
     def __str__(self) -> str:
         return f"{self.model}@{self.checkpoint} on {self.benchmark}" + (f" [{self.prompt}]" if self.prompt else "")
+
+    @property
+    def comparison_family(self) -> str:
+        """The key base and RL runs are paired on: the declared family, else the model's name."""
+        return self.family or self.model
 
 
 class Question(models.Model):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -12,7 +12,7 @@ from pathlib import Path
 from django.db import connection, models, transaction
 
 from adjudication.database_failures import database_failures
-from adjudication.ingest.formats import Row, RowError, count_lines, identity_problem
+from adjudication.ingest.formats import Pairing, Row, RowError, count_lines, identity_problem
 from adjudication.ingest.harness_readings import harness_readings_store
 from adjudication.ingest.harnesses import HARNESS_FORMATS, detect_format, iter_rows
 from adjudication.ingest.replaced import Replaced, replaced_responses_invalidate
@@ -51,6 +51,19 @@ class ImportFailed(Exception):
         self.nothing_written = nothing_written
 
 
+@dataclass(frozen=True)
+class MergedQuestions:
+    """One run whose responses answer fewer distinct questions than there are responses."""
+
+    run: str
+    responses: int
+    questions: int
+
+    @property
+    def merged(self) -> int:
+        return self.responses - self.questions
+
+
 @dataclass
 class ImportReport:
     dataset: str
@@ -64,6 +77,11 @@ class ImportReport:
     review: InvalidationReport = field(default_factory=InvalidationReport)
     # lighteval / inspect-ai logs: the harness's own readings written (ingest/harness_readings.py).
     harness_readings: int = 0
+    # Families declared with --pair: family -> [(checkpoint, model)].
+    families: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    # Runs of the dataset with more responses than distinct questions: responses under different
+    # ids whose question (text, options, gold, benchmark) is identical share one Question.
+    merged: list[MergedQuestions] = field(default_factory=list)
 
     @property
     def total(self) -> int:
@@ -79,11 +97,14 @@ def responses_import(
     model: str = "",
     checkpoint: str = "",
     task: str | None = None,
+    pairs: Sequence[Pairing] = (),
     progress: Callable[[int], None] | None = None,
 ) -> ImportReport:
     """Import a file into a dataset in one transaction. Any bad line rolls everything back.
-    `fmt=None`: the format is told from the file (ingest.harnesses.detect_format)."""
+    `fmt=None`: the format is told from the file (ingest.harnesses.detect_format). `pairs`
+    (--pair): each pairing's models get their declared checkpoint and are compared as one family."""
     _check_names(dataset_name=dataset_name, model=model, checkpoint=checkpoint, task=task)
+    checkpoint_of = _checkpoints_of_models(pairs)
     fmt = fmt or detect_format(path)
     # A callable rather than the rows themselves: the PostgreSQL path may parse in a child process,
     # and finds repeated ids in the database (see staging.py) rather than in a set of every id.
@@ -96,6 +117,7 @@ def responses_import(
         task=task,
         max_lengths=ROW_MAX_LENGTHS,
         duplicates=not copies_on(connection.vendor),
+        pairs=checkpoint_of,
     )
     committing = False
     try:
@@ -109,6 +131,8 @@ def responses_import(
             # policies) are still created meanwhile.
             dataset = Dataset.objects.select_for_update(no_key=True).get(pk=dataset.pk)
             report = _import_rows(dataset, rows, path=path, replace=replace, progress=progress)
+            report.families = _families_declare(dataset=dataset, pairs=pairs)
+            report.merged = _merged_questions(dataset=dataset)
             if fmt in HARNESS_FORMATS:
                 report.harness_readings = harness_readings_store(
                     dataset=dataset, path=path, fmt=fmt, model=model, checkpoint=checkpoint, task=task
@@ -122,6 +146,51 @@ def responses_import(
         raise ImportFailed(str(exc)) from exc
     except database_failures() as exc:
         raise _database_failed(exc, committing=committing) from exc
+
+
+def _checkpoints_of_models(pairs: Sequence[Pairing]) -> dict[str, str]:
+    """{model: checkpoint} over every pairing; a model in two pairings is refused."""
+    out: dict[str, str] = {}
+    for pairing in pairs:
+        for checkpoint, model in pairing.checkpoints:
+            if model in out:
+                raise ImportFailed(f"--pair: the model {model!r} is named in two pairs")
+            out[model] = checkpoint
+    return out
+
+
+def _families_declare(*, dataset: Dataset, pairs: Sequence[Pairing]) -> dict[str, list[tuple[str, str]]]:
+    """Each pairing's runs (every benchmark and prompt of its models) join its family; a model no
+    run of the dataset carries is refused (a misspelt name would silently pair nothing)."""
+    families: dict[str, list[tuple[str, str]]] = {}
+    for pairing in pairs:
+        for checkpoint, model in pairing.checkpoints:
+            if not Run.objects.filter(dataset=dataset, model=model, checkpoint=checkpoint).exists():
+                known = sorted(set(dataset.runs.values_list("model", flat=True)))
+                raise ImportFailed(
+                    f"--pair: no response of model {model!r} at checkpoint {checkpoint!r} in dataset "
+                    f"{dataset.name!r} (its models: {', '.join(map(repr, known))})"
+                )
+        Run.objects.filter(dataset=dataset, model__in=pairing.models).update(family=pairing.family)
+        families[pairing.family] = list(pairing.checkpoints)
+    return families
+
+
+def _merged_questions(*, dataset: Dataset) -> list[MergedQuestions]:
+    """The dataset's runs whose responses answer fewer distinct questions than there are responses:
+    rows under different ids with identical question content share one Question (a benchmark's
+    duplicate items), which an import says rather than leaving to be found."""
+    rows = (
+        Response.objects.filter(dataset=dataset)
+        .values("run_id")
+        .annotate(n=models.Count("id"), q=models.Count("question_id", distinct=True))
+        .filter(n__gt=models.F("q"))
+        .order_by("run_id")
+        .values_list("run_id", "n", "q")
+    )
+    found = list(rows)
+    names = {run.pk: str(run) for run in Run.objects.filter(pk__in=[rid for rid, _, _ in found])}
+    return [MergedQuestions(run=names[rid], responses=n, questions=q) for rid, n, q in found]
 
 
 def _database_failed(exc: Exception, *, committing: bool) -> ImportFailed:

@@ -4,6 +4,7 @@ from pathlib import Path
 
 from django.core.management.base import CommandError, CommandParser
 
+from adjudication.ingest.formats import parse_pairing
 from adjudication.ingest.harnesses import FORMATS, HARNESS_FORMATS, detect_format, record_count
 from adjudication.ingest.services import ImportFailed, progress_bar, responses_import
 from adjudication.management.base import ApplicationCommand
@@ -42,6 +43,16 @@ class Command(ApplicationCommand):
             help="task name (default: lm-eval's samples_<task>_<date>.jsonl, lighteval's "
             "details_<task>_<date>.parquet, inspect's eval.task)",
         )
+        parser.add_argument(
+            "--pair",
+            action="append",
+            default=[],
+            metavar="CHECKPOINT=MODEL,CHECKPOINT=MODEL",
+            help="compare runs of different model names as one family's checkpoints, e.g. "
+            "base=Yi-6B,rl=Yi-6B-Chat: each model's rows get that checkpoint (rows naming another are an "
+            "error) and comparisons (format share, gains) pair them; the family is named after the first "
+            "model (repeatable, one family each)",
+        )
         parser.add_argument("--no-progress", action="store_true")
 
     def handle(
@@ -54,11 +65,13 @@ class Command(ApplicationCommand):
         model: str,
         checkpoint: str,
         task: str | None,
+        pair: list[str],
         no_progress: bool,
         **options,
     ) -> None:
         if not file.is_file():
             raise CommandError(f"{file}: no such file")
+        pairs = [parse_pairing(text) for text in pair]  # a PairingError is the command's error
         fmt = fmt or detect_format(file)
         bar = progress_bar(file, enabled=not no_progress)
         if fmt in HARNESS_FORMATS:
@@ -73,6 +86,7 @@ class Command(ApplicationCommand):
                     model=model,
                     checkpoint=checkpoint,
                     task=task,
+                    pairs=pairs,
                     progress=bar.update,
                 )
             except ImportFailed as exc:
@@ -84,6 +98,16 @@ class Command(ApplicationCommand):
             f"({report.runs_created} new runs, {report.questions_created} new questions)"
             + (f"; {_n(report.harness_readings, f'new {fmt} reading')}" if fmt in HARNESS_FORMATS else "")
         )
+        for family, members in report.families.items():
+            self.stdout.write(
+                f"compared as family {family!r}: " + ", ".join(f"{model} ({ckpt})" for ckpt, model in members)
+            )
+        for merged in report.merged:
+            self.stdout.write(
+                f"questions merged: {merged.run} has {merged.responses} responses to {merged.questions} distinct "
+                f"questions ({_n(merged.merged, 'response')} under other ids repeat a question with identical "
+                "text, options and gold, and share it)"
+            )
         review = report.review
         if review.labels or review.final_labels or review.items_reopened:
             self.stdout.write(
