@@ -117,11 +117,11 @@ def copy_into_import_tables(url: str, path: Path) -> float:
         started = time.perf_counter()
         with conn.cursor() as cur:
             with cur.copy(
-                "COPY adjudication_run (id, dataset_id, model, checkpoint, benchmark, prompt, generation_params, "
-                "created_at) FROM STDIN"
+                "COPY adjudication_run (id, dataset_id, model, checkpoint, benchmark, prompt, family, "
+                "generation_params, created_at) FROM STDIN"
             ) as copy:
                 for names, run_id in runs.items():
-                    copy.write_row((run_id, dataset_id, *names, "{}", now))
+                    copy.write_row((run_id, dataset_id, *names, "", "{}", now))
             with cur.copy(
                 "COPY adjudication_question (id, dataset_id, benchmark, text, choices, gold, meta, fingerprint) "
                 "FROM STDIN"

@@ -92,8 +92,9 @@ _RUN_IDS = f"""
     WHERE dataset_id = %(dataset)s AND (model, checkpoint, benchmark, prompt) IN (SELECT * FROM unnest(
           %(models)s::text[], %(checkpoints)s::text[], %(benchmarks)s::text[], %(prompts)s::text[]))"""
 _CREATE_RUN = f"""
-    INSERT INTO {_RUN} (dataset_id, model, checkpoint, benchmark, prompt, generation_params, created_at)
-    VALUES (%(dataset)s, %(model)s, %(checkpoint)s, %(benchmark)s, %(prompt)s, '{{}}'::jsonb, %(now)s) RETURNING id"""
+    INSERT INTO {_RUN} (dataset_id, model, checkpoint, benchmark, prompt, family, generation_params, created_at)
+    VALUES (%(dataset)s, %(model)s, %(checkpoint)s, %(benchmark)s, %(prompt)s, '', '{{}}'::jsonb, %(now)s)
+    RETURNING id"""
 
 # Look-ups are scalar subqueries or LATERAL ... LIMIT 1, which PostgreSQL runs as one index probe
 # per staged row. As joins, the planner (which sees neither the staging table's size nor the rows

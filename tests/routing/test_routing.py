@@ -48,6 +48,16 @@ def test_missing_readings_count_only_when_asked(missing):
     assert not decide(panel((None, "no_answer"), (None, missing)), missing_is_disagreement=True).disputed
 
 
+def test_a_not_applicable_reading_never_disputes_even_when_missing_answers_do():
+    """issue 36 item 3: a reader outside the item's task type did not read it; it takes no part."""
+    readings = panel(("J", "correct"), (None, "not_applicable"))
+    assert not decide(readings).disputed
+    assert not decide(readings, missing_is_disagreement=True).disputed
+    assert not decide(readings, compare="verdict", missing_is_disagreement=True).disputed
+    # the applicable readers still dispute among themselves
+    assert decide(panel(("J", "correct"), ("I", "incorrect"), (None, "not_applicable"))).disputed
+
+
 def test_controls_are_a_deterministic_fraction():
     keys = [f"resp-{i}" for i in range(4000)]
     chosen = [k for k in keys if is_control(seed=7, response_key=k, fraction=0.1)]
