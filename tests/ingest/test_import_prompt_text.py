@@ -120,3 +120,34 @@ def test_malformed_lm_eval_arguments_are_named(write_jsonl, arguments, field, ne
     path = write_jsonl([lm_eval_sample(0), lm_eval_sample(1, arguments=arguments)], name=SAMPLES)
     message = import_error(path, fmt="lm-eval")
     assert f"{SAMPLES}, line 2, field '{field}'" in message and needle in message
+
+
+# -- a rendered prompt under `prompt` (issue 36 item 2) -------------------------------------------
+
+
+def test_a_rendered_prompt_under_prompt_is_stored_as_prompt_text_with_no_prompt_id(write_jsonl):
+    """issue 36 item 2: a `prompt` longer than a prompt id, or over several lines, is the rendered prompt."""
+    long_one_line = "Answer the following question. " * 10  # 310 characters, more than the id's 200
+    rows = [mc_row(0, prompt=QWEN_PROMPT), mc_row(1, prompt=long_one_line), mc_row(2, prompt="cot-v1")]
+    run_command("import_responses", str(write_jsonl(rows)), dataset="d", no_progress=True)
+    stored = {r.external_id: (r.run.prompt, r.prompt_text) for r in Response.objects.select_related("run")}
+    assert stored == {"mc-0": ("", QWEN_PROMPT), "mc-1": ("", long_one_line), "mc-2": ("cot-v1", None)}
+
+
+def test_a_rendered_prompt_under_both_prompt_and_prompt_text_is_taken_once(write_jsonl):
+    rows = [mc_row(0, prompt=QWEN_PROMPT, prompt_text=QWEN_PROMPT)]
+    run_command("import_responses", str(write_jsonl(rows)), dataset="d", no_progress=True)
+    response = Response.objects.select_related("run").get()
+    assert (response.run.prompt, response.prompt_text) == ("", QWEN_PROMPT)
+
+
+def test_a_long_prompt_beside_another_prompt_text_is_an_error_naming_the_field_to_use(write_jsonl):
+    message = import_error(write_jsonl([mc_row(0, prompt=QWEN_PROMPT, prompt_text="something else")]))
+    assert "line 1, field 'prompt'" in message
+    assert "is a prompt id (one line, at most 200 characters)" in message and "'prompt_text'" in message
+
+
+def test_a_prompt_that_is_not_a_string_says_where_a_rendered_prompt_goes(write_jsonl):
+    messages = [{"role": "user", "content": "Which sociologist?"}]
+    message = import_error(write_jsonl([mc_row(0, prompt=messages)]))
+    assert "field 'prompt'" in message and "the rendered prompt goes in 'prompt_text'" in message

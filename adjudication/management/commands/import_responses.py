@@ -105,8 +105,8 @@ class Command(ApplicationCommand):
         for merged in report.merged:
             self.stdout.write(
                 f"questions merged: {merged.run} has {merged.responses} responses to {merged.questions} distinct "
-                f"questions ({_n(merged.merged, 'response')} under other ids repeat a question with identical "
-                "text, options and gold, and share it)"
+                "questions (responses under different ids whose question has identical text, options and gold "
+                "share one question)"
             )
         review = report.review
         if review.labels or review.final_labels or review.items_reopened:
