@@ -15,6 +15,7 @@ from adjudication.analytics.format_share import Observation, has_box, item_task_
 from adjudication.errors import ApplicationError
 from adjudication.ingest.formats import Row, RowError, iter_json_lines
 from adjudication.ingest.harnesses import iter_rows
+from readers.base import NOT_APPLICABLE
 
 HUMAN = "human"
 
@@ -46,12 +47,13 @@ def _given_verdict(row: Row, path: Path, reader: str) -> str | None:
         if table is not None and not isinstance(table, dict):
             raise RowError(path, row.line, "verdicts", "must be an object {reader: verdict}")
         value, field = (table or {}).get(reader), f"verdicts.{reader}"
-        allowed = (*VERDICTS, None)
+        allowed = (*VERDICTS, NOT_APPLICABLE, None)
     if value not in allowed:
         raise RowError(
             path, row.line, field, f"must be one of {', '.join(str(a) for a in allowed if a)} (or null), got {value!r}"
         )
-    return value
+    # A reader that does not apply to the item read nothing: as if it had no verdict here.
+    return None if value == NOT_APPLICABLE else value
 
 
 def format_share_observations(
@@ -137,8 +139,9 @@ def agreement_records(path: Path) -> list[dict[str, Any]]:
             raise RowError(path, line_no, "id", f"must be a string or an integer, got {type(obj['id']).__name__}")
         if not isinstance(obj["producer"], str) or not obj["producer"].strip():
             raise RowError(path, line_no, "producer", "must be a non-empty string")
-        if obj["verdict"] not in VERDICTS:
-            raise RowError(path, line_no, "verdict", f"must be one of {', '.join(VERDICTS)}, got {obj['verdict']!r}")
+        if obj["verdict"] not in (*VERDICTS, NOT_APPLICABLE):
+            allowed = ", ".join((*VERDICTS, NOT_APPLICABLE))
+            raise RowError(path, line_no, "verdict", f"must be one of {allowed}, got {obj['verdict']!r}")
         if obj["human_verdict"] not in (*BINARY, None):
             raise RowError(
                 path, line_no, "human_verdict", f"must be correct, incorrect or null, got {obj['human_verdict']!r}"
@@ -152,6 +155,8 @@ def agreement_records(path: Path) -> list[dict[str, Any]]:
                 path, line_no, "id", f"duplicate (id, producer) {identity!r} (first seen on line {seen[identity]})"
             )
         seen[identity] = line_no
+        if obj["verdict"] == NOT_APPLICABLE:
+            continue  # the producer did not read this item: no pair for agreement or bias
         out.append(
             {
                 "id": str(obj["id"]),
