@@ -272,7 +272,8 @@ def _prompt_id(
     """(prompt id, rendered prompt) of a canonical line. Harnesses and home-made exporters often
     write the rendered prompt itself under `prompt`: a value with a line break or longer than a
     prompt id's column is taken as the rendered prompt (`prompt_text`, the id left empty), when the
-    line has no other `prompt_text`."""
+    line has no other `prompt_text`. Beside a different `prompt_text`, a value that fits the column
+    stays the id; one that does not is an error naming the field to use."""
     value = obj.get("prompt")
     if value is not None and not isinstance(value, str):
         raise RowError(
@@ -289,13 +290,14 @@ def _prompt_id(
         return value, prompt_text
     if prompt_text is None or prompt_text == value:
         return "", _prompt_text(value, path, line, "prompt")
+    if len(value) <= limit:
+        return value, prompt_text  # beside its own prompt_text, a short value is the id it says it is
     raise RowError(
         path,
         line,
         "prompt",
-        f"is a prompt id (one line, at most {limit} characters), but holds {len(value)} characters"
-        + (" over several lines" if "\n" in value or "\r" in value else "")
-        + "; the rendered prompt goes in 'prompt_text', which this line already has with another text",
+        f"is a prompt id (one line, at most {limit} characters), but holds {len(value)} characters; "
+        "the rendered prompt goes in 'prompt_text', which this line already has with another text",
     )
 
 

@@ -142,7 +142,8 @@ def test_a_rendered_prompt_under_both_prompt_and_prompt_text_is_taken_once(write
 
 
 def test_a_long_prompt_beside_another_prompt_text_is_an_error_naming_the_field_to_use(write_jsonl):
-    message = import_error(write_jsonl([mc_row(0, prompt=QWEN_PROMPT, prompt_text="something else")]))
+    long_prompt = QWEN_PROMPT * 2  # over the id's 200 characters
+    message = import_error(write_jsonl([mc_row(0, prompt=long_prompt, prompt_text="something else")]))
     assert "line 1, field 'prompt'" in message
     assert "is a prompt id (one line, at most 200 characters)" in message and "'prompt_text'" in message
 
