@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('adjudication', '0019_routing_design'),
+        ('adjudication', '0020_analytics_choice'),
     ]
 
     operations = [
