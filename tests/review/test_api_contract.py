@@ -105,7 +105,7 @@ def test_a_token_needs_no_csrf_token_and_drives_the_whole_flow(write_jsonl):
     )
     assert labelled.status_code == 201 and isinstance(labelled.json()["label"], int)
     assert annotator.post(f"/api/queues/{queue_id}/claim/").status_code == 204
-    assert manager.get(f"/api/queues/{queue_id}/status/").json()["agreed"] == 1
+    assert manager.get(f"/api/queues/{queue_id}/status/").json()["one_label"] == 1
 
 
 def test_basic_auth_lockout_answers_429_in_the_error_body(settings):

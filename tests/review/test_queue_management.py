@@ -376,7 +376,7 @@ def test_the_list_links_each_queue_to_its_page_which_has_the_actions(queue):
         f"/queues/{queue.pk}/annotators/",
     ):
         assert link in page, link
-    assert "6 items: 6 pending" in page and "panel boxed, strict-match" in page
+    assert '6 items: <span data-state="pending">6 not started</span>' in page and "panel boxed, strict-match" in page
 
 
 def test_the_list_can_show_one_datasets_queues_with_it_picked_for_a_new_one(queue, write_jsonl):

@@ -71,7 +71,7 @@ def test_the_api_flow_claim_label_and_export(write_jsonl):
         assert ok.status_code == 201
     assert ann.post(f"/api/queues/{queue_id}/claim/").status_code == 204
     status = manager.get(f"/api/queues/{queue_id}/status/").json()
-    assert status["agreed"] == 2 and status["pending"] == 0
+    assert status["one_label"] == 2 and status["agreed"] == 0 and status["pending"] == 0
     rows = [json.loads(line) for line in manager.get(f"/api/queues/{queue_id}/final-labels/").content.splitlines()]
     assert {(r["final_answer"], r["provenance"]) for r in rows} == {("C", "unanimous")}
     assert rows[0]["labels"][0]["annotator"] == "ann" and rows[0]["labels"][0]["confidence"] == 4
@@ -79,6 +79,6 @@ def test_the_api_flow_claim_label_and_export(write_jsonl):
     assert csv_body.splitlines()[0].startswith("response_id,") and len(csv_body.splitlines()) == 3
     page = manager.get(f"/queues/{queue_id}/final-labels.csv")
     assert page.status_code == 200 and b"unanimous" in page.content
-    assert "2 labelled" in manager.get("/queues/").content.decode()
+    assert '<td data-state="one_label">2</td>' in manager.get("/queues/").content.decode()
     queue_page = manager.get(f"/queues/{queue_id}/").content.decode()
     assert "<tr><td>ann</td><td>2</td>" in queue_page  # the per-annotator table moved to the queue's page

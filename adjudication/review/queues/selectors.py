@@ -26,7 +26,7 @@ from django.db.models import (
 from django.utils import timezone
 
 from adjudication.exports import Column
-from adjudication.models import FinalLabel, Guidelines, Label, QueueItem, ReviewItem, ReviewQueue
+from adjudication.models import FinalLabel, Guidelines, Label, Lease, QueueItem, ReviewItem, ReviewQueue
 
 
 def guidelines_versions(*, queue: ReviewQueue) -> list[Guidelines]:
@@ -54,21 +54,44 @@ def policy_items_missing(*, queue: ReviewQueue) -> int:
     return ReviewItem.objects.filter(policy_id=queue.policy_id).exclude(queue_items__queue=queue).count()
 
 
+# The states an item of a queue is in, each item in exactly one (queue_status's "states"): the
+# page's progress line adds up to the queue's items. An item settled by one label (an overlap-1
+# queue) is "labelled once", not "agreed": nobody agreed with anyone.
+ITEM_STATES: tuple[tuple[str, str], ...] = (
+    ("pending", "not started"),
+    ("leased", "leased now"),
+    ("waiting", "waiting for more labels"),
+    ("conflicting", "conflicting"),
+    ("one_label", "labelled once"),
+    ("agreed", "agreed"),
+    ("adjudicated", "adjudicated"),
+)
+
+
 def queue_status(*, queue: ReviewQueue) -> dict:
+    """How far a queue is. The counts named in ITEM_STATES partition its items (an open item is
+    leased if anyone holds a live lease on it, else waiting for more labels if it has some, else not
+    started; a settled one is agreed only when at least two labels agreed); `states` lists them in
+    that order. `labelled` (at least one label), `skipped` (open items with a standing skip) and the
+    labels still wanted are derived counts, which overlap the states."""
     now = timezone.now()
-    counts = dict(queue.items.values_list("status").annotate(n=Count("id")))
-    leased = queue.items.filter(leases__completed_at__isnull=True, leases__expires_at__gt=now).distinct().count()
-    open_items = counts.get(QueueItem.Status.OPEN, 0)
-    labelled = queue.items.filter(label_count__gt=0).count()
+    open_q = Q(status=QueueItem.Status.OPEN)
+    live = Exists(Lease.objects.filter(item_id=OuterRef("pk"), completed_at__isnull=True, expires_at__gt=now))
+    counts = queue.items.annotate(live=live).aggregate(
+        items=Count("id"),
+        leased=Count("id", filter=open_q & Q(live=True)),
+        waiting=Count("id", filter=open_q & Q(live=False, label_count__gt=0)),
+        pending=Count("id", filter=open_q & Q(live=False, label_count=0)),
+        conflicting=Count("id", filter=Q(status=QueueItem.Status.CONFLICT)),
+        one_label=Count("id", filter=Q(status=QueueItem.Status.AGREED, label_count__lt=2)),
+        agreed=Count("id", filter=Q(status=QueueItem.Status.AGREED, label_count__gte=2)),
+        adjudicated=Count("id", filter=Q(status=QueueItem.Status.ADJUDICATED)),
+        labelled=Count("id", filter=Q(label_count__gt=0)),
+    )
     skipped = open_item_skips(queue=queue).values("item_id").distinct().count()
     return {
-        "items": sum(counts.values()),
-        "pending": open_items,
-        "leased": leased,
-        "labelled": labelled,
-        "conflicting": counts.get(QueueItem.Status.CONFLICT, 0),
-        "agreed": counts.get(QueueItem.Status.AGREED, 0),
-        "adjudicated": counts.get(QueueItem.Status.ADJUDICATED, 0),
+        **counts,
+        "states": [{"key": key, "label": label, "count": counts[key]} for key, label in ITEM_STATES],
         "skipped": skipped,
         **queue_eta(queue=queue, now=now),
     }

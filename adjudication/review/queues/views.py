@@ -25,6 +25,7 @@ from adjudication.review.queues.forms import (
     QueueTitleForm,
 )
 from adjudication.review.queues.selectors import (
+    ITEM_STATES,
     annotator_candidates,
     annotator_stats,
     guidelines_versions,
@@ -81,7 +82,11 @@ def queue_list(request: AuthenticatedRequest) -> HttpResponse:
         listed = listed.filter(dataset=dataset)
     queues = [{"queue": q, "status": queue_status(queue=q), "missing": policy_items_missing(queue=q)} for q in listed]
     pick = DatasetPickForm(initial={"dataset": dataset.pk} if dataset else None)
-    return render(request, "review/queues.html", {"queues": queues, "pick": pick, "dataset": dataset})
+    return render(
+        request,
+        "review/queues.html",
+        {"queues": queues, "pick": pick, "dataset": dataset, "item_states": ITEM_STATES},
+    )
 
 
 def _panel_initial(readers: list[ReaderSpec]) -> list[int]:
