@@ -215,3 +215,32 @@ def test_the_readme_shows_what_the_quickstart_prints(quickstart):
         line.replace(quickstart.base_url, "http://127.0.0.1:8000") for line in quickstart_part(quickstart.output)
     ]
     assert quickstart_part(block) == printed
+
+
+def test_the_quickstart_makes_one_account_per_role_and_a_queue_two_annotators_label(quickstart):
+    """issue 36 item 7: the demo queue has overlap 2 and the printed accounts (two annotators, an
+    adjudicator, a manager) log in with the printed passwords and hold only their own role, so that
+    agreement, adjudication and the role separation can be tried on the demo."""
+    printed = re.search(
+        r"One account per role \(this machine only\): annotators (\S+) / (\S+) and (\S+) / (\S+), "
+        r"adjudicator (\S+) / (\S+), manager (\S+) / (\S+)\.",
+        quickstart.output,
+    )
+    assert printed is not None, quickstart.output
+    names = printed.groups()
+    accounts = dict(zip(names[::2], names[1::2]))
+    assert "overlap 2" in quickstart.output and f"{quickstart.base_url}/adjudicate/" in quickstart.output
+    script = (
+        "import json; from django.contrib.auth.models import User; from adjudication.models import ReviewQueue; "
+        f"accounts = {accounts!r}; "
+        "print(json.dumps({'overlap': ReviewQueue.objects.get(name='quickstart-review').overlap, 'users': {"
+        "u: [User.objects.get(username=u).check_password(p), sorted(User.objects.get(username=u).groups."
+        "values_list('name', flat=True)), User.objects.get(username=u).is_superuser] for u, p in accounts.items()}}))"
+    )
+    done = quickstart.manage("shell", "-c", script)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["overlap"] == 2
+    roles = {user: tuple(groups) for user, (_, groups, _) in seen["users"].items()}
+    assert sorted(roles.values()) == [("adjudicator",), ("annotator",), ("annotator",), ("manager",)]
+    assert all(ok and not superuser for ok, _, superuser in seen["users"].values())

@@ -32,3 +32,19 @@ def user_upsert(*, username: str, password: str, roles: Sequence[str], email: st
             user.is_staff = staff
             user.save(update_fields=["is_staff"])
     return user
+
+
+def demo_users_ensure(*, accounts: Sequence[tuple[str, str, Sequence[str]]]) -> list[str]:
+    """The quickstart's demo accounts, (username, password, roles) each: made when missing, with a
+    known password that skips the validators, so call it only on the embedded local default. An
+    existing user is left as it is (its password is never reset). Returns the usernames made."""
+    made = []
+    with transaction.atomic():
+        for username, password, roles in accounts:
+            if User.objects.filter(username=username).exists():
+                continue
+            user = User.objects.create_user(username, password=password, is_staff="manager" in roles)
+            for name in roles:
+                user.groups.add(Group.objects.get_or_create(name=name)[0])
+            made.append(username)
+    return made

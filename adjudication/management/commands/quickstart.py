@@ -8,6 +8,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import CommandError, CommandParser
 
+from adjudication.accounts.services import demo_users_ensure
 from adjudication.analytics.headline import headline_lines
 from adjudication.analytics.report import Params
 from adjudication.analytics.selectors import report_parts, report_readers
@@ -24,6 +25,15 @@ from readers.summary import render
 
 SAMPLE = Path(__file__).resolve().parents[2] / "sample_data" / "quickstart.jsonl"
 DEMO_USER = ("demo", "demo")
+# One account per role, so that two annotators can label the same items (the queue's overlap is 2),
+# an adjudicator settle their conflicts, and a manager watch, each seeing only what their role sees.
+# The password is the username: made only on the embedded local default, like demo / demo.
+DEMO_ROLE_USERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("annotator1", "annotator1", ("annotator",)),
+    ("annotator2", "annotator2", ("annotator",)),
+    ("adjudicator", "adjudicator", ("adjudicator",)),
+    ("manager", "manager", ("manager",)),
+)
 
 
 def _base_url(addrport: str) -> str:
@@ -81,6 +91,8 @@ class Command(ApplicationCommand):
         if settings.EMBEDDED and not get_user_model().objects.filter(username=DEMO_USER[0]).exists():
             # A known password is only acceptable on the embedded local default, never with a real database.
             get_user_model().objects.create_superuser(DEMO_USER[0], "demo@localhost", DEMO_USER[1])
+        if settings.EMBEDDED:
+            demo_users_ensure(accounts=DEMO_ROLE_USERS)
         params = Params.from_query({}, readers=report_readers(dataset=ds))
         state = report_for_view(dataset=ds, params=params)
         if state.pending is not None:
@@ -114,6 +126,17 @@ class Command(ApplicationCommand):
         self.stdout.write(f"  analytics  {base}/analytics/{ds.pk}/")
         self.stdout.write(f"  review     {base}/review/?queue={queue.pk}")
         self.stdout.write(f"  datasets   {base}/   (the per-reader table: {base}/datasets/{ds.pk}/ or --table)")
+        if settings.EMBEDDED:
+            annotators = " and ".join(f"{u} / {p}" for u, p, roles in DEMO_ROLE_USERS if roles == ("annotator",))
+            adjudicator, manager = (f"{u} / {p}" for u, p, roles in DEMO_ROLE_USERS if roles[0] != "annotator")
+            self.stdout.write(
+                f"One account per role (this machine only): annotators {annotators}, adjudicator "
+                f"{adjudicator}, manager {manager}."
+            )
+            self.stdout.write(
+                f"  Two annotators label each item (overlap {queue.overlap}); what they disagree on waits for "
+                f"the adjudicator at {base}/adjudicate/"
+            )
         if no_serve:
             return
         self.stdout.write(f"\nServing the UI on {base}/ (Ctrl-C stops)\n")
@@ -121,8 +144,9 @@ class Command(ApplicationCommand):
 
     def _review_queue(self, ds) -> ReviewQueue:
         """The quickstart's queue: the responses the harness reader and the fixed reader dispute
-        (one finding no answer counts), plus a random tenth of the rest as controls; made once,
-        brought up to date on later runs."""
+        (one finding no answer counts), plus a random tenth of the rest as controls, each item for
+        two annotators (overlap 2: their agreement, and the adjudication of their conflicts, can be
+        tried); made once, brought up to date on later runs."""
         params = Params.from_query({}, readers=report_readers(dataset=ds))
         name = f"{ds.name}-review"
         queue = ReviewQueue.objects.filter(name=name, dataset=ds).first()
@@ -131,7 +155,7 @@ class Command(ApplicationCommand):
             return queue
         spec = QueueSpec(
             name=name,
-            overlap=1,
+            overlap=2,
             title="Quickstart: which answer did the response give?",
             routing=PolicySpec(
                 panel=(params.reported, params.fixed), missing_is_disagreement=True, control_fraction=0.1
