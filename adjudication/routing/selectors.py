@@ -26,8 +26,11 @@ from adjudication.analytics.allocation import (
 from adjudication.analytics.consensus import consensus
 from adjudication.analytics.selectors import consensus_inputs
 from adjudication.models import Dataset, ReaderSpec, Reading, Response
+from adjudication.pipeline.selectors import dataset_task_types, default_panel
 from adjudication.routing.rules import PanelReading, Route, comparable_answer, route_response
 from adjudication.routing.specs import PolicySpec, RoutingError
+from readers import registry as reader_registry
+from readers.tasks import TASK_TYPE_LABELS
 
 CHUNK = 2000
 
@@ -57,12 +60,89 @@ class RouteCounts:
         """Responses that become review items: the disputed ones and the controls."""
         return self.disputed + self.controls
 
+    @property
+    def population(self) -> int:
+        """Every response of the dataset: disputed, agreed on or still unread by the panel."""
+        return self.disputed + self.agreeing + self.pending
+
+    @property
+    def routed_share(self) -> float:
+        return self.routed / self.population if self.population else 0.0
+
 
 def dataset_readers(*, dataset: Dataset) -> list[ReaderSpec]:
     """Every reader spec (rule readers, LLM judges, regenerations) with at least one reading of the
     dataset, by kind and name. One EXISTS per spec, not a join over every reading."""
     read = Reading.objects.filter(reader_spec=OuterRef("pk"), response__dataset=dataset)
     return list(ReaderSpec.objects.filter(Exists(read)).order_by("kind", "name", "version", "id"))
+
+
+@dataclass(frozen=True)
+class PanelPreset:
+    """A panel to tick on the queue form: the default panel of one task type (`key`, a
+    readers.tasks task type; "default": the dataset's own task types together) among the readers
+    that have read the dataset."""
+
+    key: str
+    label: str
+    questions: int  # the dataset's questions of that task type (all of them for "default")
+    reader_ids: list[int]
+
+
+def panel_presets(*, dataset: Dataset, readers: Sequence[ReaderSpec]) -> list[PanelPreset]:
+    """The queue form's presets: first the dataset's default panel (the readers that apply to its
+    questions' task types: what the form ticks to begin with), then one per task type present, most
+    questions first. A preset holds only rule readers that have read the dataset."""
+    task_types = dataset_task_types(dataset_id=dataset.pk)
+
+    def ids(names: list[str]) -> list[int]:
+        wanted = set(names)
+        return [r.pk for r in readers if r.kind == "rule" and r.name in wanted]
+
+    kinds = ", ".join(TASK_TYPE_LABELS.get(t, t) for t in task_types) or "no questions"
+    default = ids(default_panel(task_types=task_types))
+    presets = [PanelPreset("default", f"default for this dataset ({kinds})", sum(task_types.values()), default)]
+    for task_type, n in task_types.items():
+        label = TASK_TYPE_LABELS.get(task_type, task_type)
+        presets.append(PanelPreset(task_type, label, n, ids(default_panel(task_types=[task_type]))))
+    return presets
+
+
+# A panel that routes more than this share of a dataset does not select anything for review: the
+# queue form warns rather than showing the count as a success.
+MOST_OF_DATASET = 0.5
+
+
+def route_preview_warning(
+    *, counts: RouteCounts, panel: Sequence[ReaderSpec], task_types: Collection[str]
+) -> str | None:
+    """Why a previewed panel routes most of the dataset, or None when it routes at most
+    MOST_OF_DATASET of it. Readers whose task types are none of the dataset's are named: they find
+    no answer, or a wrong kind of one, on nearly every response, and so dispute everything."""
+    if counts.routed_share <= MOST_OF_DATASET:
+        return None
+    outside = []
+    for spec in panel:
+        try:
+            applies = reader_registry.get(spec.name).applicable_task_types()
+        except reader_registry.UnknownReader:
+            continue  # an LLM judge or a plugin gone: no declared task types to check
+        if not applies & set(task_types):
+            outside.append(spec.name)
+    share = f"{counts.routed} of {counts.population} responses ({counts.routed_share:.0%})"
+    if outside:
+        kinds = ", ".join(TASK_TYPE_LABELS.get(t, t) for t in task_types)
+        return (
+            f"This panel routes {share}: most of the dataset, so review would not be selective. "
+            f"{', '.join(outside)} do{'es' if len(outside) == 1 else ''} not apply to this dataset's questions "
+            f"({kinds}) and dispute{'s' if len(outside) == 1 else ''} nearly every response: "
+            f"untick {'it' if len(outside) == 1 else 'them'}, or use the preset for the task type."
+        )
+    return (
+        f"This panel routes {share}: most of the dataset, so review would not be selective. Its readers "
+        "disagree on most responses: compare by verdict only, leave out a reader that reads another answer "
+        "format, or route by information with a budget."
+    )
 
 
 @dataclass(frozen=True)

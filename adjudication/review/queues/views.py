@@ -43,7 +43,15 @@ from adjudication.review.queues.services import (
     skips_reopen,
 )
 from adjudication.review.queues.specs import QueueSpec
-from adjudication.routing.selectors import InformationDraw, dataset_readers, information_preview, route_preview
+from adjudication.routing.selectors import (
+    InformationDraw,
+    PanelPreset,
+    dataset_readers,
+    information_preview,
+    panel_presets,
+    route_preview,
+    route_preview_warning,
+)
 from adjudication.routing.specs import PolicySpec
 
 
@@ -89,9 +97,19 @@ def queue_list(request: AuthenticatedRequest) -> HttpResponse:
     )
 
 
-def _panel_initial(readers: list[ReaderSpec]) -> list[int]:
-    # The default panel, as the command and the API have it: every rule reader of the dataset.
-    return [r.pk for r in readers if r.kind == "rule"]
+def _panel_initial(readers: list[ReaderSpec], presets: list[PanelPreset]) -> list[int]:
+    # The dataset's default panel (the readers of its task types), as run_readers has it; a dataset
+    # none of whose readers is in it (plugins only) starts with its rule readers.
+    return presets[0].reader_ids or [r.pk for r in readers if r.kind == "rule"]
+
+
+def _preset_panel(key: str, readers: list[ReaderSpec], presets: list[PanelPreset]) -> set[str] | None:
+    """The panel a preset button ticks: a task type's, none, or every reader; None: no such preset."""
+    if key == "none":
+        return set()
+    if key == "all":
+        return {str(r.pk) for r in readers}
+    return next(({str(pk) for pk in p.reader_ids} for p in presets if p.key == key), None)
 
 
 def _reader_groups(readers: list[ReaderSpec]) -> list[tuple[str, list[ReaderSpec]]]:
@@ -115,14 +133,26 @@ def queue_new(request: AuthenticatedRequest) -> HttpResponse:
         return render(request, "review/queue_new.html", {"pick": DatasetPickForm()}, status=400)
     dataset = pick.cleaned_data["dataset"]
     readers = dataset_readers(dataset=dataset)
+    presets = panel_presets(dataset=dataset, readers=readers)
     creating = request.POST.get("action") == "create"
     if request.method == "POST":
         form = QueueForm(request.POST, readers=readers, creating=creating)
     else:
-        form = QueueForm(readers=readers, initial={"panel": _panel_initial(readers)})
-    context = {"dataset": dataset, "form": form, "reader_groups": _reader_groups(readers), "preview": None}
+        form = QueueForm(readers=readers, initial={"panel": _panel_initial(readers, presets)})
+    context = {
+        "dataset": dataset,
+        "form": form,
+        "reader_groups": _reader_groups(readers),
+        "presets": presets,
+        "preview": None,
+    }
     if request.method == "GET":
-        context["chosen"] = {str(pk) for pk in _panel_initial(readers)}
+        context["chosen"] = {str(pk) for pk in _panel_initial(readers, presets)}
+        return render(request, "review/queue_new.html", context)
+    preset = _preset_panel(request.POST.get("preset", ""), readers, presets) if "preset" in request.POST else None
+    if preset is not None:
+        # A preset button only re-ticks the panel: the other settings stay as typed.
+        context["chosen"] = preset
         return render(request, "review/queue_new.html", context)
     context["chosen"] = set(request.POST.getlist("panel"))
     if not form.is_valid():
@@ -133,7 +163,11 @@ def queue_new(request: AuthenticatedRequest) -> HttpResponse:
         if not creating:
             routing = PolicySpec.from_values(data)
             if routing.priority != RoutingPolicy.Priority.INFORMATION:
-                context["preview"] = route_preview(dataset=dataset, spec=routing)
+                counts = route_preview(dataset=dataset, spec=routing)
+                context["preview"] = counts
+                context["preview_warning"] = route_preview_warning(
+                    counts=counts, panel=data["panel"], task_types=[p.key for p in presets[1:]]
+                )
             else:
                 fit, chosen = information_preview(dataset=dataset, spec=routing)
                 shown = "draw" if isinstance(chosen, InformationDraw) else "picks"
