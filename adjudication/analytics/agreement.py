@@ -338,7 +338,10 @@ BIASED_BY_SELECTION = (
 )
 
 
-def selection_note(human: Mapping[str, HumanObs]) -> dict[str, Any]:
+def selection_note(human: Mapping[str, HumanObs], *, routed_controls: int | None = None) -> dict[str, Any]:
+    """What the labels' selection lets the report say. `routed_controls`: how many control items the
+    dataset's policies routed, labelled or not (None: not known), so that a queue whose controls
+    are only not labelled yet is not told to route some."""
     disputed = sum(not h.is_control for h in human.values())
     controls = sum(h.is_control for h in human.values())
     routed = disputed > 0
@@ -359,8 +362,7 @@ def selection_note(human: Mapping[str, HumanObs]) -> dict[str, Any]:
                 "Estimates on the control items (a random sample of undisputed responses) are unbiased for the "
                 "undisputed stratum; the population estimate weights both strata by their size."
                 if controls
-                else "No control items are labelled: nothing here is a population estimate. Route with a "
-                "control_fraction > 0 to get one."
+                else _no_labelled_controls(routed_controls)
             )
         )
         note["preferred_scope"] = "controls" if controls else "reviewed"
@@ -372,6 +374,20 @@ def selection_note(human: Mapping[str, HumanObs]) -> dict[str, Any]:
     return note
 
 
+def _no_labelled_controls(routed_controls: int | None) -> str:
+    if routed_controls:
+        return (
+            f"None of the {routed_controls} control item{'s' if routed_controls != 1 else ''} (a random sample of "
+            "the undisputed responses, served among the disputed items from the start of the queue) is labelled "
+            "yet: nothing here is a population estimate until some are."
+        )
+    return (
+        "No control items were routed, so nothing here is a population estimate: the undisputed responses "
+        "have no random sample. Route a queue with a control fraction > 0 (the queue form's Controls, "
+        "--control-fraction) to draw one."
+    )
+
+
 def report(
     obs: list[ReaderObs],
     human: Mapping[str, HumanObs],
@@ -380,12 +396,13 @@ def report(
     annotator_ratings: Mapping[str, Mapping[str, str]] | None = None,
     control_ids: set[str] | None = None,
     strata: list[dict[str, Any]] | None = None,
+    routed_controls: int | None = None,
     seed: int = 0,
 ) -> dict[str, Any]:
     """The whole agreement report. The readers' overview (no humans) comes from `counts` when given
     (the database groups them), else from `obs`; everything against humans reads only the readings
     of labelled responses, so `obs` may be just those."""
-    note = selection_note(human)
+    note = selection_note(human, routed_controls=routed_controls)
     if counts is None:
         counts = [VerdictCount(o.reader, o.verdict, 1, o.model, o.checkpoint, o.benchmark) for o in obs]
     scopes = ["reviewed"] + (
@@ -422,5 +439,6 @@ def report_of(inputs: Mapping[str, Any], *, seed: int) -> dict[str, Any]:
         annotator_ratings=inputs["annotator_ratings"],
         control_ids=inputs["control_ids"],
         strata=inputs["strata"],
+        routed_controls=inputs.get("routed_controls"),
         seed=seed,
     )

@@ -315,7 +315,8 @@ def judge_template_hashes(*, dataset: Dataset, labels: dict[int, str] | None = N
 
 def agreement_inputs(*, dataset: Dataset, summary: ReadingSummary | None = None) -> dict[str, Any]:
     """What agreement.report takes: the verdict counts of every reading (`counts`), the readings of
-    labelled responses only (`obs`), the final labels, the annotators' labels and the strata."""
+    labelled responses only (`obs`), the final labels, the annotators' labels, the strata and how
+    many control items were routed."""
     summary = reading_summary(dataset=dataset) if summary is None else summary
     ratings, controls = annotator_ratings(dataset=dataset)
     return {
@@ -325,6 +326,7 @@ def agreement_inputs(*, dataset: Dataset, summary: ReadingSummary | None = None)
         "annotator_ratings": ratings,
         "control_ids": controls,
         "strata": policy_strata(dataset=dataset),
+        "routed_controls": ReviewItem.objects.filter(policy__dataset=dataset, is_control=True).count(),
         "templates": judge_template_hashes(dataset=dataset, labels=summary.labels),
     }
 

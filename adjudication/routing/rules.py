@@ -168,3 +168,25 @@ def controls_spread(*, priorities: Mapping[int, float], controls: Collection[int
     for j, i in enumerate(shuffled):
         out[i] = ranked[min(m - 1, int((j + 0.5) * m / n))] if m else random_priority(seed=seed, response_key=str(i))
     return out
+
+
+def controls_tiebreaks(*, others: Sequence[tuple[float, int]], controls: Sequence[tuple[int, float]]) -> dict[int, int]:
+    """Where a queue serves its open controls among its other open items, as tiebreaks (a queue
+    serves by priority, highest first, then by tiebreak). `others`: the (priority, tiebreak) of the
+    other items; `controls`: (key, priority) of each control in its seeded order, its priority from
+    controls_spread. The j-th of n controls is placed just before the other item at rank
+    (j + ½)·m/n of the m others, whose priority it took: evenly spread from the first item served,
+    not wherever the shuffle puts it within a block of equal priorities (a block of 170 disputes of
+    equal strength would otherwise serve its controls anywhere in it, none among the first ones). A
+    control whose priority is not that item's (the queue holds other items than the policy's open
+    ones) keeps its tiebreak."""
+    ranked = sorted(others, key=lambda pt: (-pt[0], pt[1]))
+    n, m = len(controls), len(ranked)
+    out: dict[int, int] = {}
+    for j, (key, priority) in enumerate(controls):
+        if not m:
+            break
+        at_priority, at_tiebreak = ranked[min(m - 1, int((j + 0.5) * m / n))]
+        if at_priority == priority:
+            out[key] = at_tiebreak - 1
+    return out

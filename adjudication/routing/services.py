@@ -35,6 +35,7 @@ from adjudication.routing.rules import (
     Decision,
     PanelReading,
     controls_spread,
+    controls_tiebreaks,
     random_priority,
     route_response,
 )
@@ -131,6 +132,7 @@ def queue_items_sync(*, queue: ReviewQueue) -> int:
     with transaction.atomic():
         added = _queue_items_add(queue)
         if added:
+            _controls_place(queue)
             # Last (adjudication.revisions): the new items first, then the dataset's counter.
             dataset_changed(dataset_id=queue.dataset_id)
     return added
@@ -153,6 +155,35 @@ def _queue_items_add(queue: ReviewQueue) -> int:
     # ignore_conflicts: two syncs racing for the same queue add each item once (queue_item_once).
     QueueItem.objects.bulk_create(items, ignore_conflicts=True, batch_size=1000)
     return len(items)
+
+
+def _controls_place(queue: ReviewQueue) -> int:
+    """Serve the queue's open controls evenly spread through its other open items
+    (rules.controls_tiebreaks), in the policy's seeded order of controls (the one controls_spread
+    gave their priorities by). A random-priority policy interleaves them already. Returns how many
+    tiebreaks changed."""
+    policy = queue.policy
+    if policy.priority == RoutingPolicy.Priority.RANDOM:
+        return 0
+    rows = list(
+        QueueItem.objects.filter(queue=queue, status=QueueItem.Status.OPEN)
+        .order_by("id")
+        .values_list("id", "priority", "tiebreak", "review_item__is_control", "review_item__response_id")
+    )
+    controls = sorted(
+        ((pk, priority, rid) for pk, priority, _, control, rid in rows if control),
+        key=lambda c: random_priority(seed=policy.seed, response_key=str(c[2])),
+    )
+    if not controls:
+        return 0
+    placed = controls_tiebreaks(
+        others=[(priority, tiebreak) for _, priority, tiebreak, control, _ in rows if not control],
+        controls=[(pk, priority) for pk, priority, _ in controls],
+    )
+    held = {pk: tiebreak for pk, _, tiebreak, _, _ in rows}
+    changed = [QueueItem(id=pk, tiebreak=t) for pk, t in placed.items() if held[pk] != t]
+    QueueItem.objects.bulk_update(changed, ["tiebreak"], batch_size=1000)
+    return len(changed)
 
 
 def _reason(readings: list[PanelReading], decision: Decision) -> dict:
@@ -256,8 +287,9 @@ def _route(policy: RoutingPolicy) -> RouteReport:
             "pending": report.pending,
         },
     )
-    for queue in ReviewQueue.objects.filter(policy=policy):
+    for queue in ReviewQueue.objects.filter(policy=policy).select_related("policy"):
         report.queued += _queue_items_add(queue)
+        _controls_place(queue)
     return report
 
 
@@ -367,8 +399,9 @@ def _route_greedy(policy: RoutingPolicy) -> RouteReport:
     report.controls, report.informative = len(drawn), len(informative)
     report.refreshed = _information_reasons_renew(policy, panel, target)
     _open_priorities_write(policy, fit.values)
-    for queue in ReviewQueue.objects.filter(policy=policy):
+    for queue in ReviewQueue.objects.filter(policy=policy).select_related("policy"):
         report.queued += _queue_items_add(queue)
+        _controls_place(queue)
     return report
 
 
@@ -469,7 +502,10 @@ def information_priorities_refresh(*, policy: RoutingPolicy) -> int:
         return 0
     fit = information_fit(dataset=policy.dataset, target=policy.target)
     with transaction.atomic():
-        return _open_priorities_write(policy, fit.values)
+        changed = _open_priorities_write(policy, fit.values)
+        for queue in ReviewQueue.objects.filter(policy=policy).select_related("policy"):
+            _controls_place(queue)
+        return changed
 
 
 def information_refresh_claimed(*, policy_id: int) -> RefreshReport:

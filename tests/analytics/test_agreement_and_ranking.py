@@ -242,6 +242,19 @@ def test_without_controls_there_is_no_population_estimate():
     assert "unobserved" in rep["population"][0]["readers"]["r1"]["error"]
 
 
+def test_the_hint_to_route_controls_appears_only_when_none_were_routed():
+    """issue 36 item 6: a queue whose controls are routed but not labelled yet is told so, not told
+    to route with a control fraction > 0."""
+    obs, human = world()
+    human = {k: v for k, v in human.items() if not v.is_control}
+    waiting = ag.report(obs, human, routed_controls=12)["selection"]["text"]
+    assert "None of the 12 control items" in waiting and "labelled yet" in waiting
+    assert "control fraction > 0" not in waiting and "control_fraction" not in waiting
+    for nothing_routed in (0, None):
+        text = ag.report(obs, human, routed_controls=nothing_routed)["selection"]["text"]
+        assert "No control items were routed" in text and "control fraction > 0" in text
+
+
 def test_human_human_agreement():
     ratings = {"ann": {"1": "A", "2": "B", "3": "C", "4": "A"}, "bob": {"1": "A", "2": "B", "3": "A"}, "cy": {"4": "A"}}
     hh = ag.human_human(ratings)

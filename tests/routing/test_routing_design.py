@@ -132,3 +132,59 @@ def test_the_migration_records_the_design_of_existing_items(design_dataset):
     assert set(g.filter(is_control=False).values_list("stratum", "inclusion_probability")) == {("greedy", None)}
     assert set(g.filter(is_control=True).values_list("stratum", "inclusion_probability")) == {("control", None)}
     assert dict(RoutingPolicy.objects.values_list("name", "sampling")) == {"p": "randomized", "g": "greedy"}
+
+
+@pytest.fixture
+def one_tier_dataset(db, write_jsonl):
+    """60 responses read by strict-match and fixed: 40 disputed, all of the same strength (one block
+    of equal priority, as most of the quickstart's disputes are), the rest agreed on."""
+    run_command("import_responses", str(write_jsonl([mc_row(i) for i in range(60)])), dataset="t", no_progress=True)
+    a, b = reader_spec_by_name(name="strict-match"), reader_spec_by_name(name="fixed")
+    rows = []
+    for i, response in enumerate(Response.objects.filter(dataset__name="t").order_by("id")):
+        answer = "C" if i < 40 else "B"
+        rows.append(Reading(response=response, reader_spec=a, answer="B", normalized="B", verdict="correct"))
+        rows.append(Reading(response=response, reader_spec=b, answer=answer, normalized=answer, verdict="correct"))
+    Reading.objects.bulk_create(rows)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 7])
+def test_controls_are_evenly_spread_from_the_first_item_even_within_one_block_of_equal_priority(one_tier_dataset, seed):
+    """issue 36 item 6: the j-th of n controls is served at rank (j + ½)·m/n of the m disputes, from
+    the start, not wherever the queue's shuffle puts it in a block of equal priorities."""
+    run_command(
+        "route_disagreements", dataset="t", policy="p", panel=["strict-match", "fixed"], control_fraction=0.5, seed=seed
+    )
+    run_command("create_queue", dataset="t", name="q", policy="p", overlap=1)
+    order = serving_order("q")
+    assert len({qi.priority for qi in order}) == 1  # one block: the spread is the tiebreaks'
+    positions = [k for k, qi in enumerate(order) if qi.review_item.is_control]
+    n, m = len(positions), len(order) - len(positions)
+    assert n >= 3 and m == 40
+    assert positions == [int((j + 0.5) * m / n) + j for j in range(n)]
+    # which control comes first is still the policy's seeded order of its controls
+    served = [order[k].review_item.response_id for k in positions]
+    assert served == sorted(served, key=lambda rid: random_priority(seed=seed, response_key=str(rid)))
+
+
+@pytest.mark.parametrize("fraction", [0.5, 0.0])
+def test_the_report_says_routed_controls_wait_for_labels_rather_than_asking_for_controls(one_tier_dataset, fraction):
+    """issue 36 item 6: with controls routed and only a disputed item labelled, the analytics say
+    the controls are not labelled yet; without controls, they say to route some."""
+    from adjudication.analytics import agreement as ag
+    from adjudication.analytics.selectors import agreement_inputs
+    from adjudication.models import Dataset, ReviewQueue
+
+    from ..review.conftest import label_next, make_user
+
+    run_command(
+        "create_queue", dataset="t", name="q", panel=["strict-match", "fixed"], control_fraction=fraction, overlap=1
+    )
+    label = label_next(ReviewQueue.objects.get(name="q"), make_user("a", "annotator"), "B")
+    assert not label.item.review_item.is_control  # the first item served is a dispute
+    inputs = agreement_inputs(dataset=Dataset.objects.get(name="t"))
+    routed, text = inputs["routed_controls"], ag.report_of(inputs, seed=0)["selection"]["text"]
+    if fraction:
+        assert routed >= 3 and f"None of the {routed} control items" in text and "control fraction > 0" not in text
+    else:
+        assert routed == 0 and "No control items were routed" in text and "control fraction > 0" in text
