@@ -6,8 +6,11 @@ Routing records, per routed item, its stratum and its probability of being route
 
 * ``<policy>/control``: the controls of a disagreement policy, drawn with the control fraction
   among the responses it does not dispute: N_c = population − the policy's disputed items.
-* ``<policy>/information``: a randomized information policy's draw over every response:
-  N_c = population.
+* ``<policy>/information``: a randomized information policy's draw over every response but the
+  unreadable ones: N_c = population − the unreadable stratum.
+* ``<policy>/unreadable``: the responses no reader of the policy's panel could read, drawn with
+  the policy's unreadable fraction: N_c = their number at the last routing (the control cell of a
+  disagreement policy excludes them too).
 * ``<policy>/disputed`` (priority random) or ``<policy>/disputed@<priority>`` (priorities
   disagreement and order): the disputed items, routed with probability 1. A queue serves them in
   priority order and at random only within equal priority, so each priority value is a cell of its
@@ -34,6 +37,7 @@ from django.db.models import Count
 from adjudication.analytics.agreement import human_verdict
 from adjudication.analytics.estimates import BINARY, Design, EstimateError
 from adjudication.models import Dataset, FinalLabel, Response, ReviewItem, RoutingPolicy
+from adjudication.routing.selectors import unreadable_responses
 
 # Why a labelled response of the dataset is not in the sample (EstimateSample.left_out's keys).
 NO_VERDICT = "no_verdict"  # labelled through the policy, but neither correct nor incorrect
@@ -63,6 +67,7 @@ class _Policy:
     name: str
     priority: str
     sampling: str
+    unreadable: int = 0  # the unreadable stratum's size at the last routing (RoutingPolicy.design)
     disputed: int = 0
     # cell -> routed items with a known probability
     routed: dict[str, int] = field(default_factory=dict)
@@ -81,20 +86,25 @@ class _Policy:
             return f"{self.name}/control"
         if stratum == ReviewItem.Stratum.INFORMATION and self.priority == RoutingPolicy.Priority.INFORMATION:
             return f"{self.name}/information"
+        if stratum == ReviewItem.Stratum.UNREADABLE and self.probability_design:
+            return f"{self.name}/unreadable"
         return None
 
     def cell_sizes(self, population: int) -> dict[str, int]:
         """Every cell of the policy's design, labelled or not: its cells partition the population."""
         if not self.probability_design:
             return {}
+        # The unreadable stratum (no panel reader could read them) is a cell of its own, present
+        # even with none of it routed, like the controls' below.
+        apart = {f"{self.name}/unreadable": self.unreadable} if self.unreadable else {}
         if self.priority == RoutingPolicy.Priority.INFORMATION:
-            return {f"{self.name}/information": population}
-        sizes = {c: n for c, n in self.routed.items() if c != f"{self.name}/control"}
-        if population - self.disputed > 0:
+            return {f"{self.name}/information": population - self.unreadable, **apart}
+        sizes = {c: n for c, n in self.routed.items() if c not in (f"{self.name}/control", f"{self.name}/unreadable")}
+        if population - self.disputed - self.unreadable > 0:
             # Present even with no control routed: the undisputed part of the population is then
             # in no sample, and the estimate must say so rather than leave it out.
-            sizes[f"{self.name}/control"] = population - self.disputed
-        return sizes
+            sizes[f"{self.name}/control"] = population - self.disputed - self.unreadable
+        return {**sizes, **apart}
 
 
 @dataclass(frozen=True)
@@ -109,9 +119,9 @@ class _Labelled:
 
 def _policies(dataset: Dataset) -> dict[int, _Policy]:
     policies = {
-        pk: _Policy(name, priority, sampling)
-        for pk, name, priority, sampling in RoutingPolicy.objects.filter(dataset=dataset).values_list(
-            "id", "name", "priority", "sampling"
+        pk: _Policy(name, priority, sampling, unreadable=int((design or {}).get("unreadable") or 0))
+        for pk, name, priority, sampling, design in RoutingPolicy.objects.filter(dataset=dataset).values_list(
+            "id", "name", "priority", "sampling", "design"
         )
     }
     items = ReviewItem.objects.filter(policy__dataset=dataset)
@@ -247,6 +257,11 @@ def _population_cells(dataset: Dataset, policy_id: int, owner: _Policy) -> dict[
             policy_id=policy_id, stratum=ReviewItem.Stratum.DISPUTED
         ).values_list("response_id", "stratum", "priority")
     }
+    if owner.unreadable:
+        # Routed or not, a response no panel reader could read is in the unreadable cell.
+        specs = list(RoutingPolicy.objects.get(pk=policy_id).panel.all())
+        unreadable = f"{owner.name}/unreadable"
+        disputed |= {str(rid): unreadable for rid in unreadable_responses(dataset=dataset, specs=specs)}
     ids = Response.objects.filter(dataset=dataset).values_list("id", flat=True)
     return {str(rid): disputed.get(str(rid), rest) for rid in ids.iterator(chunk_size=10000)}
 

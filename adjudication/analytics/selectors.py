@@ -293,7 +293,7 @@ def policy_strata(*, dataset: Dataset) -> list[dict[str, Any]]:
             total = Response.objects.filter(dataset=dataset).count()
             out.append({"policy": policy.name, "n_disputed": 0, "n_undisputed": total})
             continue
-        disputed = ReviewItem.objects.filter(policy=policy, is_control=False).count()
+        disputed = ReviewItem.objects.filter(policy=policy, stratum=ReviewItem.Stratum.DISPUTED).count()
         panel = list(policy.panel.all())
         complete = (
             Response.objects.filter(dataset=dataset)
@@ -335,6 +335,7 @@ def disputed_by_benchmark(*, dataset: Dataset) -> dict[str, int]:
     """{benchmark: responses some routing panel disputes} (controls are not disputes)."""
     rows = (
         ReviewItem.objects.filter(policy__dataset=dataset, is_control=False)
+        .exclude(stratum=ReviewItem.Stratum.UNREADABLE)  # drawn at random, not disputed
         .exclude(policy__priority=RoutingPolicy.Priority.INFORMATION)  # routed by label value, not dispute
         .values("response__run__benchmark")
         .annotate(n=Count("response_id", distinct=True))

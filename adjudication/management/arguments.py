@@ -110,6 +110,13 @@ def add_policy_arguments(parser: ArgumentParser) -> None:
     parser.add_argument(
         "--control-fraction", type=float, default=0.0, help="share of undisputed responses drawn as controls"
     )
+    parser.add_argument(
+        "--unreadable-fraction",
+        type=float,
+        default=0.1,
+        help="share of the responses no panel reader can read (loops, truncations: their own stratum) routed "
+        "to review (default 0.1)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     order = "the policy's order; information: by label value for --target (docs/consensus.md)"
     parser.add_argument("--priority", choices=get_args(Priority), default="disagreement", help=order)

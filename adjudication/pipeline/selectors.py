@@ -279,6 +279,7 @@ def dataset_counts(*, dataset_ids: Sequence[int], readings: dict[int, int] | Non
             # information policy routed by label value is no dispute.
             ReviewItem.objects.filter(policy__dataset_id__in=ids, is_control=False)
             .exclude(policy__priority="information")
+            .exclude(stratum=ReviewItem.Stratum.UNREADABLE)  # drawn at random, not disputed
             .values("policy__dataset_id")
             .annotate(n=Count("response_id", distinct=True))
             .values_list("policy__dataset_id", "n")

@@ -47,6 +47,14 @@ class RoutingPolicy(models.Model):
         help_text="share of undisputed responses sent as controls",
         validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
     )
+    # Responses no reader of the panel can read (each says no_answer, error, timeout or
+    # not_applicable: loops, truncations) are a stratum of their own: a label on one settles no
+    # reader's dispute, so only this share of them is routed, drawn at random.
+    unreadable_fraction = models.FloatField(
+        default=0.1,
+        help_text="share of the responses no panel reader can read that is routed (their own stratum)",
+        validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+    )
     seed = models.IntegerField(default=0, validators=[MinValueValidator(INT_MIN), MaxValueValidator(INT_MAX)])
     priority = models.CharField(max_length=16, choices=Priority.choices, default=Priority.DISAGREEMENT)
     # Priority "information" only: the target whose uncertainty the labels should narrow, in the
@@ -66,8 +74,10 @@ class RoutingPolicy(models.Model):
         help_text="with priority information: randomized (fit for estimates) or greedy (unfit for estimates)",
     )
     # What the last routing run saw, for the estimates' cell sizes and for the record: disagreement
-    # policies {"population", "disputed", "undisputed", "pending"}; a randomized information policy
-    # {"population", "floor", "expected", "pi_min", "drawn"}. Empty: never routed since recorded.
+    # policies {"population", "disputed", "undisputed", "unreadable", "pending"}; a randomized
+    # information policy {"population", "floor", "expected", "pi_min", "drawn", "unreadable"}
+    # ("unreadable": the responses no panel reader could read, the unreadable stratum's size); a
+    # greedy one {"unreadable"}. Empty: never routed since recorded.
     design = models.JSONField(default=dict, blank=True)
     # Set when a final label asked for the priorities to be refitted and no refit has claimed the
     # request yet (routing.refresh.information_refresh_request): a burst of labels causes one refit.
@@ -79,6 +89,10 @@ class RoutingPolicy(models.Model):
             UniqueConstraint(fields=["dataset", "name"], name="routing_policy_name"),
             CheckConstraint(
                 condition=Q(control_fraction__gte=0) & Q(control_fraction__lte=1), name="control_fraction_0_1"
+            ),
+            CheckConstraint(
+                condition=Q(unreadable_fraction__gte=0) & Q(unreadable_fraction__lte=1),
+                name="unreadable_fraction_0_1",
             ),
         ]
 
@@ -97,6 +111,7 @@ class ReviewItem(models.Model):
         CONTROL = "control", "control (drawn at random)"
         INFORMATION = "information", "drawn with a known probability for a target"
         GREEDY = "greedy", "picked by label value (no known probability)"
+        UNREADABLE = "unreadable", "no panel reader could read it (drawn at random)"
 
     is_control = models.BooleanField(default=False, help_text="undisputed, sampled at random as a control")
     # The sampling design, recorded when the item is routed: which part of the policy's design it

@@ -16,6 +16,8 @@ MISSING = frozenset({"no_answer", "timeout", "error"})
 # A reader outside the item's task type took no part: its reading is left out like an absent one,
 # whatever `missing_is_disagreement` says (it found nothing because it did not look).
 NOT_APPLICABLE = "not_applicable"
+# Verdicts that read nothing: a response whose every panel reading is one of these is unreadable.
+READS_NOTHING = MISSING | {NOT_APPLICABLE}
 Compare = Literal["either", "answer", "verdict"]
 # The order a policy serves its items in (RoutingPolicy.Priority's values).
 Priority = Literal["disagreement", "random", "order", "information"]
@@ -23,8 +25,9 @@ Priority = Literal["disagreement", "random", "order", "information"]
 # the top label values (unfit for estimates).
 Sampling = Literal["randomized", "greedy"]
 # What routing does with one response: wait for a missing panel reading, route it as disputed,
-# route it as a control (undisputed, drawn at random), or leave it (undisputed).
-Outcome = Literal["pending", "disputed", "control", "agreeing"]
+# route it as a control (undisputed, drawn at random), leave it (undisputed), or, when no panel
+# reader could read it, route it in the unreadable stratum (drawn at random) or leave it there.
+Outcome = Literal["pending", "disputed", "control", "agreeing", "unreadable", "unreadable_left"]
 
 
 @dataclass(frozen=True)
@@ -123,14 +126,20 @@ def route_response(
     compare: Compare = "either",
     missing_is_disagreement: bool = False,
     control_fraction: float = 0.0,
+    unreadable_fraction: float = 0.0,
     seed: int = 0,
     response_key: str,
 ) -> Route:
     """The one routing decision per response, shared by the routing itself and its read-only
-    preview, so that what a manager is told a queue will hold is what creating it routes."""
+    preview, so that what a manager is told a queue will hold is what creating it routes. A
+    response no panel reader could read (loops, truncations) is neither a dispute nor agreement:
+    it is drawn into the unreadable stratum with `unreadable_fraction`."""
     if len(readings) < panel_size:
         return Route("pending", None)
     decision = decide(readings, compare=compare, missing_is_disagreement=missing_is_disagreement)
+    if is_unreadable(readings):
+        drawn = is_unreadable_drawn(seed=seed, response_key=response_key, fraction=unreadable_fraction)
+        return Route("unreadable" if drawn else "unreadable_left", decision)
     if decision.disputed:
         return Route("disputed", decision)
     if is_control(seed=seed, response_key=response_key, fraction=control_fraction):
@@ -144,6 +153,19 @@ def is_control(*, seed: int, response_key: str, fraction: float) -> bool:
     if fraction <= 0:
         return False
     digest = hashlib.sha256(f"{seed}:{response_key}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < fraction
+
+
+def is_unreadable(readings: Sequence[PanelReading]) -> bool:
+    """Whether no reader of the panel read anything in the response."""
+    return bool(readings) and all(r.verdict in READS_NOTHING for r in readings)
+
+
+def is_unreadable_drawn(*, seed: int, response_key: str, fraction: float) -> bool:
+    """The unreadable stratum's draw: like is_control, reproducible, and independent of it."""
+    if fraction <= 0:
+        return False
+    digest = hashlib.sha256(f"unreadable:{seed}:{response_key}".encode()).digest()
     return int.from_bytes(digest[:8], "big") / 2**64 < fraction
 
 

@@ -27,7 +27,7 @@ from adjudication.analytics.consensus import consensus
 from adjudication.analytics.selectors import consensus_inputs
 from adjudication.models import Dataset, ReaderSpec, Reading, Response
 from adjudication.pipeline.selectors import dataset_task_types, default_panel
-from adjudication.routing.rules import PanelReading, Route, comparable_answer, route_response
+from adjudication.routing.rules import PanelReading, Route, comparable_answer, is_unreadable, route_response
 from adjudication.routing.specs import PolicySpec, RoutingError
 from readers import registry as reader_registry
 from readers.tasks import TASK_TYPE_LABELS
@@ -38,18 +38,25 @@ CHUNK = 2000
 @dataclass
 class RouteCounts:
     """How many responses of a dataset a panel disputes, how many are drawn as controls, how many
-    it agrees on (controls included) and how many still lack a reading by some panel reader."""
+    it agrees on (controls included), how many no panel reader could read (`unreadable`, of which
+    `unreadable_routed` are drawn into review) and how many still lack a reading by some panel
+    reader."""
 
     disputed: int = 0
     controls: int = 0
     agreeing: int = 0
     pending: int = 0
+    unreadable: int = 0
+    unreadable_routed: int = 0
 
     def count(self, route: Route) -> None:
         if route.outcome == "pending":
             self.pending += 1
         elif route.outcome == "disputed":
             self.disputed += 1
+        elif route.outcome in ("unreadable", "unreadable_left"):
+            self.unreadable += 1
+            self.unreadable_routed += route.outcome == "unreadable"
         else:
             self.agreeing += 1
             if route.outcome == "control":
@@ -57,13 +64,14 @@ class RouteCounts:
 
     @property
     def routed(self) -> int:
-        """Responses that become review items: the disputed ones and the controls."""
-        return self.disputed + self.controls
+        """Responses that become review items: the disputed ones, the controls and the unreadable
+        ones drawn."""
+        return self.disputed + self.controls + self.unreadable_routed
 
     @property
     def population(self) -> int:
-        """Every response of the dataset: disputed, agreed on or still unread by the panel."""
-        return self.disputed + self.agreeing + self.pending
+        """Every response of the dataset: disputed, agreed on, unreadable or still unread."""
+        return self.disputed + self.agreeing + self.unreadable + self.pending
 
     @property
     def routed_share(self) -> float:
@@ -174,6 +182,17 @@ def panel_readings(*, dataset: Dataset, specs: Sequence[ReaderSpec]) -> Iterator
         yield [ResponseReadings(rid, external_id, by_response.get(rid, [])) for rid, external_id in chunk]
 
 
+def unreadable_responses(*, dataset: Dataset, specs: Sequence[ReaderSpec]) -> dict[int, str]:
+    """{response id: external id} of the responses every panel reader has read and none could read
+    (each reading no_answer, error, timeout or not_applicable): the unreadable stratum."""
+    return {
+        response.response_id: response.external_id
+        for chunk in panel_readings(dataset=dataset, specs=specs)
+        for response in chunk
+        if len(response.readings) >= len(specs) and is_unreadable(response.readings)
+    }
+
+
 def route_preview(*, dataset: Dataset, spec: PolicySpec) -> RouteCounts:
     """What a new policy with these settings (its panel: specs) would route now, computed without
     writing anything: the same per-response decision (routing.rules.route_response) as the routing
@@ -191,6 +210,7 @@ def route_preview(*, dataset: Dataset, spec: PolicySpec) -> RouteCounts:
                     compare=spec.compare,
                     missing_is_disagreement=spec.missing_is_disagreement,
                     control_fraction=spec.control_fraction,
+                    unreadable_fraction=spec.unreadable_fraction,
                     seed=spec.seed,
                     response_key=response.external_id,
                 )
@@ -237,13 +257,20 @@ class InformationPicks:
 
 
 def information_picks(
-    *, fit: InformationFit, held: Collection[int], budget: int | None, control_fraction: float, seed: int
+    *,
+    fit: InformationFit,
+    held: Collection[int],
+    budget: int | None,
+    control_fraction: float,
+    seed: int,
+    excluded: Collection[int] = (),
 ) -> InformationPicks:
     """What an information policy routes next: the budget less what it holds (no budget: every
     response whose label tells something), round(k · control_fraction) of them drawn at random as
-    controls, the rest by label value. Two draws, so that which pick is a control is known."""
+    controls, the rest by label value. Two draws, so that which pick is a control is known.
+    `excluded` (the unreadable stratum, drawn apart) is never picked."""
     values = {str(rid): v for rid, v in fit.values.items()}
-    pool = [str(rid) for rid in fit.values if rid not in held]
+    pool = [str(rid) for rid in fit.values if rid not in held and rid not in excluded]
     k = max(budget - len(held), 0) if budget is not None else sum(values[i] > 0 for i in pool)
     k = min(k, len(pool))
     n_random = round(k * control_fraction)
@@ -289,12 +316,25 @@ class InformationDraw:
 
 
 def information_draw(
-    *, dataset: Dataset, fit: InformationFit, budget: int | None, control_fraction: float, seed: int
+    *,
+    dataset: Dataset,
+    fit: InformationFit,
+    budget: int | None,
+    control_fraction: float,
+    seed: int,
+    excluded: Collection[int] = (),
 ) -> InformationDraw:
     """The draw a randomized information policy with these settings makes on the fit now. The
     population is every response of the dataset (one no producer read has value 0 and the floor's
-    probability), so that the draw's cell is the whole dataset."""
-    population = list(Response.objects.filter(dataset=dataset).order_by("id").values_list("id", flat=True))
+    probability) but the `excluded` ones (the unreadable stratum, drawn apart: their label values
+    are the highest, since no reader says anything about them, and would fill the budget), so that
+    the draw's cell is the dataset less that stratum."""
+    left_out = set(excluded)
+    population = [
+        rid
+        for rid in Response.objects.filter(dataset=dataset).order_by("id").values_list("id", flat=True)
+        if rid not in left_out
+    ]
     values = {str(rid): fit.values.get(rid, 0.0) for rid in population}
     k = budget if budget is not None else sum(v > 0 for v in values.values())
     floor = design_floor(control_fraction)
@@ -314,12 +354,24 @@ def information_preview(
     """What a new information policy with these settings would route now, without writing: its
     draw (sampling randomized) or its picks (greedy)."""
     fit = information_fit(dataset=dataset, target=spec.target)
+    panel = [member for member in spec.panel if isinstance(member, ReaderSpec)]
+    excluded = unreadable_responses(dataset=dataset, specs=panel)
     if spec.sampling == "randomized":
         draw = information_draw(
-            dataset=dataset, fit=fit, budget=spec.budget, control_fraction=spec.control_fraction, seed=spec.seed
+            dataset=dataset,
+            fit=fit,
+            budget=spec.budget,
+            control_fraction=spec.control_fraction,
+            seed=spec.seed,
+            excluded=excluded,
         )
         return fit, draw
     picks = information_picks(
-        fit=fit, held=(), budget=spec.budget, control_fraction=spec.control_fraction, seed=spec.seed
+        fit=fit,
+        held=(),
+        budget=spec.budget,
+        control_fraction=spec.control_fraction,
+        seed=spec.seed,
+        excluded=excluded,
     )
     return fit, picks

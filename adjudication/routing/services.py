@@ -36,6 +36,7 @@ from adjudication.routing.rules import (
     PanelReading,
     controls_spread,
     controls_tiebreaks,
+    is_unreadable_drawn,
     random_priority,
     route_response,
 )
@@ -46,6 +47,7 @@ from adjudication.routing.selectors import (
     information_fit,
     information_picks,
     panel_readings,
+    unreadable_responses,
 )
 from adjudication.routing.specs import PolicySpec, RoutingError, UnknownPanelReader
 from readers import registry as reader_registry
@@ -158,28 +160,26 @@ def _queue_items_add(queue: ReviewQueue) -> int:
 
 
 def _controls_place(queue: ReviewQueue) -> int:
-    """Serve the queue's open controls evenly spread through its other open items
-    (rules.controls_tiebreaks), in the policy's seeded order of controls (the one controls_spread
-    gave their priorities by). A random-priority policy interleaves them already. Returns how many
-    tiebreaks changed."""
+    """Serve the queue's open controls, and its open unreadable items, evenly spread through its
+    other open items (rules.controls_tiebreaks), each in the policy's seeded order (the one
+    controls_spread gave their priorities by). A random-priority policy interleaves them already.
+    Returns how many tiebreaks changed."""
     policy = queue.policy
     if policy.priority == RoutingPolicy.Priority.RANDOM:
         return 0
     rows = list(
         QueueItem.objects.filter(queue=queue, status=QueueItem.Status.OPEN)
         .order_by("id")
-        .values_list("id", "priority", "tiebreak", "review_item__is_control", "review_item__response_id")
+        .values_list("id", "priority", "tiebreak", "review_item__stratum", "review_item__response_id")
     )
-    controls = sorted(
-        ((pk, priority, rid) for pk, priority, _, control, rid in rows if control),
-        key=lambda c: random_priority(seed=policy.seed, response_key=str(c[2])),
-    )
-    if not controls:
-        return 0
-    placed = controls_tiebreaks(
-        others=[(priority, tiebreak) for _, priority, tiebreak, control, _ in rows if not control],
-        controls=[(pk, priority) for pk, priority, _ in controls],
-    )
+    others = [(priority, tiebreak) for _, priority, tiebreak, stratum, _ in rows if stratum not in _SPREAD]
+    placed: dict[int, int] = {}
+    for spread in _SPREAD:
+        group = sorted(
+            ((pk, priority, rid) for pk, priority, _, stratum, rid in rows if stratum == spread),
+            key=lambda c: random_priority(seed=policy.seed, response_key=str(c[2])),
+        )
+        placed |= controls_tiebreaks(others=others, controls=[(pk, priority) for pk, priority, _ in group])
     held = {pk: tiebreak for pk, _, tiebreak, _, _ in rows}
     changed = [QueueItem(id=pk, tiebreak=t) for pk, t in placed.items() if held[pk] != t]
     QueueItem.objects.bulk_update(changed, ["tiebreak"], batch_size=1000)
@@ -232,6 +232,7 @@ def _route(policy: RoutingPolicy) -> RouteReport:
                 compare=cast(Compare, policy.compare),  # the column holds one of its choices, Compare's values
                 missing_is_disagreement=policy.missing_is_disagreement,
                 control_fraction=policy.control_fraction,
+                unreadable_fraction=policy.unreadable_fraction,
                 seed=policy.seed,
                 response_key=external_id,
             )
@@ -256,18 +257,24 @@ def _route(policy: RoutingPolicy) -> RouteReport:
                 report.refreshed += 1
                 continue
             report.count(route)
-            if route.outcome == "agreeing":
+            if route.outcome in ("agreeing", "unreadable_left"):
                 continue
             control = route.outcome == "control"
+            # Disputed: always routed; a control: drawn among the undisputed with the policy's
+            # fraction (rules.is_control); unreadable: drawn among the responses no panel reader
+            # could read with the policy's unreadable fraction (rules.is_unreadable_drawn).
+            stratum, probability = {
+                "disputed": (ReviewItem.Stratum.DISPUTED, 1.0),
+                "control": (ReviewItem.Stratum.CONTROL, policy.control_fraction),
+                "unreadable": (ReviewItem.Stratum.UNREADABLE, policy.unreadable_fraction),
+            }[route.outcome]
             items.append(
                 ReviewItem(
                     policy=policy,
                     response_id=rid,
                     is_control=control,
-                    # Disputed: always routed; a control: drawn among the undisputed with the
-                    # policy's fraction (rules.is_control).
-                    stratum=ReviewItem.Stratum.CONTROL if control else ReviewItem.Stratum.DISPUTED,
-                    inclusion_probability=policy.control_fraction if control else 1.0,
+                    stratum=stratum,
+                    inclusion_probability=probability,
                     priority=_priority(policy, rid, external_id, decision),
                     reason=_reason(response.readings, decision),
                 )
@@ -284,6 +291,7 @@ def _route(policy: RoutingPolicy) -> RouteReport:
             "population": Response.objects.filter(dataset_id=policy.dataset_id).count(),
             "disputed": ReviewItem.objects.filter(policy=policy, stratum=ReviewItem.Stratum.DISPUTED).count(),
             "undisputed": report.agreeing,
+            "unreadable": report.unreadable,
             "pending": report.pending,
         },
     )
@@ -315,17 +323,20 @@ def _route_drawn(policy: RoutingPolicy) -> RouteReport:
     expected size). It draws once: a second draw under a refitted model would mix two designs, so
     routing again only renews replaced responses' reasons and fills the policy's queues."""
     report = RouteReport()
-    panel = {s.pk: s.name for s in policy.panel.all()}
+    specs = list(policy.panel.all())
+    panel = {s.pk: s.name for s in specs}
     # Locked: of two routings racing on a new policy, one draws.
     locked = RoutingPolicy.objects.select_for_update().only("design").get(pk=policy.pk)
     if not locked.design:
         fit = information_fit(dataset=policy.dataset, target=policy.target)
+        unreadable = unreadable_responses(dataset=policy.dataset, specs=specs)
         draw = information_draw(
             dataset=policy.dataset,
             fit=fit,
             budget=policy.budget,
             control_fraction=policy.control_fraction,
             seed=policy.seed,
+            excluded=unreadable,
         )
         readings = _panel_readings_of(panel, draw.drawn)
         items = [
@@ -349,9 +360,12 @@ def _route_drawn(policy: RoutingPolicy) -> RouteReport:
             )
             for i in draw.drawn
         ]
+        informative = len(items)
+        items += _unreadable_items(policy, unreadable, panel, priority=DRAWN_PRIORITY)
         ReviewItem.objects.bulk_create(items, ignore_conflicts=True, batch_size=1000)
-        report.created = report.informative = len(items)
-        _design_record(policy, draw.design())
+        report.created, report.informative = len(items), informative
+        report.unreadable, report.unreadable_routed = len(unreadable), len(items) - informative
+        _design_record(policy, {**draw.design(), "unreadable": len(unreadable)})
     else:
         policy.design = locked.design
     report.refreshed = _information_reasons_renew(policy, panel, policy.target)
@@ -367,12 +381,23 @@ def _route_greedy(policy: RoutingPolicy) -> RouteReport:
     the same fit."""
     report = RouteReport()
     fit = information_fit(dataset=policy.dataset, target=policy.target)
-    held = set(ReviewItem.objects.filter(policy=policy).values_list("response_id", flat=True))
+    specs = list(policy.panel.all())
+    unreadable = unreadable_responses(dataset=policy.dataset, specs=specs)
+    held = set(
+        ReviewItem.objects.filter(policy=policy)
+        .exclude(stratum=ReviewItem.Stratum.UNREADABLE)
+        .values_list("response_id", flat=True)
+    )
     picks = information_picks(
-        fit=fit, held=held, budget=policy.budget, control_fraction=policy.control_fraction, seed=policy.seed
+        fit=fit,
+        held=held,
+        budget=policy.budget,
+        control_fraction=policy.control_fraction,
+        seed=policy.seed,
+        excluded=unreadable,
     )
     drawn, informative, taken = picks.controls, picks.informative, set(picks.controls)
-    panel = {s.pk: s.name for s in policy.panel.all()}
+    panel = {s.pk: s.name for s in specs}
     readings = _panel_readings_of(panel, [*drawn, *informative])
     target = str(fit.target)
     items = [
@@ -394,8 +419,14 @@ def _route_greedy(policy: RoutingPolicy) -> RouteReport:
         )
         for i in (*drawn, *informative)
     ]
+    # The unreadable stratum: drawn apart (each run draws the same ones: a seeded hash per response).
+    items += _unreadable_items(policy, unreadable, panel, priority=0.0)
+    before = ReviewItem.objects.filter(policy=policy).count()
     ReviewItem.objects.bulk_create(items, ignore_conflicts=True, batch_size=1000)
-    report.created = ReviewItem.objects.filter(policy=policy).count() - len(held)
+    report.created = ReviewItem.objects.filter(policy=policy).count() - before
+    report.unreadable = len(unreadable)
+    report.unreadable_routed = ReviewItem.objects.filter(policy=policy, stratum=ReviewItem.Stratum.UNREADABLE).count()
+    _design_record(policy, {"unreadable": len(unreadable)})
     report.controls, report.informative = len(drawn), len(informative)
     report.refreshed = _information_reasons_renew(policy, panel, target)
     _open_priorities_write(policy, fit.values)
@@ -405,8 +436,32 @@ def _route_greedy(policy: RoutingPolicy) -> RouteReport:
     return report
 
 
+def _unreadable_items(
+    policy: RoutingPolicy, unreadable: Mapping[int, str], panel: dict[int, str], *, priority: float
+) -> list[ReviewItem]:
+    """Review items for the responses of the unreadable stratum (no panel reader could read them)
+    that the policy's unreadable fraction draws (rules.is_unreadable_drawn)."""
+    drawn = [
+        rid
+        for rid, external_id in unreadable.items()
+        if is_unreadable_drawn(seed=policy.seed, response_key=external_id, fraction=policy.unreadable_fraction)
+    ]
+    readings = _panel_readings_of(panel, drawn)
+    return [
+        ReviewItem(
+            policy=policy,
+            response_id=rid,
+            stratum=ReviewItem.Stratum.UNREADABLE,
+            inclusion_probability=policy.unreadable_fraction,
+            priority=priority,
+            reason=json_safe({"readings": readings.get(rid, {}), "unreadable": True}),
+        )
+        for rid in drawn
+    ]
+
+
 # What an information item's reason calls its pick, by its stratum.
-_PICK = {"control": "random", "greedy": "information", "information": "drawn"}
+_PICK = {"control": "random", "greedy": "information", "information": "drawn", "unreadable": "unreadable"}
 
 
 def _information_reasons_renew(policy: RoutingPolicy, panel: dict[int, str], target: str) -> int:
@@ -444,10 +499,15 @@ def _panel_readings_of(panel: dict[int, str], response_ids: list[int]) -> dict[i
     return out
 
 
+# The strata drawn at random that a queue serves spread evenly through its other items, each from
+# its first item: the controls and the unreadable responses.
+_SPREAD = (ReviewItem.Stratum.CONTROL, ReviewItem.Stratum.UNREADABLE)
+
+
 def _open_priorities_write(policy: RoutingPolicy, own: Mapping[int, float] | None) -> int:
     """Rewrite the priority of the policy's items no final label has settled yet, and of their open
-    queue items: the controls spread evenly through the other items' priorities
-    (rules.controls_spread), each other item at its `own` priority (the label values of a greedy
+    queue items: the controls, and the unreadable items, spread evenly through the other items'
+    priorities (rules.controls_spread), each other item at its `own` priority (the label values of a greedy
     information policy; None: the priority it holds, a dispute's strength or its import order).
     Returns how many review items changed."""
     settled = FinalLabel.objects.filter(item__review_item__policy=policy, invalidated_at__isnull=True)
@@ -455,15 +515,18 @@ def _open_priorities_write(policy: RoutingPolicy, own: Mapping[int, float] | Non
         ReviewItem.objects.filter(policy=policy)
         .exclude(id__in=settled.values("item__review_item_id"))
         .order_by("id")  # rows locked in one order by every writer: two refits never deadlock
-        .values_list("id", "response_id", "is_control", "priority")
+        .values_list("id", "response_id", "stratum", "priority")
     )
-    priorities = controls_spread(
-        priorities={
-            rid: (old if own is None else own.get(rid, 0.0)) for _, rid, control, old in open_items if not control
-        },
-        controls=[rid for _, rid, control, _ in open_items if control],
-        seed=policy.seed,
-    )
+    own_priorities = {
+        rid: (old if own is None else own.get(rid, 0.0))
+        for _, rid, stratum, old in open_items
+        if stratum not in _SPREAD
+    }
+    priorities = dict(own_priorities)
+    for spread in _SPREAD:
+        # Each random stratum spread through the others on its own (rules.controls_spread).
+        group = [rid for _, rid, stratum, _ in open_items if stratum == spread]
+        priorities.update(controls_spread(priorities=own_priorities, controls=group, seed=policy.seed))
     changed = [ReviewItem(id=pk, priority=priorities[rid]) for pk, rid, _, old in open_items if priorities[rid] != old]
     ReviewItem.objects.bulk_update(changed, ["priority"], batch_size=1000)
     by_item = {ri.id: ri.priority for ri in changed}

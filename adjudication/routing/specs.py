@@ -49,8 +49,9 @@ def _bounded(value: Any, *, field: str, low: int, high: int) -> None:
 class PolicySpec:
     """How a policy routes: which readers' disagreement (`panel`: reader names or the specs
     themselves; empty: the queue's default panel), what a dispute is (`compare`,
-    `missing_is_disagreement`), the share of undisputed responses drawn as controls, the seed of
-    every draw, and the serving order. With priority "information", the `target` whose uncertainty
+    `missing_is_disagreement`), the share of undisputed responses drawn as controls, the share of
+    the responses no panel reader can read that is routed (`unreadable_fraction`: their own
+    stratum), the seed of every draw, and the serving order. With priority "information", the `target` whose uncertainty
     the labels narrow, an optional `budget` of items, and the `sampling`: "randomized" (the
     default: every response drawn with a known probability, fit for estimates) or "greedy" (the top
     label values, unfit for estimates); other priorities take no target or budget, and are
@@ -60,6 +61,7 @@ class PolicySpec:
     compare: Compare = "either"
     missing_is_disagreement: bool = False
     control_fraction: float = 0.0
+    unreadable_fraction: float = 0.1
     seed: int = 0
     priority: Priority = "disagreement"
     target: str = ""
@@ -75,12 +77,14 @@ class PolicySpec:
             raise RoutingError(f"priority: one of {', '.join(get_args(Priority))}", field="priority")
         if self.sampling not in get_args(Sampling):
             raise RoutingError(f"sampling: one of {', '.join(get_args(Sampling))}", field="sampling")
-        fraction = self.control_fraction
-        if isinstance(fraction, bool) or not (
-            isinstance(fraction, (int, float)) and math.isfinite(fraction) and 0.0 <= fraction <= 1.0
-        ):
-            # NaN passes every comparison-based validator and PostgreSQL orders it above 1.
-            raise RoutingError("control fraction must be a number between 0 and 1", field="control_fraction")
+        for name in ("control_fraction", "unreadable_fraction"):
+            fraction = getattr(self, name)
+            if isinstance(fraction, bool) or not (
+                isinstance(fraction, (int, float)) and math.isfinite(fraction) and 0.0 <= fraction <= 1.0
+            ):
+                # NaN passes every comparison-based validator and PostgreSQL orders it above 1.
+                what = name.replace("_", " ")
+                raise RoutingError(f"{what} must be a number between 0 and 1", field=name)
         _bounded(self.seed, field="seed", low=INT_MIN, high=INT_MAX)
         if not isinstance(self.target, str):
             raise RoutingError("target: Enter a text.", field="target")

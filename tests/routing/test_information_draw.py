@@ -41,6 +41,7 @@ def test_the_drawn_items_are_the_seeded_poisson_draw_with_their_probabilities(in
         "expected": 10.0,
         "pi_min": 10 * 0.5 / N,
         "drawn": len(expected),
+        "unreadable": 0,
     }
     assert f"{len(expected)} new review items drawn for reader:strict-match" in out
 

@@ -59,7 +59,13 @@ def test_disputed_items_and_controls_record_their_stratum_and_probability(design
 def test_each_routing_run_records_what_it_saw(design_dataset):
     route("p", control_fraction=0.4, seed=2)
     policy = RoutingPolicy.objects.get(name="p")
-    assert policy.design == {"population": N, "disputed": STRONG + WEAK, "undisputed": N - STRONG - WEAK, "pending": 0}
+    assert policy.design == {
+        "population": N,
+        "disputed": STRONG + WEAK,
+        "undisputed": N - STRONG - WEAK,
+        "unreadable": 0,
+        "pending": 0,
+    }
     # a response whose second reading is still missing: pending, and counted so on the next run
     Reading.objects.filter(response__external_id=f"mc-{N - 1}", reader_spec__name="fixed").delete()
     route("p")

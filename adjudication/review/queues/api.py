@@ -65,6 +65,12 @@ class QueueCreateSerializer(serializers.Serializer):
     show_candidates = serializers.BooleanField(default=True)
     judge_correctness = serializers.BooleanField(default=False)
     control_fraction = serializers.FloatField(min_value=0, max_value=1, default=0.0)
+    unreadable_fraction = serializers.FloatField(
+        min_value=0,
+        max_value=1,
+        default=0.1,
+        help_text="share of the responses no panel reader can read (their own stratum) routed to review",
+    )
     seed = serializers.IntegerField(min_value=INT_MIN, max_value=INT_MAX, default=0)
     compare = serializers.ChoiceField(choices=RoutingPolicy.Compare.values, default=RoutingPolicy.Compare.EITHER)
     missing_is_disagreement = serializers.BooleanField(default=False)

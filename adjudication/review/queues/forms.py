@@ -43,6 +43,7 @@ class QueueForm(forms.Form):
     compare = forms.ChoiceField(choices=RoutingPolicy.Compare.choices, initial=RoutingPolicy.Compare.EITHER)
     missing_is_disagreement = forms.BooleanField(required=False)
     control_fraction = forms.FloatField(initial=0.0, min_value=0.0, max_value=1.0, required=False)
+    unreadable_fraction = forms.FloatField(initial=0.1, min_value=0.0, max_value=1.0, required=False)
     seed = forms.IntegerField(initial=0, required=False, **model_bounds(RoutingPolicy, "seed"))
     priority = forms.ChoiceField(
         choices=RoutingPolicy.Priority.choices,

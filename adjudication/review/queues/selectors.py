@@ -97,6 +97,21 @@ def queue_status(*, queue: ReviewQueue) -> dict:
     }
 
 
+def queue_strata(*, queue: ReviewQueue) -> dict[str, int]:
+    """The queue's items per routing stratum (disputed, control, information, greedy, unreadable),
+    and `unreadable_total`: how many responses of the dataset no panel reader could read at the
+    policy's last routing, the unreadable stratum the queue's unreadable items were drawn from."""
+    counts = dict(
+        queue.items.values("review_item__stratum")
+        .annotate(n=Count("id"))
+        .order_by()
+        .values_list("review_item__stratum", "n")
+    )
+    out = {stratum: counts.get(stratum, 0) for stratum in ReviewItem.Stratum.values}
+    out["unreadable_total"] = int((queue.policy.design or {}).get("unreadable") or 0)
+    return out
+
+
 def open_item_skips(*, queue: ReviewQueue) -> QuerySet[Label]:
     """Current skips (not revised into a label) on the queue's open items: the ones that can leave an
     item stuck, when every annotator left has labelled or skipped it."""

@@ -32,6 +32,7 @@ from adjudication.review.queues.selectors import (
     policy_items_missing,
     queue_export_table,
     queue_status,
+    queue_strata,
 )
 from adjudication.review.queues.services import (
     guidelines_update,
@@ -195,6 +196,7 @@ def queue_detail(request: AuthenticatedRequest, queue_id: int) -> HttpResponse:
         {
             "queue": queue,
             "status": queue_status(queue=queue),
+            "strata": queue_strata(queue=queue),
             "annotators": annotator_stats(queue=queue),
             "missing": policy_items_missing(queue=queue),
             "panel": list(queue.policy.panel.order_by("name", "version")),
