@@ -18,6 +18,7 @@ from adjudication.ingest.services import ImportFailed, responses_import
 from adjudication.management.base import ApplicationCommand
 from adjudication.models import Reading, ReviewQueue
 from adjudication.pipeline.selectors import dataset_get, reader_summary
+from adjudication.review.queues.selectors import queue_strata
 from adjudication.review.queues.services import queue_create, queue_sync
 from adjudication.review.queues.specs import QueueSpec
 from adjudication.routing.specs import PolicySpec
@@ -108,10 +109,11 @@ class Command(ApplicationCommand):
         for line in headline_lines(headline):
             self.stdout.write(line)
         panel = " and ".join(sorted(queue.policy.panel.values_list("name", flat=True)))
-        controls = queue.items.filter(review_item__is_control=True).count()
+        strata = queue_strata(queue=queue)
         self.stdout.write(
             f"  disputed = responses on which {panel} disagree (or one found no answer); review queue "
-            f"{queue.name!r} holds them and {controls} controls (a random tenth of the rest): "
+            f"{queue.name!r} holds them, {strata['control']} controls (a random tenth of the rest) and "
+            f"{strata['unreadable']} of the {strata['unreadable_total']} responses neither reader could read: "
             f"{queue.items.count()} items."
         )
         if table:
