@@ -42,7 +42,8 @@ def test_queue_creation_with_a_chosen_panel(readers_dataset, plain_live_server):
             page.click("text=Next: choose the reader panel")
         assert "/queues/new/?dataset=" in page.url
         assert page.inner_text("#queue-dataset") == "br"
-        # Every rule reader of the dataset is ticked to begin with; the panel is strict-match and boxed.
+        # The dataset's default panel is ticked to begin with (its multiple-choice readers: all three
+        # here); the panel is strict-match and boxed.
         for spec_id in spec_ids.values():
             assert page.is_checked(f"input[name=panel][value='{spec_id}']")
         page.uncheck(f"input[name=panel][value='{spec_ids['fixed']}']")
@@ -145,3 +146,27 @@ def test_the_queue_agreement_matrix(labelled_queue, plain_live_server):
         with page.expect_navigation():
             page.locator("#agreement-matrix td[data-pair='bob,cat'] a.pair-agreement").click()
         assert page.url == f"{plain_live_server}/items/?queue={q}&disagree=bob,cat"
+
+
+def test_enter_in_the_queue_form_previews_and_the_presets_retick_the_panel(readers_dataset, plain_live_server):
+    """issue 36 item 4: the "none" / "all" buttons re-tick the panel in the browser, keeping what was
+    typed, and Enter in a field still previews (a preset is not the form's default button)."""
+    spec_ids = readers_dataset
+    with chromium_browser() as browser, logged_in(browser, plain_live_server, "boss", "/queues/") as page:
+        page.goto(f"{plain_live_server}/queues/new/?dataset={page_dataset_id(page)}")
+        page.fill("input[name=title]", "Round 2")
+        with page.expect_navigation():
+            page.click("#preset-none")
+        assert page.eval_on_selector_all("input[name=panel]:checked", "els => els.length") == 0
+        with page.expect_navigation():
+            page.click("#preset-all")
+        ticked = page.eval_on_selector_all("input[name=panel]:checked", "els => els.map(e => Number(e.value))")
+        assert set(ticked) == set(spec_ids.values())
+        assert page.input_value("input[name=title]") == "Round 2"
+        with page.expect_navigation():
+            page.press("input[name=title]", "Enter")
+        assert page.inner_text("#preview-routed").isdecimal() and page.query_selector("#preview-warning")
+
+
+def page_dataset_id(page) -> str:
+    return page.eval_on_selector("select[name=dataset] option:text('br')", "o => o.value")
