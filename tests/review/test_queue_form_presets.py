@@ -119,3 +119,15 @@ def test_a_panel_that_routes_most_of_the_dataset_is_a_warning_with_its_reason(wr
     assert "multiple choice" in warning
     fitting = client.post("/queues/new/", form(dataset, [specs["strict-match"], specs["fixed"]])).content.decode()
     assert 'class="preview"' in fitting and "preview-warning" not in fitting
+
+
+def test_a_queue_made_without_a_panel_routes_by_the_default_panel_of_the_task_type(write_jsonl):
+    """issue 36 item 4 (the command and API side of the form's default): create_queue without
+    --panel leaves out the maths reader that disputes every multiple-choice response."""
+    from adjudication.models import ReviewQueue
+
+    dataset, specs = build(write_jsonl)
+    run_command("create_queue", dataset=dataset.name, name="q", overlap=1)
+    queue = ReviewQueue.objects.get(name="q")
+    assert sorted(queue.policy.panel.values_list("name", flat=True)) == ["fixed", "strict-match"]
+    assert queue.items.count() == 0  # the two multiple-choice readers agree everywhere

@@ -15,7 +15,7 @@ from adjudication.review.queues.specs import QueueSpec
 class Command(ApplicationCommand):
     help = (
         "Create a review queue over a dataset's disputed responses. Without --policy, a routing policy is "
-        "made from --panel (default: every rule reader that has read the dataset)."
+        "made from --panel (default: the rule readers of the dataset's task types that have read it)."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:

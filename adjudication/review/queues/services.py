@@ -26,6 +26,7 @@ from adjudication.models import (
     RoutingPolicy,
 )
 from adjudication.permissions import has_role
+from adjudication.pipeline.selectors import dataset_default_panel
 from adjudication.review.errors import ReviewError
 from adjudication.review.guidelines import default_guidelines
 from adjudication.review.items import live_leases
@@ -49,7 +50,8 @@ def queue_create(
     annotators: Sequence[User] = (),
 ) -> ReviewQueue:
     """A queue over a routing policy's items. Without a policy, one is made from `spec.routing`
-    (its panel: reader names or specs; default: every rule reader that has read this dataset) and
+    (its panel: reader names or specs; default: the rule readers of the dataset's task types that
+    have read it) and
     routed now. With `annotators`, only they see and claim it. All or nothing: a queue that cannot
     be filled is not left behind half made."""
     queue = ReviewQueue(
@@ -98,13 +100,16 @@ def queue_create(
 
 
 def _rule_readers_of(dataset: Dataset) -> list[str]:
-    return sorted(
-        set(
-            Reading.objects.filter(response__dataset=dataset, reader_spec__kind="rule").values_list(
-                "reader_spec__name", flat=True
-            )
+    """The default panel of a queue: the rule readers that have read the dataset and apply to its
+    questions' task types (pipeline.selectors.dataset_default_panel), as the queue form ticks them;
+    a dataset fewer than two of whose readers are in it (plugins) routes by every rule reader."""
+    read = set(
+        Reading.objects.filter(response__dataset=dataset, reader_spec__kind="rule").values_list(
+            "reader_spec__name", flat=True
         )
     )
+    fitting = read & set(dataset_default_panel(dataset_id=dataset.pk))
+    return sorted(fitting if len(fitting) >= 2 else read)
 
 
 def _check_annotators(annotators: Sequence[User]) -> None:
