@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('adjudication', '0019_routing_design'),
+        ('adjudication', '0021_ingest_family_not_applicable'),
     ]
 
     operations = [
