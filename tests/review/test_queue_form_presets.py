@@ -126,7 +126,7 @@ def test_a_queue_made_without_a_panel_routes_by_the_default_panel_of_the_task_ty
     --panel leaves out the maths reader that disputes every multiple-choice response."""
     from adjudication.models import ReviewQueue
 
-    dataset, specs = build(write_jsonl)
+    dataset, _specs = build(write_jsonl)
     run_command("create_queue", dataset=dataset.name, name="q", overlap=1)
     queue = ReviewQueue.objects.get(name="q")
     assert sorted(queue.policy.panel.values_list("name", flat=True)) == ["fixed", "strict-match"]
