@@ -51,8 +51,8 @@ def test_the_adjudicator_page_says_the_readers_found_no_answer_on_a_queue_that_s
         Reading(response=response, reader_spec=reader_spec_by_name(name=name), answer="", verdict="no_answer")
         for name in panel
     )
-    # Every undisputed response a control: the item nobody's reader could read is in the queue.
-    routing = PolicySpec(panel=panel, control_fraction=1.0)
+    # Every response no panel reader could read drawn into the queue (the unreadable stratum).
+    routing = PolicySpec(panel=panel, unreadable_fraction=1.0)
     queue = queue_create(dataset=response.dataset, spec=QueueSpec(name="none-q", overlap=2, routing=routing))
     item_id, adjudicator = _conflict(queue)
     client.force_login(adjudicator)
