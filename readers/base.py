@@ -138,7 +138,7 @@ class Reader:
     # (task_types_of_contract). On any other item its verdict is "not_applicable".
     task_types: ClassVar[frozenset[str] | None] = None
     # The benchmarks whose released harness this reader reproduces ("mmlu-pro"): on a dataset of
-    # those benchmarks it is the default reported reader of format share (readers.tasks.harness_reader).
+    # those benchmarks it is the default reported reader of format share (readers.harness.harness_reader).
     harness_benchmarks: ClassVar[frozenset[str]] = frozenset()
     # Which upstream behaviour this reproduces ("lm-eval 0.4.13 gsm8k strict-match"), for the docs.
     upstream: ClassVar[str] = ""

@@ -73,32 +73,6 @@ def benchmark_key(name: str) -> str:
     return re.sub(r"[^0-9a-z]+", "-", name.lower()).strip("-")
 
 
-def harness_readers(benchmark: str, task_type: str | None) -> list[tuple[str, str]]:
-    """[(reader, why)], best first: the registered reader that declares `benchmark`'s released
-    harness, then the task type's default (TASK_TYPE_HARNESS; `boxed` when the type is unknown)."""
-    from . import registry
-
-    out: list[tuple[str, str]] = []
-    key = benchmark_key(benchmark)
-    for name in registry.names():
-        if key in {benchmark_key(b) for b in registry.get(name).harness_benchmarks}:
-            out.append((name, f"{name} reproduces the released harness of {benchmark}"))
-            break
-    default = TASK_TYPE_HARNESS.get(task_type or "", "boxed")
-    label = TASK_TYPE_LABELS.get(task_type or "", "an unknown task type")
-    if default not in {name for name, _ in out}:
-        out.append((default, f"{default} is the default reported reader for {label}"))
-    if "boxed" not in {name for name, _ in out}:
-        # Last: seed 000's box-only harness reader, for a dataset read without the ones above.
-        out.append(("boxed", f"boxed (the box-only harness reader): {out[-1][0]} has not read it"))
-    return out
-
-
-def harness_reader(benchmark: str, task_type: str | None) -> tuple[str, str]:
-    """(reader, why): the first of harness_readers."""
-    return harness_readers(benchmark, task_type)[0]
-
-
 def is_task_type(value: str) -> bool:
     return value in ALL_TASK_TYPES
 

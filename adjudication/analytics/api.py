@@ -17,7 +17,7 @@ from rest_framework.response import Response as ApiResponse
 from rest_framework.views import APIView
 
 from adjudication.analytics.report_pages import RETRY_AFTER_SECONDS, stamp, stored_report, waiting_message
-from adjudication.analytics.reports import KINDS, OPTIONS, ReportError, ReportSpec
+from adjudication.analytics.reports import KINDS, OPTIONS, ReportError, ReportSpec, options_from_query
 from adjudication.api_errors import Busy, ErrorSerializer
 from adjudication.models import Dataset
 from adjudication.permissions import IsManager
@@ -51,7 +51,7 @@ class ReportApi(APIView):
     def get(self, request: Any, dataset_id: int) -> ApiResponse:
         dataset = get_object_or_404(Dataset, pk=dataset_id)
         try:
-            options = OPTIONS[self.kind].from_query(request.query_params, ignore=NOT_OPTIONS)
+            options = options_from_query(self.kind, request.query_params, dataset=dataset, ignore=NOT_OPTIONS)
         except ReportError as exc:
             raise ValidationError({exc.field or "options": [exc.message]}) from None
         stored, body = stored_report(dataset=dataset, spec=ReportSpec(self.kind, options))

@@ -21,6 +21,7 @@ from adjudication.analytics.reports import (
     ReportError,
     ReportOptions,
     ReportSpec,
+    options_from_query,
     report_json,
     report_text,
 )
@@ -68,14 +69,18 @@ def stamp(stored: StoredReport) -> dict[str, str]:
     }
 
 
-def _form_fields(cls: type[ReportOptions], query: Any) -> list[dict[str, Any]]:
+def _form_fields(cls: type[ReportOptions], query: Any, options: ReportOptions | None = None) -> list[dict[str, Any]]:
+    """The form's fields; `options`: the report's, whose values (the dataset's readers among them)
+    the fields left out show."""
     out = []
     for f in cls._fields():
         if not f.option.shared:
             continue
         given = query.getlist(f.name) if f.name in query else None
         value = given if f.option.repeat else (given[-1] if given else None)
-        default = f.default
+        default = f.default if options is None else getattr(options, f.name)
+        if isinstance(default, tuple):
+            default = f.default
         out.append(
             {
                 "name": f.name,
@@ -105,13 +110,13 @@ def report_page(request: HttpRequest, dataset_id: int, kind: str) -> HttpRespons
         "dataset": dataset,
         "kind": kind,
         "kinds": KINDS,
-        "fields": _form_fields(cls, request.GET),
     }
     try:
-        spec = ReportSpec(kind, cls.from_query(request.GET))
+        spec = ReportSpec(kind, options_from_query(kind, request.GET, dataset=dataset))
     except ReportError as exc:
-        context["option_error"] = exc.message
+        context.update(option_error=exc.message, fields=_form_fields(cls, request.GET))
         return render(request, "analytics/report.html", context, status=400)
+    context["fields"] = _form_fields(cls, request.GET, spec.options)
     stored = report_for_view(dataset=dataset, params=spec)
     body = None
     if stored.report is not None:
@@ -131,9 +136,9 @@ def report_page(request: HttpRequest, dataset_id: int, kind: str) -> HttpRespons
 @role_required("manager")
 def report_download(request: HttpRequest, dataset_id: int, kind: str) -> HttpResponse:
     dataset = get_object_or_404(Dataset, pk=dataset_id)
-    cls = options_class(kind)
+    options_class(kind)  # a 404 for an unknown kind
     try:
-        spec = ReportSpec(kind, cls.from_query(request.GET))
+        spec = ReportSpec(kind, options_from_query(kind, request.GET, dataset=dataset))
     except ReportError as exc:
         return HttpResponse(exc.message + "\n", status=400, content_type="text/plain; charset=utf-8")
     stored, body = stored_report(dataset=dataset, spec=spec)

@@ -36,7 +36,7 @@ from adjudication.analytics.estimates import (
     producer_predictor,
     vote_predictor,
 )
-from adjudication.analytics.format_share import Observation, item_task_type
+from adjudication.analytics.format_share import MULTIPLE_CHOICE, Observation, item_task_type
 from adjudication.models import (
     AnalyticsChoice,
     AnalyticsReport,
@@ -597,22 +597,54 @@ class ReportReaders:
     chosen: bool  # set on the analytics page (AnalyticsChoice), not the benchmarks' default
 
 
+# Questions without options typed per benchmark to find its majority task type (maths or free
+# form, by the gold's shape): a bounded sample, so that the landing page's cost does not grow with
+# the dataset (issue 36 item 13 read every question's gold on each request).
+TASK_TYPE_SAMPLE = 200
+
+
+def _benchmark_task_types(*, dataset: Dataset) -> tuple[dict[str, Counter[str]], dict[str, int]]:
+    """({benchmark: {task type: questions}}, {benchmark: questions}): questions with options are
+    multiple choice, counted in one grouped query; those without are typed by their golds
+    (format_share.item_task_type) over the first TASK_TYPE_SAMPLE of each benchmark, scaled to
+    their number."""
+    has_choices = Case(When(choices=[], then=Value(False)), default=Value(True), output_field=BooleanField())
+    groups = (
+        Question.objects.filter(dataset=dataset)
+        .annotate(has_choices=has_choices)
+        .values_list("benchmark", "has_choices")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    types: dict[str, Counter[str]] = defaultdict(Counter)
+    sizes: Counter[str] = Counter()
+    for benchmark, with_choices, n in groups:
+        sizes[benchmark] += n
+        if with_choices:
+            types[benchmark][MULTIPLE_CHOICE] += n
+            continue
+        golds = list(
+            Question.objects.filter(dataset=dataset, benchmark=benchmark, choices=[])
+            .order_by("pk")
+            .values_list("gold", flat=True)[:TASK_TYPE_SAMPLE]
+        )
+        for task_type, k in Counter(item_task_type(g) for g in golds).items():
+            types[benchmark][task_type] += round(k * n / len(golds))
+    return dict(types), dict(sizes)
+
+
 def harness_reader_of(*, dataset: Dataset) -> tuple[str, str]:
-    """(reader, why): the reported reader the dataset's benchmarks call for (readers.tasks.
+    """(reader, why): the reported reader the dataset's benchmarks call for (readers.harness.
     harness_readers, each benchmark typed by the majority of its questions: its declared harness
     reader, else its task type's default, else `boxed`, whichever first has read the dataset); where its
     benchmarks call for different readers, the one of most questions (ties by name), saying so."""
-    from readers.tasks import harness_readers
+    from readers.harness import harness_readers
 
     # One EXISTS per reader spec, not a join over every reading (this runs on the landing page).
     has_read = Reading.objects.filter(reader_spec=OuterRef("pk"), response__dataset=dataset)
     read = set(ReaderSpec.objects.filter(Exists(has_read)).values_list("name", flat=True))
 
-    types: dict[str, Counter[str]] = defaultdict(Counter)
-    for benchmark, choices, gold in Question.objects.filter(dataset=dataset).values_list(
-        "benchmark", "choices", "gold"
-    ):
-        types[benchmark][item_task_type(gold, choices or ())] += 1
+    types, sizes = _benchmark_task_types(dataset=dataset)
     if not types:
         return "boxed", "the dataset has no questions yet"
     weight: Counter[str] = Counter()
@@ -621,7 +653,7 @@ def harness_reader_of(*, dataset: Dataset) -> tuple[str, str]:
         candidates = harness_readers(benchmark, counts.most_common(1)[0][0])
         # None of them has read it (nothing read yet): boxed, the last, whose absence the page names.
         reader, why = next(((r, w) for r, w in candidates if r in read), candidates[-1])
-        weight[reader] += sum(counts.values())
+        weight[reader] += sizes[benchmark]
         reasons.setdefault(reader, why)
     reader = min(weight, key=lambda r: (r not in read, -weight[r], r))
     why = reasons[reader]

@@ -32,6 +32,7 @@ from django.core.management.color import no_style
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import DatabaseError, connection, models, transaction
 
+from adjudication.analytics.reports import default_spec
 from adjudication.analytics.selectors import read_snapshot
 from adjudication.archives import ArchiveError, BoundedMember, BoundedZip
 from adjudication.bundles import checks, contents, reports
@@ -167,7 +168,7 @@ def bundle_write(
     specs = (
         list(report_specs)
         if report_specs is not None
-        else [reports.ReportSpec.default(k) for k in reports.DEFAULT_KINDS]
+        else [default_spec(k, dataset=dataset) for k in reports.DEFAULT_KINDS]
     )
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)

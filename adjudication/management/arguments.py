@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from argparse import ArgumentParser
 from collections.abc import Mapping, Sequence
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
 
@@ -79,6 +79,15 @@ def add_enqueue_arguments(
     parser.add_argument("--timeout", type=float, default=0, help="give up waiting after this many seconds (0 = never)")
 
 
+@dataclass(frozen=True)
+class CommandReport:
+    """A report command's report and the line saying which reported reader it used and why (None
+    for a kind without one)."""
+
+    result: dict[str, Any]
+    note: str | None
+
+
 def report_for_command(
     kind: str,
     *,
@@ -86,15 +95,18 @@ def report_for_command(
     dataset: str | None,
     arguments: dict[str, Any],
     machine: Machine | None = None,
-) -> dict[str, Any]:
+) -> CommandReport:
     """The report a report command prints: its options from the command's arguments (named as the
-    options' fields), over the file or the --dataset (a ReportError is the command's error, through
-    ApplicationCommand)."""
-    from adjudication.analytics.reports import OPTIONS, report_compute
+    options' fields; one left None is not given), the reader options not given the dataset's
+    (analytics.reports.defaults), over the file or the --dataset (a ReportError is the command's
+    error, through ApplicationCommand)."""
+    from adjudication.analytics.reports import OPTIONS, readers_resolved, report_compute
 
-    options = OPTIONS[kind].from_arguments(arguments)
     source = Path(file) if file is not None else dataset_named(str(dataset))
-    return report_compute(kind, source=source, options=options, machine=machine)
+    given = {name: value for name, value in arguments.items() if value is not None}
+    resolved = readers_resolved(kind, dataset=None if isinstance(source, Path) else source, given=given)
+    options = OPTIONS[kind].from_arguments(resolved.values)
+    return CommandReport(report_compute(kind, source=source, options=options, machine=machine), resolved.note)
 
 
 def add_policy_arguments(parser: ArgumentParser) -> None:

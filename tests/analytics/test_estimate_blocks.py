@@ -278,7 +278,8 @@ def test_format_share_with_human_labels_adds_the_estimators_figures_over_every_r
 def test_format_share_with_human_labels_keeps_its_earlier_output_byte_for_byte(routed) -> None:
     arguments = {"dataset": "routed", "fixed_reader": "human", "bootstrap": 50, "seed": 2}
     out = json.loads(run_command("format_share", json=True, **arguments))
-    printed = run_command("format_share", **arguments)
+    note, printed = run_command("format_share", **arguments).split("\n", 1)
+    assert note.startswith("reported reader: boxed (")  # the line it opens with since issue 36 item 13
     options = FormatShareOptions(fixed_reader="human", bootstrap=50, seed=2)
     earlier = options.pooled(format_share_observations(dataset=routed, reported="boxed", fixed="human"))
     assert {k: v for k, v in out.items() if k != "estimates"} == {

@@ -129,7 +129,9 @@ def mixed_rows():
 
 def test_the_command_warns_on_zero_thresholds_in_text_and_on_stderr_with_json(write_jsonl, capsys):
     path = write_jsonl(mixed_rows())
-    text = run_command("format_share", input=path, bootstrap=0)
+    note, text = run_command("format_share", input=path, bootstrap=0).split("\n", 1)
+    # First the reader it used and why (issue 36 item 13), then the warnings.
+    assert note == "reported reader: boxed (the default for a file; name another with --reported-reader)"
     assert text.startswith("WARNING: eligibility: --min-reported-gain is 0")
     out = json.loads(run_command("format_share", input=path, bootstrap=0, json=True))
     assert any("--min-extraction-rate is 0" in w for w in out["warnings"])

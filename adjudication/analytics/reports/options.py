@@ -581,6 +581,20 @@ class ReportSpec:
         return cls(kind, options_class.from_canonical(stored))
 
 
+def named_options(text: str) -> frozenset[str]:
+    """The option fields a `KIND [OPTIONS]` text names itself (what parse_report took from its
+    words rather than from the defaults): the fields whose defaults a dataset may set instead
+    (reports.defaults) are those it leaves out. Call it on a text parse_report accepted."""
+    words = shlex.split(text)
+    kind, rest = words[0], words[1:]
+    fields_ = OPTIONS[kind]._fields()
+    if kind in ("analytics", "audit_run"):
+        known = {f.name for f in fields_}
+        return frozenset(k for k, sep, _ in (w.partition("=") for w in rest) if sep and k in known)
+    flags = {flag: f.name for f in fields_ for flag in (f.flag, *f.option.aliases)}
+    return frozenset(flags[w.partition("=")[0]] for w in rest if w.partition("=")[0] in flags)
+
+
 def parse_report(text: str) -> ReportSpec:
     """`KIND [OPTIONS]` (shell quoting), as `manage.py report` and `bundle --report` take it, into a
     spec; ReportError on an unknown kind, an option the kind does not have or out of its bounds, or

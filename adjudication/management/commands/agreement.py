@@ -41,5 +41,5 @@ class Command(ApplicationCommand):
     def handle(self, *args: Any, input: Path | None, dataset: str | None, json: bool, **options: Any) -> None:  # noqa: A002
         from adjudication.analytics.reports import report_json, report_text
 
-        result = report_for_command("agreement", file=input, dataset=dataset, arguments=options)
+        result = report_for_command("agreement", file=input, dataset=dataset, arguments=options).result
         self.stdout.write(report_json(result) if json else report_text("agreement", result))

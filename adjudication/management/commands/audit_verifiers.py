@@ -89,7 +89,7 @@ class Command(ApplicationCommand):
         if budget <= 0:
             raise CommandError("--budget must be > 0")
         machine = Machine(processes=processes, budget=budget, out_dir=out, progress=_Progress(self, no_progress))
-        summary = report_for_command("audit", file=golds, dataset=dataset, arguments=options, machine=machine)
+        summary = report_for_command("audit", file=golds, dataset=dataset, arguments=options, machine=machine).result
         if json:
             self.stdout.write(report_json(summary))
             return

@@ -44,11 +44,12 @@ class Command(ApplicationCommand):
     def handle(
         self, *args: Any, dataset: str, reports: list[str] | None, out: Path, no_text: bool, **options: Any
     ) -> None:
-        from adjudication.analytics.reports import parse_report
+        from adjudication.analytics.reports import spec_resolved
         from adjudication.bundles.services import bundle_write
 
         ds = dataset_named(dataset)
-        specs = None if reports is None else [parse_report(r) for r in reports]
+        # A report's reader options left out are the dataset's (the bundle stores them named).
+        specs = None if reports is None else [spec_resolved(r, dataset=ds)[0] for r in reports]
         summary = bundle_write(dataset=ds, out=out, report_specs=specs, text=not no_text)
         rows = ", ".join(f"{n} {key.split('.')[-1]}" for key, n in summary.rows.items() if n)
         self.stdout.write(f"wrote {summary.path} ({summary.bytes / 1e6:.2f} MB): {rows}")

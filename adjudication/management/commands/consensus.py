@@ -68,5 +68,5 @@ class Command(ApplicationCommand):
         from adjudication.analytics.reports import report_json
         from adjudication.analytics.reports.render import consensus_text
 
-        result = report_for_command("consensus", file=input, dataset=dataset, arguments=options)
+        result = report_for_command("consensus", file=input, dataset=dataset, arguments=options).result
         self.stdout.write(report_json(result) if json else consensus_text(result, items=items))

@@ -45,13 +45,25 @@ class Command(ApplicationCommand):
             default="checkpoint",
             help="the field a target's groups are values of (accuracy:<group>, gain:<base>,<rl>)",
         )
-        parser.add_argument("--base", default="base", help="the base checkpoint of the headline gains")
-        parser.add_argument("--reported", default="boxed", help="the reader whose gain the format shares are of")
+        parser.add_argument(
+            "--base", help="the base checkpoint of the headline gains (default: base, or the analytics page's setting)"
+        )
+        parser.add_argument(
+            "--reported",
+            help="the reader whose gain the format shares are of (default: the analytics page's last setting, else "
+            "the harness reader of the dataset's benchmarks; the output says which and why)",
+        )
         parser.add_argument("--seed", type=int, default=0, help="the bootstrap seed (ratios, when bootstrapped)")
         parser.add_argument("--json", action="store_true", help="print JSON only")
 
     def handle(self, *args: Any, dataset: str, json: bool, **options: Any) -> None:
         from adjudication.analytics.reports import report_json, report_text
 
-        result = report_for_command("estimates", file=None, dataset=dataset, arguments=options)
-        self.stdout.write(report_json(result) if json else report_text("estimates", result))
+        report = report_for_command("estimates", file=None, dataset=dataset, arguments=options)
+        if json:
+            self.stderr.write(str(report.note))
+            self.stdout.write(report_json(report.result))
+            return
+        # Under the predictor's line, the other reader a default chose.
+        predictor, _, rest = report_text("estimates", report.result).partition("\n")
+        self.stdout.write(f"{predictor}\n{report.note}\n{rest}")

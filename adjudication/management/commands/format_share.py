@@ -28,16 +28,26 @@ class Command(ApplicationCommand):
             file_help="canonical JSONL (model, checkpoint, benchmark, prompt per row)",
             dataset_help="a dataset in the database (its stored readings and final labels)",
         )
-        parser.add_argument("--reported-reader", default="boxed", help="the harness reader (default: boxed)")
         parser.add_argument(
-            "--fixed-reader",
-            default="fixed",
+            "--reported-reader",
             help=(
-                "the fixed reader (default: fixed); 'human' = final human labels; 'consensus' = the panel "
-                "consensus (one Dawid-Skene fit per checkpoint over every reader's verdicts; --dataset only)"
+                "the harness reader (default with --dataset: the readers the analytics page was last set to, "
+                "else the harness reader of the dataset's benchmarks, e.g. mmlu-pro-released on MMLU-Pro, "
+                "boxed on maths; with --input: boxed); the output says which and why"
             ),
         )
-        parser.add_argument("--base-checkpoint", default="base", help="the checkpoint every other one is compared with")
+        parser.add_argument(
+            "--fixed-reader",
+            help=(
+                "the fixed reader (default: fixed, or the analytics page's last setting); 'human' = final human "
+                "labels; 'consensus' = the panel consensus (one Dawid-Skene fit per checkpoint over every "
+                "reader's verdicts; --dataset only)"
+            ),
+        )
+        parser.add_argument(
+            "--base-checkpoint",
+            help="the checkpoint every other one is compared with (default: base, or the analytics page's setting)",
+        )
         parser.add_argument(
             "--min-reported-gain",
             type=float,
@@ -96,11 +106,13 @@ class Command(ApplicationCommand):
         from adjudication.analytics.reports import Machine, report_json, report_text
 
         machine = Machine(processes=processes, budget=budget)
-        result = report_for_command("format_share", file=input, dataset=dataset, arguments=options, machine=machine)
+        report = report_for_command("format_share", file=input, dataset=dataset, arguments=options, machine=machine)
         if json:
             # On stderr as well, so that JSON piped elsewhere still shows them on the terminal.
-            for w in result["warnings"]:
+            self.stderr.write(str(report.note))
+            for w in report.result["warnings"]:
                 self.stderr.write(f"warning: {w}")
-            self.stdout.write(report_json(result))
+            self.stdout.write(report_json(report.result))
             return
-        self.stdout.write(report_text("format_share", result))
+        self.stdout.write(str(report.note))
+        self.stdout.write(report_text("format_share", report.result))

@@ -25,8 +25,12 @@ class Command(ApplicationCommand):
         parser.add_argument("--json", action="store_true", help="print JSON only")
 
     def handle(self, *args: Any, report: str, dataset: str, json: bool, **options: Any) -> None:
-        from adjudication.analytics.reports import parse_report, report_compute, report_json, report_text
+        from adjudication.analytics.reports import report_compute, report_json, report_text, spec_resolved
 
-        spec = parse_report(report)
-        result = report_compute(spec.kind, source=dataset_named(dataset), options=spec.options)
+        source = dataset_named(dataset)
+        spec, note = spec_resolved(report, dataset=source)
+        result = report_compute(spec.kind, source=source, options=spec.options)
+        if note is not None:
+            # Beside JSON on stderr, so that the JSON stays one document.
+            (self.stderr if json else self.stdout).write(note)
         self.stdout.write(report_json(result) if json else report_text(spec.kind, result))
