@@ -641,7 +641,10 @@ def harness_reader_of(*, dataset: Dataset) -> tuple[str, str]:
     from readers.harness import harness_readers
 
     # One EXISTS per reader spec, not a join over every reading (this runs on the landing page).
-    has_read = Reading.objects.filter(reader_spec=OuterRef("pk"), response__dataset=dataset)
+    # A reader whose every reading is not_applicable (outside the dataset's task types) has read nothing.
+    has_read = Reading.objects.filter(reader_spec=OuterRef("pk"), response__dataset=dataset).exclude(
+        verdict="not_applicable"
+    )
     read = set(ReaderSpec.objects.filter(Exists(has_read)).values_list("name", flat=True))
 
     types, sizes = _benchmark_task_types(dataset=dataset)
