@@ -13,7 +13,6 @@ Washington") is free-form text.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import cast
 
@@ -27,6 +26,7 @@ from .base import (
     TaskType,
     task_types_of_contract,
 )
+from .qa import gold_aliases
 
 __all__ = ["ALL_TASK_TYPES", "TASK_TYPES", "TaskType", "task_type_of", "task_types_of_contract"]
 
@@ -77,25 +77,13 @@ def is_task_type(value: str) -> bool:
     return value in ALL_TASK_TYPES
 
 
-def _gold_texts(gold: str) -> list[str]:
-    stripped = gold.strip()
-    if stripped.startswith("["):
-        try:
-            parsed = json.loads(stripped)
-        except ValueError:
-            parsed = None
-        if isinstance(parsed, list) and parsed and all(isinstance(a, str) for a in parsed):
-            return parsed
-    return [stripped]
-
-
 def gold_is_mathematical(gold: str) -> bool:
     """Whether an open-ended gold is written as mathematics rather than as words.
 
     Any LaTeX makes it maths (`\\text{Tuesday}` is how MATH writes a word answer). Otherwise every
     word in it must be a mathematical word, a unit, or a single letter (a variable)."""
-    texts = _gold_texts(gold)
-    for text in texts:
+    # The aliases as the QA readers read them (a JSON list of strings is several golds), unsplit.
+    for text in gold_aliases(gold, separator=None) or [""]:
         if not text:
             return False
         if "\\" in text or "$" in text:

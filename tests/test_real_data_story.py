@@ -26,13 +26,13 @@ import pytest
 
 from .browser import chromium_browser, require_chromium
 from .conftest import ROOT, run_command, shared_data
+from .review.test_browser_flow import PASSWORD, log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.system, pytest.mark.django_db(transaction=True)]
 
 BASE_MODEL, RL_MODEL = "Phi-3-mini-4k-instruct", "gemini-1.5-pro-002"
 DATASET = "mmlu-pro-pair"
 QUESTIONS = 20  # per model: a queue two annotators label in a minute
-PASSWORD = "real-data-story-pw-4417"
 ITEM_URL = re.compile(r"/review/item/(\d+)/(?:#.*)?$")
 
 
@@ -105,17 +105,9 @@ def story(tmp_path, eager, monkeypatch) -> dict:
     return {"rows": rows, "commits": commits, "import": out}
 
 
-def log_in(page, base: str, username: str, path: str) -> None:
-    page.goto(base + path)
-    page.fill("#id_username", username)
-    page.fill("#id_password", PASSWORD)
-    with page.expect_navigation():
-        page.keyboard.press("Enter")
-    assert "/accounts/login/" not in page.url, f"login failed for {username}"
-
-
 @contextmanager
 def logged_in(browser, base: str, username: str, path: str) -> Iterator:
+    """As test_browser_flow's, at the laptop size the issue measured (1366x768), downloads allowed."""
     context = browser.new_context(viewport={"width": 1366, "height": 768}, accept_downloads=True)
     page = context.new_page()
     log_in(page, base, username, path)
