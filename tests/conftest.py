@@ -56,18 +56,30 @@ def _plain_http(request) -> None:
 
 @pytest.fixture(autouse=True)
 def _after_response_inline(request) -> None:
-    """Work deferred past a response (adjudication.after_response) runs in the thread that served
-    the request, right after the response, instead of on the background thread: a test's rows live
-    in its transaction, which another thread's connection cannot see. The response is built
-    before it runs, as in production; a test that checks the deferral replaces `submit` itself."""
+    """Work deferred past a response (adjudication.after_response).
+
+    In a test that commits its rows (a live server's, `transaction=True`) it runs on the background
+    thread, as in production, and the test waits for it before the database is flushed. Running it
+    in the request's own thread there would hold that keep-alive connection while it computes, and
+    Chromium's next request on it (a stylesheet) with it: a page's `load` then waited for a report.
+    Elsewhere a test's rows live in its transaction, which another thread's connection cannot see:
+    the work runs in the thread that served the request, right after the response. The response is
+    built before it runs, as in production; a test that checks the deferral replaces `submit` itself."""
     if not request.config.pluginmanager.hasplugin("django"):
         return
     from adjudication import after_response
 
-    request.getfixturevalue("monkeypatch").setattr(after_response, "submit", lambda job: job())
     # The bundle downloads' files (adjudication.bundles.jobs): the run's own directory, not var/.
     settings = request.getfixturevalue("settings")
     settings.BUNDLE_DOWNLOAD_DIR = request.getfixturevalue("tmp_path_factory").getbasetemp() / "bundle-downloads"
+    marker = request.node.get_closest_marker("django_db")
+    committed = "transactional_db" in request.fixturenames or bool(marker and marker.kwargs.get("transaction"))
+    if not committed:
+        request.getfixturevalue("monkeypatch").setattr(after_response, "submit", lambda job: job())
+        return
+    # Requested here so that it is torn down after this fixture: the drain comes before the flush.
+    request.getfixturevalue("transactional_db")
+    request.addfinalizer(lambda: after_response.drain(timeout=600))
 
 
 # The system tier (`-m system`; `make test-quick` leaves it out): tests that start real processes or

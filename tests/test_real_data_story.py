@@ -101,7 +101,7 @@ def story(tmp_path, eager, monkeypatch) -> dict:
         run_command("add_user", name, role=[role])
     # What each response commits to, as the MMLU-Pro authors' extractor read it: the annotators'
     # answer (None: the response commits to nothing, "no answer").
-    commits = {key(r["response"]): r["meta"]["pred_as_released"] or None for r in rows}
+    commits = {key(r["response"]): (r["meta"]["pred_as_released"] or None, len(r["choices"])) for r in rows}
     return {"rows": rows, "commits": commits, "import": out}
 
 
@@ -115,18 +115,20 @@ def logged_in(browser, base: str, username: str, path: str) -> Iterator:
     context.close()
 
 
-def label_everything(page, commits: dict[str, str | None], *, differ_once: bool = False) -> list[str | None]:
+def label_everything(
+    page, commits: dict[str, tuple[str | None, int]], *, differ_once: bool = False
+) -> list[str | None]:
     """Label every item served, keys only: the letter the response commits to (0: no answer).
-    With `differ_once`, the first response that commits to a letter other than J gets the next letter
-    instead (the conflict the adjudicator resolves). Returns the answers given, in order."""
+    With `differ_once`, the first response that commits to a letter other than J gets the next of
+    its question's options instead (the conflict the adjudicator resolves). Returns the answers given, in order."""
     given: list[str | None] = []
     differed = not differ_once
     while ITEM_URL.search(page.url):
         source = page.locator("#response-source").text_content() or ""
         assert key(source) in commits, source[:200]
-        answer = commits[key(source)]
+        answer, options = commits[key(source)]
         if answer and not differed and answer != "J":
-            answer = string.ascii_uppercase[(string.ascii_uppercase.index(answer) + 1) % 10]
+            answer = string.ascii_uppercase[(string.ascii_uppercase.index(answer) + 1) % options]
             differed = True
         page.keyboard.press(answer.lower() if answer else "0")
         picked = page.locator("input[name=pick]:checked").get_attribute("value")

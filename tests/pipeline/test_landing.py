@@ -84,7 +84,12 @@ def test_each_dataset_is_a_card_with_its_counts_headline_and_links(two_datasets,
         # and says so; it is computed once the response is sent, and the next visit shows it.
         first = page.locator('section.card[data-dataset="cards-a"] p.report-state').inner_text()
         assert "analytics being computed" in first
-        page.reload()
+        state = page.locator('section.card[data-dataset="cards-a"] p.report-state')
+        for _ in range(120):  # computed on the server's background thread, as on the embedded default
+            page.reload()
+            if "analytics computed" in state.inner_text():
+                break
+            page.wait_for_timeout(500)
         cards = {c.get_attribute("data-dataset"): c for c in page.locator("section.card").all()}
         assert set(cards) == {"cards-a", "cards-b"}
         assert "analytics computed" in cards["cards-a"].locator("p.report-state").inner_text()

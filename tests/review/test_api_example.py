@@ -55,7 +55,8 @@ def test_the_example_script_claims_labels_and_downloads_with_a_token(write_jsonl
     # The first candidate (the readers said B and C) as an option letter.
     assert (label.kind, label.answer in ("B", "C")) == ("option", True)
     assert f"labelled: label {label.pk} (option '{label.answer}')" in done.stdout
-    assert re.search(r"^status: items 1, pending 0, .*agreed 1", done.stdout, re.M)
+    # One label on an overlap-1 queue settles the item as "labelled once", never "agreed" (issue 36 item 7).
+    assert re.search(r"^status: items 1, pending 0, .*one_label 1, agreed 0", done.stdout, re.M), done.stdout
     assert f"final labels: 1 rows written to {out}" in done.stdout
     rows = list(csv.DictReader(out.open(encoding="utf-8")))
     assert [(r["final_answer"], r["provenance"], r["label_count"]) for r in rows] == [(label.answer, "unanimous", "1")]
