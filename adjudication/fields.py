@@ -99,3 +99,10 @@ def json_text(value: Any) -> str:
     except UnicodeEncodeError:
         return json.dumps(json_safe(value))
     return text
+
+
+def json_stored(value: Any) -> Any:
+    """`json_safe(value)` as a jsonb column gives it back (tuples as lists, every key a string):
+    one pass of the C encoder and decoder when nothing needs repair, instead of a Python walk over
+    every value (a report body's ~130,000 values: 0.2-0.6 s of the report's computation)."""
+    return json.loads(json_text(value))

@@ -7,6 +7,7 @@ page and every download show), so that neither the page nor a download computes 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Callable
@@ -48,7 +49,7 @@ from adjudication.analytics.selectors import (
 )
 from adjudication.analytics.stats import jsonable
 from adjudication.errors import ApplicationError
-from adjudication.fields import json_safe
+from adjudication.fields import json_safe, json_stored
 from adjudication.models import Dataset
 from adjudication.revisions import dataset_version
 
@@ -146,7 +147,7 @@ class Report:
         """Everything the page and the downloads show, as JSON (what an AnalyticsReport stores).
         Each table carries its columns: jsonb keeps no key order, and a CSV needs one."""
         tables = {name: {**t, "columns": columns(t["rows"])} for name, t in self.tables.items()}
-        return json_safe(
+        return json_stored(
             {
                 "dataset": self.dataset.name,
                 "params": self.params.canonical(),
@@ -346,7 +347,9 @@ def _consensus(rep: Report) -> None:
     except (ValueError, LookupError) as exc:
         rep.consensus_error = str(exc.args[0]) if exc.args else type(exc).__name__
         return
-    out = jsonable(result.as_dict())
+    # Neither the per-item posteriors nor every pair's correlation is shown: not turned into
+    # dictionaries at all (100,000 items were seconds of asdict and jsonable, then dropped).
+    out = jsonable(dataclasses.replace(result, items=[], correlations=[]).as_dict())
     del out["items"], out["correlations"]
     out["n_items"] = n_items
     out["bootstrap_max"] = most
