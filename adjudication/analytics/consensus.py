@@ -657,14 +657,28 @@ def producer_correlations(
     said: dict[str, dict[str, int]] = defaultdict(dict)
     for item, producer, verdict in binary:
         said[producer][item] = 1 if verdict == "correct" else 0
+    # Every item once, in sorted order, and each producer's verdicts as a column over them: a pair's
+    # common items are then a mask, in the order sorted() gives (the same arrays, so the same sums,
+    # as building them per pair; ~150 pairs × every item in Python were 34 s at 100,000 responses).
+    items = sorted({i for votes in said.values() for i in votes})
+    position = {item: k for k, item in enumerate(items)}
+    voted: dict[str, np.ndarray] = {}
+    value: dict[str, np.ndarray] = {}
+    for producer, votes in said.items():
+        where = np.fromiter((position[i] for i in votes), dtype=np.int64, count=len(votes))
+        voted[producer] = np.zeros(len(items), dtype=bool)
+        voted[producer][where] = True
+        value[producer] = np.zeros(len(items), dtype=np.int64)
+        value[producer][where] = np.fromiter(votes.values(), dtype=np.int64, count=len(votes))
+    p_all = np.array([posterior.get(i, 0.5) for i in items], dtype=float)
     out = []
     for a, b in combinations(sorted(said), 2):
-        common = sorted(set(said[a]) & set(said[b]))
-        if not common:
+        common = np.flatnonzero(voted[a] & voted[b])
+        if not len(common):
             continue
-        va = np.array([said[a][i] for i in common])
-        vb = np.array([said[b][i] for i in common])
-        pc = np.array([posterior.get(i, 0.5) for i in common])
+        va = value[a][common]
+        vb = value[b][common]
+        pc = p_all[common]
         phis: list[float | None] = []
         masses: list[float] = []
         for w in (pc, 1 - pc):
