@@ -14,11 +14,13 @@ Timed, in a child process per size, ROUNDS rounds each:
     reads its data cannot go below.
 
 Prints, last, for each size N (1000, 100000):
+  RESULT report_<N>_cpu_s <median CPU seconds of the computing process> (steadier on a shared machine)
   RESULT report_<N>_s <median seconds>            (targets: <= 2 s at 1,000, <= 20 s at 100,000)
   RESULT report_<N>_load_s <median baseline seconds>
   RESULT report_<N>_vs_load_ratio <report / baseline>
 Run: python bench/report_bench.py   (PostgreSQL on 127.0.0.1:5432; override BENCH_DATABASE_SERVER,
-BENCH_SIZES=1000,100000, BENCH_ROUNDS=3; BENCH_PROFILE=1 prints a cProfile of one computation)
+BENCH_SIZES=1000,100000, BENCH_ROUNDS=3; BENCH_PROFILE=1 prints a cProfile of one computation;
+BENCH_REUSE=1 times again on the databases a previous run left, without the setup)
 """
 
 from __future__ import annotations
@@ -32,13 +34,14 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import fresh_database, import_timed, manage, result, service_env  # noqa: E402
+from _common import DEFAULT_SERVER, fresh_database, import_timed, manage, result, service_env  # noqa: E402
 from analytics_bench import LABELS_SCRIPT, PANEL, READERS, READINGS_SCRIPT  # noqa: E402
 from review_bench import PASSWORD, generate, vacuum_analyze  # noqa: E402
 
 SIZES = [int(s) for s in os.environ.get("BENCH_SIZES", "1000,100000").split(",")]
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
 PROFILE = os.environ.get("BENCH_PROFILE", "") == "1"
+REUSE = os.environ.get("BENCH_REUSE", "") == "1"
 
 TIMED_SCRIPT = r"""
 import cProfile, io, json, pstats, statistics, time
@@ -49,17 +52,18 @@ from adjudication.models import AnalyticsReport, Dataset, FinalLabel, Reading
 from adjudication.revisions import dataset_changed
 
 ds = Dataset.objects.get(name="bench")
-report_s, load_s = [], []
+report_s, load_s, cpu_s = [], [], []
 for round in range({rounds}):
     dataset_changed(dataset_id=ds.pk)  # a new data version: what a label does
     # Celery is a broker-less eager app here: the request's on_commit would run the task inline;
     # the row is requested, then computed exactly as compute_report computes it.
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     row = report_request(dataset=ds, params=Params())
     report = AnalyticsReport.objects.get(pk=row.pk)
     if report.status != "done":
         report_compute(report_id=row.pk)
     report_s.append(time.perf_counter() - started)
+    cpu_s.append(time.process_time() - cpu)
     report = AnalyticsReport.objects.get(pk=row.pk)
     assert report.status == "done", report.error
     started = time.perf_counter()
@@ -83,12 +87,24 @@ if {profile}:
     pstats.Stats(prof, stream=out).sort_stats("cumulative").print_stats(60)
     profile = out.getvalue()
 print(profile)
-print("TIMED " + json.dumps({{"report_s": report_s, "load_s": load_s, "readings": n}}))
+print("TIMED " + json.dumps({{"report_s": report_s, "cpu_s": cpu_s, "load_s": load_s, "readings": n}}))
 """
 
 
+def database_name(n: int) -> str:
+    return f"adjudication_bench_report_{n}"
+
+
+def reused(n: int) -> dict[str, str]:
+    """The environment of the database a previous run set up for n (setup takes minutes at 100,000)."""
+    from urllib.parse import urlparse, urlunparse
+
+    server = urlparse(os.environ.get("BENCH_DATABASE_SERVER", DEFAULT_SERVER))
+    return service_env(urlunparse(server._replace(path="/" + database_name(n))))
+
+
 def setup(n: int, tmp: Path) -> dict[str, str]:
-    url = fresh_database(f"adjudication_bench_report_{n}")
+    url = fresh_database(database_name(n))
     env = service_env(url)
     manage("migrate", "-v0", env=env)
     path = tmp / f"rows-{n}.jsonl"
@@ -123,8 +139,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for n in SIZES:
             started = time.perf_counter()
-            env = setup(n, Path(tmp))
-            print(f"{n} responses x {len(READERS)} readers set up in {time.perf_counter() - started:.0f} s", flush=True)
+            if REUSE:
+                env = reused(n)
+            else:
+                env = setup(n, Path(tmp))
+                print(
+                    f"{n} responses x {len(READERS)} readers set up in {time.perf_counter() - started:.0f} s",
+                    flush=True,
+                )
             out = manage(
                 "shell",
                 "--no-imports",
@@ -139,12 +161,16 @@ def main() -> None:
             timed = json.loads(line[len("TIMED ") :])
             report_s, load_s = sorted(timed["report_s"]), sorted(timed["load_s"])
             median_report, median_load = report_s[len(report_s) // 2], load_s[len(load_s) // 2]
+            cpu_s = sorted(timed["cpu_s"])
             print(
                 f"{n} responses ({timed['readings']} readings): report "
-                f"{', '.join(f'{s:.2f}' for s in timed['report_s'])} s; reading its inputs "
-                f"{', '.join(f'{s:.2f}' for s in timed['load_s'])} s",
+                f"{', '.join(f'{s:.2f}' for s in timed['report_s'])} s (CPU of this process "
+                f"{', '.join(f'{s:.2f}' for s in timed['cpu_s'])} s); reading its inputs "
+                f"{', '.join(f'{s:.2f}' for s in timed['load_s'])} s; load average "
+                f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}",
                 flush=True,
             )
+            result(f"report_{n}_cpu_s", cpu_s[len(cpu_s) // 2])
             result(f"report_{n}_s", median_report)
             result(f"report_{n}_load_s", median_load)
             result(f"report_{n}_vs_load_ratio", median_report / median_load)
