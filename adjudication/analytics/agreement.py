@@ -27,6 +27,7 @@ the panel read minus the disputed ones), with a stratified bootstrap interval.
 
 from __future__ import annotations
 
+import functools
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -74,9 +75,12 @@ class HumanObs:
     policy: str = ""
 
 
+@functools.lru_cache(maxsize=65536)
 def answers_agree(reader_answer: str | None, human_answer: str) -> bool:
     """Same answer? Light canonical forms first (routing.answer_key), then for non-letters the
-    fixed reader's equivalence rules without SymPy (exact numbers, fractions, sets, text)."""
+    fixed reader's equivalence rules without SymPy (exact numbers, fractions, sets, text).
+    Remembered: a function of its two texts, asked once per reading and scope of every labelled
+    response (400,000 times at 100,000 responses) about a few distinct pairs."""
     if human_answer == NO_ANSWER or reader_answer is None:
         return (reader_answer is None) and human_answer == NO_ANSWER
     a, b = answer_key(reader_answer), answer_key(human_answer)
@@ -278,7 +282,10 @@ def stratified(
         sizes = tuple(len(a) for a in arrays.values())
         if sizes not in draws:
             rng = np.random.default_rng(rng_seed)
-            draws[sizes] = {s: resample_counts(rng, len(a), n_boot) for s, a in arrays.items() if a.size and n_boot > 0}
+            # As floats once, not per reader: `counts @ a` would convert them on every product (0.2 s
+            # each at 10,000 labels); the counts and every sum are small integers, exact either way.
+            drawn = {s: resample_counts(rng, len(a), n_boot) for s, a in arrays.items() if a.size and n_boot > 0}
+            draws[sizes] = {s: counts.astype(float) for s, counts in drawn.items()}
         boot_means = {s: (counts @ arrays[s]) / len(arrays[s]) for s, counts in draws[sizes].items()}
         boots = n_boot > 0
         boots_arr = estimate(boot_means) if boots else np.zeros((0, 3))

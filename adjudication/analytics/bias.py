@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from adjudication.analytics.stats import Undefined, cohen_kappa, confusion, wilson
+from adjudication.analytics.stats import Undefined, kappa_of_table, wilson
 
 BINARY = ("correct", "incorrect")
 VERDICTS = ("correct", "incorrect", "no_answer", "error", "timeout")
@@ -77,19 +77,19 @@ def judge_bias(
     if no_answer not in ("incorrect", "exclude"):
         raise ValueError("no_answer must be 'incorrect' or 'exclude'")
     excluded: Counter = Counter()
-    judge: list[str] = []
-    human: list[str] = []
-    for p, h in pairs:
+    # Counted per distinct pair (a handful of verdict pairs, however many items): the same cells,
+    # κ and exclusions as walking every item (a report asks for hundreds of these).
+    cells = np.zeros((2, 2), dtype=np.int64)
+    for (p, h), k in Counter(pairs).items():
         pb, hb = producer_binary(p, no_answer), human_binary(h)
         if hb is None:
-            excluded[f"human_{h if h else 'missing'}"] += 1
+            excluded[f"human_{h if h else 'missing'}"] += k
         elif pb is None:
-            excluded[f"producer_{p if p else 'missing'}"] += 1
+            excluded[f"producer_{p if p else 'missing'}"] += k
         else:
-            judge.append(pb)
-            human.append(hb)
-    n = len(judge)
-    (tp, fp), (fn, tn) = confusion(judge, human, BINARY)
+            cells[BINARY.index(pb), BINARY.index(hb)] += k
+    (tp, fp), (fn, tn) = (int(x) for x in cells[0]), (int(x) for x in cells[1])
+    n = tp + fp + fn + tn
     out: dict[str, Any] = {
         "n": n,
         "tp": tp,
@@ -99,7 +99,7 @@ def judge_bias(
         "confusion": {"rows": "producer", "columns": "human", "labels": list(BINARY), "matrix": [[tp, fp], [fn, tn]]},
     }
     out["accuracy"], out["accuracy_ci"] = _rate(tp + tn, n)
-    out["cohen_kappa"] = cohen_kappa(judge, human, labels=BINARY)
+    out["cohen_kappa"] = _kappa(cells)
     out["judge_correct_rate"], out["judge_correct_rate_ci"] = _rate(tp + fp, n)
     out["human_correct_rate"], out["human_correct_rate_ci"] = _rate(tp + fn, n)
     if n:
@@ -114,6 +114,16 @@ def judge_bias(
     out["excluded"] = dict(sorted(excluded.items()))
     out["warnings"] = small_sample_warnings(n, fp + tn, fn + tp)
     return out
+
+
+def _kappa(cells: np.ndarray) -> float | Undefined:
+    """cohen_kappa(judge, human, labels=BINARY) from the 2×2 counts: no items, or one category
+    used by both sides, is undefined (its reasons); else κ of the table."""
+    if not cells.sum():
+        return Undefined("no items")
+    if int(np.count_nonzero(cells.sum(axis=0) + cells.sum(axis=1))) == 1:
+        return Undefined("both raters used a single category only: chance agreement is 1, κ is 0/0")
+    return kappa_of_table(cells)
 
 
 def _bias_interval(tp: int, fp: int, fn: int, tn: int, *, seed: int, n_boot: int) -> list[float] | None:

@@ -55,6 +55,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from itertools import combinations
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -158,8 +159,12 @@ class _Fit:
 
 def validate(inputs: ConsensusInputs) -> None:
     """ValueError naming the offending triple, label or option."""
+    if _votes_valid(inputs.votes):
+        votes: Sequence[tuple[str, str, str]] = ()  # nothing to name: the labels are left to check
+    else:
+        votes = inputs.votes
     seen: set[tuple[str, str]] = set()
-    for item, producer, verdict in inputs.votes:
+    for item, producer, verdict in votes:
         if verdict not in VERDICTS:
             raise ValueError(f"item {item!r}, producer {producer!r}: verdict {verdict!r} not one of {VERDICTS}")
         if (item, producer) in seen:
@@ -168,6 +173,16 @@ def validate(inputs: ConsensusInputs) -> None:
     for item, label in inputs.human.items():
         if label not in BINARY:
             raise ValueError(f"item {item!r}: human label {label!r} not correct or incorrect")
+
+
+def _votes_valid(votes: Sequence[tuple[str, str, str]]) -> bool:
+    """Every verdict known and no (item, producer) twice, checked in C loops; when False, validate
+    walks the votes to name the first offender."""
+    try:
+        known = set(map(itemgetter(2), votes)) <= set(VERDICTS)
+        return known and len(set(map(itemgetter(0, 1), votes))) == len(votes)
+    except TypeError:  # an unhashable value: the walk says which
+        return False
 
 
 def consensus(
@@ -284,9 +299,13 @@ def _fit_strata(
     model: str,
     human_weight: int = 1,
 ) -> dict[str, _Fit]:
+    stratum = {item: stratum_of(item, by) for item in dict.fromkeys(map(itemgetter(0), binary))}
     per: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
-    for row in binary:
-        per[stratum_of(row[0], by)].append(row)
+    if len(set(stratum.values())) == 1:  # one stratum (by=None): every row, in order
+        per[next(iter(stratum.values()))] = list(binary)
+    else:
+        for row in binary:
+            per[stratum[row[0]]].append(row)
     return {s: fit_model(rows, human, model=model, human_weight=human_weight) for s, rows in sorted(per.items())}
 
 
@@ -312,6 +331,20 @@ def _replicate_labelled(
     return rows, known, copies
 
 
+def _column(rows: Sequence[tuple[str, str, str]], k: int) -> np.ndarray:
+    """Field k of every row, as an object array (for whole-array comparisons)."""
+    return np.array(list(map(itemgetter(k), rows)), dtype=object)
+
+
+def _codes(rows: Sequence[tuple[str, str, str]], k: int) -> tuple[np.ndarray, dict[str, int]]:
+    """Field k of every row as integer codes in order of first appearance, and {value: code}: what
+    a `setdefault(value, len(codes))` per row gives, in C loops (1.8 million votes at 100,000
+    responses were ~6 s of Python per column; issue 36 item 15)."""
+    values = list(map(itemgetter(k), rows))
+    index = {value: code for code, value in enumerate(dict.fromkeys(values))}
+    return np.fromiter(map(index.__getitem__, values), dtype=np.int64, count=len(values)), index
+
+
 _EPS = 1e-10  # crowd-kit's (dawid_skene._EPS): the floor of a rate, a prior and a posterior
 
 
@@ -325,13 +358,13 @@ def _dawid_skene_binary(
     shifted), clamp, and evidence lower bound as the stopping rule (crowd-kit's, which adds the log
     prior once per vote). None when both labels are not among the votes: crowd-kit then grows a
     class from the clamps, which this does not copy (fit_model falls back to crowd-kit)."""
-    labels = np.fromiter((v == "incorrect" for _, _, v in votes), dtype=np.int64, count=len(votes))
-    if len(votes) == 0 or labels.min() == labels.max():
+    if len(votes) == 0:
         return None
-    task_ids: dict[str, int] = {}
-    worker_ids: dict[str, int] = {}
-    t = np.fromiter((task_ids.setdefault(i, len(task_ids)) for i, _, _ in votes), dtype=np.int64, count=len(votes))
-    w = np.fromiter((worker_ids.setdefault(p, len(worker_ids)) for _, p, _ in votes), dtype=np.int64, count=len(votes))
+    labels = (_column(votes, 2) == "incorrect").astype(np.int64)
+    if labels.min() == labels.max():
+        return None
+    t, task_ids = _codes(votes, 0)
+    w, worker_ids = _codes(votes, 1)
     clamp_rows = np.array([task_ids[i] for i in known if i in task_ids], dtype=np.int64)
     clamp_values = np.array([known[i] == "incorrect" for i in known if i in task_ids], dtype=np.int64)
     probas, errors = _dawid_skene_arrays(
@@ -467,34 +500,48 @@ def _producer_table(
     *,
     stratum_of: Callable[[str], str],
 ) -> list[ProducerRates]:
-    votes: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
+    # Counted, not listed: the stratum once per item, the votes per (producer, stratum) in a C
+    # loop, and only the labelled items' votes walked in Python (1.8 million votes at 100,000
+    # responses were ~10 s as lists per key; issue 36 item 15).
+    items = dict.fromkeys(map(itemgetter(0), binary))
+    items.update(dict.fromkeys(map(itemgetter(0), abstentions)))
+    stratum = {item: stratum_of(item) for item in items}
+    n_votes = Counter(zip(map(itemgetter(1), binary), map(stratum.__getitem__, map(itemgetter(0), binary))))
     abstained: dict[tuple[str, str], Counter] = defaultdict(Counter)
-    for item, producer, verdict in binary:
-        votes[(producer, stratum_of(item))].append((item, verdict))
     for item, producer, verdict in abstentions:
-        abstained[(producer, stratum_of(item))][verdict] += 1
+        abstained[(producer, stratum[item])][verdict] += 1
+    # (producer, stratum) -> [items the human accepts, of which the producer accepted; items the
+    # human rejects, of which the producer rejected]
+    human_counts: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+    for item, producer, verdict in [row for row in binary if row[0] in human]:
+        h = human[item]
+        if h == "correct":
+            c = human_counts[(producer, stratum[item])]
+            c[0] += 1
+            c[1] += verdict == "correct"
+        elif h == "incorrect":
+            c = human_counts[(producer, stratum[item])]
+            c[2] += 1
+            c[3] += verdict == "incorrect"
     out = []
     # A producer that only abstained in a stratum still gets its row: no rates, its abstentions.
-    for key in sorted(set(votes) | set(abstained)):
-        producer, stratum = key
-        rows = votes.get(key, [])
-        fit = fits.get(stratum)
+    for key in sorted(set(n_votes) | set(abstained)):
+        producer, stratum_name = key
+        fit = fits.get(stratum_name)
         se, sp = fit.rates.get(producer, (None, None)) if fit else (None, None)
-        with_h = [(v, human[i]) for i, v in rows if i in human]
-        pos = [v for v, h in with_h if h == "correct"]
-        neg = [v for v, h in with_h if h == "incorrect"]
+        pos_n, pos_k, neg_n, neg_k = human_counts.get(key, (0, 0, 0, 0))
         out.append(
             ProducerRates(
                 producer=producer,
-                stratum=stratum,
-                n_votes=len(rows),
+                stratum=stratum_name,
+                n_votes=n_votes.get(key, 0),
                 abstentions=dict(sorted(abstained.get(key, Counter()).items())),
                 sensitivity=se,
                 specificity=sp,
                 false_accept_rate=None if sp is None else 1 - sp,
                 false_reject_rate=None if se is None else 1 - se,
-                human_sensitivity=proportion(pos.count("correct"), len(pos)),
-                human_specificity=proportion(neg.count("incorrect"), len(neg)),
+                human_sensitivity=proportion(pos_k, pos_n),
+                human_specificity=proportion(neg_k, neg_n),
                 degenerate=se is not None and sp is not None and se >= 1 - DEGENERATE and sp >= 1 - DEGENERATE,
             )
         )
@@ -654,30 +701,33 @@ def producer_correlations(
 ) -> list[PairCorrelation]:
     """Every producer pair's within-class residual correlation (module docstring), most
     correlated first."""
-    said: dict[str, dict[str, int]] = defaultdict(dict)
-    for item, producer, verdict in binary:
-        said[producer][item] = 1 if verdict == "correct" else 0
-    # Every item once, in sorted order, and each producer's verdicts as a column over them: a pair's
+    # Every item once, in sorted order, and each producer's verdicts as a row over them: a pair's
     # common items are then a mask, in the order sorted() gives (the same arrays, so the same sums,
-    # as building them per pair; ~150 pairs × every item in Python were 34 s at 100,000 responses).
-    items = sorted({i for votes in said.values() for i in votes})
+    # as building them per pair; ~150 pairs × every item in Python were 34 s at 100,000 responses;
+    # issue 36 item 15).
+    items = sorted(dict.fromkeys(map(itemgetter(0), binary)))
     position = {item: k for k, item in enumerate(items)}
-    voted: dict[str, np.ndarray] = {}
-    value: dict[str, np.ndarray] = {}
-    for producer, votes in said.items():
-        where = np.fromiter((position[i] for i in votes), dtype=np.int64, count=len(votes))
-        voted[producer] = np.zeros(len(items), dtype=bool)
-        voted[producer][where] = True
-        value[producer] = np.zeros(len(items), dtype=np.int64)
-        value[producer][where] = np.fromiter(votes.values(), dtype=np.int64, count=len(votes))
+    item_at = np.fromiter(map(position.__getitem__, map(itemgetter(0), binary)), dtype=np.int64, count=len(binary))
+    producer_at, producer_code = _codes(binary, 1)
+    said = sorted(producer_code)
+    correct = (_column(binary, 2) == "correct").astype(np.int64)
+    # A producer's second verdict on an item replaces its first, as a dictionary would.
+    cell = producer_at * len(items) + item_at
+    _, last = np.unique(cell[::-1], return_index=True)
+    keep = len(cell) - 1 - last
+    voted = np.zeros((len(producer_code), len(items)), dtype=bool)
+    value = np.zeros((len(producer_code), len(items)), dtype=np.int64)
+    voted[producer_at[keep], item_at[keep]] = True
+    value[producer_at[keep], item_at[keep]] = correct[keep]
     p_all = np.array([posterior.get(i, 0.5) for i in items], dtype=float)
     out = []
-    for a, b in combinations(sorted(said), 2):
-        common = np.flatnonzero(voted[a] & voted[b])
+    for a, b in combinations(said, 2):
+        ka, kb = producer_code[a], producer_code[b]
+        common = np.flatnonzero(voted[ka] & voted[kb])
         if not len(common):
             continue
-        va = value[a][common]
-        vb = value[b][common]
+        va = value[ka][common]
+        vb = value[kb][common]
         pc = p_all[common]
         phis: list[float | None] = []
         masses: list[float] = []

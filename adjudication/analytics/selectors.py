@@ -186,8 +186,10 @@ def consensus_inputs(*, dataset: Dataset) -> ConsensusInputs:
     votes: list[tuple[str, str, str]] = []
     strata: dict[str, dict[str, str]] = {}
     for rid, sid, verdict, model, ckpt, bench in rows.iterator(chunk_size=5000):
-        votes.append((str(rid), labels[sid], verdict))
-        strata[str(rid)] = {"model": model, "checkpoint": ckpt, "benchmark": bench}
+        key = str(rid)
+        votes.append((key, labels[sid], verdict))
+        if key not in strata:  # a response's strata once, not once per reading (the same values)
+            strata[key] = {"model": model, "checkpoint": ckpt, "benchmark": bench}
     human = {
         rid: obs.verdict
         for rid, obs in human_observations(dataset=dataset).items()

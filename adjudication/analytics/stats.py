@@ -67,12 +67,19 @@ def cohen_kappa(
     # ~2 ms a call, and a report asks for hundreds (issue 36 item 15).
     ya, yb = [str(x) for x in a], [str(x) for x in b]
     names = [str(x) for x in labels] if labels else sorted(set(ya) | set(yb))
-    table = _counts(ya, yb, names).astype(float)
+    return kappa_of_table(_counts(ya, yb, names))
+
+
+def kappa_of_table(counts: np.ndarray) -> float | Undefined:
+    """Cohen's κ from the raters' square confusion matrix of counts (cohen_kappa's formula, for a
+    caller that has counted the pairs itself)."""
+    table = counts.astype(float)
+    names = table.shape[0]
     total = table.sum()
     if total == 0:
         return Undefined("chance agreement is 1: κ is 0/0")
     expected = np.outer(table.sum(axis=0), table.sum(axis=1)) / total
-    off_diagonal = 1.0 - np.eye(len(names))
+    off_diagonal = 1.0 - np.eye(names)
     denominator = float(np.sum(off_diagonal * expected))
     if denominator == 0:
         return Undefined("chance agreement is 1: κ is 0/0")

@@ -211,3 +211,127 @@ def test_the_bias_interval_remembered_is_the_one_drawn(tp, fp, fn, tn, seed):
     assert first == [float(lo), float(hi)]
     first.append("changed by a caller")
     assert bias._bias_interval(tp, fp, fn, tn, seed=seed, n_boot=300) == [float(lo), float(hi)]
+
+
+def test_producer_correlations_keep_a_producers_last_verdict_on_an_item_as_before():
+    """issue 36 item 15: a repeated (item, producer) vote replaces the earlier one, as the per-pair
+    dictionaries did."""
+    binary, posterior = _panel(4, 300, 5)
+    binary = binary + [(i, p, "incorrect" if v == "correct" else "correct") for i, p, v in binary[::7]]
+    assert consensus.producer_correlations(binary, posterior) == _old_producer_correlations(binary, posterior)
+
+
+def _old_judge_bias_cells_and_kappa(pairs, no_answer="incorrect"):
+    judge, human, excluded = [], [], {}
+    for p, h in pairs:
+        pb, hb = bias.producer_binary(p, no_answer), bias.human_binary(h)
+        if hb is None:
+            key = f"human_{h if h else 'missing'}"
+            excluded[key] = excluded.get(key, 0) + 1
+        elif pb is None:
+            key = f"producer_{p if p else 'missing'}"
+            excluded[key] = excluded.get(key, 0) + 1
+        else:
+            judge.append(pb)
+            human.append(hb)
+    return stats.confusion(judge, human, bias.BINARY), stats.cohen_kappa(judge, human, labels=bias.BINARY), excluded
+
+
+_VERDICT = st.sampled_from(["correct", "incorrect", "no_answer", "error", "timeout", None, "ambiguous"])
+
+
+@given(st.lists(st.tuples(_VERDICT, _VERDICT), max_size=80), st.sampled_from(["incorrect", "exclude"]))
+@settings(max_examples=300, deadline=None)
+def test_judge_bias_counted_per_distinct_pair_equals_the_item_walk(pairs, no_answer):
+    """issue 36 item 15: judge_bias counts each distinct (producer, human) pair once; its cells,
+    Cohen's κ (or the reason it is undefined) and exclusions are those of walking every item."""
+    out = bias.judge_bias(pairs, no_answer=no_answer, n_boot=50)
+    matrix, kappa, excluded = _old_judge_bias_cells_and_kappa(pairs, no_answer)
+    assert out["confusion"]["matrix"] == matrix
+    assert [out["tp"], out["fp"], out["fn"], out["tn"]] == [matrix[0][0], matrix[0][1], matrix[1][0], matrix[1][1]]
+    assert out["cohen_kappa"] == kappa
+    assert out["excluded"] == dict(sorted(excluded.items()))
+    assert all(type(x) is int for x in (out["n"], out["tp"], out["fp"], out["fn"], out["tn"]))
+
+
+def test_validate_still_names_the_first_offending_vote():
+    """issue 36 item 15: the C-loop check lets valid votes through and the walk names the offender."""
+    ok = consensus.ConsensusInputs(votes=[("a", "p", "correct"), ("b", "p", "no_answer")], human={}, strata={})
+    consensus.validate(ok)
+    twice = consensus.ConsensusInputs(votes=[("a", "p", "correct"), ("a", "p", "incorrect")], human={}, strata={})
+    with pytest.raises(ValueError, match="item 'a', producer 'p': two verdicts"):
+        consensus.validate(twice)
+    unknown = consensus.ConsensusInputs(votes=[("a", "p", "correct"), ("b", "q", "maybe")], human={}, strata={})
+    with pytest.raises(ValueError, match="verdict 'maybe'"):
+        consensus.validate(unknown)
+
+
+def _old_producer_table(binary, abstentions, human, fits, *, stratum_of):
+    from collections import Counter
+
+    votes, abstained = defaultdict(list), defaultdict(Counter)
+    for item, producer, verdict in binary:
+        votes[(producer, stratum_of(item))].append((item, verdict))
+    for item, producer, verdict in abstentions:
+        abstained[(producer, stratum_of(item))][verdict] += 1
+    out = []
+    for key in sorted(set(votes) | set(abstained)):
+        producer, stratum = key
+        rows = votes.get(key, [])
+        fit = fits.get(stratum)
+        se, sp = fit.rates.get(producer, (None, None)) if fit else (None, None)
+        with_h = [(v, human[i]) for i, v in rows if i in human]
+        pos = [v for v, h in with_h if h == "correct"]
+        neg = [v for v, h in with_h if h == "incorrect"]
+        out.append(
+            consensus.ProducerRates(
+                producer=producer,
+                stratum=stratum,
+                n_votes=len(rows),
+                abstentions=dict(sorted(abstained.get(key, Counter()).items())),
+                sensitivity=se,
+                specificity=sp,
+                false_accept_rate=None if sp is None else 1 - sp,
+                false_reject_rate=None if se is None else 1 - se,
+                human_sensitivity=stats.proportion(pos.count("correct"), len(pos)),
+                human_specificity=stats.proportion(neg.count("incorrect"), len(neg)),
+                degenerate=se is not None
+                and sp is not None
+                and se >= 1 - consensus.DEGENERATE
+                and sp >= 1 - consensus.DEGENERATE,
+            )
+        )
+    return out
+
+
+@pytest.mark.parametrize("by", [None, "checkpoint"])
+def test_the_counted_producer_table_is_the_listed_one(by):
+    """issue 36 item 15: the producer table counted per (producer, stratum) is the one built from
+    per-key vote lists, abstaining-only producers and empty strata included."""
+    rnd = random.Random(5)
+    votes = [
+        (f"r{i}", f"p{k}", rnd.choice(["correct", "incorrect", "incorrect", "no_answer", "error"]))
+        for i in range(300)
+        for k in range(6)
+        if rnd.random() < 0.8
+    ] + [(f"r{i}", "mute", "timeout") for i in range(0, 300, 3)]
+    human = {f"r{i}": rnd.choice(["correct", "incorrect"]) for i in range(0, 300, 4)}
+    strata = {f"r{i}": {"checkpoint": "rl" if i % 3 else "base"} for i in range(300)}
+    inputs = consensus.ConsensusInputs(votes=votes, human=human, strata=strata)
+    result = consensus.consensus(inputs, by=by, n_boot=0)
+    binary = [v for v in votes if v[2] in bias.BINARY]
+    abstentions = [v for v in votes if v[2] not in bias.BINARY]
+    fits = consensus._fit_strata(
+        binary,
+        human,
+        by=by,
+        stratum_of=lambda i, key: consensus.ALL if key is None else (strata.get(i) or {}).get(key) or "-",
+        model="dawid-skene",
+    )
+
+    def stratum_of(i):
+        return consensus.ALL if by is None else (strata.get(i) or {}).get(by) or "-"
+
+    old = _old_producer_table(binary, abstentions, human, fits, stratum_of=stratum_of)
+    assert consensus._producer_table(binary, abstentions, human, fits, stratum_of=stratum_of) == old
+    assert result.producers == old
