@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection, connections, transaction
 from django.db.models import BooleanField, Case, Count, Exists, F, OuterRef, Q, QuerySet, Value, When
 from django.db.models.fields.json import KT
 
@@ -37,6 +37,7 @@ from adjudication.analytics.estimates import (
     vote_predictor,
 )
 from adjudication.analytics.format_share import MULTIPLE_CHOICE, Observation, item_task_type
+from adjudication.fields import SENTINEL, VerbatimTextField, decode_verbatim
 from adjudication.models import (
     AnalyticsChoice,
     AnalyticsReport,
@@ -166,8 +167,39 @@ def reader_observations(
             checkpoint=ckpt,
             benchmark=bench,
         )
-        for rid, sid, verdict, canonical, normalized, answer, model, ckpt, bench in rows.iterator(chunk_size=5000)
+        for rid, sid, verdict, canonical, normalized, answer, model, ckpt, bench in _plain_rows(rows, chunk_size=5000)
     ]
+
+
+def _plain_rows(rows: QuerySet, *, chunk_size: int) -> Iterator[tuple]:
+    """`rows.iterator(chunk_size)` of a values_list, read off the database cursor: the same
+    statement on the same kind of cursor (Django's chunked, server-side one, hence the same plan
+    and row order), without the ORM's per-row layers; verbatim text decoded as its field decodes it
+    (decode_verbatim), and any other conversion left to the ORM. Every reading of 100,000
+    responses: 1.7 CPU-s through the ORM, 1.0 without (issue 36 item 15)."""
+    compiler = rows.query.get_compiler(using=rows.db)
+    sql, params = compiler.as_sql()
+    converters = compiler.get_converters([col for col, _, _ in compiler.select])
+    verbatim = sorted(converters)
+    if not all(
+        len(funcs) == 1 and isinstance(getattr(funcs[0], "__self__", None), VerbatimTextField)
+        for funcs, _ in converters.values()
+    ):
+        yield from rows.iterator(chunk_size=chunk_size)
+        return
+    with connections[rows.db].chunked_cursor() as cursor:
+        cursor.execute(sql, params)
+        while chunk := cursor.fetchmany(chunk_size):
+            if not verbatim:
+                yield from chunk
+                continue
+            for row in chunk:
+                if any(isinstance(row[k], str) and row[k].startswith(SENTINEL) for k in verbatim):
+                    row = list(row)
+                    for k in verbatim:
+                        row[k] = decode_verbatim(row[k]) if isinstance(row[k], str) else row[k]
+                    row = tuple(row)
+                yield row
 
 
 def consensus_inputs(*, dataset: Dataset) -> ConsensusInputs:
@@ -185,7 +217,7 @@ def consensus_inputs(*, dataset: Dataset) -> ConsensusInputs:
     )
     votes: list[tuple[str, str, str]] = []
     strata: dict[str, dict[str, str]] = {}
-    for rid, sid, verdict, model, ckpt, bench in rows.iterator(chunk_size=5000):
+    for rid, sid, verdict, model, ckpt, bench in _plain_rows(rows, chunk_size=5000):
         key = str(rid)
         votes.append((key, labels[sid], verdict))
         if key not in strata:  # a response's strata once, not once per reading (the same values)

@@ -335,3 +335,28 @@ def test_the_counted_producer_table_is_the_listed_one(by):
     old = _old_producer_table(binary, abstentions, human, fits, stratum_of=stratum_of)
     assert consensus._producer_table(binary, abstentions, human, fits, stratum_of=stratum_of) == old
     assert result.producers == old
+
+
+@pytest.mark.django_db
+def test_plain_rows_are_the_orm_iterators_rows_in_its_order(labelled):
+    """issue 36 item 15: consensus_inputs reads every reading through _plain_rows (the cursor's
+    rows); they are the ORM iterator's, in its order, and a field that needs converting (verbatim
+    text) goes through the ORM."""
+    from adjudication.analytics.selectors import _plain_rows
+    from adjudication.models import Reading
+
+    plain = Reading.objects.filter(response__dataset=labelled[0]).values_list(
+        "response_id", "reader_spec_id", "verdict", "response__run__model"
+    )
+    assert list(_plain_rows(plain, chunk_size=7)) == list(plain.iterator(chunk_size=7))
+    # Verbatim text as stored: a NUL and a lone surrogate go in under the sentinel, and come back.
+    first, second = Reading.objects.filter(response__dataset=labelled[0]).order_by("id")[:2]
+    Reading.objects.filter(pk=first.pk).update(answer="a\x00b", canonical="x\ud800y")
+    Reading.objects.filter(pk=second.pk).update(answer=None)
+    verbatim = Reading.objects.filter(response__dataset=labelled[0]).values_list(
+        "response_id", "answer", "verdict", "canonical"
+    )
+    rows = list(_plain_rows(verbatim, chunk_size=7))
+    assert rows == list(verbatim.iterator(chunk_size=7))
+    assert (first.response_id, "a\x00b", first.verdict, "x\ud800y") in rows
+    assert len(list(_plain_rows(plain, chunk_size=7))) == plain.count() > 7
