@@ -181,15 +181,19 @@ def reader_overview(obs: Iterable[ReaderObs], by: str | None = None) -> dict[str
 def _vs_human_one(pairs: list[tuple[ReaderObs, HumanObs]], *, seed: int) -> dict[str, Any]:
     stats = judge_bias([(r.verdict, h.verdict) for r, h in pairs], seed=seed)
     judges = {r.kind for r, _ in pairs} == {"judge"}
-    usable = [(r, h.answer) for r, h in pairs if h.answer is not None and r.verdict not in ("error", "timeout")]
     if judges:
         stats["answer_agreement"] = None
         stats["answer_agreement_reason"] = "a judge gives verdicts, not answers"
     else:
-        agree = sum(
-            answers_agree(r.answer if r.verdict in ("correct", "incorrect") else None, answer) for r, answer in usable
+        # Each distinct (reader answer, human answer) pair compared once, weighted by how often it
+        # occurs: the same count as comparing every item.
+        usable = Counter(
+            (r.answer if r.verdict in ("correct", "incorrect") else None, h.answer)
+            for r, h in pairs
+            if h.answer is not None and r.verdict not in ("error", "timeout")
         )
-        stats["answer_agreement"] = proportion(agree, len(usable))
+        agree = sum(k for (said, answer), k in usable.items() if answers_agree(said, answer))
+        stats["answer_agreement"] = proportion(agree, sum(usable.values()))
     return stats
 
 
@@ -203,10 +207,21 @@ def vs_human(
 ) -> dict[str, dict[str, Any]]:
     """{reader: {group: stats}} on the reviewed items of `scope`: "reviewed" (all), "controls"
     (is_control) or "disputed" (routed by disagreement)."""
+    return _vs_human_paired(_paired(obs, human), scope=scope, by=by, seed=seed)
+
+
+def _paired(obs: Iterable[ReaderObs], human: Mapping[str, HumanObs]) -> list[tuple[ReaderObs, HumanObs]]:
+    """Each reading of a labelled response with its final label, in the readings' order: looked up
+    once for the report's six tables (scopes and dimensions), not once per table."""
+    return [(o, h) for o in obs if (h := human.get(o.response)) is not None]
+
+
+def _vs_human_paired(
+    paired: list[tuple[ReaderObs, HumanObs]], *, scope: str, by: str | None, seed: int
+) -> dict[str, dict[str, Any]]:
     grouped: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
-    for o in obs:
-        h = human.get(o.response)
-        if h is None or not _in_scope(h, scope):
+    for o, h in paired:
+        if not _in_scope(h, scope):
             continue
         group = (getattr(o, by) or "-") if by else "all"
         grouped[o.reader][group].append((o, h))
@@ -412,6 +427,7 @@ def report(
     note = selection_note(human, routed_controls=routed_controls)
     if counts is None:
         counts = [VerdictCount(o.reader, o.verdict, 1, o.model, o.checkpoint, o.benchmark) for o in obs]
+    paired = _paired(obs, human)
     scopes = ["reviewed"] + (
         ["disputed", "controls"] if note["labelled_controls"] and note["labelled_disputed"] else []
     )
@@ -419,8 +435,10 @@ def report(
         "selection": note,
         "readers": overview_from_counts(counts),
         "readers_by": {d: overview_from_counts(counts, by=d) for d in DIMENSIONS},
-        "vs_human": {s: vs_human(obs, human, scope=s, seed=seed) for s in scopes},
-        "vs_human_by": {d: vs_human(obs, human, scope=note["preferred_scope"], by=d, seed=seed) for d in DIMENSIONS},
+        "vs_human": {s: _vs_human_paired(paired, scope=s, by=None, seed=seed) for s in scopes},
+        "vs_human_by": {
+            d: _vs_human_paired(paired, scope=note["preferred_scope"], by=d, seed=seed) for d in DIMENSIONS
+        },
         "population": [stratified(obs, human, seed=seed, **s) for s in (strata or [])],
     }
     if annotator_ratings is not None:

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
@@ -190,7 +191,7 @@ def _plain_rows(rows: QuerySet, *, chunk_size: int) -> Iterator[tuple]:
     with connections[rows.db].chunked_cursor() as cursor:
         cursor.execute(sql, params)
         while chunk := cursor.fetchmany(chunk_size):
-            if not verbatim:
+            if not verbatim or not _any_encoded(chunk, verbatim):
                 yield from chunk
                 continue
             for row in chunk:
@@ -200,6 +201,16 @@ def _plain_rows(rows: QuerySet, *, chunk_size: int) -> Iterator[tuple]:
                         row[k] = decode_verbatim(row[k]) if isinstance(row[k], str) else row[k]
                     row = tuple(row)
                 yield row
+
+
+def _any_encoded(chunk: Sequence[tuple], columns: Sequence[int]) -> bool:
+    """Might a value of these columns be stored under the verbatim sentinel? Asked of each column's
+    text joined in C: never a false "no" (a stored value starting with the sentinel contains it); a
+    false "yes" (the sentinel across two values) only sends the chunk through the per-row check."""
+    try:
+        return any(SENTINEL in "".join(filter(None, map(itemgetter(k), chunk))) for k in columns)
+    except TypeError:  # not text: let the per-row check look
+        return True
 
 
 def consensus_inputs(*, dataset: Dataset) -> ConsensusInputs:
@@ -215,13 +226,14 @@ def consensus_inputs(*, dataset: Dataset) -> ConsensusInputs:
         "response__run__checkpoint",
         "response__run__benchmark",
     )
-    votes: list[tuple[str, str, str]] = []
-    strata: dict[str, dict[str, str]] = {}
-    for rid, sid, verdict, model, ckpt, bench in _plain_rows(rows, chunk_size=5000):
-        key = str(rid)
-        votes.append((key, labels[sid], verdict))
-        if key not in strata:  # a response's strata once, not once per reading (the same values)
-            strata[key] = {"model": model, "checkpoint": ckpt, "benchmark": bench}
+    read = list(_plain_rows(rows, chunk_size=5000))
+    votes: list[tuple[str, str, str]] = [(str(rid), labels[sid], verdict) for rid, sid, verdict, _, _, _ in read]
+    # A response's strata once, in the order of its first reading (its readings repeat them).
+    runs = {row[0]: row[3:] for row in read}
+    strata: dict[str, dict[str, str]] = {
+        str(rid): {"model": model, "checkpoint": ckpt, "benchmark": bench} for rid, (model, ckpt, bench) in runs.items()
+    }
+    del read
     human = {
         rid: obs.verdict
         for rid, obs in human_observations(dataset=dataset).items()
