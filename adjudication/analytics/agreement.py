@@ -297,11 +297,11 @@ def stratified(
         sizes = tuple(len(a) for a in arrays.values())
         if sizes not in draws:
             rng = np.random.default_rng(rng_seed)
-            # As floats once, not per reader: `counts @ a` would convert them on every product (0.2 s
-            # each at 10,000 labels); the counts and every sum are small integers, exact either way.
-            drawn = {s: resample_counts(rng, len(a), n_boot) for s, a in arrays.items() if a.size and n_boot > 0}
-            draws[sizes] = {s: counts.astype(float) for s, counts in drawn.items()}
-        boot_means = {s: (counts @ arrays[s]) / len(arrays[s]) for s, counts in draws[sizes].items()}
+            # The drawn indices (what resample_counts draws, in the same order), summed per reader.
+            draws[sizes] = {
+                s: rng.integers(0, len(a), size=(n_boot, len(a))) for s, a in arrays.items() if a.size and n_boot > 0
+            }
+        boot_means = {s: resampled_sums(drawn, arrays[s]) / len(arrays[s]) for s, drawn in draws[sizes].items()}
         boots = n_boot > 0
         boots_arr = estimate(boot_means) if boots else np.zeros((0, 3))
         names = ("accuracy", "judge_correct_rate", "human_correct_rate")
@@ -326,6 +326,26 @@ def resample_counts(rng: np.random.Generator, n: int, n_boot: int) -> np.ndarray
     drawn = rng.integers(0, n, size=(n_boot, n))
     drawn += (np.arange(n_boot) * n)[:, None]
     return np.bincount(drawn.ravel(), minlength=n_boot * n).reshape(n_boot, n)
+
+
+def resampled_sums(drawn: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """(n_boot, columns): each resample's column sums of `a` (n, columns), the resamples given as
+    drawn row indices (n_boot, n): `resample_counts(...) @ a` for the same draws, the same floats.
+    With 0/1 columns (the agreement tables' case) each item is one of 2^columns patterns: one
+    gather of small integers and a count per pattern, instead of an (n_boot, n) count matrix and
+    its product (14 of those were ~4 s of a 100,000-response report; issue 36 item 15). Every sum
+    is an integer below 2^53, exact whichever way it is added."""
+    columns = a.shape[1]
+    if columns > 6 or not np.isin(a, (0.0, 1.0)).all():
+        n_boot, n = drawn.shape
+        flat = drawn + (np.arange(n_boot) * n)[:, None]
+        counts = np.bincount(flat.ravel(), minlength=n_boot * n).reshape(n_boot, n)
+        return counts.astype(float) @ a
+    bits = np.array([[(k >> j) & 1 for j in range(columns)] for k in range(2**columns)], dtype=np.int64)
+    pattern = (a.astype(np.int64) @ (1 << np.arange(columns))).astype(np.int8)
+    drawn_pattern = pattern[drawn]
+    per_pattern = np.stack([np.count_nonzero(drawn_pattern == k, axis=1) for k in range(2**columns)], axis=1)
+    return (per_pattern @ bits).astype(float)
 
 
 # ---------------------------------------------------------------------------------------------

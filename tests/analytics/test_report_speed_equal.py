@@ -360,3 +360,23 @@ def test_plain_rows_are_the_orm_iterators_rows_in_its_order(labelled):
     assert rows == list(verbatim.iterator(chunk_size=7))
     assert (first.response_id, "a\x00b", first.verdict, "x\ud800y") in rows
     assert len(list(_plain_rows(plain, chunk_size=7))) == plain.count() > 7
+
+
+@given(
+    st.integers(1, 40),
+    st.integers(1, 30),
+    st.integers(1, 4),
+    st.integers(0, 2**32 - 1),
+    st.booleans(),
+)
+@settings(max_examples=200, deadline=None)
+def test_resampled_sums_are_the_count_matrix_product(n, n_boot, columns, seed, binary):
+    """issue 36 item 15: the stratified bootstrap sums each resample per 0/1 pattern; the sums are
+    resample_counts(...) @ a for the same draws, to the bit (and any other values take the product)."""
+    from adjudication.analytics.agreement import resample_counts, resampled_sums
+
+    data = np.random.default_rng(seed)
+    a = (data.random((n, columns)) < 0.5).astype(float) if binary else data.random((n, columns))
+    drawn = np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
+    counts = resample_counts(np.random.default_rng(seed), n, n_boot)
+    assert np.array_equal(resampled_sums(drawn, a), counts @ a)
