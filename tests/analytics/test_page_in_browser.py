@@ -20,7 +20,7 @@ from adjudication.routing.specs import PolicySpec
 from ..browser import chromium_browser, require_chromium
 from ..conftest import ROOT, manage, run_command
 from ..review.conftest import make_user
-from ..review.test_browser_flow import add_user, logged_in
+from ..review.test_browser_flow import SCREENSHOTS, add_user, logged_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -116,9 +116,9 @@ def test_the_page_fits_a_1366_pixel_window(service_env, plain_live_server, monke
         )
         assert empty_columns == 0
         page.goto(f"{plain_live_server}/analytics/{ds.pk}/?reported=boxed&fixed=fixed")
-        page.screenshot(path=str(ROOT / "docs" / "img" / "analytics-1366x768.png"))
+        page.screenshot(path=str(SCREENSHOTS / "analytics-1366x768.png"))
         page.set_viewport_size({"width": 1024, "height": 640})
-        page.screenshot(path=str(ROOT / "docs" / "img" / "analytics-1024x640.png"))
+        page.screenshot(path=str(SCREENSHOTS / "analytics-1024x640.png"))
         # issue 36 item 17: at 1024 px the page was 1050 px wide (the producers' rates over every
         # response, ten columns); no page is wider than the window, each wide table scrolls in its box.
         for query in QUERIES:
