@@ -380,3 +380,63 @@ def test_resampled_sums_are_the_count_matrix_product(n, n_boot, columns, seed, b
     drawn = np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
     counts = resample_counts(np.random.default_rng(seed), n, n_boot)
     assert np.array_equal(resampled_sums(drawn, a), counts @ a)
+
+
+def _old_consensus_inputs(dataset):
+    """consensus_inputs before the readings lost their join to runs: each reading carried its
+    run's model, checkpoint and benchmark."""
+    from adjudication.analytics import selectors
+    from adjudication.models import Response
+
+    labels = selectors.reader_labels(dataset=dataset)
+    rows = selectors._applicable_readings(dataset).values_list(
+        "response_id",
+        "reader_spec_id",
+        "verdict",
+        "response__run__model",
+        "response__run__checkpoint",
+        "response__run__benchmark",
+    )
+    read = list(selectors._plain_rows(rows, chunk_size=5000))
+    votes = [(str(rid), labels[sid], verdict) for rid, sid, verdict, _, _, _ in read]
+    runs = {row[0]: row[3:] for row in read}
+    strata = {
+        str(rid): {"model": model, "checkpoint": ckpt, "benchmark": bench} for rid, (model, ckpt, bench) in runs.items()
+    }
+    human = {
+        rid: obs.verdict
+        for rid, obs in selectors.human_observations(dataset=dataset).items()
+        if obs.verdict in ("correct", "incorrect")
+    }
+    missing = [int(r) for r in human if r not in strata]
+    if missing:
+        for rid, model, ckpt, bench in Response.objects.filter(id__in=missing).values_list(
+            "id", "run__model", "run__checkpoint", "run__benchmark"
+        ):
+            strata[str(rid)] = {"model": model, "checkpoint": ckpt, "benchmark": bench}
+    return consensus.ConsensusInputs(votes=votes, human=human, strata=strata)
+
+
+@pytest.mark.django_db
+def test_consensus_inputs_read_readings_without_joining_runs_and_give_the_same_inputs(labelled):
+    """issue 36 item 15: the consensus reads every reading with its response's run id, not joined
+    to the run's texts (the strata come from one read of the runs); the votes, labels and strata
+    are the old path's, in the same order, and no two responses share one strata dict."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from adjudication.analytics.selectors import consensus_inputs
+
+    dataset = labelled[0]
+    with CaptureQueriesContext(connection) as queries:
+        new = consensus_inputs(dataset=dataset)
+    readings_sql = [q["sql"] for q in queries.captured_queries if 'FROM "adjudication_reading"' in q["sql"]]
+    assert readings_sql, "the readings were not read"
+    assert not any('"adjudication_run"' in sql for sql in readings_sql)
+
+    old = _old_consensus_inputs(dataset)
+    assert len({s["checkpoint"] for s in old.strata.values()}) > 1  # more than one run to map
+    assert new.votes == old.votes
+    assert list(new.human.items()) == list(old.human.items())
+    assert list(new.strata.items()) == list(old.strata.items())
+    assert len({id(s) for s in new.strata.values()}) == len(new.strata)
