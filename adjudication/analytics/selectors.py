@@ -223,9 +223,12 @@ def consensus_inputs(*, dataset: Dataset) -> ConsensusInputs:
     # only (the same scan of readings merged with responses, hence the same row order).
     rows = _applicable_readings(dataset).values_list("response_id", "reader_spec_id", "verdict", "response__run_id")
     read = list(_plain_rows(rows, chunk_size=5000))
-    votes: list[tuple[str, str, str]] = [(str(rid), labels[sid], verdict) for rid, sid, verdict, _ in read]
     # A response's strata once, in the order of its first reading (its readings repeat them).
     response_run = {row[0]: row[3] for row in read}
+    # One string object per response for all its votes: a str caches its hash, so the fit's
+    # dictionaries hash each response once, not once per reading.
+    key_of = {rid: str(rid) for rid in response_run}
+    votes: list[tuple[str, str, str]] = [(key_of[rid], labels[sid], verdict) for rid, sid, verdict, _ in read]
     del read
     run_strata = {
         run_id: {"model": model, "checkpoint": ckpt, "benchmark": bench}
@@ -234,7 +237,7 @@ def consensus_inputs(*, dataset: Dataset) -> ConsensusInputs:
         )
     }
     # A dict per response, as before: callers may hold one response's strata apart from another's.
-    strata: dict[str, dict[str, str]] = {str(rid): dict(run_strata[run_id]) for rid, run_id in response_run.items()}
+    strata: dict[str, dict[str, str]] = {key_of[rid]: dict(run_strata[run_id]) for rid, run_id in response_run.items()}
     human = {
         rid: obs.verdict
         for rid, obs in human_observations(dataset=dataset).items()

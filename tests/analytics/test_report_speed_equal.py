@@ -440,3 +440,19 @@ def test_consensus_inputs_read_readings_without_joining_runs_and_give_the_same_i
     assert list(new.human.items()) == list(old.human.items())
     assert list(new.strata.items()) == list(old.strata.items())
     assert len({id(s) for s in new.strata.values()}) == len(new.strata)
+
+
+@pytest.mark.django_db
+def test_consensus_votes_of_one_response_share_one_key_string(labelled):
+    """issue 36 item 15: every vote of a response, and its strata entry, carry one and the same str
+    object (its hash computed once for the fit's dictionaries, not once per reading); the inputs
+    still equal the old path's."""
+    from adjudication.analytics.selectors import consensus_inputs
+
+    new = consensus_inputs(dataset=labelled[0])
+    keys = {key: key for key in new.strata}
+    assert len(new.votes) > len(keys)  # several readings per response
+    assert all(keys[item] is item for item, _, _ in new.votes)
+    old = _old_consensus_inputs(labelled[0])
+    assert new.votes == old.votes
+    assert list(new.strata.items()) == list(old.strata.items())
