@@ -22,7 +22,7 @@ import asyncio
 import contextlib
 import os
 import signal
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -123,3 +123,20 @@ def shutdown() -> None:
         with contextlib.suppress(Exception):
             playwright.stop()
     asyncio._set_running_loop(None)
+
+
+def reload_until(page: Any, ready: Callable[[], bool], *, tries: int = 60) -> None:
+    """Reload `page` until `ready()` holds: for a page whose report is computed after its response
+    (adjudication.after_response) on the live server's background thread. Each round first waits
+    for the work handed to that thread so far (a plain threading wait: no ORM call, so it is safe
+    inside `chromium_browser`); the job is handed over once the response is written, which can be
+    just after the browser has it, hence the rounds."""
+    from adjudication import after_response
+
+    for _ in range(tries):
+        after_response.drain(timeout=600)
+        page.reload()
+        if ready():
+            return
+        page.wait_for_timeout(250)
+    raise AssertionError(f"{page.url} never became ready")

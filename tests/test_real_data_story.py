@@ -24,7 +24,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from .browser import chromium_browser, require_chromium
+from .browser import chromium_browser, reload_until, require_chromium
 from .conftest import ROOT, run_command, shared_data
 from .review.test_browser_flow import PASSWORD, log_in
 
@@ -194,11 +194,9 @@ def test_a_researchers_real_outputs_from_import_to_adjudicated_numbers(story, pl
 
         # 6. Analytics: format share and agreement under the MMLU-Pro harness reader, no dashes.
         with logged_in(browser, plain_live_server, "mgr", f"/analytics/{dataset.pk}/") as page:
-            for _ in range(30):
-                if page.locator("#format-share").count() and page.locator("#human-agreement").count():
-                    break
-                page.wait_for_timeout(1000)
-                page.reload()
+            reload_until(
+                page, lambda: page.locator("#format-share").count() and page.locator("#human-agreement").count()
+            )
             assert "mmlu-pro-released" in page.inner_text("#readers-why")
             share = page.inner_text("#format-share")
             assert "format share" in share.lower() and not re.search(r"(^|\s)[—–-](\s|$)", share), share

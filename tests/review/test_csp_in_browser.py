@@ -17,7 +17,7 @@ import pytest
 from adjudication.review.queues.specs import QueueSpec
 from adjudication.routing.specs import PolicySpec
 
-from ..browser import chromium_browser, require_chromium
+from ..browser import chromium_browser, reload_until, require_chromium
 from ..conftest import manage, math_row, mc_row, reading_at, run_command
 from .test_browser_flow import ITEM_URL, add_user, log_in
 
@@ -139,7 +139,8 @@ def visit(browser, base: str, username: str, path: str):
 
 
 def test_item_adjudication_analytics_and_audit_pages_run_under_the_policy(pages, plain_live_server, eager):
-    # eager: the analytics page's first view computes its stored report inline, as on the embedded default.
+    # eager: the analytics page's first view has its stored report computed in this process, as on
+    # the embedded default.
     base = plain_live_server
     with chromium_browser() as browser:
         context, page, watch = visit(browser, base, "ann", "/review/")
@@ -156,6 +157,8 @@ def test_item_adjudication_analytics_and_audit_pages_run_under_the_policy(pages,
         context.close()
 
         context, page, watch = visit(browser, base, "boss", f"/analytics/{pages['dataset']}/")
+        # The report is computed after the first view's response, on the server's background thread.
+        reload_until(page, lambda: page.locator(".analytics .plot svg").count() >= 1)
         watch.check("analytics page", page.reload())
         assert page.locator(".analytics .plot svg").count() >= 1
         # The page's styles moved to app.css and still apply.
