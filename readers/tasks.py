@@ -5,8 +5,9 @@ cascade nothing about option (J): run on an item outside its task types, a reade
 `not_applicable` (a class apart: never a failure, never incorrect), and the default panel of a
 dataset is the readers whose task types meet the dataset's.
 
-An item's task type is declared where the import carries one, and read off the item otherwise:
-options make it multiple choice; an open-ended gold that is written as mathematics (numbers,
+An item's task type is the one its caller declares (`task_type_of(item, declared)`: a stored
+question whose meta holds `task_type`; the importer does not write one yet), and is read off the
+item otherwise: options make it multiple choice; an open-ended gold that is written as mathematics (numbers,
 LaTeX, an expression, an interval) makes it maths; any other gold (words: "Paris", "George
 Washington") is free-form text.
 """
