@@ -15,6 +15,7 @@ from adjudication.pipeline.readings import reader_spec_by_name
 
 from ..conftest import mc_row, run_command
 from .conftest import make_user
+from .test_queue_management import form_data
 
 pytestmark = pytest.mark.django_db
 
@@ -59,21 +60,8 @@ def manager() -> Client:
 
 
 def form(dataset, panel, **overrides) -> dict:
-    data = {
-        "dataset": dataset.pk,
-        "panel": [s.pk for s in panel],
-        "compare": "either",
-        "control_fraction": "0.3",
-        "seed": "0",
-        "name": "",
-        "title": "",
-        "overlap": "2",
-        "lease_seconds": "900",
-        "show_candidates": "on",
-        "action": "preview",
-    }
-    data.update(overrides)
-    return data
+    """test_queue_management's form, with a 0.3 control share."""
+    return form_data(dataset, panel, **{"control_fraction": "0.3", **overrides})
 
 
 def test_the_form_ticks_the_default_panel_of_the_datasets_task_type_not_every_reader(write_jsonl):
