@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import functools
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -271,38 +271,48 @@ def stratified(
         per_reader[o.reader]["controls" if h.is_control else "disputed"].append(
             (jb == hb, jb == "correct", hb == "correct")
         )
-    rng_seed = seed
     # Every reader's bootstrap starts from the same seed, so readers with as many labelled items
-    # per stratum draw the same resamples: counted once (resample_counts), used for each.
-    draws: dict[tuple[int, ...], dict[str, np.ndarray]] = {}
+    # per stratum draw the same resamples: drawn once, summed for all of them at once.
+    prepared: dict[str, dict[str, np.ndarray]] = {}
     for reader, strata in sorted(per_reader.items()):
         missing = [s for s in ("disputed", "controls") if w[s] > 0 and not strata[s]]
-        entry: dict[str, Any] = {"n_labelled": {s: len(v) for s, v in strata.items()}}
         if missing:
-            entry["error"] = (
-                f"no labelled {' or '.join(missing)} item(s): that stratum "
-                f"({', '.join(f'{w[s]:.1%}' for s in missing)} of the population) is unobserved"
-            )
-            out["readers"][reader] = entry
-            continue
-        arrays = {s: np.array(v, dtype=float).reshape(-1, 3) for s, v in strata.items()}
-
-        def estimate(means: dict[str, np.ndarray], arrays: dict[str, np.ndarray] = arrays) -> np.ndarray:
-            weighted = sum(w[s] * means[s] for s in arrays if w[s] > 0)
-            assert isinstance(weighted, np.ndarray)  # total > 0: some stratum has a positive weight
-            return weighted
-
-        point = estimate({s: a.mean(axis=0) for s, a in arrays.items() if a.size})
-        # Stratified bootstrap: each stratum resampled within itself, n_boot times at once.
-        sizes = tuple(len(a) for a in arrays.values())
-        if sizes not in draws:
-            rng = np.random.default_rng(rng_seed)
-            # The drawn indices (what resample_counts draws, in the same order), summed per reader.
-            draws[sizes] = {
-                s: rng.integers(0, len(a), size=(n_boot, len(a))) for s, a in arrays.items() if a.size and n_boot > 0
+            out["readers"][reader] = {
+                "n_labelled": {s: len(v) for s, v in strata.items()},
+                "error": (
+                    f"no labelled {' or '.join(missing)} item(s): that stratum "
+                    f"({', '.join(f'{w[s]:.1%}' for s in missing)} of the population) is unobserved"
+                ),
             }
-        boot_means = {s: resampled_sums(drawn, arrays[s]) / len(arrays[s]) for s, drawn in draws[sizes].items()}
+            continue
+        prepared[reader] = {s: np.array(v, dtype=float).reshape(-1, 3) for s, v in strata.items()}
+    by_sizes: dict[tuple[int, ...], list[str]] = defaultdict(list)
+    for reader, arrays in prepared.items():
+        by_sizes[tuple(len(a) for a in arrays.values())].append(reader)
+    boot_sums: dict[str, dict[str, np.ndarray]] = defaultdict(dict)
+    for readers in by_sizes.values():
+        if n_boot <= 0:
+            break
+        rng = np.random.default_rng(seed)
+        # The drawn indices (what resample_counts draws, in the same order).
+        for s, a in prepared[readers[0]].items():
+            if not a.size:
+                continue
+            drawn = rng.integers(0, len(a), size=(n_boot, len(a)))
+            sums = resampled_sums_stacked(drawn, [prepared[reader][s] for reader in readers])
+            for reader, summed in zip(readers, sums, strict=True):
+                boot_sums[reader][s] = summed
+
+    def estimate(means: dict[str, np.ndarray]) -> np.ndarray:
+        weighted = sum(w[s] * m for s, m in means.items() if w[s] > 0)
+        assert isinstance(weighted, np.ndarray)  # total > 0: some stratum has a positive weight
+        return weighted
+
+    for reader, arrays in sorted(prepared.items()):
+        entry: dict[str, Any] = {"n_labelled": {s: len(a) for s, a in arrays.items()}}
+        point = estimate({s: a.mean(axis=0) for s, a in arrays.items() if a.size})
         boots = n_boot > 0
+        boot_means = {s: summed / len(arrays[s]) for s, summed in boot_sums[reader].items()}
         boots_arr = estimate(boot_means) if boots else np.zeros((0, 3))
         names = ("accuracy", "judge_correct_rate", "human_correct_rate")
         for j, name in enumerate(names):
@@ -313,6 +323,7 @@ def stratified(
         ci = percentile_interval(boots_arr[:, 1] - boots_arr[:, 2]) if boots else None
         entry["bias_ci"] = list(ci) if ci else None
         out["readers"][reader] = entry
+    out["readers"] = dict(sorted(out["readers"].items()))
     out["weights"] = w
     return out
 
@@ -345,6 +356,25 @@ def resampled_sums(drawn: np.ndarray, a: np.ndarray) -> np.ndarray:
     drawn_pattern = pattern[drawn]
     sums = [np.count_nonzero(drawn_pattern & np.uint8(1 << j), axis=1) for j in range(columns)]
     return np.stack(sums, axis=1).astype(float)
+
+
+def resampled_sums_stacked(drawn: np.ndarray, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """resampled_sums(drawn, a) for each of `arrays` (one resampling, several readers' columns),
+    the same floats. With 0/1 columns each resample's item counts are counted once, as float32, and
+    every array's sums are one matrix product: every product and partial sum is an integer no larger
+    than n < 2^24, exact in float32 whatever the order of addition. 18 readers' tables of a
+    100,000-response report: 1.9 s of per-reader bit counts → 0.6 s (issue 36 item 15)."""
+    if not arrays:
+        return []
+    n_boot, n = drawn.shape
+    stacked = np.hstack(arrays)
+    if n >= 2**24 or not np.isin(stacked, (0.0, 1.0)).all():
+        return [resampled_sums(drawn, a) for a in arrays]
+    counts = np.empty((n_boot, n), dtype=np.float32)
+    for b in range(n_boot):  # a row at a time: a flat bincount over n_boot * n bins is 3x slower
+        counts[b] = np.bincount(drawn[b], minlength=n)
+    sums = (counts @ stacked.astype(np.float32)).astype(float)
+    return np.split(sums, np.cumsum([a.shape[1] for a in arrays])[:-1], axis=1)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from collections import defaultdict
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 
-from django.db.models import Exists, OuterRef
+from django.db.models import Count, Exists, OuterRef, Q
 
 from adjudication.analytics.allocation import (
     Target,
@@ -27,7 +27,13 @@ from adjudication.analytics.consensus import consensus
 from adjudication.analytics.selectors import consensus_inputs
 from adjudication.models import Dataset, ReaderSpec, Reading, Response
 from adjudication.pipeline.selectors import dataset_task_types, default_panel
-from adjudication.routing.rules import PanelReading, Route, comparable_answer, is_unreadable, route_response
+from adjudication.routing.rules import (
+    READS_NOTHING,
+    PanelReading,
+    Route,
+    comparable_answer,
+    route_response,
+)
 from adjudication.routing.specs import PolicySpec, RoutingError
 from readers import registry as reader_registry
 from readers.tasks import TASK_TYPE_LABELS
@@ -185,12 +191,20 @@ def panel_readings(*, dataset: Dataset, specs: Sequence[ReaderSpec]) -> Iterator
 def unreadable_responses(*, dataset: Dataset, specs: Sequence[ReaderSpec]) -> dict[int, str]:
     """{response id: external id} of the responses every panel reader has read and none could read
     (each reading no_answer, error, timeout or not_applicable): the unreadable stratum."""
-    return {
-        response.response_id: response.external_id
-        for chunk in panel_readings(dataset=dataset, specs=specs)
-        for response in chunk
-        if len(response.readings) >= len(specs) and is_unreadable(response.readings)
-    }
+    if not specs:
+        return {}
+    # Counted in the database: only verdicts matter here, and building every panel reading of a
+    # large dataset in Python took seconds of the analytics report (100,000 responses: 3.5 s).
+    # A response has at most one reading per reader, so "every reader has read it" is a count.
+    rows = (
+        Reading.objects.filter(response__dataset=dataset, reader_spec__in=list(specs))
+        .values("response_id", "response__external_id")
+        .annotate(read=Count("id"), readable=Count("id", filter=~Q(verdict__in=READS_NOTHING)))
+        .filter(read__gte=len(specs), readable=0)
+        .order_by("response_id")
+        .values_list("response_id", "response__external_id")
+    )
+    return dict(rows)
 
 
 def route_preview(*, dataset: Dataset, spec: PolicySpec) -> RouteCounts:

@@ -4,6 +4,7 @@ Equality is exact (==), not approximate: the stored report must not change by a 
 
 from __future__ import annotations
 
+import json
 import math
 import random
 from collections import defaultdict
@@ -16,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adjudication.analytics import bias, consensus, ranking, stats
+from adjudication.analytics import agreement, bias, consensus, ranking, stats
 from adjudication.analytics.stats import Undefined
 
 # --- the replaced code, verbatim in substance -------------------------------------------------
@@ -456,3 +457,179 @@ def test_consensus_votes_of_one_response_share_one_key_string(labelled):
     old = _old_consensus_inputs(labelled[0])
     assert new.votes == old.votes
     assert list(new.strata.items()) == list(old.strata.items())
+
+
+def _old_unreadable_responses(*, dataset, specs):
+    """routing.selectors.unreadable_responses before it counted in the database: every panel
+    reading built in Python, chunk by chunk."""
+    from adjudication.routing.rules import is_unreadable
+    from adjudication.routing.selectors import panel_readings
+
+    return {
+        response.response_id: response.external_id
+        for chunk in panel_readings(dataset=dataset, specs=specs)
+        for response in chunk
+        if len(response.readings) >= len(specs) and is_unreadable(response.readings)
+    }
+
+
+@pytest.mark.django_db
+def test_unreadable_responses_counted_in_the_database_are_the_ones_built_in_python(labelled):
+    """issue 36 item 15: the unreadable stratum (every panel reader read the response, none read
+    anything) counted by one aggregate query is the old per-reading walk's, in the same order:
+    abstentions of every kind, a reader that has not read the response yet, one panel reader alone."""
+    from adjudication.models import ReaderSpec, Reading, Response
+    from adjudication.routing.selectors import unreadable_responses
+
+    dataset = labelled[0]
+    specs = list(ReaderSpec.objects.filter(name__in=("boxed", "strict-match")).order_by("name"))
+    ids = list(Response.objects.filter(dataset=dataset).order_by("id").values_list("id", flat=True))
+    kinds = ["no_answer", "error", "timeout", "not_applicable"]
+    for n, rid in enumerate(ids[:12]):
+        Reading.objects.filter(response_id=rid, reader_spec__in=specs).update(verdict=kinds[n % len(kinds)])
+    Reading.objects.filter(response_id=ids[12], reader_spec=specs[0]).update(verdict="no_answer")  # one reads
+    Reading.objects.filter(response_id=ids[1], reader_spec=specs[1]).delete()  # not read by every reader
+    for panel in (specs, specs[:1], specs[1:], []):
+        new = unreadable_responses(dataset=dataset, specs=panel)
+        assert list(new.items()) == list(_old_unreadable_responses(dataset=dataset, specs=panel).items())
+    both = unreadable_responses(dataset=dataset, specs=specs)
+    assert set(both) == set(ids[:12]) - {ids[1]}
+    assert ids[12] in unreadable_responses(dataset=dataset, specs=specs[:1])
+
+
+VERDICTS = ("correct", "incorrect", "no_answer", "error", "timeout")
+
+
+# stratified before its readers shared one resampling count (verbatim but for names).
+def _old_stratified(
+    obs: list[agreement.ReaderObs],
+    human: dict[str, agreement.HumanObs],
+    *,
+    policy: str,
+    n_disputed: int,
+    n_undisputed: int,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Population estimates for one routing policy: each stratum's rate weighted by its size.
+
+    n_disputed: responses the policy routed as disputed; n_undisputed: responses the panel read
+    and agreed on (controls were drawn from these). Rates per stratum are over labelled items."""
+    out: dict[str, Any] = {"policy": policy, "n_disputed": n_disputed, "n_undisputed": n_undisputed, "readers": {}}
+    total = n_disputed + n_undisputed
+    if total == 0:
+        out["error"] = "the policy routed nothing"
+        return out
+    w = {"disputed": n_disputed / total, "controls": n_undisputed / total}
+    per_reader: dict[str, dict[str, list]] = defaultdict(lambda: {"disputed": [], "controls": []})
+    for o in obs:
+        h = human.get(o.response)
+        if h is None or h.policy != policy:
+            continue
+        jb, hb = agreement.producer_binary(o.verdict), h.verdict if h.verdict in ("correct", "incorrect") else None
+        if jb is None or hb is None:
+            continue
+        per_reader[o.reader]["controls" if h.is_control else "disputed"].append(
+            (jb == hb, jb == "correct", hb == "correct")
+        )
+    rng_seed = seed
+    # Every reader's bootstrap starts from the same seed, so readers with as many labelled items
+    # per stratum draw the same resamples: counted once (resample_counts), used for each.
+    draws: dict[tuple[int, ...], dict[str, np.ndarray]] = {}
+    for reader, strata in sorted(per_reader.items()):
+        missing = [s for s in ("disputed", "controls") if w[s] > 0 and not strata[s]]
+        entry: dict[str, Any] = {"n_labelled": {s: len(v) for s, v in strata.items()}}
+        if missing:
+            entry["error"] = (
+                f"no labelled {' or '.join(missing)} item(s): that stratum "
+                f"({', '.join(f'{w[s]:.1%}' for s in missing)} of the population) is unobserved"
+            )
+            out["readers"][reader] = entry
+            continue
+        arrays = {s: np.array(v, dtype=float).reshape(-1, 3) for s, v in strata.items()}
+
+        def estimate(means: dict[str, np.ndarray], arrays: dict[str, np.ndarray] = arrays) -> np.ndarray:
+            weighted = sum(w[s] * means[s] for s in arrays if w[s] > 0)
+            assert isinstance(weighted, np.ndarray)  # total > 0: some stratum has a positive weight
+            return weighted
+
+        point = estimate({s: a.mean(axis=0) for s, a in arrays.items() if a.size})
+        # Stratified bootstrap: each stratum resampled within itself, n_boot times at once.
+        sizes = tuple(len(a) for a in arrays.values())
+        if sizes not in draws:
+            rng = np.random.default_rng(rng_seed)
+            # The drawn indices (what resample_counts draws, in the same order), summed per reader.
+            draws[sizes] = {
+                s: rng.integers(0, len(a), size=(n_boot, len(a))) for s, a in arrays.items() if a.size and n_boot > 0
+            }
+        boot_means = {
+            s: agreement.resampled_sums(drawn, arrays[s]) / len(arrays[s]) for s, drawn in draws[sizes].items()
+        }
+        boots = n_boot > 0
+        boots_arr = estimate(boot_means) if boots else np.zeros((0, 3))
+        names = ("accuracy", "judge_correct_rate", "human_correct_rate")
+        for j, name in enumerate(names):
+            entry[name] = float(point[j])
+            ci = agreement.percentile_interval(boots_arr[:, j]) if boots else None
+            entry[f"{name}_ci"] = list(ci) if ci else None
+        entry["bias"] = float(point[1] - point[2])
+        ci = agreement.percentile_interval(boots_arr[:, 1] - boots_arr[:, 2]) if boots else None
+        entry["bias_ci"] = list(ci) if ci else None
+        out["readers"][reader] = entry
+    out["weights"] = w
+    return out
+
+
+@given(
+    st.lists(st.sampled_from(VERDICTS), min_size=4 * 40, max_size=4 * 40),
+    st.lists(
+        st.tuples(st.sampled_from(("correct", "incorrect", None)), st.booleans(), st.booleans()),
+        min_size=40,
+        max_size=40,
+    ),
+    st.integers(0, 30),
+    st.integers(0, 30),
+    st.sampled_from((0, 1, 7, 40)),
+    st.integers(0, 2**32 - 1),
+)
+@settings(max_examples=150, deadline=None)
+def test_stratified_with_shared_resampling_counts_is_the_per_reader_bootstrap(
+    readings, labels, n_disputed, n_undisputed, n_boot, seed
+):
+    """issue 36 item 15: the population table's stratified bootstrap sums every reader that shares
+    a resampling in one product; each reader's estimates, intervals, errors and order are the
+    per-reader code's, to the bit."""
+    human = {
+        str(i): agreement.HumanObs(str(i), verdict, None, is_control=control, policy="p" if ours else "q")
+        for i, (verdict, control, ours) in enumerate(labels)
+    }
+    # Four readers read every item; an abstention (error, timeout) leaves a reader with fewer
+    # labelled items, so some readers share a resampling and some do not.
+    obs = [agreement.ReaderObs(str(k // 4), f"r{k % 4}", verdict) for k, verdict in enumerate(readings)]
+    kwargs = dict(policy="p", n_disputed=n_disputed, n_undisputed=n_undisputed, n_boot=n_boot, seed=seed)
+    new = agreement.stratified(obs, human, **kwargs)
+    old = _old_stratified(obs, human, **kwargs)
+    assert json.dumps(new, sort_keys=False) == json.dumps(old, sort_keys=False)
+
+
+@given(
+    st.integers(1, 30),
+    st.integers(1, 20),
+    st.lists(st.integers(1, 4), max_size=5),
+    st.integers(0, 2**32 - 1),
+    st.booleans(),
+)
+@settings(max_examples=150, deadline=None)
+def test_stacked_resampled_sums_are_each_arrays_own(n, n_boot, widths, seed, binary):
+    """issue 36 item 15: one count matrix times every reader's columns gives each reader's sums
+    exactly (0/1 columns), and other values go the per-array way."""
+    from adjudication.analytics.agreement import resampled_sums, resampled_sums_stacked
+
+    data = np.random.default_rng(seed)
+    arrays = [(data.random((n, k)) < 0.5).astype(float) if binary else data.random((n, k)) for k in widths]
+    drawn = data.integers(0, n, size=(n_boot, n))
+    stacked = resampled_sums_stacked(drawn, arrays)
+    assert len(stacked) == len(arrays)
+    for a, summed in zip(arrays, stacked, strict=True):
+        assert summed.dtype == np.float64
+        assert np.array_equal(summed, resampled_sums(drawn, a))
