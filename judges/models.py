@@ -131,6 +131,11 @@ class Judge(models.Model):
     parser = models.CharField(max_length=30, choices=Parser.choices, default=Parser.AUTO)
     temperature = models.FloatField(default=0.0)
     max_tokens = models.PositiveIntegerField(default=256)
+    logprobs = models.BooleanField(
+        default=False,
+        help_text="ask the server for the reply's log-probabilities (top 5 a position) and store the "
+        "verdict's confidence, for calibration; off by default: some servers refuse the parameter",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -186,6 +191,15 @@ class Judgement(models.Model):
     # write); cut to 200 and 40 characters by the judging service, however long their escaped form.
     served_model = VerbatimTextField(blank=True, default="")
     finish_reason = VerbatimTextField(blank=True, default="")
+    confidence = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="probability of the parsed label among the labels' alternatives at the verdict token "
+        "(judges.confidence); null without log-probabilities or without a verdict token",
+    )
+    verdict_alternatives = models.JSONField(
+        default=dict, blank=True, help_text="label -> probability mass at the verdict token, as the server sent it"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -19,6 +19,7 @@ from django.conf import settings
 from adjudication.analytics import agreement as ag
 from adjudication.analytics import format_share as fs
 from adjudication.analytics import ranking
+from adjudication.analytics.calibration import calibration
 from adjudication.analytics.consensus import consensus
 from adjudication.analytics.estimate_blocks import (
     ESTIMATED_RATES,
@@ -43,6 +44,7 @@ from adjudication.analytics.selectors import (
     disputed_by_benchmark,
     estimate_producer_name,
     format_share_observations,
+    judge_confidence_points,
     ranking_tables,
     read_snapshot,
     reading_summary,
@@ -142,6 +144,7 @@ class Report:
     flips_summary: dict[str, Any] = field(default_factory=dict)
     estimates: dict[str, Any] | None = None
     estimates_error: str = ""
+    calibration: dict[str, Any] = field(default_factory=dict)
 
     def body(self) -> dict[str, Any]:
         """Everything the page and the downloads show, as JSON (what an AnalyticsReport stores).
@@ -164,6 +167,7 @@ class Report:
                 "flips_summary": self.flips_summary,
                 "estimates": self.estimates,
                 "estimates_error": self.estimates_error,
+                "calibration": self.calibration,
             }
         )
 
@@ -307,6 +311,7 @@ def build(dataset: Dataset, params: Params) -> Report:
             )
     t["human-agreement"] = {"title": "Human–human agreement", "rows": rows}
 
+    _calibration(rep, inputs["human"])
     obs = _format_share(rep, summary, inputs["human"])
     _ranking(rep, summary)
     rep.headline = _headline(rep, obs)
@@ -327,6 +332,39 @@ def report_body(
         body = build(dataset, params).body()
     body["data_version_seen"] = seen
     return body
+
+
+def _calibration(rep: Report, human: dict[str, ag.HumanObs]) -> None:
+    """Each judge's confidence against the final labels (analytics.calibration), for the judges
+    that asked for log-probabilities; a table row per bin for the downloads."""
+    rows = []
+    for reader, (confidence, agrees) in judge_confidence_points(dataset=rep.dataset, human=human).items():
+        result = jsonable(calibration(confidence, agrees, seed=rep.params.seed))
+        rep.calibration[reader] = result
+        ece_ci = result["ece_ci"] or [None, None]
+        for b in result["bins"]:
+            agreement = b["agreement"] or {}
+            ci = agreement.get("ci") or [None, None]
+            rows.append(
+                {
+                    "reader": reader,
+                    "n": result["n"],
+                    "ece": result["ece"],
+                    "ece_lo": ece_ci[0],
+                    "ece_hi": ece_ci[1],
+                    "bin_lo": b["lo"],
+                    "bin_hi": b["hi"],
+                    "bin_n": b["n"],
+                    "mean_confidence": b["confidence"],
+                    "agreement": agreement.get("rate"),
+                    "agreement_lo": ci[0],
+                    "agreement_hi": ci[1],
+                }
+            )
+    rep.tables["judge-calibration"] = {
+        "title": "Judge calibration: confidence in the verdict vs agreement with the final human label",
+        "rows": rows,
+    }
 
 
 def _consensus(rep: Report) -> None:
@@ -767,6 +805,7 @@ TABLES = (
     "format-share",
     "format-share-pairs",
     "judge-bias-estimates",
+    "judge-calibration",
     "ranking",
     "flips",
     "kendall-tau",

@@ -860,3 +860,34 @@ def estimate_predictor(*, dataset: Dataset, population: Population, name: str) -
         fit = consensus(ConsensusInputs(votes=votes, strata=strata), by="checkpoint", n_boot=0)
         return {i.item: i.p_correct for i in fit.items}
     return producer_predictor(population, name)
+
+
+def judge_confidence_points(
+    *, dataset: Dataset, human: dict[str, HumanObs]
+) -> dict[str, tuple[list[float], list[bool]]]:
+    """{judge: (confidences, agrees)}: every correct/incorrect judge verdict of the dataset that
+    carries a confidence (the judges app stores it in the reading's detail when the judge asked
+    for log-probabilities) on a response whose final human label is correct or incorrect; agrees
+    is whether the two verdicts are the same. Judges without log-probabilities are absent."""
+    rows = (
+        Reading.objects.filter(
+            response__dataset=dataset,
+            reader_spec__kind="judge",
+            verdict__in=("correct", "incorrect"),
+            detail__has_key="confidence",
+        )
+        .order_by("reader_spec_id", "response_id")
+        .values_list("response_id", "reader_spec_id", "verdict", "detail__confidence")
+    )
+    points: dict[int, tuple[list[float], list[bool]]] = defaultdict(lambda: ([], []))
+    for rid, spec_id, verdict, confidence in rows.iterator(chunk_size=5000):
+        h = human.get(str(rid))
+        if h is None or h.verdict not in ("correct", "incorrect"):
+            continue
+        if not isinstance(confidence, int | float) or isinstance(confidence, bool):
+            continue  # a detail written by hand or by another version: not a probability
+        conf, agrees = points[spec_id]
+        conf.append(float(confidence))
+        agrees.append(verdict == h.verdict)
+    labels = reader_labels(dataset=dataset, spec_ids=points)
+    return {labels[sid]: points[sid] for sid in sorted(points, key=lambda s: labels[s])}

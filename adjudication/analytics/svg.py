@@ -238,3 +238,60 @@ def slope_chart(rankings: dict[str, list[dict[str, Any]]], *, flipped: set[str],
             x, y = pos(last, model)
             body.append(_t(x + 8, y + 4, f"({rank_of[readers[last]][model]}) {_short(model, 28)}", "start", colour))
     return _svg(width, height, body, title)
+
+
+def reliability_diagram(bins: Sequence[dict[str, Any]], *, title: str, size: int = 260) -> str:
+    """A judge's reliability curve: each non-empty bin's mean confidence (x) against its
+    agreement rate with the humans (y), a whisker for the agreement's Wilson interval, the bin's
+    item count beside it; the diagonal is perfect calibration. bins: analytics.calibration's."""
+    left, top, bottom, right = 44, 14, 40, 16
+    width, height = left + size + right, top + size + bottom
+
+    def x(v: float) -> float:
+        return left + max(0.0, min(1.0, v)) * size
+
+    def y(v: float) -> float:
+        return top + (1 - max(0.0, min(1.0, v))) * size
+
+    body = [f'<rect x="{left}" y="{top}" width="{size}" height="{size}" fill="none" stroke="{GRID}"/>']
+    for tick in (0, 0.25, 0.5, 0.75, 1.0):
+        body.append(f'<line x1="{x(tick):.1f}" y1="{top}" x2="{x(tick):.1f}" y2="{top + size}" stroke="{GRID}"/>')
+        body.append(f'<line x1="{left}" y1="{y(tick):.1f}" x2="{left + size}" y2="{y(tick):.1f}" stroke="{GRID}"/>')
+        body.append(_t(x(tick), top + size + 14, f"{tick:.0%}", "middle", MUTED))
+        body.append(_t(left - 4, y(tick) + 4, f"{tick:.0%}", "end", MUTED))
+    body.append(
+        f'<line x1="{x(0):.1f}" y1="{y(0):.1f}" x2="{x(1):.1f}" y2="{y(1):.1f}" '
+        f'stroke="{MUTED}" stroke-dasharray="4 3"/>'
+    )
+    body.append(_t(left + size / 2, height - 6, "judge's confidence in its verdict", "middle", MUTED))
+    body.append(
+        _t(
+            12,
+            top + size / 2,
+            "agrees with humans",
+            "middle",
+            MUTED,
+            extra=f'transform="rotate(-90 12 {top + size / 2})"',
+        )
+    )
+    shown = [
+        b
+        for b in bins
+        if b.get("n") and b.get("confidence") is not None and (b.get("agreement") or {}).get("rate") is not None
+    ]
+    if len(shown) > 1:
+        line = " ".join(f"{x(b['confidence']):.1f},{y(b['agreement']['rate']):.1f}" for b in shown)
+        body.append(f'<polyline points="{line}" fill="none" stroke="{FIXED}"/>')
+    for b in shown:
+        agreement = b["agreement"]
+        cx, cy = x(b["confidence"]), y(agreement["rate"])
+        ci = agreement.get("ci")
+        if ci:
+            body.append(f'<line x1="{cx:.1f}" y1="{y(ci[0]):.1f}" x2="{cx:.1f}" y2="{y(ci[1]):.1f}" stroke="{FIXED}"/>')
+        tip = (
+            f"confidence {b['lo']:.0%}–{b['hi']:.0%}: n={b['n']}, mean confidence {b['confidence']:.3f}, "
+            f"agreement {agreement['rate']:.3f}"
+        )
+        body.append(f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="3.5" fill="{FIXED}"><title>{escape(tip)}</title></circle>')
+        body.append(_t(cx + 5, cy - 5, f"n={b['n']}", fill=MUTED, extra='font-size="10"'))
+    return _svg(width, height, body, title)

@@ -47,6 +47,7 @@ PAGE_PARTS = (
     "consensus_error",
     "estimates",
     "estimates_error",
+    "calibration",
     "tables__readers",
     "tables__agreement",
     "tables__agreement-by",
@@ -67,6 +68,7 @@ REPORT_JSON_PARTS = (
     "flips_summary",
     "consensus",
     "estimates",
+    "calibration",
 )
 # Parts that are strings (or null): the errors beside format share, the consensus and the estimates.
 REPORT_JSON_ERRORS = ("format_share_error", "consensus_error", "estimates_error")
@@ -513,7 +515,45 @@ def _report_context(body: dict[str, Any], params: Params) -> dict[str, Any]:
         "fs_pools": _format_share_pools(body["format_share"]),
         **_consensus_context(body.get("consensus")),
         **_estimates_context(body.get("estimates")),
+        "calibration": _calibration_display(body.get("calibration") or {}),
     }
+
+
+def _calibration_display(calibration: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each judge's calibration (analytics.calibration) with its reliability diagram and its
+    bins' figures formatted; body["calibration"] is absent from reports stored before it."""
+    out = []
+    for reader, c in calibration.items():
+        ci = c.get("ece_ci") or [None, None]
+        out.append(
+            {
+                "reader": reader,
+                "n": c["n"],
+                "ece": _f(c.get("ece"), ci[0], ci[1]),
+                "agreement": _f(*_rate_ci(c.get("agreement"))),
+                "mean_confidence": _f(c.get("mean_confidence")),
+                "note": c.get("note", ""),
+                "svg": mark_safe(svg.reliability_diagram(c["bins"], title=f"{reader}: reliability")),
+                "bins": [
+                    {
+                        "range": f"{b['lo']:.1f}–{b['hi']:.1f}",
+                        "n": b["n"],
+                        "confidence": _f(b["confidence"]),
+                        "agreement": _f(*_rate_ci(b["agreement"])),
+                    }
+                    for b in c["bins"]
+                    if b["n"]
+                ],
+            }
+        )
+    return out
+
+
+def _rate_ci(p: dict[str, Any] | None) -> tuple[float | None, float | None, float | None]:
+    if not p:
+        return None, None, None
+    ci = p.get("ci") or [None, None]
+    return p.get("rate"), ci[0], ci[1]
 
 
 @role_required("manager")

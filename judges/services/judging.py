@@ -14,6 +14,7 @@ from adjudication.pipeline.readings import reader_spec_get_or_create
 from judges import parsers, prompts
 from judges.answers import gold_letter
 from judges.client import TIMEOUT, EndpointConfig
+from judges.confidence import TOP_LOGPROBS, verdict_confidence
 from judges.fit import Fit
 from judges.models import Judge, Judgement
 from judges.services.calls import Caller, Job, call_fitted, fan_out
@@ -66,6 +67,11 @@ def _reply_text(body: dict) -> tuple[str | None, str, str]:
     )
 
 
+def _logprobs_of(body: dict) -> Any:
+    choice = (body.get("choices") or [{}])[0] or {}
+    return choice.get("logprobs") if isinstance(choice, dict) else None
+
+
 def messages_hash(messages: list[dict]) -> str:
     return hashlib.sha256(json.dumps(messages, ensure_ascii=False).encode("utf-8", "surrogatepass")).hexdigest()
 
@@ -81,6 +87,7 @@ def _judge(
     response_text: str,
     temperature: float,
     max_tokens: int,
+    logprobs: bool,
     parser_name: str,
     response_id: int,
     spec_id: int,
@@ -93,7 +100,10 @@ def _judge(
     def build(text: str) -> tuple[str, dict, int]:
         prompt = render(text)
         sent.append([{"role": "user", "content": prompt}])
-        return "chat", {"messages": sent[-1], "temperature": temperature, "max_tokens": max_tokens}, len(prompt)
+        params: dict[str, Any] = {"messages": sent[-1], "temperature": temperature, "max_tokens": max_tokens}
+        if logprobs:
+            params |= {"logprobs": True, "top_logprobs": TOP_LOGPROBS}
+        return "chat", params, len(prompt)
 
     out = call_fitted(caller, fit, build, purpose="judge", completion_tokens=max_tokens)
     # What was asked is the last request sent: the shortened prompt when the response was cut.
@@ -123,6 +133,7 @@ def _judge(
         )
     reply, finish_reason, served = _reply_text(out.body or {})
     label = parsers.ALL[parser_name](reply)
+    confidence = verdict_confidence(_logprobs_of(out.body or {}), label=label, parser=parser_name) if label else None
     status = Judgement.ParseStatus.PARSED if label else Judgement.ParseStatus.UNPARSED
     reparses = parsers.reparse(reply)
     # An unparsed reply is an error of its own kind, never "incorrect": detail says which.
@@ -138,7 +149,11 @@ def _judge(
         reparses=reparses,
         served_model=served[:200],
         finish_reason=finish_reason[:40],
+        confidence=confidence.value if confidence else None,
+        verdict_alternatives=confidence.alternatives if confidence else {},
     )
+    if confidence:
+        detail["confidence"] = confidence.value
     return ReadingResult(response_id, spec_id, verdict, detail=detail, judgement=judgement, replace_id=replace_id)
 
 
@@ -192,6 +207,7 @@ def judgements_create(
                         response_text=response.text,
                         temperature=judge.temperature,
                         max_tokens=judge.max_tokens,
+                        logprobs=judge.logprobs,
                         parser_name=parser_name,
                         response_id=rid,
                         spec_id=spec.id,

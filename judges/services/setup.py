@@ -86,6 +86,7 @@ def judge_upsert(
     parser: str | None = None,
     temperature: float | None = None,
     max_tokens: int | None = None,
+    logprobs: bool | None = None,
 ) -> tuple[Judge, bool]:
     """(the judge, whether it was created). `template` is a built-in template, an upstream one
     (its text in `template_file`, which the user supplies) or the path of a custom template."""
@@ -138,5 +139,7 @@ def judge_upsert(
         if max_tokens < 1:
             raise SetupError("--max-tokens must be at least 1")
         judge.max_tokens = max_tokens
+    if logprobs is not None:
+        judge.logprobs = logprobs
     _save_validated(judge)
     return judge, created

@@ -4,7 +4,8 @@ Real sockets, real HTTP (ThreadingHTTPServer on 127.0.0.1, HTTP/1.1 keep-alive):
 to it through the real `openai` client exactly as it talks to vLLM. It serves
 
 * POST /v1/chat/completions: `reply` as the assistant message; with `logprobs`/`top_logprobs`,
-  the first generated token and its alternatives (from `chat_top`).
+  the first generated token and its alternatives (from `chat_top`: a list, or a function of the
+  request body returning one), and that token as the message.
 * POST /v1/completions: `prompt` a string or a list; without `echo`, `logprobs` gives the first
   generated position's alternatives from `chat_top`; with `echo` + `logprobs`, the prompt's tokens
   (a simple word/punctuation tokenizer, leading space attached), `token_logprobs` (first null),
@@ -87,7 +88,7 @@ class LoopbackServer:
         latency_s: float = 0.0,
         reply: str | Callable[[dict, str], str] = default_reply,
         letter_logprobs: dict[str, float] | None = None,
-        chat_top: list[tuple[str, float]] | None = None,
+        chat_top: list[tuple[str, float]] | Callable[[dict], list[tuple[str, float]]] | None = None,
         keep_bodies: bool = True,
         one_prompt_only: bool = False,
         n_ctx: int | None = None,
@@ -226,7 +227,8 @@ class LoopbackServer:
         }
         if body.get("logprobs") and not no_logprobs and not self.omit_logprobs:
             k = int(body.get("top_logprobs") or 0)
-            top = self.chat_top or [(tok, -0.5) for tok, _ in tokenize(content)[:1]] or [("", -0.1)]
+            chosen = self.chat_top(body) if callable(self.chat_top) else self.chat_top
+            top = chosen or [(tok, -0.5) for tok, _ in tokenize(content)[:1]] or [("", -0.1)]
             first_token, first_lp = top[0]
             choice["logprobs"] = {
                 "content": [
@@ -299,9 +301,10 @@ class LoopbackServer:
                     lps = [None, *lps[2 : len(tokens) + 1]]
                     del toks[len(tokens) :], offsets[len(tokens) :]
                 tops: list[dict | None] = [None if lp is None else {t: lp} for t, lp in zip(toks, lps)]
-                if not echo and self.chat_top and tops:
+                first_top = self.chat_top(body) if callable(self.chat_top) else self.chat_top
+                if not echo and first_top and tops:
                     # the alternatives at the first generated position, as for chat (`chat_top`)
-                    tops[0] = dict(self.chat_top[: int(want or 1)])
+                    tops[0] = dict(first_top[: int(want or 1)])
                 choice["logprobs"] = {
                     "tokens": toks,
                     "token_logprobs": lps,

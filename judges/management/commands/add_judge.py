@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from argparse import BooleanOptionalAction
 from pathlib import Path
 
 from django.core.management.base import CommandParser
@@ -40,6 +41,13 @@ class Command(ApplicationCommand):
         )
         parser.add_argument("--temperature", type=float, default=None, help="default 0")
         parser.add_argument("--max-tokens", type=int, default=None, help="default 256")
+        parser.add_argument(
+            "--logprobs",
+            action=BooleanOptionalAction,
+            default=None,
+            help="ask for the reply's log-probabilities and store the verdict's confidence, for "
+            "calibration (default off: some servers refuse the parameter)",
+        )
 
     def handle(
         self,
@@ -51,6 +59,7 @@ class Command(ApplicationCommand):
         parser: str | None,
         temperature: float | None,
         max_tokens: int | None,
+        logprobs: bool | None,
         **options,
     ) -> None:
         template_file = Path(template_file) if template_file is not None else None  # call_command skips `type`
@@ -62,6 +71,7 @@ class Command(ApplicationCommand):
             parser=parser,
             temperature=temperature,
             max_tokens=max_tokens,
+            logprobs=logprobs,
         )
         ep = judge.endpoint
         upstream = prompts.UPSTREAM.get(judge.template)
@@ -69,7 +79,7 @@ class Command(ApplicationCommand):
             f"{'added' if created else 'updated'} judge {judge.name}: template {judge.template} "
             f"(sha256 {prompts.template_hash(template_text(judge))[:16]}), "
             f"parser {parsers.resolve(judge.parser, judge.template)}, endpoint {ep.name} ({ep.model}), "
-            f"temperature {judge.temperature:g}"
+            f"temperature {judge.temperature:g}" + (", log-probabilities on (calibration)" if judge.logprobs else "")
         )
         if upstream is not None:
             self.stdout.write(prompts.verbatim_note(template, judge.custom_template))
