@@ -156,3 +156,18 @@ def test_a_judge_with_logprobs_asks_for_them_and_stores_its_verdicts_confidence(
     sent = [b for b in loopback.stats.bodies if "messages" in b]
     assert sent and not any("logprobs" in b for b in sent)
     assert not Judgement.objects.filter(judge=plain, confidence__isnull=False).exists()
+
+
+@pytest.mark.django_db
+def test_add_judge_turns_logprobs_on_and_off_and_an_update_without_the_flag_keeps_it(make_endpoint):
+    from judges.models import Judge
+
+    from ..conftest import run_command
+
+    make_endpoint("loop")
+    out = run_command("add_judge", "xv", endpoint="loop", template="xverify", logprobs=True)
+    assert Judge.objects.get(name="xv").logprobs and "log-probabilities on" in out
+    run_command("add_judge", "xv", endpoint="loop", template="xverify", temperature=0.2)
+    assert Judge.objects.get(name="xv").logprobs
+    run_command("add_judge", "xv", endpoint="loop", template="xverify", logprobs=False)
+    assert not Judge.objects.get(name="xv").logprobs
