@@ -133,7 +133,7 @@ class Judge(models.Model):
     max_tokens = models.PositiveIntegerField(default=256)
     logprobs = models.BooleanField(
         default=False,
-        help_text="ask the server for the reply's log-probabilities (top 5 a position) and store the "
+        help_text="ask the server for the reply's log-probabilities (top 20 a position) and store the "
         "verdict's confidence, for calibration; off by default: some servers refuse the parameter",
     )
     created_at = models.DateTimeField(auto_now_add=True)

@@ -13,7 +13,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='judge',
             name='logprobs',
-            field=models.BooleanField(default=False, help_text="ask the server for the reply's log-probabilities (top 5 a position) and store the verdict's confidence, for calibration; off by default: some servers refuse the parameter"),
+            field=models.BooleanField(default=False, help_text="ask the server for the reply's log-probabilities (top 20 a position) and store the verdict's confidence, for calibration; off by default: some servers refuse the parameter"),
         ),
         migrations.AddField(
             model_name='judgement',

@@ -110,6 +110,24 @@ def test_judges_through_a_real_worker_give_one_parsed_or_unparsed_reading_each(m
     assert Judge.objects.count() == 2
 
 
+@pytest.mark.django_db
+def test_a_judge_asking_for_logprobs_stores_each_parsed_verdicts_confidence(make_dataset):
+    """llama.cpp's server answers `logprobs` / `top_logprobs` on the chat route: every parsed
+    verdict gets the probability of its label among the labels at the verdict token (measured:
+    SmolLM2's "A" 0.58-0.72 under SimpleQA, "Correct" 0.78-0.92 under xVerify)."""
+    ds = make_dataset(rows()[1:3], n_mc=0)
+    add_endpoint("smol")
+    run_command("add_judge", "sql", endpoint="smol", template="simpleqa", max_tokens=16, logprobs=True)
+    run_command("add_judge", "xvl", endpoint="smol", template="xverify", max_tokens=16, logprobs=True)
+    judgements_create(judges=list(Judge.objects.filter(name__in=["sql", "xvl"])), response_ids=response_ids(ds))
+    parsed = list(Judgement.objects.filter(parse_status=Judgement.ParseStatus.PARSED).select_related("reading"))
+    assert parsed, "the model gave no parsable verdict at all"
+    for j in parsed:
+        assert j.confidence is not None and 0.0 < j.confidence <= 1.0, (j.raw_reply, j.verdict_alternatives)
+        assert j.label in j.verdict_alternatives and len(j.verdict_alternatives) >= 2, j.verdict_alternatives
+        assert j.reading.detail["confidence"] == j.confidence
+
+
 @pytest.mark.worker
 @pytest.mark.django_db(transaction=True)
 def test_run_readers_regeneration_scores_options_by_logprobs_and_records_the_method(make_dataset, celery_worker):
