@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 
 CORRECT = "correct"
 INCORRECT = "incorrect"
@@ -87,19 +88,25 @@ UPSTREAM: dict[str, Parser] = {
 # ---------------------------------------------------------------------------------------------
 # Ours
 # ---------------------------------------------------------------------------------------------
+#
+# A grade is read only where the template asks for it: the reply's final non-empty line (the
+# whole reply, when it is one line), after <think> blocks and markdown or bracket decoration are
+# removed, must BE one of the template's accepted forms, optionally after a field name such as
+# "Judgement:". A label word inside a sentence ("The correct answer is (J).", "the output is not
+# correct") is never a grade: a small model that answers the question instead of grading it would
+# otherwise be read as "correct". And a reply that states two different grades, each on a line of
+# its own, has given no grade. Anything else is None, stored as `unparsed`.
 
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
-_DECOR = re.compile(r"[*_`\"'“”‘’\[\](){}<>#]")
-_BARE_LETTER = re.compile(r"^(?:grade|answer|letter|judgement|judgment)?\s*[:=-]?\s*([ABC])\s*[.:!]?$", re.IGNORECASE)
-_LETTER_AND_LABEL = re.compile(r"^([ABC])\s*[:.)\-]?\s*(CORRECT|INCORRECT|NOT[\s_-]*ATTEMPTED)\s*\.?$", re.IGNORECASE)
-_LABEL_WORDS = re.compile(r"(?<![A-Za-z])(NOT[\s_-]*ATTEMPTED|INCORRECT|CORRECT)(?![A-Za-z])", re.IGNORECASE)
-
-
-def _clean(reply: str | None) -> str:
-    text = _THINK.sub(" ", reply or "")
-    if "</think>" in text:  # an opening tag in the prompt, the closing one in the reply
-        text = text.rsplit("</think>", 1)[1]
-    return _DECOR.sub(" ", text).strip()
+_OPEN_THINK = re.compile(r"<think>", re.IGNORECASE)
+_CLOSE_THINK = re.compile(r"</think>", re.IGNORECASE)
+# Markdown emphasis, code and heading marks, quotes, brackets; underscores only at a word's edge
+# (NOT_ATTEMPTED keeps its own).
+_DECOR = re.compile(r"[*`#\"“”‘’«»\[\](){}<>~]|(?<!\w)_+|_+(?!\w)")
+_LEAD = re.compile(r"^[\s\-•>:]+")
+_FIELD = r"(?:(?:final\s+)?(?:judgement|judgment|verdict|grade|evaluation|decision|label|result)\s*[:=]\s*)?"
+_END = r"\s*[.!]?"
+_WORD = r"(CORRECT|INCORRECT|NOT[\s_-]*ATTEMPTED)"
 
 
 def _label_word(word: str) -> str:
@@ -107,65 +114,110 @@ def _label_word(word: str) -> str:
     return {"correct": CORRECT, "incorrect": INCORRECT, "notattempted": NOT_ATTEMPTED}[w]
 
 
-_NEGATED = re.compile(
-    r"(?:(?<![A-Za-z])(?:not|never|hardly)|n't)\s+(?:\w+\s+)?(?:in)?correct(?![A-Za-z])", re.IGNORECASE
-)
+def _letter_with_label(m: re.Match[str]) -> str | None:
+    """ "B: INCORRECT": the letter and its label must name the same grade."""
+    by_letter, by_word = _SIMPLEQA_LETTERS[m.group(1)], _label_word(m.group(2))
+    return by_letter if by_letter == by_word else None
 
 
-def _one_label(text: str) -> str | None:
-    """The label the text names, if it names exactly one (by word); else None. A negated label
-    ("not correct") is ambiguous for a word test, so it is left unparsed rather than guessed."""
-    if _NEGATED.search(text):
+@dataclass(frozen=True)
+class Form:
+    """One way a template's grade may be written: `pattern` must match a whole cleaned line (letters
+    case-sensitive, everything else not), and `read` turns the match into a label."""
+
+    name: str
+    pattern: re.Pattern[str]
+    read: Callable[[re.Match[str]], str | None]
+
+
+def _form(name: str, body: str, read: Callable[[re.Match[str]], str | None]) -> Form:
+    return Form(name, re.compile(rf"^(?i:{_FIELD}){body}{_END}$"), read)
+
+
+_LABEL_ONLY = _form("label", rf"(?i:{_WORD})", lambda m: _label_word(m.group(1)))
+_XVERIFY_LABEL = _form("correct or incorrect", r"(?i:(CORRECT|INCORRECT))", lambda m: _label_word(m.group(1)))
+_LETTER = _form("letter", r"([ABC])", lambda m: _SIMPLEQA_LETTERS[m.group(1)])
+_LETTER_AND_LABEL = _form("letter and its label", rf"([ABC])\s*[:.)=\-]?\s*(?i:{_WORD})", _letter_with_label)
+
+# The accepted forms per parser, walked in order by `read_grade`.
+FORMS: dict[str, tuple[Form, ...]] = {
+    "xverify": (_XVERIFY_LABEL,),
+    "simpleqa": (_LETTER, _LETTER_AND_LABEL, _LABEL_ONLY),
+}
+
+
+def _clean(reply: str | None) -> str:
+    """The reply without its reasoning: closed <think> blocks removed; after a closing tag whose
+    opening one was in the prompt, only what follows it; an unclosed <think> (thinking cut off by
+    max_tokens) and everything after it dropped, since no grade was given yet."""
+    text = _THINK.sub("\n", reply or "")
+    closing = list(_CLOSE_THINK.finditer(text))
+    if closing:
+        text = text[closing[-1].end() :]
+    opening = _OPEN_THINK.search(text)
+    if opening:
+        text = text[: opening.start()]
+    return text
+
+
+def _lines(reply: str | None) -> list[str]:
+    """The reply's non-empty lines, each without decoration and with its spaces collapsed."""
+    out = []
+    for line in _clean(reply).splitlines():
+        flat = " ".join(_LEAD.sub("", _DECOR.sub(" ", line)).split())
+        if flat:
+            out.append(flat)
+    return out
+
+
+def _read_line(line: str, forms: tuple[Form, ...]) -> tuple[bool, str | None]:
+    """(whether some form matched, its label: None when the form matched but names no grade)."""
+    for form in forms:
+        m = form.pattern.match(line)
+        if m:
+            return True, form.read(m)
+    return False, None
+
+
+def read_grade(reply: str | None, forms: tuple[Form, ...]) -> str | None:
+    """The grade on the reply's final non-empty line, if that line is one of `forms` and no other
+    line is a form naming a different grade; else None."""
+    lines = _lines(reply)
+    if not lines:
         return None
-    found = {_label_word(m.group(1)) for m in _LABEL_WORDS.finditer(text)}
-    return found.pop() if len(found) == 1 else None
+    matched, label = _read_line(lines[-1], forms)
+    if not matched or label is None:
+        return None
+    for line in lines[:-1]:
+        other_matched, other = _read_line(line, forms)
+        if other_matched and other != label:
+            return None  # two grades, or a grade and a self-contradicting one
+    return label
 
 
 def simpleqa(reply: str | None) -> str | None:
-    """Ours for the SimpleQA grader: a bare letter (A/B/C), a letter with its own label
-    ("B: INCORRECT", which must agree), or label words naming exactly one grade. On the final
-    line first (a reasoning judge ends with its grade), then the whole reply."""
-    text = _clean(reply)
-    if not text:
-        return None
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    for candidate in ([lines[-1]] if len(lines) > 1 else []) + [text]:
-        flat = " ".join(candidate.split())
-        m = _BARE_LETTER.match(flat)
-        if m:
-            return _SIMPLEQA_LETTERS[m.group(1).upper()]
-        m = _LETTER_AND_LABEL.match(flat)
-        if m:
-            by_letter, by_word = _SIMPLEQA_LETTERS[m.group(1).upper()], _label_word(m.group(2))
-            return by_letter if by_letter == by_word else None
-        label = _one_label(flat)
-        if label:
-            return label
-    return None
+    """Ours for the SimpleQA grader: the final line is a letter ("B", "(B)", "**B**", "Grade: B"),
+    a letter with its own, agreeing label ("B: INCORRECT") or a label alone ("INCORRECT")."""
+    return read_grade(reply, FORMS["simpleqa"])
 
 
 def xverify(reply: str | None) -> str | None:
-    """Ours for the xVerify grader: the exact label (brackets and markdown ignored), else the one
-    label the final line or the whole reply names ("Judgement: Incorrect"). Both labels named,
-    or neither: None. NOT_ATTEMPTED is not in xVerify's vocabulary."""
-    text = _clean(reply)
-    if not text:
-        return None
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    for candidate in ([lines[-1]] if len(lines) > 1 else []) + [text]:
-        label = _one_label(candidate)
-        if label in (CORRECT, INCORRECT):
-            return label
-        if label is not None:
-            return None
-    return None
+    """Ours for the xVerify grader: the final line is the label itself ("Incorrect", "[Correct]",
+    "**Incorrect**", "Judgement: [Incorrect]"). NOT_ATTEMPTED is not in xVerify's vocabulary."""
+    return read_grade(reply, FORMS["xverify"])
+
+
+# The labelled GRADE: field of an inspect-style template, its value the whole rest of its line.
+_GRADE_FIELD = re.compile(rf"^GRADE[\s{_INVISIBLE}]*:[\s{_INVISIBLE}]*(C|I|CORRECT|INCORRECT){_END}$", re.IGNORECASE)
 
 
 def labels(reply: str | None) -> str | None:
-    """Ours for custom templates: a "GRADE: C/I" line (inspect style, last one), else whatever the
-    SimpleQA reader accepts (letters A/B/C, the label words)."""
-    graded = inspect_last_grade(_clean(reply))
-    return graded if graded is not None else simpleqa(reply)
+    """Ours for custom templates: the last line that is a "GRADE: C/I" field (inspect style); with
+    none, the SimpleQA forms (letters A/B/C, the label words) on the final line."""
+    graded = [m.group(1) for line in _lines(reply) if (m := _GRADE_FIELD.match(line))]
+    if graded:
+        return _INSPECT_WORDS[graded[-1].lower()]
+    return simpleqa(reply)
 
 
 OURS: dict[str, Parser] = {"simpleqa": simpleqa, "xverify": xverify, "labels": labels}
@@ -190,3 +242,25 @@ def resolve(parser: str, template: str) -> str:
 def reparse(reply: str | None) -> dict[str, str | None]:
     """The reply read by every upstream parser (name -> label or None)."""
     return {name: fn(reply) for name, fn in UPSTREAM.items()}
+
+
+# The upstream parser of the grader each template follows: where ours and it read a reply
+# differently, the verdict depends on the parser, not only on the judge (analytics count it).
+_UPSTREAM_OF_TEMPLATE = {
+    "simpleqa": "simpleqa_first_capital",
+    "simpleqa-upstream": "simpleqa_first_capital",
+    "xverify": "xverify_exact_label",
+    "xverify-upstream": "xverify_exact_label",
+}
+
+
+def upstream_for(template: str) -> str:
+    """The upstream parser a judge's template is compared with: the grader's own for the SimpleQA
+    and xVerify templates, inspect-ai's last GRADE: for custom (GRADE-style) templates."""
+    return _UPSTREAM_OF_TEMPLATE.get(template, "inspect_last_grade")
+
+
+def disagrees(label: str | None, reparses: dict[str, str | None], upstream: str) -> bool:
+    """Whether the judge's label (None or "" when unparsed) differs from the upstream parser's
+    reading of the same reply (None when upstream finds no grade)."""
+    return (label or None) != reparses.get(upstream)

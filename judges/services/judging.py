@@ -21,7 +21,9 @@ from judges.services.calls import Caller, Job, call_fitted, fan_out
 from judges.services.records import ReadingResult, internal_failure, work_for, write
 from readers.base import config_hash
 
-JUDGE_VERSION = "1"
+# 2: our parsers read a grade only where the template asks for it (judges.parsers); version 1's
+# read any occurrence of a label word, so its verdicts stay apart, under their own spec.
+JUDGE_VERSION = "2"
 _VERDICT = {parsers.CORRECT: "correct", parsers.INCORRECT: "incorrect", parsers.NOT_ATTEMPTED: "no_answer"}
 
 
@@ -89,6 +91,7 @@ def _judge(
     max_tokens: int,
     logprobs: bool,
     parser_name: str,
+    upstream_parser: str,
     response_id: int,
     spec_id: int,
     replace_id: int | None,
@@ -132,29 +135,70 @@ def _judge(
             replace_id=replace_id,
         )
     reply, finish_reason, served = _reply_text(out.body or {})
+    return ReadingResult(
+        response_id,
+        spec_id,
+        replace_id=replace_id,
+        **reply_reading(
+            reply,
+            parser_name=parser_name,
+            upstream_parser=upstream_parser,
+            attempts=out.attempts,
+            truncated=truncated,
+            judgement=dict(base, served_model=served[:200], finish_reason=finish_reason[:40]),
+            token_logprobs=_logprobs_of(out.body or {}),
+        ),
+    )
+
+
+def reply_reading(
+    reply: str | None,
+    *,
+    parser_name: str,
+    upstream_parser: str,
+    attempts: int,
+    truncated: dict[str, Any] | None,
+    judgement: dict[str, Any],
+    token_logprobs: Any = None,
+) -> dict[str, Any]:
+    """What a received reply becomes: the verdict, the reading's detail and the judgement's fields
+    (`judgement` carries the call's own: judge, hashes, parser, served model, finish reason).
+
+    An unparsed reply is an error of its own kind (`detail.parse_status = "unparsed"`), never
+    correct or incorrect. The reply is also read by every upstream parser (`reparses`), and the
+    detail says whether the upstream parser of the judge's template reads it differently from the
+    judge's own parser (`parser_disagrees`): the analytics count both per judge. With the reply's
+    log-probabilities (`token_logprobs`, the choice's `logprobs`), the verdict's confidence
+    (judges.confidence) goes with it."""
     label = parsers.ALL[parser_name](reply)
-    confidence = verdict_confidence(_logprobs_of(out.body or {}), label=label, parser=parser_name) if label else None
+    confidence = verdict_confidence(token_logprobs, label=label, parser=parser_name) if label else None
     status = Judgement.ParseStatus.PARSED if label else Judgement.ParseStatus.UNPARSED
     reparses = parsers.reparse(reply)
-    # An unparsed reply is an error of its own kind, never "incorrect": detail says which.
-    verdict = _VERDICT[label] if label else "error"
-    detail = {"label": label, "parse_status": status, "attempts": out.attempts, "reparses": reparses}
+    detail: dict[str, Any] = {
+        "label": label,
+        "parse_status": status,
+        "attempts": attempts,
+        "reparses": reparses,
+        "upstream_parser": upstream_parser,
+        "parser_disagrees": parsers.disagrees(label, reparses, upstream_parser),
+    }
     if truncated:
         detail["truncated"] = truncated
-    judgement = dict(
-        base,
-        raw_reply=reply,
-        label=label or "",
-        parse_status=status,
-        reparses=reparses,
-        served_model=served[:200],
-        finish_reason=finish_reason[:40],
-        confidence=confidence.value if confidence else None,
-        verdict_alternatives=confidence.alternatives if confidence else {},
-    )
     if confidence:
         detail["confidence"] = confidence.value
-    return ReadingResult(response_id, spec_id, verdict, detail=detail, judgement=judgement, replace_id=replace_id)
+    return {
+        "verdict": _VERDICT[label] if label else "error",
+        "detail": detail,
+        "judgement": dict(
+            judgement,
+            raw_reply=reply,
+            label=label or "",
+            parse_status=status,
+            reparses=reparses,
+            confidence=confidence.value if confidence else None,
+            verdict_alternatives=confidence.alternatives if confidence else {},
+        ),
+    }
 
 
 def judgements_create(
@@ -209,6 +253,7 @@ def judgements_create(
                         max_tokens=judge.max_tokens,
                         logprobs=judge.logprobs,
                         parser_name=parser_name,
+                        upstream_parser=parsers.upstream_for(judge.template),
                         response_id=rid,
                         spec_id=spec.id,
                         replace_id=replace_id,

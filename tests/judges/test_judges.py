@@ -83,6 +83,24 @@ def test_upstream_first_capital_disagreement_is_recorded(loopback, make_judge, m
     # parser-induced disagreement can be counted
     disagree = sum(1 for j in Judgement.objects.all() if j.reparses["simpleqa_first_capital"] != j.label)
     assert disagree == 2
+    # and each reading says so itself, naming the upstream parser of its template
+    assert {(r.detail["upstream_parser"], r.detail["parser_disagrees"]) for r in readings_of(judge)} == {
+        ("simpleqa_first_capital", True)
+    }
+
+
+def test_a_judge_that_answers_the_question_is_unparsed_not_correct(loopback, make_judge, make_dataset):
+    ds = make_dataset(n_mc=2, n_math=0)
+    loopback.reply = "The correct answer is (J)."  # SmolLM2-135M with the xverify template (issue 37)
+    judge = make_judge("xv", template="xverify")
+    judge_all(ds, judge)
+    for r in readings_of(judge):
+        assert (r.verdict, r.detail["parse_status"], r.judgement.label) == ("error", "unparsed", "")
+        # xVerify's own accounting finds no label either: the two parsers agree there is none
+        assert r.judgement.reparses["xverify_exact_label"] is None
+        assert (r.detail["upstream_parser"], r.detail["parser_disagrees"]) == ("xverify_exact_label", False)
+    # verdicts of the strict parsers are a reader version of their own, apart from the lenient ones
+    assert ReaderSpec.objects.get(name="xv").version == "2"
 
 
 def test_an_unparseable_reply_has_its_own_status_never_incorrect(loopback, make_judge, make_dataset):
