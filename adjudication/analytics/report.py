@@ -18,7 +18,7 @@ from django.conf import settings
 
 from adjudication.analytics import agreement as ag
 from adjudication.analytics import format_share as fs
-from adjudication.analytics import ranking
+from adjudication.analytics import parsing, ranking
 from adjudication.analytics.calibration import calibration
 from adjudication.analytics.consensus import consensus
 from adjudication.analytics.estimate_blocks import (
@@ -201,6 +201,34 @@ def _bias_cols(s: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
+def _parsing_cols(p: dict[str, Any] | None) -> dict[str, Any]:
+    """A judge's parse-failure and parser-disagreement rates over all its replies (analytics.parsing);
+    empty for readers that are not LLM judges."""
+    p = p or {}
+    unparsed, disagreement = p.get("unparsed") or {}, p.get("parser_disagreement") or {}
+    return {
+        "replies": p.get("replies"),
+        "unparsed_k": unparsed.get("k"),
+        **_rate_cols("unparsed_rate", unparsed or None),
+        "upstream_parser": p.get("upstream_parser", ""),
+        "parser_disagreement_k": disagreement.get("k"),
+        "parser_disagreement_n": disagreement.get("n"),
+        **_rate_cols("parser_disagreement_rate", disagreement or None),
+        "parsing_flags": "; ".join(p.get("flags") or []),
+    }
+
+
+def _headline_parsing(p: dict[str, Any] | None) -> dict[str, Any]:
+    if not p:
+        return {"unparsed": None, "parser_disagreement": None, "upstream_parser": "", "parsing_flags": []}
+    return {
+        "unparsed": p["unparsed"],
+        "parser_disagreement": p["parser_disagreement"],
+        "upstream_parser": p["upstream_parser"],
+        "parsing_flags": p["flags"],
+    }
+
+
 def build(dataset: Dataset, params: Params) -> Report:
     """The whole report. Reads through the selectors: grouped verdict counts for the readers'
     overview and ranking, readings one by one only for labelled responses, and the two format-share
@@ -213,6 +241,8 @@ def build(dataset: Dataset, params: Params) -> Report:
     result = jsonable(ag.report_of(inputs, seed=params.seed))
     templates: dict[str, str] = inputs.get("templates", {})
     result["judge_templates"] = templates
+    judge_parsing = jsonable(parsing.judge_parsing(inputs.get("parsing", [])))
+    result["judge_parsing"] = judge_parsing
     rep.agreement = result
     t = rep.tables
 
@@ -248,6 +278,7 @@ def build(dataset: Dataset, params: Params) -> Report:
                     "scope": scope,
                     **_bias_cols(groups["all"]),
                     "template_hash": templates.get(reader, ""),
+                    **_parsing_cols(judge_parsing.get(reader)),
                 }
             )
     t["agreement"] = {"title": "Agreement with final human labels, and bias", "rows": rows}
@@ -532,6 +563,10 @@ def _headline(rep: Report, obs: list[fs.Observation] | None) -> dict[str, Any]:
             "false_accept_rate_ci": s.get("false_accept_rate_ci"),
             "false_reject_rate": s.get("false_reject_rate"),
             "false_reject_rate_ci": s.get("false_reject_rate_ci"),
+            "excluded": s.get("excluded") or {},
+            # An LLM judge's replies that follow no accepted form are in no bias figure: beside its
+            # bias, how many there were and how often its parser and the upstream one differ.
+            **_headline_parsing(rep.agreement.get("judge_parsing", {}).get(reader)),
         }
         for reader, s in producers
     ]

@@ -38,6 +38,7 @@ from adjudication.analytics.estimates import (
     vote_predictor,
 )
 from adjudication.analytics.format_share import MULTIPLE_CHOICE, Observation, item_task_type
+from adjudication.analytics.parsing import ParsingCount
 from adjudication.fields import SENTINEL, VerbatimTextField, decode_verbatim
 from adjudication.models import (
     AnalyticsChoice,
@@ -363,6 +364,32 @@ def judge_template_hashes(*, dataset: Dataset, labels: dict[int, str] | None = N
     return {labels[sid]: str((config or {}).get("template_hash") or "") for sid, config in specs}
 
 
+def judge_parsing_counts(*, dataset: Dataset, labels: dict[int, str] | None = None) -> list[ParsingCount]:
+    """Every LLM judge's readings of the dataset counted by what the judge recorded on each: its parse
+    status, its template's upstream parser and whether that parser read the reply differently
+    (analytics.parsing). A few grouped rows, however many readings."""
+    labels = reader_labels(dataset=dataset) if labels is None else labels
+    rows = (
+        _applicable_readings(dataset)
+        .filter(reader_spec__kind="judge", reader_spec_id__in=list(labels))
+        .annotate(
+            parse_status=KT("detail__parse_status"),
+            upstream_parser=KT("detail__upstream_parser"),
+            disagrees=KT("detail__parser_disagrees"),
+        )
+        .values("reader_spec_id", "parse_status", "upstream_parser", "disagrees")
+        .annotate(n=Count("id"))
+        .order_by()
+        .values_list("reader_spec_id", "parse_status", "upstream_parser", "disagrees", "n")
+    )
+    # KT gives a JSON boolean as its text: "true" / "false" (PostgreSQL), "1" / "0" (SQLite).
+    recorded = {"true": True, "1": True, "false": False, "0": False}
+    return [
+        ParsingCount(labels[sid], status or "", upstream or "", recorded.get(str(disagrees).lower()), n)
+        for sid, status, upstream, disagrees, n in rows
+    ]
+
+
 def agreement_inputs(*, dataset: Dataset, summary: ReadingSummary | None = None) -> dict[str, Any]:
     """What agreement.report takes: the verdict counts of every reading (`counts`), the readings of
     labelled responses only (`obs`), the final labels, the annotators' labels, the strata and how
@@ -378,6 +405,7 @@ def agreement_inputs(*, dataset: Dataset, summary: ReadingSummary | None = None)
         "strata": policy_strata(dataset=dataset),
         "routed_controls": ReviewItem.objects.filter(policy__dataset=dataset, is_control=True).count(),
         "templates": judge_template_hashes(dataset=dataset, labels=summary.labels),
+        "parsing": judge_parsing_counts(dataset=dataset, labels=summary.labels),
     }
 
 

@@ -145,9 +145,31 @@ def _agreement_display(rows: list[dict], preferred: str) -> list[dict]:
                 "bias": _f(r["bias"], r["bias_lo"], r["bias_hi"], signed=True),
                 "fa": _f(r["false_accept_rate"], r["false_accept_rate_lo"], r["false_accept_rate_hi"]),
                 "fr": _f(r["false_reject_rate"], r["false_reject_rate_lo"], r["false_reject_rate_hi"]),
+                "unparsed": _share_of(
+                    r.get("unparsed_k"), r.get("replies"), r.get("unparsed_rate_lo"), r.get("unparsed_rate_hi")
+                ),
+                "disagree": _share_of(
+                    r.get("parser_disagreement_k"),
+                    r.get("parser_disagreement_n"),
+                    r.get("parser_disagreement_rate_lo"),
+                    r.get("parser_disagreement_rate_hi"),
+                ),
+                "upstream_parser": r.get("upstream_parser") or "",
+                "parsing_flags": r.get("parsing_flags") or "",
             }
         )
     return out
+
+
+def _share_of(k: int | None, n: int | None, lo: float | None = None, hi: float | None = None) -> str:
+    """ "3/30 = 0.100 [0.035, 0.256]"; "–" for a reader that is not an LLM judge (no replies)."""
+    if k is None or n is None:
+        return "–"
+    return f"{k}/{n}" + (f" = {_f(k / n, lo, hi)}" if n else "")
+
+
+def _proportion_text(p: dict | None) -> str:
+    return "–" if not p else _share_of(p["k"], p["n"], *(p.get("ci") or (None, None)))
 
 
 def _param_errors(dataset: Dataset, params: Params, given: Any) -> list[str]:
@@ -225,6 +247,8 @@ def _headline_context(headline: dict[str, Any]) -> dict[str, Any]:
                 "bias_s": _ci(r["bias"], r["bias_ci"], signed=True),
                 "fa": _ci(r["false_accept_rate"], r.get("false_accept_rate_ci")),
                 "fr": _ci(r["false_reject_rate"], r.get("false_reject_rate_ci")),
+                "unparsed_s": _proportion_text(r.get("unparsed")),
+                "disagree_s": _proportion_text(r.get("parser_disagreement")),
             }
             for r in bias[:HEADLINE_ROWS]
         ],

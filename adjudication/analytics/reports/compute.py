@@ -145,6 +145,7 @@ def _format_share(source: Dataset | Path, o: opts.FormatShareOptions, m: Machine
 
 def _agreement(source: Dataset | Path, o: opts.AgreementOptions, m: Machine) -> dict[str, Any]:
     from adjudication.analytics import agreement as ag
+    from adjudication.analytics.parsing import judge_parsing
 
     if isinstance(source, Path):
         return jsonable(_agreement_of_file(source, o))
@@ -154,7 +155,14 @@ def _agreement(source: Dataset | Path, o: opts.AgreementOptions, m: Machine) -> 
     if not inputs["counts"]:
         raise ReportError(f"dataset {source.name!r} has no readings yet (run_readers first)")
     result = ag.report_of(inputs, seed=o.seed)
-    return jsonable({"dataset": source.name, **result, "judge_templates": inputs["templates"]})
+    return jsonable(
+        {
+            "dataset": source.name,
+            **result,
+            "judge_templates": inputs["templates"],
+            "judge_parsing": judge_parsing(inputs["parsing"]),
+        }
+    )
 
 
 def _agreement_of_file(path: Path, o: opts.AgreementOptions) -> dict[str, Any]:

@@ -149,6 +149,12 @@ def agreement_text(result: dict) -> str:
             lines.append(f"    judge template sha256 {template}")
         for w in s.get("warnings", []):
             lines.append(f"    ! {w}")
+    if result.get("judge_parsing"):
+        from adjudication.analytics.parsing import parsing_text
+
+        # Unparsed replies are in no figure above: how many, and whether the verdicts depend on the parser.
+        lines += ["", "LLM judges' replies (all responses): unparsed, and read differently by the upstream parser"]
+        lines += parsing_text(result["judge_parsing"])
     hh = result.get("human_human", {}).get("reviewed")
     if hh and hh["annotators"] >= 2:
         pa = hh["percent_agreement"]
@@ -259,6 +265,7 @@ def analytics_text(body: dict[str, Any]) -> str:
         sample = headline.get("judge_bias_sample") or {}
         for r in bias:
             lines.append(f"  {r['reader']:<28} {r['n']:>5} {_signed(r['bias'])}{_ci(r.get('bias_ci'))}")
+            lines += _parsing_lines(r)
             lines += judge_bias_text(r)
         if sample.get("design"):
             lines.append(f"  (every response: {design_text(sample['design'])}; predictor {sample['predictor']})")
@@ -282,6 +289,17 @@ def analytics_text(body: dict[str, Any]) -> str:
     elif body.get("consensus_error"):
         lines += ["", f"consensus: {body['consensus_error']}"]
     return "\n".join(lines)
+
+
+def _parsing_lines(row: dict[str, Any]) -> list[str]:
+    """A judge's unparsed replies and parser disagreement beside its bias (headline judge_bias rows)."""
+    u, d = row.get("unparsed"), row.get("parser_disagreement")
+    if not u or not d:
+        return []
+    upstream = row.get("upstream_parser") or "the upstream parser"
+    unparsed = f"    unparsed replies {u['k']}/{u['n']}{_ci(u.get('ci'))} (in no bias figure)"
+    lines = [f"{unparsed}; read differently by {upstream} {d['k']}/{d['n']}{_ci(d.get('ci'))}"]
+    return lines + [f"    ! {flag}" for flag in row.get("parsing_flags") or []]
 
 
 def _signed(x: float | None) -> str:
