@@ -412,6 +412,7 @@ PURE_MODULES = (
     "adjudication.analytics.estimates",
     "adjudication.analytics.estimate_table",
     "adjudication.analytics.estimate_blocks",
+    "adjudication.analytics.parsing",
     "adjudication.bundles.checks",
     "adjudication.bundles.compare",
 )
