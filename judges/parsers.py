@@ -2,9 +2,10 @@
 
 Two families:
 
-* Ours (`simpleqa`, `xverify`, `labels`): accept a reply only when it names one label without
-  ambiguity; anything else is None, which the platform stores as its own parse status
-  ("unparsed"), never as "incorrect".
+* Ours (`simpleqa`, `xverify`, `labels`): accept a grade only where the template asks for it (the
+  final line is one of the template's forms, `FORMS`; a labelled GRADE: field), never a label word
+  inside a sentence; anything else is None, which the platform stores as its own parse status
+  ("unparsed"), never as correct or incorrect.
 * Upstream re-implementations (`simpleqa_first_capital`, `inspect_last_grade`,
   `xverify_exact_label`), reproducing the pinned behaviour described in the readers catalogue
   (simple-evals @ ee3b0318, inspect-ai 0.3.285, xVerify @ 5e3606ac) including its quirks. Every
