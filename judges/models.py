@@ -174,6 +174,13 @@ class Judgement(models.Model):
     reading = models.OneToOneField("adjudication.Reading", on_delete=models.CASCADE, related_name="judgement")
     judge = models.ForeignKey(Judge, on_delete=models.SET_NULL, null=True, blank=True, related_name="judgements")
     prompt_hash = models.CharField(max_length=64, help_text="sha256 of the messages sent")
+    # The JSON text whose sha256 is prompt_hash (the last request's messages: the shortened prompt
+    # when the response was cut to fit), kept so that a trace shows the prompt as sent, not one
+    # rebuilt from a template that may have changed since. Null for judgements made before it was
+    # kept, and for a call our own code failed before sending.
+    messages_sent = VerbatimTextField(
+        null=True, blank=True, help_text="the messages sent, as the JSON text whose sha256 is prompt_hash"
+    )
     template_hash = models.CharField(max_length=64)
     raw_reply = VerbatimTextField(null=True, blank=True)
     label = models.CharField(

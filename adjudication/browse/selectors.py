@@ -11,13 +11,16 @@ The text search has no index: one pass over the texts (bench/items_bench.py; doc
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
+from django.apps import apps
 from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Substr
 
@@ -433,8 +436,9 @@ class ShownReading:
 
 def item_detail(*, response_id: int) -> dict | None:
     """Everything about one response: question, options, gold, the response rendered with every
-    reading's span marked, run identity, every reading, and per queue item its state, routing
-    reason, every label (invalidated ones kept, marked) and every final label, newest first."""
+    reading's span marked, run identity, every reading, the LLM readings' traces (llm_traces), and
+    per queue item its state, routing reason, every label (invalidated ones kept, marked) and every
+    final label, newest first."""
     response = Response.objects.select_related("run", "dataset", "question").filter(pk=response_id).first()
     if response is None:
         return None
@@ -470,6 +474,7 @@ def item_detail(*, response_id: int) -> dict | None:
         "prompt_text": shown(response.prompt_text) if response.prompt_text else "",
         "readings": shown_readings,
         "queue_items": _queue_items_detail(response),
+        "traces": llm_traces(response_id=response.pk),
         "shown": shown_item(
             question=shown(question.text),
             choices=[shown(str(c)) for c in question.choices],
@@ -493,3 +498,251 @@ def filter_choices(*, dataset_id: int | None) -> dict[str, list[str]]:
 def reader_names() -> list[str]:
     """Every reader spec name (any version), for the verdict conditions' suggestions."""
     return list(ReaderSpec.objects.order_by("name").values_list("name", flat=True).distinct())
+
+
+# -- LLM traces ------------------------------------------------------------------------------------
+
+# What the trace of an LLM reading is made from: judges.Judgement and judges.LLMAttempt, by name from
+# the app registry (adjudication never imports the judges app: docs/architecture.md).
+_LLM_KINDS = ("judge", "regeneration")
+# What Answer Regeneration's reading detail may say about how it got its answer, besides its scores,
+# in the order a reader of the trace wants it (judges/services/regeneration.py writes them).
+_REGENERATION_NOTES = (
+    "prompt",
+    "prompt_missing",
+    "fallback_reason",
+    "logprobs_refused",
+    "logprobs_missing",
+    "prompt_list_refused",
+    "echo_shifted",
+    "tie",
+    "truncated",
+    "gold_unresolved",
+)
+
+
+@dataclass(frozen=True)
+class SentMessage:
+    role: str
+    content: str
+
+
+@dataclass(frozen=True)
+class ParserReading:
+    parser: str
+    label: str | None  # None: this parser read no label in the reply
+    ours: bool  # the judge's own parser, whose label is the verdict
+
+
+@dataclass(frozen=True)
+class JudgeTrace:
+    """What a judge was sent and said. `messages` is the prompt as sent, shown only when its sha256
+    is the judgement's prompt_hash (`prompt_state` says which case holds, never a rebuilt prompt)."""
+
+    messages: list[SentMessage] | None
+    prompt_state: str
+    prompt_hash: str
+    template_hash: str
+    raw_reply: str | None  # None: no reply (every attempt failed)
+    parse_status: str
+    parser_readings: list[ParserReading]
+    served_model: str
+    finish_reason: str
+
+
+@dataclass(frozen=True)
+class OptionScore:
+    letter: str
+    logprob: float | None  # None: the server gave none for this option
+    share: float | None  # exp(logprob) over the options' sum: the model's choice among the options only
+    chosen: bool
+
+
+@dataclass(frozen=True)
+class RegenerationTrace:
+    """How Answer Regeneration reached its answer: the endpoint's method, what actually scored
+    (completions echo, per option, top log-probabilities, or a generation), the option scores."""
+
+    method: str
+    scored_by: str
+    scores: list[OptionScore]
+    chosen: str | None
+    generated: str | None  # the short generation's text, when a generation answered
+    fallback: bool
+    notes: list[tuple[str, str]]
+
+
+@dataclass(frozen=True)
+class TracedAttempt:
+    number: int
+    purpose: str
+    status: str
+    http_status: int | None
+    latency_ms: float
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    error: str
+    started_at: Any
+
+
+@dataclass(frozen=True)
+class LLMTrace:
+    """One LLM reading (a judge's or Answer Regeneration's) of a response, with every call it took."""
+
+    reading_id: int
+    reader: str
+    version: str
+    kind: str
+    config: str  # the spec's config (model, template, method...) as indented JSON
+    verdict: str
+    answer: str | None
+    failure: str  # why the reading is an error reading: the call's or our code's error, else ""
+    judge: JudgeTrace | None
+    regeneration: RegenerationTrace | None
+    attempts: list[TracedAttempt]
+
+    @property
+    def total_latency_ms(self) -> float:
+        return sum(a.latency_ms for a in self.attempts)
+
+
+def _sent_messages(messages_sent: str | None, prompt_hash: str) -> tuple[list[SentMessage] | None, str]:
+    """The messages a judgement kept, if their sha256 is its prompt_hash (judges.services.judging:
+    prompt_hash is the sha256 of exactly this text, UTF-8 with surrogates passed)."""
+    if messages_sent is None:
+        return None, "not kept: judged before prompts were kept, or our code failed before sending"
+    digest = hashlib.sha256(messages_sent.encode("utf-8", "surrogatepass")).hexdigest()
+    if digest != prompt_hash:
+        return None, "not shown: the kept prompt's sha256 is not the prompt hash recorded with the judgement"
+    try:
+        parsed = json.loads(messages_sent)
+    except ValueError:
+        parsed = None
+    if not isinstance(parsed, list):
+        return [SentMessage("(unparsed)", shown(messages_sent))], "as sent (sha256 matches the prompt hash)"
+    messages = [
+        SentMessage(
+            shown(str(m.get("role", ""))) if isinstance(m, dict) else "",
+            shown(m["content"] if isinstance(m, dict) and isinstance(m.get("content"), str) else json.dumps(m)),
+        )
+        for m in parsed
+    ]
+    return messages, "as sent (sha256 matches the prompt hash)"
+
+
+def _judge_trace(judgement: Any) -> JudgeTrace:
+    messages, state = _sent_messages(judgement.messages_sent, judgement.prompt_hash)
+    readings = [ParserReading(shown(judgement.parser), judgement.label or None, True)]
+    readings += [
+        ParserReading(shown(str(name)), shown(str(label)) if label else None, False)
+        for name, label in sorted((judgement.reparses or {}).items())
+    ]
+    return JudgeTrace(
+        messages=messages,
+        prompt_state=state,
+        prompt_hash=judgement.prompt_hash,
+        template_hash=judgement.template_hash,
+        raw_reply=None if judgement.raw_reply is None else shown(judgement.raw_reply),
+        parse_status=judgement.parse_status,
+        parser_readings=readings,
+        served_model=shown(judgement.served_model),
+        finish_reason=shown(judgement.finish_reason),
+    )
+
+
+def _finite(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
+
+
+def _regeneration_trace(reading: Reading) -> RegenerationTrace:
+    detail = reading.detail if isinstance(reading.detail, dict) else {}
+    raw_scores = detail.get("scores")
+    if not isinstance(raw_scores, dict):
+        raw_scores = {}
+    logprobs = {str(letter): _finite(value) for letter, value in raw_scores.items()}
+    finite = [v for v in logprobs.values() if v is not None]
+    top = max(finite, default=0.0)
+    total = sum(math.exp(v - top) for v in finite)
+    scores = [
+        OptionScore(
+            letter=shown(letter),
+            logprob=value,
+            share=None if value is None else math.exp(value - top) / total,
+            chosen=letter == reading.answer,
+        )
+        for letter, value in sorted(logprobs.items())
+    ]
+    generated = detail.get("generated")
+    notes = [(key, shown(json.dumps(detail[key], ensure_ascii=False))) for key in _REGENERATION_NOTES if key in detail]
+    return RegenerationTrace(
+        method=shown(str(detail.get("method", ""))),
+        scored_by=shown(str(detail.get("scored_by", ""))),
+        scores=scores,
+        chosen=None if reading.answer is None else shown(reading.answer),
+        generated=shown(generated) if isinstance(generated, str) else None,
+        fallback=bool(detail.get("fallback")),
+        notes=notes,
+    )
+
+
+def llm_traces(*, response_id: int) -> list[LLMTrace]:
+    """Every LLM reading of a response (judges' and Answer Regeneration's) with its trace: for a
+    judge the prompt as sent, the raw reply, every parser's reading of it, the served model and
+    finish reason; for Answer Regeneration the option scores and how they were scored; for both
+    every attempt of every call for that (response, reader spec). Two statements whatever the
+    number of readings and attempts: the readings with their judgements, then the attempts.
+    Managers and adjudicators only: it names models, judges and prompts."""
+    readings = list(
+        Reading.objects.filter(response_id=response_id, reader_spec__kind__in=_LLM_KINDS)
+        .select_related("reader_spec", "judgement")
+        .order_by("reader_spec__kind", "reader_spec__name", "reader_spec__version", "reader_spec_id")
+    )
+    if not readings:
+        return []
+    attempt_model = apps.get_model("judges", "LLMAttempt")
+    attempts: dict[int, list[TracedAttempt]] = defaultdict(list)
+    rows = (
+        attempt_model._default_manager.filter(
+            response_id=response_id, reader_spec_id__in=[r.reader_spec_id for r in readings]
+        )
+        .order_by("started_at", "attempt", "id")
+        .values_list(
+            "reader_spec_id",
+            "attempt",
+            "purpose",
+            "status",
+            "http_status",
+            "latency_ms",
+            "prompt_tokens",
+            "completion_tokens",
+            "error",
+            "started_at",
+        )
+    )
+    for spec_id, number, purpose, status, http_status, latency, p_tokens, c_tokens, error, started in rows:
+        attempts[spec_id].append(
+            TracedAttempt(number, purpose, status, http_status, latency, p_tokens, c_tokens, shown(error), started)
+        )
+    out = []
+    for reading in readings:
+        spec = reading.reader_spec
+        detail = reading.detail if isinstance(reading.detail, dict) else {}
+        failure = detail.get("error") if detail.get("failed") else None
+        # A reverse one-to-one that select_related found empty raises on access.
+        judgement = getattr(reading, "judgement", None) if spec.kind == "judge" else None
+        out.append(
+            LLMTrace(
+                reading_id=reading.pk,
+                reader=spec.name,
+                version=spec.version,
+                kind=spec.kind,
+                config=shown(json.dumps(spec.config, indent=1, ensure_ascii=False, sort_keys=True)),
+                verdict=reading.verdict,
+                answer=None if reading.answer is None else shown(reading.answer),
+                failure=shown(str(failure)) if failure else "",
+                judge=_judge_trace(judgement) if judgement is not None else None,
+                regeneration=_regeneration_trace(reading) if spec.kind == "regeneration" else None,
+                attempts=attempts.get(spec.pk, []),
+            )
+        )
+    return out

@@ -74,8 +74,18 @@ def _logprobs_of(body: dict) -> Any:
     return choice.get("logprobs") if isinstance(choice, dict) else None
 
 
+def messages_json(messages: list[dict]) -> str:
+    """The messages as the text a judgement keeps (Judgement.messages_sent) and hashes (prompt_hash)."""
+    return json.dumps(messages, ensure_ascii=False)
+
+
+def text_hash(text: str) -> str:
+    # surrogatepass: a lone surrogate in model text must hash, not fail the job.
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 def messages_hash(messages: list[dict]) -> str:
-    return hashlib.sha256(json.dumps(messages, ensure_ascii=False).encode("utf-8", "surrogatepass")).hexdigest()
+    return text_hash(messages_json(messages))
 
 
 def _with_response(render: Callable[..., str], text: str) -> str:
@@ -110,7 +120,8 @@ def _judge(
 
     out = call_fitted(caller, fit, build, purpose="judge", completion_tokens=max_tokens)
     # What was asked is the last request sent: the shortened prompt when the response was cut.
-    base = dict(base, prompt_hash=messages_hash(sent[-1]))
+    sent_json = messages_json(sent[-1])
+    base = dict(base, prompt_hash=text_hash(sent_json), messages_sent=sent_json)
     truncated = fit.detail()
     detail: dict[str, Any]
     judgement: dict[str, Any]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.contrib.auth.models import User
 from django.db.models import OuterRef, Subquery
 
+from adjudication.browse.selectors import llm_traces
 from adjudication.models import FinalLabel, Label, QueueItem, ReviewQueue
 from adjudication.review.annotate.selectors import candidates_for
 from adjudication.review.items import current_labels
@@ -15,8 +16,8 @@ from adjudication.text import displayable
 
 
 def adjudication_page(*, item: QueueItem, adjudicator: User) -> dict:
-    """The adjudicator's view of a conflicting item: what annotators saw, the gold, and the
-    labels as "Annotator 1 / 2"."""
+    """The adjudicator's view of a conflicting item: what annotators saw, the gold, the labels as
+    "Annotator 1 / 2", and the LLM readings' traces."""
     response = item.review_item.response
     question = response.question
     cands = candidates_for(item, adjudicator) if item.queue.show_candidates else ([], [])
@@ -34,6 +35,8 @@ def adjudication_page(*, item: QueueItem, adjudicator: User) -> dict:
         "judge_correctness": item.queue.judge_correctness,
         # Whether "no candidates" means the queue hides them or the readers found none.
         "show_candidates": item.queue.show_candidates,
+        # Adjudicators may see which judge said what, and why (annotators never: docs/review.md).
+        "traces": llm_traces(response_id=response.pk),
     }
 
 
