@@ -505,6 +505,9 @@ def reader_names() -> list[str]:
 # What the trace of an LLM reading is made from: judges.Judgement and judges.LLMAttempt, by name from
 # the app registry (adjudication never imports the judges app: docs/architecture.md).
 _LLM_KINDS = ("judge", "regeneration")
+# How a --no-text bundle keeps a private text: "sha256:" and its hex digest (bundles.contents.text_hash;
+# not imported: no capability imports bundles).
+_BUNDLE_TEXT_HASH = "sha256:"
 # What Answer Regeneration's reading detail may say about how it got its answer, besides its scores,
 # in the order a reader of the trace wants it (judges/services/regeneration.py writes them).
 _REGENERATION_NOTES = (
@@ -611,6 +614,8 @@ def _sent_messages(messages_sent: str | None, prompt_hash: str) -> tuple[list[Se
     prompt_hash is the sha256 of exactly this text, UTF-8 with surrogates passed)."""
     if messages_sent is None:
         return None, "not kept: judged before prompts were kept, or our code failed before sending"
+    if messages_sent == _BUNDLE_TEXT_HASH + prompt_hash:
+        return None, "left out: loaded from a bundle written without texts (--no-text), which keeps its hash only"
     digest = hashlib.sha256(messages_sent.encode("utf-8", "surrogatepass")).hexdigest()
     if digest != prompt_hash:
         return None, "not shown: the kept prompt's sha256 is not the prompt hash recorded with the judgement"

@@ -67,6 +67,9 @@ class Table:
     key: str  # "app_label.ModelName" of the model, or of the auto-created through table
     rows: Callable[[Dataset], models.QuerySet]
     fields: tuple[str, ...] | None = None  # None: every column
+    # Nullable columns added after bundles of this version were first written: a row of an older
+    # bundle may lack them, and loads with null there (the column's "not recorded then").
+    added_later: tuple[str, ...] = ()
 
     @property
     def model(self) -> type[models.Model]:
@@ -119,6 +122,7 @@ TABLES: tuple[Table, ...] = (
     Table(
         "judges.Judgement",
         lambda d: _model("judges.Judgement")._default_manager.filter(reading__response__dataset=d),
+        added_later=("messages_sent",),
     ),
     Table("adjudication.RoutingPolicy", lambda d: RoutingPolicy.objects.filter(dataset=d)),
     Table(
@@ -166,6 +170,8 @@ PRIVATE_TEXT = {
     ("adjudication.Response", "text"),
     ("adjudication.Response", "prompt_text"),
     ("adjudication.Question", "text"),
+    # the judge's prompt as sent: it carries the question and the response
+    ("judges.Judgement", "messages_sent"),
 }
 
 
@@ -206,9 +212,10 @@ def build_instance(table: Table, row: dict[str, Any], *, where: str) -> models.M
     unknown = sorted(set(row) - allowed)
     if unknown:
         raise ValueError(f"{where}: field {unknown[0][:100]!r} is not a column of {table.key}")
-    missing = sorted(allowed - set(row))
+    missing = sorted(allowed - set(row) - set(table.added_later))
     if missing:
         raise ValueError(f"{where}: field {missing[0]!r} is missing")
+    row = {**dict.fromkeys(table.added_later), **row}
     by_attname = {f.attname: f for f in table.model._meta.concrete_fields}
     values = {
         name: checked_value(by_attname[name], value, where=f"{where}: field {name!r}") for name, value in row.items()

@@ -15,6 +15,7 @@ from html import unescape
 
 import pytest
 from django.contrib.auth.models import User
+from django.core.serializers.json import DjangoJSONEncoder
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
@@ -291,3 +292,41 @@ def test_traces_cost_two_statements_however_many_judges_and_attempts(world):
             assert client.get(f"/items/{response.pk}/").status_code == 200
         counts.append(len(queries))
     assert counts[0] == counts[1]
+
+
+@pytest.fixture
+def judged(loopback, make_judge, make_dataset) -> Judgement:
+    dataset = make_dataset([mc_row(0)], n_mc=0, n_math=0)
+    loopback.reply = "A"
+    judgements_create(judges=[make_judge("sq", template="simpleqa")], response_ids=response_ids(dataset))
+    return Judgement.objects.get()
+
+
+def test_a_no_text_bundle_keeps_only_the_hash_of_the_prompt_sent(judged):
+    from adjudication.bundles import contents
+
+    table = contents.TABLE_BY_KEY["judges.Judgement"]
+    dataset = judged.reading.response.dataset
+    (with_text,) = contents.export_rows(table, dataset, text=True)
+    (without,) = contents.export_rows(table, dataset, text=False)
+    assert with_text["messages_sent"] == judged.messages_sent and "Which sociologist" in judged.messages_sent
+    assert without["messages_sent"] == contents.text_hash(judged.messages_sent) == "sha256:" + judged.prompt_hash
+    # replayed, the page says the prompt was left out, rather than that it does not match
+    Judgement.objects.filter(pk=judged.pk).update(messages_sent=without["messages_sent"])
+    (trace,) = llm_traces(response_id=judged.reading.response_id)
+    assert trace.judge is not None and trace.judge.messages is None
+    assert trace.judge.prompt_state.startswith("left out: loaded from a bundle written without texts")
+
+
+def test_a_bundle_written_before_prompts_were_kept_loads_them_as_not_kept(judged):
+    from adjudication.bundles import contents
+
+    table = contents.TABLE_BY_KEY["judges.Judgement"]
+    (exported,) = contents.export_rows(table, judged.reading.response.dataset, text=True)
+    row = json.loads(json.dumps(exported, cls=DjangoJSONEncoder))  # as a bundle member's line holds it
+    del row["messages_sent"]
+    loaded = contents.build_instance(table, row, where="old.zip: judges.Judgement.jsonl line 1")
+    assert loaded.messages_sent is None and loaded.prompt_hash == judged.prompt_hash
+    del row["prompt_hash"]  # any other column is still required
+    with pytest.raises(ValueError, match="field 'prompt_hash' is missing"):
+        contents.build_instance(table, row, where="old.zip: judges.Judgement.jsonl line 1")
