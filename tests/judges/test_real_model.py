@@ -20,14 +20,18 @@ from collections import Counter
 
 import openai
 import pytest
+from django.test import Client
+from django.utils.html import escape
 
 from adjudication.models import Reading
+from adjudication.text import displayable
 from judges import answers
 from judges.models import Endpoint, Judge, Judgement, LLMAttempt
 from judges.services.judging import judgements_create
 from judges.services.regeneration import regenerations_create
 
 from ..conftest import math_row, mc_row, run_command
+from ..review.conftest import make_user
 from .conftest import response_ids
 
 BASE_URL = os.environ.get("REAL_MODEL_BASE_URL", "")
@@ -108,6 +112,16 @@ def test_judges_through_a_real_worker_give_one_parsed_or_unparsed_reading_each(m
         assert len(tries) == r.detail["attempts"] and tries[-1].status == "ok"
         assert tries[-1].prompt_tokens and tries[-1].completion_tokens and tries[-1].completion_tokens <= 16
     assert Judge.objects.count() == 2
+    # the traces on the managers' item page: the prompt as sent, the model's own reply, the attempts
+    client = Client()
+    client.force_login(make_user("boss", "manager"))
+    for r in readings:
+        body = client.get(f"/items/{r.response_id}/").content.decode()
+        trace = body[body.index(f'id="trace-{r.pk}"') :].split('class="llm-trace ', 1)[0]
+        assert "as sent (sha256 matches the prompt hash)" in trace
+        assert escape(displayable(json.loads(r.judgement.messages_sent)[0]["content"])) in trace
+        assert escape(displayable(r.judgement.raw_reply)) in trace
+        assert trace.count('<tr class="attempt attempt-') == len(attempts_of(r))
 
 
 @pytest.mark.django_db
@@ -153,6 +167,13 @@ def test_run_readers_regeneration_scores_options_by_logprobs_and_records_the_met
                 assert r.verdict in {"correct", "incorrect"}
         else:
             assert isinstance(r.detail["generated"], str) and r.verdict in {"correct", "incorrect", "no_answer"}
+    # the managers' item page says how each option was scored, and the scores
+    client = Client()
+    client.force_login(make_user("boss", "manager"))
+    body = client.get(f"/items/{got['mc-0'].response_id}/").content.decode()
+    assert f"scored by <code>{got['mc-0'].detail['scored_by']}</code>" in body
+    for value in got["mc-0"].detail.get("scores", {}).values():
+        assert f"{value:.4f}" in body
 
 
 @pytest.mark.django_db
