@@ -659,6 +659,10 @@ def _finite(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
 
 
+def _note(value: Any) -> str:
+    return shown(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True))
+
+
 def _regeneration_trace(reading: Reading) -> RegenerationTrace:
     detail = reading.detail if isinstance(reading.detail, dict) else {}
     raw_scores = detail.get("scores")
@@ -678,7 +682,7 @@ def _regeneration_trace(reading: Reading) -> RegenerationTrace:
         for letter, value in sorted(logprobs.items())
     ]
     generated = detail.get("generated")
-    notes = [(key, shown(json.dumps(detail[key], ensure_ascii=False))) for key in _REGENERATION_NOTES if key in detail]
+    notes = [(key, _note(detail[key])) for key in _REGENERATION_NOTES if key in detail]
     return RegenerationTrace(
         method=shown(str(detail.get("method", ""))),
         scored_by=shown(str(detail.get("scored_by", ""))),
