@@ -13,7 +13,7 @@ labels and final labels (invalidated rows too: they are history), audit runs.
 
 Left out, on purpose: leases (claims in flight), cached analytics reports (recomputed), task
 batches (progress of past runs), LLM attempts (the transcripts of judge calls; the judgement keeps
-each call's prompt and template hash), users' roles and passwords.
+the prompt it sent, its hash and its template's hash), users' roles and passwords.
 """
 
 from __future__ import annotations
@@ -148,7 +148,7 @@ LEFT_OUT = [
     "leases (claims in flight)",
     "cached analytics reports (a replay recomputes them)",
     "task batches (the progress of past runs)",
-    "LLM attempts (the transcripts of judge calls; each judgement keeps its prompt and template hash)",
+    "LLM attempts (the transcripts of judge calls; each judgement keeps the prompt it sent, and its hash)",
     "users' passwords, e-mail addresses and roles",
 ]
 
