@@ -551,6 +551,10 @@ class JudgeTrace:
     parser_readings: list[ParserReading]
     served_model: str
     finish_reason: str
+    upstream_parser: str  # the template's upstream parser ("" for readings judged before it was recorded)
+    parser_disagrees: bool | None  # whether it reads the reply differently from ours (None: not compared)
+    confidence: float | None  # the verdict's confidence (judges.confidence), when log-probabilities came
+    label_masses: list[tuple[str, float]]  # label -> probability mass at the verdict token, as sent
 
 
 @dataclass(frozen=True)
@@ -635,8 +639,11 @@ def _sent_messages(messages_sent: str | None, prompt_hash: str) -> tuple[list[Se
     return messages, "as sent (sha256 matches the prompt hash)"
 
 
-def _judge_trace(judgement: Any) -> JudgeTrace:
+def _judge_trace(judgement: Any, detail: Any) -> JudgeTrace:
     messages, state = _sent_messages(judgement.messages_sent, judgement.prompt_hash)
+    detail = detail if isinstance(detail, dict) else {}
+    disagrees = detail.get("parser_disagrees")
+    masses = judgement.verdict_alternatives if isinstance(judgement.verdict_alternatives, dict) else {}
     readings = [ParserReading(shown(judgement.parser), judgement.label or None, True)]
     readings += [
         ParserReading(shown(str(name)), shown(str(label)) if label else None, False)
@@ -652,6 +659,12 @@ def _judge_trace(judgement: Any) -> JudgeTrace:
         parser_readings=readings,
         served_model=shown(judgement.served_model),
         finish_reason=shown(judgement.finish_reason),
+        upstream_parser=shown(str(detail.get("upstream_parser") or "")),
+        parser_disagrees=disagrees if isinstance(disagrees, bool) else None,
+        confidence=_finite(judgement.confidence),
+        label_masses=sorted(
+            (shown(str(label)), mass) for label, value in masses.items() if (mass := _finite(value)) is not None
+        ),
     )
 
 
@@ -749,7 +762,7 @@ def llm_traces(*, response_id: int) -> list[LLMTrace]:
                 verdict=reading.verdict,
                 answer=None if reading.answer is None else shown(reading.answer),
                 failure=shown(str(failure)) if failure else "",
-                judge=_judge_trace(judgement) if judgement is not None else None,
+                judge=_judge_trace(judgement, reading.detail) if judgement is not None else None,
                 regeneration=_regeneration_trace(reading) if spec.kind == "regeneration" else None,
                 attempts=attempts.get(spec.pk, []),
             )

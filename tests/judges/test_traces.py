@@ -330,3 +330,26 @@ def test_a_bundle_written_before_prompts_were_kept_loads_them_as_not_kept(judged
     del row["prompt_hash"]  # any other column is still required
     with pytest.raises(ValueError, match="field 'prompt_hash' is missing"):
         contents.build_instance(table, row, where="old.zip: judges.Judgement.jsonl line 1")
+
+
+def test_a_judges_trace_shows_its_confidence_and_whether_its_templates_upstream_parser_reads_it_differently(
+    loopback, make_judge, make_dataset, django_user_model
+):
+    """issue 37 items 1 and 5 on the trace: a judge with log-probabilities shows the verdict's
+    confidence and the label masses as the server sent them; an xVerify reply our parser reads and
+    the exact-label upstream parser does not ("[Correct]") is marked as read differently."""
+    import math
+
+    ds = make_dataset(rows=[mc_row(0)], n_math=0)
+    # With log-probabilities the loopback server replies with the first alternative, as one token.
+    loopback.chat_top = [("[Correct]", math.log(0.6)), ("[Incorrect]", math.log(0.2))]
+    judge = make_judge("xvconf", template="xverify", logprobs=True)
+    judgements_create(judges=[judge], response_ids=response_ids(ds))
+    j = Judgement.objects.get(judge=judge)
+    assert j.raw_reply == "[Correct]" and j.label == "correct"
+    assert j.confidence == pytest.approx(0.75)
+    assert j.reading.detail["parser_disagrees"] is True  # xverify_exact_label reads "[Correct]" as nothing
+    body = _page(make_user("boss-conf", "manager"), f"/items/{j.reading.response_id}/")
+    assert "Confidence in the verdict <strong>0.750</strong>" in body
+    assert "correct 0.600, incorrect 0.200" in body
+    assert "reads it differently" in body

@@ -7,7 +7,7 @@ from django.db import migrations
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('judges', '0004_name_validators'),
+        ('judges', '0005_judge_logprobs_confidence'),
     ]
 
     operations = [
