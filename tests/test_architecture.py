@@ -76,7 +76,7 @@ def test_adjudication_never_imports_judges(path: Path) -> None:
 
 # What judges may use of adjudication: the data (models, fields, validators, the data-version bump),
 # the JSON depth bound (nesting), the pipeline it feeds (batches, producers, progress, readings,
-# services, selectors), the shared command options and command base, the one application error
+# services, selectors, subsets), the shared command options and command base, the one application error
 # base and the admin site. Never a page, an API or another capability's internals.
 JUDGES_MAY_USE = (
     "adjudication.models",
@@ -95,6 +95,7 @@ JUDGES_MAY_USE = (
     "adjudication.pipeline.services",
     "adjudication.pipeline.selectors",
     "adjudication.pipeline.store",
+    "adjudication.pipeline.subsets",
 )
 
 
@@ -415,6 +416,7 @@ PURE_MODULES = (
     "adjudication.analytics.parsing",
     "adjudication.bundles.checks",
     "adjudication.bundles.compare",
+    "adjudication.pipeline.subsets",
 )
 
 

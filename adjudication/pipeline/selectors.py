@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import heapq
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -10,7 +12,17 @@ from typing import Any
 from django.db.models import QuerySet
 
 from adjudication.exports import Column
-from adjudication.models import Dataset, ReaderSpec, Reading, TaskBatch
+from adjudication.models import (
+    Dataset,
+    FinalLabel,
+    QueueItem,
+    ReaderSpec,
+    Reading,
+    Response,
+    ReviewQueue,
+    TaskBatch,
+)
+from adjudication.pipeline.subsets import ResponseSubset, SubsetError
 from readers import registry as reader_registry
 from readers.base import Item as ReaderItem
 from readers.summary import Row as SummaryRow
@@ -316,3 +328,72 @@ def dataset_counts(*, dataset_ids: Sequence[int], readings: dict[int, int] | Non
         )
         for i in ids
     }
+
+
+def dataset_queue_names(*, dataset: Dataset) -> list[str]:
+    return list(ReviewQueue.objects.filter(dataset=dataset).order_by("name").values_list("name", flat=True))
+
+
+def subset_response_ids(*, dataset: Dataset, subset: ResponseSubset) -> list[int]:
+    """The ids of the dataset's responses in `subset`, in id order (the order runs batch them in).
+    Refuses, naming what is wrong, a queue the dataset has not and listed ids it holds no response
+    of (every unknown one counted, the first named with its line), so nothing is enqueued for a
+    list with a typo in it."""
+    responses = Response.objects.filter(dataset=dataset)
+    if subset.kind == "queue":
+        queue = ReviewQueue.objects.filter(dataset=dataset, name=subset.queue).first()
+        if queue is None:
+            names = sorted(ReviewQueue.objects.filter(dataset=dataset).values_list("name", flat=True))
+            raise SubsetError(
+                f"queue: no review queue named {subset.queue!r} in dataset {dataset.name!r}"
+                + (f" (its queues: {', '.join(names)})" if names else " (it has no queue)"),
+                field="queue",
+            )
+        responses = responses.filter(id__in=QueueItem.objects.filter(queue=queue).values("review_item__response_id"))
+    elif subset.kind == "labelled":
+        # FinalLabel.objects sees only standing labels; "unresolved" is an adjudicator declining
+        # to decide, which gives a judge nothing to be compared with.
+        responses = responses.filter(
+            id__in=FinalLabel.objects.filter(item__queue__dataset=dataset)
+            .exclude(provenance=FinalLabel.Provenance.UNRESOLVED)
+            .values("item__review_item__response_id")
+        )
+    elif subset.kind == "sample":
+        return _sample(dict(responses.values_list("id", "external_id")), size=subset.size, seed=subset.seed)
+    elif subset.kind == "ids":
+        return _listed(dataset, subset)
+    return list(responses.order_by("id").values_list("id", flat=True))
+
+
+def _sample(external_ids: dict[int, str], *, size: int, seed: int) -> list[int]:
+    """The `size` responses whose sha256 of (seed, external id) is smallest: a uniform sample
+    without replacement that depends on nothing but the seed and the ids (not on the database's
+    row order or Python's random), and grows by adding responses as `size` grows."""
+
+    def rank(response_id: int) -> bytes:
+        return hashlib.sha256(f"{seed}\x00{external_ids[response_id]}".encode("utf-8", "surrogatepass")).digest()
+
+    return sorted(heapq.nsmallest(size, external_ids, key=rank))
+
+
+def _listed(dataset: Dataset, subset: ResponseSubset) -> list[int]:
+    wanted = {line.external_id for line in subset.ids}
+    found: dict[str, int] = {}
+    for chunk in _chunks(sorted(wanted), 5000):
+        found.update(Response.objects.filter(dataset=dataset, external_id__in=chunk).values_list("external_id", "id"))
+    unknown = [line for line in subset.ids if line.external_id not in found]
+    if unknown:
+        first = unknown[0]
+        more = len({line.external_id for line in unknown}) - 1
+        raise SubsetError(
+            f"{subset.source}, line {first.line}: no response {first.external_id!r} in dataset {dataset.name!r}"
+            + (f" (and {more} more unknown id{'s' if more != 1 else ''})" if more else "")
+            + "; nothing was enqueued",
+            field="ids",
+        )
+    return sorted(found.values())
+
+
+def _chunks(values: Sequence[str], size: int) -> Iterator[Sequence[str]]:
+    for start in range(0, len(values), size):
+        yield values[start : start + size]

@@ -13,10 +13,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from django.conf import settings
+from django.db.models import QuerySet
 
 from adjudication.models import Dataset, ReaderSpec, Reading, Response, TaskBatch
 from adjudication.pipeline.batches import batch_task_id, batches_enqueue
+from adjudication.pipeline.producers import JudgePlan
+from adjudication.pipeline.selectors import subset_response_ids
 from adjudication.pipeline.services import Enqueued
+from adjudication.pipeline.subsets import ResponseSubset
 from judges.models import Endpoint, Judge
 from judges.services.judging import judge_spec_for
 from judges.services.records import RETRYABLE_VERDICTS
@@ -36,16 +40,44 @@ class LLMRun:
     id: uuid.UUID = field(default_factory=uuid.uuid4)  # its tasks' TaskBatch rows carry it
     kind: str = TaskBatch.Kind.JUDGE
     resend: dict[int, Callable[[], None]] = field(default_factory=dict)  # batch id -> send it again
+    subset: ResponseSubset = field(default_factory=ResponseSubset.whole)
+    response_ids: list[int] | None = None  # the subset's responses; None: the whole dataset
+    judged: dict[int, int] = field(default_factory=dict)  # spec id -> responses of the subset judged before, not redone
+
+    @property
+    def responses(self) -> int:
+        """How many responses the run covers (the subset's, or the dataset's)."""
+        return self.dataset.responses.count() if self.response_ids is None else len(self.response_ids)
 
     @property
     def total(self) -> int:
-        return self.dataset.responses.count() * len(self.enqueued)
+        return self.responses * len(self.enqueued)
+
+    def readings(self, spec: ReaderSpec) -> QuerySet[Reading]:
+        """The spec's readings of the responses the run covers."""
+        readings = Reading.objects.filter(reader_spec=spec)
+        if self.response_ids is None:
+            return readings.filter(response__dataset=self.dataset)
+        return readings.filter(response_id__in=self.response_ids)
+
+    def plans(self) -> list[JudgePlan]:
+        """Per reader spec: the responses the run covers, those judged before it (and not redone)
+        and those it enqueued."""
+        return [
+            JudgePlan(
+                judge=e.reader_spec.name,
+                responses=self.responses,
+                judged=self.judged.get(e.reader_spec.id, 0),
+                to_judge=e.missing,
+            )
+            for e in self.enqueued
+        ]
 
     def done(self) -> int:
         """Readings that exist and are not still waiting for their retry."""
         n = 0
         for e in self.enqueued:
-            n += Reading.objects.filter(response__dataset=self.dataset, reader_spec=e.reader_spec).count()
+            n += self.readings(e.reader_spec).count()
             waiting = self.retrying.get(e.reader_spec.id)
             if waiting:
                 still = Reading.objects.filter(id__in=waiting, verdict__in=RETRYABLE_VERDICTS).values_list(
@@ -59,18 +91,17 @@ def batch_size_default() -> int:
     return int(getattr(settings, "LLM_BATCH_SIZE", DEFAULT_BATCH))
 
 
-def _failed(dataset: Dataset, spec: ReaderSpec) -> dict[int, int]:
+def _failed(run: LLMRun, spec: ReaderSpec) -> dict[int, int]:
     """Response id -> reading id of the failed readings `--retry-errors` redoes."""
-    return dict(
-        Reading.objects.filter(
-            response__dataset=dataset, reader_spec=spec, verdict__in=RETRYABLE_VERDICTS, detail__has_key="failed"
-        ).values_list("response_id", "id")
-    )
+    failed = run.readings(spec).filter(verdict__in=RETRYABLE_VERDICTS, detail__has_key="failed")
+    return dict(failed.values_list("response_id", "id"))
 
 
-def _missing(dataset: Dataset, spec: ReaderSpec) -> set[int]:
-    missing = Response.objects.filter(dataset=dataset).exclude(readings__reader_spec=spec)
-    return set(missing.values_list("id", flat=True))
+def _missing(run: LLMRun, spec: ReaderSpec) -> set[int]:
+    responses = Response.objects.filter(dataset=run.dataset)
+    if run.response_ids is not None:
+        responses = responses.filter(id__in=run.response_ids)
+    return set(responses.exclude(readings__reader_spec=spec).values_list("id", flat=True))
 
 
 def _start(*, dataset: Dataset, kind: str, batch_size: int | None, retry_errors: bool) -> tuple[LLMRun, int]:
@@ -84,11 +115,12 @@ def _start(*, dataset: Dataset, kind: str, batch_size: int | None, retry_errors:
 def _todo(run: LLMRun, spec: ReaderSpec, *, retry_errors: bool) -> set[int]:
     """The responses `spec` has no reading of; with retry_errors, also those whose calls failed,
     which the run records so that it waits for their redo."""
-    todo = _missing(run.dataset, spec)
+    todo = _missing(run, spec)
     if retry_errors:
-        failed = _failed(run.dataset, spec)
+        failed = _failed(run, spec)
         todo |= set(failed)
         run.retrying[spec.id] = list(failed.values())
+    run.judged[spec.id] = run.responses - len(todo)
     return todo
 
 
@@ -99,16 +131,22 @@ def dataset_judge(
     retry_errors: bool = False,
     batch_size: int | None = None,
     on_enqueued: Callable[[int], None] | None = None,
+    subset: ResponseSubset | None = None,
 ) -> LLMRun:
-    """Enqueue `judge_batch` tasks so every response gets one reading by every judge."""
+    """Enqueue `judge_batch` tasks so every response of the dataset (or of `subset`) gets one
+    reading by every judge. The subset is resolved, and refused (a SubsetError) if it names what
+    the dataset has not, before anything is enqueued."""
     from judges.tasks import judge_batch
 
+    subset = subset or ResponseSubset.whole()
+    response_ids = None if subset.is_whole else subset_response_ids(dataset=dataset, subset=subset)
     run, batch_size = _start(
         dataset=dataset, kind=TaskBatch.Kind.JUDGE, batch_size=batch_size, retry_errors=retry_errors
     )
+    run.subset, run.response_ids = subset, response_ids
     specs = [(judge, judge_spec_for(judge)) for judge in judges]
     todo = {judge.pk: _todo(run, spec, retry_errors=retry_errors) for judge, spec in specs}
-    order = list(Response.objects.filter(dataset=dataset).order_by("id").values_list("id", flat=True))
+    order = sorted(set().union(*todo.values()))
     n_batches = batches_enqueue(
         run_id=run.id,
         kind=run.kind,
