@@ -6,25 +6,29 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_not_required
 from django.db import connection
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from adjudication.analytics.report import Params
 from adjudication.analytics.selectors import StoredReport, report_parts, report_readers
 from adjudication.analytics.services import report_for_view
-from adjudication.forms import form_errors
+from adjudication.errors import ApplicationError
+from adjudication.forms import form_error_add, form_errors
 from adjudication.models import Dataset
 from adjudication.permissions import has_role, is_manager, role_required
-from adjudication.pipeline.forms import RunReadersForm
+from adjudication.pipeline.forms import RunJudgesForm, RunReadersForm
+from adjudication.pipeline.producers import JudgePlan, JudgeRuns, judge_runs
 from adjudication.pipeline.selectors import (
     SUMMARY_GROUPS,
     DatasetCounts,
     dataset_counts,
     dataset_default_panel,
+    dataset_queue_names,
     reader_summary,
 )
 from adjudication.pipeline.services import dataset_read
+from adjudication.pipeline.subsets import ResponseSubset
 from readers import registry as reader_registry
 
 
@@ -85,10 +89,24 @@ def _card_parts(state: StoredReport) -> dict:
 @role_required("manager")
 def dataset_detail(request: HttpRequest, dataset_id: int) -> HttpResponse:
     dataset = get_object_or_404(Dataset, pk=dataset_id)
+    return _dataset_page(request, dataset)
+
+
+def _dataset_page(
+    request: HttpRequest,
+    dataset: Dataset,
+    *,
+    judge_form: RunJudgesForm | None = None,
+    judge_plans: list[JudgePlan] | None = None,
+    status: int = 200,
+) -> HttpResponse:
     by = request.GET.get("by", "benchmark/checkpoint")
     if by not in SUMMARY_GROUPS:
         by = "benchmark/checkpoint"
     rows = reader_summary(dataset=dataset, by=by)
+    runs = judge_runs()
+    if judge_form is None and runs is not None:
+        judge_form = _judge_form(dataset, runs)
     return render(
         request,
         "pipeline/dataset.html",
@@ -102,7 +120,48 @@ def dataset_detail(request: HttpRequest, dataset_id: int) -> HttpResponse:
             # The readers that apply to this dataset's task types (readers.tasks), pre-ticked.
             "panel": dataset_default_panel(dataset_id=dataset.pk),
             "can_manage": is_manager(request.user),
+            "judge_form": judge_form,
+            "judge_plans": judge_plans,
         },
+        status=status,
+    )
+
+
+def _judge_form(dataset: Dataset, runs: JudgeRuns, data: QueryDict | None = None) -> RunJudgesForm:
+    return RunJudgesForm(data, judges=runs.names(), queues=dataset_queue_names(dataset=dataset))
+
+
+@require_POST
+@role_required("manager")
+def dataset_run_judges(request: HttpRequest, dataset_id: int) -> HttpResponse:
+    """LLM judges on the dataset or a subset of it: "Preview" shows per judge how many responses
+    the subset holds and how many are still to judge (nothing written); "Judge" enqueues what is
+    missing and returns at once (the workers judge it; progress below)."""
+    dataset = get_object_or_404(Dataset, pk=dataset_id)
+    runs = judge_runs()
+    if runs is None:
+        raise Http404("no installed app runs LLM judges")
+    form = _judge_form(dataset, runs, request.POST)
+    plans = None
+    if form.is_valid():
+        names, subset = form.cleaned_data["judge"], form.cleaned_data["response_subset"]
+        try:
+            if form.cleaned_data["action"] == "run":
+                plans = runs.start(dataset, names, subset)
+                messages.info(request, _judging_message(subset, plans))
+                return redirect("adjudication:dataset", dataset_id=dataset.id)
+            plans = runs.plan(dataset, names, subset)
+        except ApplicationError as exc:
+            form_error_add(form, exc)
+    return _dataset_page(request, dataset, judge_form=form, judge_plans=plans, status=400 if form.errors else 200)
+
+
+def _judging_message(subset: ResponseSubset, plans: list[JudgePlan]) -> str:
+    n = plans[0].responses if plans else 0
+    return (
+        f"Judging {subset.describe()}: {n} response{'s' if n != 1 else ''}; "
+        + "; ".join(f"{p.judge}: {p.judged} already judged, {p.to_judge} enqueued" for p in plans)
+        + ". Progress below."
     )
 
 

@@ -33,6 +33,8 @@ MATRIX: dict[str, tuple[str, str, dict[str, str]]] = {
     "accounts/logout/": ("post", "/accounts/logout/", {"annotator": LOGIN, "adjudicator": LOGIN, "manager": LOGIN}),
     "datasets/<int:dataset_id>/": ("get", "/datasets/{dataset}/", {"manager": OK}),
     "datasets/<int:dataset_id>/run/": ("post", "/datasets/{dataset}/run/", {"manager": "redirect"}),
+    # No judge in this world: the empty form again (400), its refusal shown beside the judges.
+    "datasets/<int:dataset_id>/judge/": ("post", "/datasets/{dataset}/judge/", {"manager": "client_error"}),
     "review/": ("get", "/review/", {"annotator": "redirect"}),
     "review/item/<int:lease_id>/": ("get", "/review/item/{lease}/", {"annotator": OK}),
     "review/queues/<int:queue_id>/mine/": ("get", "/review/queues/{queue}/mine/", {"annotator": OK}),
