@@ -161,7 +161,7 @@ def _judging_message(subset: ResponseSubset, plans: list[JudgePlan]) -> str:
     return (
         f"Judging {subset.describe()}: {n} response{'s' if n != 1 else ''}; "
         + "; ".join(f"{p.judge}: {p.judged} already judged, {p.to_judge} enqueued" for p in plans)
-        + ". Progress below."
+        + ". Their readings join the reader table below as the workers write them."
     )
 
 

@@ -100,7 +100,8 @@ def test_each_subset_from_the_form_judges_only_its_responses_and_says_so(
     assert judged() == world.queued and loopback.stats.requests == len(world.queued)
     assert said == (
         f"Judging the responses in review queue &#x27;q&#x27;: {len(world.queued)} responses; "
-        f"sq: 0 already judged, {len(world.queued)} enqueued. Progress below."
+        f"sq: 0 already judged, {len(world.queued)} enqueued. "
+        "Their readings join the reader table below as the workers write them."
     )
 
     said = run(subset="labelled")

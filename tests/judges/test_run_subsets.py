@@ -261,3 +261,23 @@ def test_a_subset_run_through_a_real_worker_waits_for_exactly_its_readings(
     assert summary(out) == (4, 0, 4)
     assert judged() == others | sample
     assert "judges.tasks.judge_batch" in celery_worker.log()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_retry_errors_on_a_subset_redoes_only_the_subset_s_failed_readings(
+    loopback, make_endpoint, make_judge, make_dataset, eager, tmp_path, monkeypatch
+):
+    ds = make_dataset(n_mc=4, n_math=0)
+    monkeypatch.delenv("SUBSET_TEST_KEY", raising=False)
+    make_judge("sq", endpoint=make_endpoint(api_key_env="SUBSET_TEST_KEY"))
+    run_command("run_judges", dataset=ds.name, judges=["sq"])
+    verdicts = dict(Reading.objects.filter(reader_spec__name="sq").values_list("response__external_id", "verdict"))
+    assert verdicts == dict.fromkeys(["mc-0", "mc-1", "mc-2", "mc-3"], "error")
+
+    monkeypatch.setenv("SUBSET_TEST_KEY", "k-123")
+    listed = tmp_path / "ids.txt"
+    listed.write_text("mc-0\nmc-1\n")
+    out = run_command("run_judges", dataset=ds.name, judges=["sq"], ids=listed, retry_errors=True)
+    assert summary(out) == (2, 0, 2)
+    verdicts = dict(Reading.objects.filter(reader_spec__name="sq").values_list("response__external_id", "verdict"))
+    assert verdicts == {"mc-0": "correct", "mc-1": "correct", "mc-2": "error", "mc-3": "error"}
