@@ -40,7 +40,9 @@ class RunJudgesForm(forms.Form):
         ],
         initial="all",
     )
-    queue = forms.ChoiceField(required=False)
+    # A name, not a choice: a queue deleted since the page was drawn is refused only when it is
+    # the subset asked for (the selector names the dataset's queues), not whatever was picked.
+    queue = forms.CharField(required=False, max_length=200)
     sample = forms.IntegerField(required=False, min_value=1, max_value=INT_MAX)
     seed = forms.IntegerField(required=False, min_value=0, max_value=SEED_MAX, initial=0)
     ids = forms.CharField(
@@ -50,10 +52,10 @@ class RunJudgesForm(forms.Form):
 
     def __init__(self, *args: Any, judges: list[str], queues: list[str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        judge, queue = self.fields["judge"], self.fields["queue"]
-        assert isinstance(judge, forms.MultipleChoiceField) and isinstance(queue, forms.ChoiceField)  # declared above
+        judge = self.fields["judge"]
+        assert isinstance(judge, forms.MultipleChoiceField)  # declared above
         judge.choices = [(name, name) for name in judges]
-        queue.choices = [("", "—"), *((name, name) for name in queues)]
+        self.queue_names = queues  # the dataset's queues, for the page's list
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}

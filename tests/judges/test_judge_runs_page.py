@@ -127,7 +127,11 @@ def test_each_subset_from_the_form_judges_only_its_responses_and_says_so(
     [
         ({"judge": []}, "judge", "tick at least one judge"),
         ({"subset": "queue", "queue": ""}, "queue", "name the review queue"),
-        ({"subset": "queue", "queue": "other"}, "queue", "Select a valid choice"),
+        (
+            {"subset": "queue", "queue": "other"},
+            "queue",
+            "no review queue named &#x27;other&#x27; in dataset &#x27;audit&#x27; (its queues: q)",
+        ),
         ({"subset": "sample", "sample": ""}, "sample", "a sample holds at least 1 response"),
         ({"subset": "sample", "sample": "0"}, "sample", "greater than or equal to 1"),
         ({"subset": "sample", "sample": "3", "seed": "-1"}, "seed", "greater than or equal to 0"),
@@ -148,6 +152,16 @@ def test_a_refused_choice_is_shown_beside_its_field_and_nothing_is_enqueued(
     assert shown and message in shown[1], page[page.index('id="judge-form"') :][:3000]
     assert not TaskBatch.objects.exists() and not Reading.objects.filter(reader_spec__kind="judge").exists()
     assert loopback.stats.requests == 0
+
+
+def test_a_stale_queue_name_is_refused_only_when_the_queue_is_the_subset(
+    manager, loopback, make_judge, write_jsonl, eager, django_capture_on_commit_callbacks
+):
+    world = audit_world(write_jsonl)
+    make_judge("sq")
+    with django_capture_on_commit_callbacks(execute=True):
+        resp = judge_post(manager, world.dataset.pk, subset="labelled", queue="gone", action="run")
+    assert resp.status_code == 302 and judged() == world.labelled
 
 
 def test_pasted_ids_are_escaped_when_shown_back(manager, make_judge, write_jsonl):
