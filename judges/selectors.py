@@ -25,8 +25,8 @@ def judges_named(names: Sequence[str]) -> list[Judge]:
 
 
 def judge_spec_current(judge: Judge) -> ReaderSpec | None:
-    """The reader spec of the judge as it is now configured, if it has one (judging_services'
-    judge_spec_for creates it)."""
+    """The reader spec of the judge as it is now configured, if a run has made it
+    (judges.services.judging.judge_spec_for, which a preview must not call: it creates the spec)."""
     return ReaderSpec.objects.filter(
         name=judge.name, version=JUDGE_VERSION, config_hash=config_hash(judge_config(judge))
     ).first()
