@@ -136,7 +136,7 @@ def _judge_form(dataset: Dataset, runs: JudgeRuns, data: QueryDict | None = None
 def dataset_run_judges(request: HttpRequest, dataset_id: int) -> HttpResponse:
     """LLM judges on the dataset or a subset of it: "Preview" shows per judge how many responses
     the subset holds and how many are still to judge (nothing written); "Judge" enqueues what is
-    missing and returns at once (the workers judge it; progress below)."""
+    missing and returns at once (the workers judge it; its readings join the reader table)."""
     dataset = get_object_or_404(Dataset, pk=dataset_id)
     runs = judge_runs()
     if runs is None:
