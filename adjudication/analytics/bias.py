@@ -88,7 +88,16 @@ def judge_bias(
             excluded[f"producer_{p if p else 'missing'}"] += k
         else:
             cells[BINARY.index(pb), BINARY.index(hb)] += k
+    return bias_of_cells(cells, excluded=excluded, seed=seed, n_boot=n_boot)
+
+
+def bias_of_cells(
+    cells: np.ndarray, *, excluded: Counter | None = None, seed: int = 0, n_boot: int = BOOTSTRAP
+) -> dict[str, Any]:
+    """judge_bias from the 2×2 counts [[TP, FP], [FN, TN]] (producer in rows, human in columns):
+    what a caller that has already counted (the judge-bias card, one numpy pass per stratum) asks."""
     (tp, fp), (fn, tn) = (int(x) for x in cells[0]), (int(x) for x in cells[1])
+    excluded = excluded if excluded is not None else Counter()
     n = tp + fp + fn + tn
     out: dict[str, Any] = {
         "n": n,

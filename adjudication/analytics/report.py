@@ -19,6 +19,7 @@ from django.conf import settings
 from adjudication.analytics import agreement as ag
 from adjudication.analytics import format_share as fs
 from adjudication.analytics import parsing, ranking
+from adjudication.analytics.bias_card import judge_cards
 from adjudication.analytics.calibration import calibration
 from adjudication.analytics.consensus import consensus
 from adjudication.analytics.estimate_blocks import (
@@ -45,6 +46,8 @@ from adjudication.analytics.selectors import (
     estimate_producer_name,
     format_share_observations,
     judge_confidence_points,
+    judge_endpoint_models,
+    labelled_response_traits,
     ranking_tables,
     read_snapshot,
     reading_summary,
@@ -145,6 +148,7 @@ class Report:
     estimates: dict[str, Any] | None = None
     estimates_error: str = ""
     calibration: dict[str, Any] = field(default_factory=dict)
+    judge_cards: dict[str, Any] | None = None
 
     def body(self) -> dict[str, Any]:
         """Everything the page and the downloads show, as JSON (what an AnalyticsReport stores).
@@ -168,6 +172,7 @@ class Report:
                 "estimates": self.estimates,
                 "estimates_error": self.estimates_error,
                 "calibration": self.calibration,
+                "judge_cards": self.judge_cards,
             }
         )
 
@@ -349,6 +354,7 @@ def build(dataset: Dataset, params: Params) -> Report:
     _consensus(rep)
     estimated = _estimates(rep)
     _judge_bias_estimates(rep, estimated)
+    _judge_cards(rep, inputs, summary)
     return rep
 
 
@@ -667,6 +673,68 @@ def _judge_bias_estimates(rep: Report, inputs: EstimateInputs | None) -> None:
             table.append({**line, "template_hash": templates.get(row["reader"], "")})
 
 
+JUDGE_CARD_TITLE = "Judge-bias cards: false accept, false reject and bias by stratum, with heterogeneity tests"
+
+
+def _judge_cards(rep: Report, inputs: dict[str, Any], summary: ReadingSummary) -> None:
+    """Each producer's judge-bias card (analytics.bias_card) on the labelled items of the headline's
+    scope: the breakdowns, their heterogeneity tests and the self-preference flag, with the
+    prediction-powered overall rates of the judge-bias-estimates table beside them. Reads the
+    labelled responses' texts only (their length, format and gold type), never every response."""
+    scope = rep.headline["scope"]
+    traits = labelled_response_traits(dataset=rep.dataset)
+    cards = judge_cards(
+        inputs["obs"],
+        inputs["human"],
+        traits,
+        scope=scope,
+        judge_models=judge_endpoint_models(dataset=rep.dataset, labels=summary.labels),
+        templates=inputs.get("templates", {}),
+        seed=rep.params.seed,
+    )
+    estimated: dict[str, dict[str, Any]] = {}
+    for row in rep.tables.get("judge-bias-estimates", {}).get("rows", []):
+        estimated.setdefault(row["reader"], {})[row["rate"]] = {
+            k: row.get(k)
+            for k in ("prediction_powered", "prediction_powered_lo", "prediction_powered_hi", "labels", "headline")
+        } | {"withheld": row.get("withheld") or row.get("error") or ""}
+    for card in cards["cards"]:
+        card["prediction_powered"] = estimated.get(card["producer"])
+    rep.judge_cards = jsonable(cards)
+    rows: list[dict[str, Any]] = []
+    for card in rep.judge_cards["cards"]:
+        for dimension, block in {
+            "overall": {"strata": [{"stratum": "all", **card["overall"]}]},
+            **card["breakdowns"],
+        }.items():
+            for stratum in block["strata"]:
+                rows.append(_judge_card_row(card, dimension, stratum, block.get("tests") or {}))
+    rep.tables["judge-card"] = {"title": JUDGE_CARD_TITLE, "rows": rows}
+
+
+def _judge_card_row(
+    card: dict[str, Any], dimension: str, stratum: dict[str, Any], tests: dict[str, Any]
+) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "reader": card["producer"],
+        "kind": card["kind"],
+        "template_hash": card["template_hash"],
+        "dimension": dimension,
+        "stratum": stratum["stratum"],
+    }
+    for key in ("n", "tp", "fp", "fn", "tn"):
+        row[key] = stratum[key]
+    for name in ("false_accept_rate", "false_reject_rate", "bias"):
+        ci = stratum.get(f"{name}_ci") or [None, None]
+        row.update({name: stratum.get(name), f"{name}_lo": ci[0], f"{name}_hi": ci[1]})
+    for rate in ("false_accept", "false_reject"):
+        test = tests.get(rate) or {}
+        row[f"{rate}_test_p"] = test.get("p_value")
+        row[f"{rate}_test_df"] = test.get("df")
+    row["warnings"] = "; ".join(stratum.get("warnings") or [])
+    return row
+
+
 def _judge_bias_estimate_row(
     row: dict[str, Any], key: str, kind: str, entry: dict[str, Any], today: dict[str, Any]
 ) -> dict[str, Any]:
@@ -841,6 +909,7 @@ TABLES = (
     "format-share-pairs",
     "judge-bias-estimates",
     "judge-calibration",
+    "judge-card",
     "ranking",
     "flips",
     "kendall-tau",

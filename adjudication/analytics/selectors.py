@@ -29,6 +29,7 @@ from django.db.models import BooleanField, Case, Count, Exists, F, OuterRef, Q, 
 from django.db.models.fields.json import KT
 
 from adjudication.analytics.agreement import HumanObs, ReaderObs, VerdictCount, human_verdict
+from adjudication.analytics.bias_card import ResponseTraits
 from adjudication.analytics.consensus import ConsensusInputs
 from adjudication.analytics.estimates import (
     BINARY,
@@ -388,6 +389,35 @@ def judge_parsing_counts(*, dataset: Dataset, labels: dict[int, str] | None = No
         ParsingCount(labels[sid], status or "", upstream or "", recorded.get(str(disagrees).lower()), n)
         for sid, status, upstream, disagrees, n in rows
     ]
+def judge_endpoint_models(*, dataset: Dataset, labels: dict[int, str] | None = None) -> dict[str, str]:
+    """{display name: endpoint model} of the LLM judges that read this dataset (the model its
+    reader spec's config names), for the judge-bias card's self-preference flag."""
+    labels = reader_labels(dataset=dataset) if labels is None else labels
+    specs = ReaderSpec.objects.filter(id__in=labels, kind="judge").values_list("id", "config")
+    return {labels[sid]: str((config or {}).get("endpoint_model") or "") for sid, config in specs}
+
+
+def labelled_response_traits(*, dataset: Dataset) -> dict[str, ResponseTraits]:
+    """{response id: its length, answer format and gold type} for the responses with a final label
+    only (the judge-bias card's strata; readers.strata classifies). At most the labelled responses'
+    texts are read: ~10,000 at the largest datasets the report is measured on."""
+    from readers.strata import gold_type, response_format
+
+    rows = (
+        Response.objects.filter(dataset=dataset, id__in=_labelled_responses(dataset))
+        .order_by()
+        .values_list("id", "text", "question__gold", "question__choices")
+    )
+    golds: dict[tuple[str, int], str] = {}
+    out: dict[str, ResponseTraits] = {}
+    for rid, text, gold, choices in rows.iterator(chunk_size=2000):
+        key = (gold or "", len(choices or ()))
+        kind = golds.get(key)
+        if kind is None:
+            kind = golds[key] = gold_type(gold or "", choices or ())
+        text = text or ""
+        out[str(rid)] = ResponseTraits(length=len(text), format=response_format(text), gold_type=kind)
+    return out
 
 
 def agreement_inputs(*, dataset: Dataset, summary: ReadingSummary | None = None) -> dict[str, Any]:

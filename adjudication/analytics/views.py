@@ -13,6 +13,7 @@ from django.shortcuts import get_object_or_404, render
 from django.utils.safestring import mark_safe
 
 from adjudication.analytics import svg
+from adjudication.analytics.bias_card import MIN_STRATUM as JUDGE_CARD_MIN_STRATUM
 from adjudication.analytics.estimate_report import DEFAULT_PREDICTOR
 from adjudication.analytics.format_share import POOL_BY
 from adjudication.analytics.headline import points_text, rate_text, share_text
@@ -54,6 +55,7 @@ PAGE_PARTS = (
     "tables__population",
     "tables__human-agreement",
     "tables__judge-bias-estimates",
+    "judge_cards",
     "agreement__selection",
     "agreement__vs_human",
     "agreement__population",
@@ -96,6 +98,102 @@ def _f(value, lo=None, hi=None, digits: int = 3, signed: bool = False) -> str:
 
 def _ci(value, ci, **kw) -> str:
     return _f(value, *(ci or (None, None)), **kw)
+
+
+def _rate_cell(stratum: dict[str, Any], name: str, k: str, den: tuple[str, str]) -> str:
+    """A card's rate as "0.250 [0.120, 0.450] (5/20)": the interval and what it rests on."""
+    n = int(stratum.get(den[0]) or 0) + int(stratum.get(den[1]) or 0)
+    return f"{_ci(stratum.get(name), stratum.get(f'{name}_ci'))} ({stratum.get(k, 0)}/{n})"
+
+
+def _test_text(test: dict[str, Any]) -> str:
+    if not test:
+        return "–"
+    if test.get("p_value") is None:
+        return f"no test: {test.get('reason', '')}"
+    text = f"p = {test['p_value']:.3g} (df {test['df']}, G = {test['statistic']:.2f}; Holm {test.get('p_holm', 1):.3g})"
+    return text + ("; Monte Carlo p" if "Monte Carlo" in test.get("method", "") else "")
+
+
+def _test_notes(test: dict[str, Any]) -> str:
+    notes = []
+    if test.get("merged"):
+        notes.append(f"merged (under {JUDGE_CARD_MIN_STRATUM} items each): {', '.join(test['merged'])}")
+    if test.get("left_out"):
+        notes.append(f"left out (too few items): {', '.join(test['left_out'])}")
+    return "; ".join(notes)
+
+
+def _judge_cards_display(block: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Each stored card as the page shows it: every rate with its interval and the counts it rests
+    on, each breakdown's two tests with their df and what was merged or left out."""
+    if not block:
+        return []
+    cards = []
+    for card in block.get("cards") or []:
+        sp = card.get("self_preference") or {}
+        breakdowns = []
+        for dimension, b in card["breakdowns"].items():
+            tests = b.get("tests") or {}
+            breakdowns.append(
+                {
+                    "dimension": dimension,
+                    "title": b["title"],
+                    "edges": b.get("edges"),
+                    "tests": [
+                        {
+                            "rate": rate.replace("_", " "),
+                            "key": rate,
+                            "text": _test_text(tests.get(rate) or {}),
+                            "notes": _test_notes(tests.get(rate) or {}),
+                            "p": (tests.get(rate) or {}).get("p_value"),
+                        }
+                        for rate in ("false_accept", "false_reject")
+                    ],
+                    "rows": [_card_stratum(s) for s in b["strata"]],
+                }
+            )
+        cards.append(
+            {
+                **card,
+                "overall_row": _card_stratum({"stratum": "all", "label": "all", **card["overall"]}),
+                "self_own": _card_stratum({"stratum": "own", **own}) if (own := sp.get("own")) else None,
+                "self_other": _card_stratum({"stratum": "other", **other}) if (other := sp.get("other")) else None,
+                "breakdown_rows": breakdowns,
+                "where_text": [
+                    f"{w['rate'].replace('_', ' ')} by {w['dimension'].replace('_', ' ')} "
+                    f"(p = {w['p_value']:.3g}, Holm {w['p_holm']:.3g}, df {w['df']})"
+                    for w in card.get("where") or []
+                ],
+                "ppi": [
+                    {
+                        "rate": rate.replace("_", " "),
+                        "text": _f(
+                            e.get("prediction_powered"),
+                            e.get("prediction_powered_lo"),
+                            e.get("prediction_powered_hi"),
+                            signed=rate == "bias",
+                        ),
+                        "labels": e.get("labels"),
+                        "withheld": e.get("withheld") or "",
+                    }
+                    for rate, e in (card.get("prediction_powered") or {}).items()
+                    if rate in ("false-accept", "false-reject", "bias")
+                ],
+            }
+        )
+    return cards
+
+
+def _card_stratum(s: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "stratum": s.get("label") or s["stratum"],
+        "n": s["n"],
+        "fa": _rate_cell(s, "false_accept_rate", "fp", ("fp", "tn")),
+        "fr": _rate_cell(s, "false_reject_rate", "fn", ("fn", "tp")),
+        "bias": _ci(s.get("bias"), s.get("bias_ci"), signed=True),
+        "warnings": "; ".join(s.get("warnings") or []),
+    }
 
 
 def _bias_estimate_display(rows: list[dict]) -> list[dict]:
@@ -509,6 +607,8 @@ def _report_context(body: dict[str, Any], params: Params) -> dict[str, Any]:
         "agreement_rows": _agreement_display(tables["agreement"]["rows"], scope),
         "bias_estimate_rows": _bias_estimate_display((tables.get("judge-bias-estimates") or {}).get("rows") or []),
         "bias_estimate_sample": body["headline"].get("judge_bias_sample") or {},
+        "judge_cards": _judge_cards_display(body.get("judge_cards")),
+        "judge_cards_meta": body.get("judge_cards") or {},
         "reader_rows": [
             {
                 **r,
