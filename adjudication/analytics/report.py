@@ -677,39 +677,58 @@ JUDGE_CARD_TITLE = "Judge-bias cards: false accept, false reject and bias by str
 
 
 def _judge_cards(rep: Report, inputs: dict[str, Any], summary: ReadingSummary) -> None:
-    """Each producer's judge-bias card (analytics.bias_card) on the labelled items of the headline's
-    scope: the breakdowns, their heterogeneity tests and the self-preference flag, with the
-    prediction-powered overall rates of the judge-bias-estimates table beside them. Reads the
-    labelled responses' texts only (their length, format and gold type), never every response."""
-    scope = rep.headline["scope"]
-    traits = labelled_response_traits(dataset=rep.dataset)
+    """Each producer's judge-bias card on the labelled items of the headline's scope, with the
+    prediction-powered overall rates of the judge-bias-estimates table beside them; one row per
+    producer, breakdown and stratum in the table judge-card."""
+    rep.judge_cards = judge_cards_block(
+        dataset=rep.dataset,
+        inputs=inputs,
+        labels=summary.labels,
+        scope=rep.headline["scope"],
+        seed=rep.params.seed,
+        estimate_rows=rep.tables.get("judge-bias-estimates", {}).get("rows", []),
+    )
+    rows: list[dict[str, Any]] = []
+    for card in rep.judge_cards["cards"]:
+        blocks = {"overall": {"strata": [{"stratum": "all", **card["overall"]}]}, **card["breakdowns"]}
+        for dimension, block in blocks.items():
+            for stratum in block["strata"]:
+                rows.append(_judge_card_row(card, dimension, stratum, block.get("tests") or {}))
+    rep.tables["judge-card"] = {"title": JUDGE_CARD_TITLE, "rows": rows}
+
+
+def judge_cards_block(
+    *,
+    dataset: Dataset,
+    inputs: dict[str, Any],
+    labels: dict[int, str],
+    scope: str,
+    seed: int,
+    estimate_rows: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """Every producer's judge-bias card (analytics.bias_card) over what agreement_inputs read
+    (`inputs`: the readings of labelled responses and the final labels), as JSON. Reads the
+    labelled responses' texts only (their length, format and gold type), never every response.
+    `estimate_rows`: the judge-bias-estimates table's rows, whose prediction-powered overall rates
+    each card carries."""
     cards = judge_cards(
         inputs["obs"],
         inputs["human"],
-        traits,
+        labelled_response_traits(dataset=dataset),
         scope=scope,
-        judge_models=judge_endpoint_models(dataset=rep.dataset, labels=summary.labels),
+        judge_models=judge_endpoint_models(dataset=dataset, labels=labels),
         templates=inputs.get("templates", {}),
-        seed=rep.params.seed,
+        seed=seed,
     )
     estimated: dict[str, dict[str, Any]] = {}
-    for row in rep.tables.get("judge-bias-estimates", {}).get("rows", []):
+    for row in estimate_rows or []:
         estimated.setdefault(row["reader"], {})[row["rate"]] = {
             k: row.get(k)
             for k in ("prediction_powered", "prediction_powered_lo", "prediction_powered_hi", "labels", "headline")
         } | {"withheld": row.get("withheld") or row.get("error") or ""}
     for card in cards["cards"]:
         card["prediction_powered"] = estimated.get(card["producer"])
-    rep.judge_cards = jsonable(cards)
-    rows: list[dict[str, Any]] = []
-    for card in rep.judge_cards["cards"]:
-        for dimension, block in {
-            "overall": {"strata": [{"stratum": "all", **card["overall"]}]},
-            **card["breakdowns"],
-        }.items():
-            for stratum in block["strata"]:
-                rows.append(_judge_card_row(card, dimension, stratum, block.get("tests") or {}))
-    rep.tables["judge-card"] = {"title": JUDGE_CARD_TITLE, "rows": rows}
+    return jsonable(cards)
 
 
 def _judge_card_row(
@@ -925,4 +944,14 @@ def columns(rows: list[dict[str, Any]]) -> list[str]:
     return cols
 
 
-__all__ = ["HUMAN", "TABLES", "Params", "Report", "build", "columns", "flips_summary", "report_body"]
+__all__ = [
+    "HUMAN",
+    "TABLES",
+    "Params",
+    "Report",
+    "build",
+    "columns",
+    "flips_summary",
+    "judge_cards_block",
+    "report_body",
+]

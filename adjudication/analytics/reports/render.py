@@ -231,6 +231,104 @@ def audit_text(summary: dict[str, Any]) -> str:
     return render_table(summary)
 
 
+# judge-bias cards
+
+
+def _rate_text(s: dict[str, Any], name: str, k: str, den: tuple[str, str], signed: bool = False) -> str:
+    value = s.get(name)
+    if value is None:
+        return "–"
+    ci = s.get(f"{name}_ci")
+    fmt = "{:+.3f}" if signed else "{:.3f}"
+    text = fmt.format(value) + ("" if not ci else f" [{fmt.format(ci[0])}, {fmt.format(ci[1])}]")
+    if k:
+        text += f" ({s.get(k, 0)}/{int(s.get(den[0]) or 0) + int(s.get(den[1]) or 0)})"
+    return text
+
+
+def _card_rates(s: dict[str, Any]) -> str:
+    return (
+        f"false accept {_rate_text(s, 'false_accept_rate', 'fp', ('fp', 'tn'))}, "
+        f"false reject {_rate_text(s, 'false_reject_rate', 'fn', ('fn', 'tp'))}, "
+        f"bias {_rate_text(s, 'bias', '', ('', ''), signed=True)}"
+    )
+
+
+def _card_test_text(rate: str, t: dict[str, Any]) -> str:
+    head = f"  {rate.replace('_', ' ')}: "
+    if t.get("p_value") is None:
+        text = head + f"no test ({t.get('reason', '')})"
+    else:
+        text = head + (
+            f"p = {t['p_value']:.3g}, df {t['df']}, G = {t['statistic']:.2f}, Holm p = {t.get('p_holm', 1.0):.3g} "
+            f"({t['method']})"
+        )
+    if t.get("merged"):
+        text += f"; merged into 'other': {', '.join(t['merged'])}"
+    if t.get("left_out"):
+        text += f"; left out (too few items): {', '.join(t['left_out'])}"
+    return text
+
+
+def judge_cards_text(block: dict[str, Any], *, dimensions: tuple[str, ...] = ()) -> str:
+    """The judge-bias cards (analytics.bias_card) as `manage.py judge_card` prints them: per card
+    the overall rates, where the bias lives, the self-preference flag, then each breakdown (those in
+    `dimensions`, all when empty) with its strata and its two heterogeneity tests."""
+    lines = [
+        (
+            f"Judge-bias cards on the labelled {block['scope']!r} items ({block['n_responses']} responses). "
+            "false accept = said correct of the human-rejected items, false reject = said incorrect of the "
+            "human-accepted ones (Wilson 95 %, k/n); bias = judge correct rate - human correct rate "
+            "(bootstrap 95 %). Tests: likelihood ratio of the stratum as a factor (docs/analytics.md, "
+            "'The judge-bias card')."
+        )
+    ]
+    if not block["cards"]:
+        lines.append("No producer has read a labelled item.")
+    for card in block["cards"]:
+        o = card["overall"]
+        lines += [
+            "",
+            f"== {card['producer']} ({card['kind']}"
+            + (f", template {card['template_hash']}" if card.get("template_hash") else "")
+            + f"): n = {card['n']}",
+            _card_rates(o),
+        ]
+        if card.get("parse_failures"):
+            lines.append(f"unparsed replies: {card['parse_failures']} of {card['judged']} (left out of every rate)")
+        lines += [f"warning: {w}" for w in o.get("warnings") or []]
+        where = card.get("where") or []
+        lines.append(
+            "where the bias lives: "
+            + (
+                "; ".join(
+                    f"{w['rate'].replace('_', ' ')} by {w['dimension']} (p = {w['p_value']:.3g}, "
+                    f"Holm {w['p_holm']:.3g}, df {w['df']})"
+                    for w in where
+                )
+                if where
+                else f"no breakdown differs at 5 % (Holm over {card['tests_run']} tests)"
+            )
+        )
+        sp = card.get("self_preference")
+        if sp:
+            flag = (
+                f"FLAGGED: {sp['n_own']} labelled item(s) from its own family {sp['family']!r}"
+                if sp["flagged"]
+                else f"no labelled item from its own family {sp['family'] or '(none)'!r}"
+            )
+            lines.append(f"self-preference (judge model {sp['judge_model']!r}): {flag}")
+        for dimension, b in card["breakdowns"].items():
+            if dimensions and dimension not in dimensions:
+                continue
+            lines.append(f"-- by {b['title']}" + (f"; edges {b['edges']}" if b.get("edges") else ""))
+            for s in b["strata"]:
+                lines.append(f"  {s['label']}: n = {s['n']}, {_card_rates(s)}")
+            for rate in ("false_accept", "false_reject"):
+                lines.append(_card_test_text(rate, b["tests"].get(rate) or {}))
+    return "\n".join(lines) + "\n"
+
+
 # analytics
 
 
