@@ -71,6 +71,7 @@ REPORT_JSON_PARTS = (
     "consensus",
     "estimates",
     "calibration",
+    "judge_cards",
 )
 # Parts that are strings (or null): the errors beside format share, the consensus and the estimates.
 REPORT_JSON_ERRORS = ("format_share_error", "consensus_error", "estimates_error")
