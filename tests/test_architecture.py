@@ -215,7 +215,7 @@ def test_only_commands_call_commands() -> None:
     assert callers == [], f"call_command outside management/commands/: {callers}"
 
 
-REPORT_COMMANDS = ("format_share", "agreement", "consensus", "audit_verifiers", "report", "estimate")
+REPORT_COMMANDS = ("format_share", "agreement", "consensus", "audit_verifiers", "report", "estimate", "judge_card")
 REPORT_COMMAND_IMPORTS = (
     "adjudication.analytics.reports",
     "adjudication.management.arguments",

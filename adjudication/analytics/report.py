@@ -697,6 +697,17 @@ def _judge_cards(rep: Report, inputs: dict[str, Any], summary: ReadingSummary) -
     rep.tables["judge-card"] = {"title": JUDGE_CARD_TITLE, "rows": rows}
 
 
+def dataset_judge_cards(*, dataset: Dataset, scope: str = "preferred", seed: int = 0) -> dict[str, Any]:
+    """The `judge_card` report: every producer's card on `scope` ("preferred": the analytics page's,
+    the labelled controls when there are any, else every reviewed item), without the
+    prediction-powered figures (the analytics report's estimates compute those)."""
+    summary = reading_summary(dataset=dataset)
+    inputs = agreement_inputs(dataset=dataset, summary=summary)
+    if scope == "preferred":
+        scope = ag.selection_note(inputs["human"], routed_controls=inputs["routed_controls"])["preferred_scope"]
+    return judge_cards_block(dataset=dataset, inputs=inputs, labels=summary.labels, scope=scope, seed=seed)
+
+
 def judge_cards_block(
     *,
     dataset: Dataset,

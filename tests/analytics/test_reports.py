@@ -45,6 +45,7 @@ CASES = [
     ("audit", {"readers": "strip-string"}, "audit_verifiers"),
     # The labelled fixture's queue routes the disputes and a half of the rest as controls: a probability design.
     ("estimates", {"seed": "1", "predictor": "judge-x", "base": "base"}, "estimate"),
+    ("judge_card", {"seed": "4", "scope": "reviewed"}, "judge_card"),
 ]
 GOLDS = ["\\frac{1}{2}", "3\\sqrt{2}", "0.25"]
 

@@ -97,7 +97,16 @@ MATRIX: dict[str, tuple[str, str, dict[str, str]]] = {
             f"/api/datasets/{{dataset}}/reports/{kind}/" + ("?run={audit}" if kind == "audit_run" else ""),
             {"manager": "unavailable"},
         )
-        for kind in ("format_share", "agreement", "consensus", "audit", "audit_run", "analytics", "estimates")
+        for kind in (
+            "format_share",
+            "agreement",
+            "consensus",
+            "audit",
+            "audit_run",
+            "analytics",
+            "estimates",
+            "judge_card",
+        )
     },
     "bundles/analytics/<int:dataset_id>/": ("get", "/bundles/analytics/{dataset}/", {"manager": OK}),
     # a job page (202): the bundle of a run not done fails after the response (bundles.jobs)

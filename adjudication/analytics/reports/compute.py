@@ -368,6 +368,14 @@ def _estimates(source: Dataset | Path, o: opts.EstimatesOptions, m: Machine) -> 
         raise ReportError(f"{exc.field}: {exc.message}" if named else exc.message, field=exc.field) from None
 
 
+def _judge_card(source: Dataset | Path, o: opts.JudgeCardOptions, m: Machine) -> dict[str, Any]:
+    from adjudication.analytics.report import dataset_judge_cards
+
+    if isinstance(source, Path):
+        raise ReportError("the judge-bias card reads a dataset (the labelled responses' texts and golds), not a file")
+    return dataset_judge_cards(dataset=source, scope=o.scope, seed=o.seed)
+
+
 _COMPUTE: dict[str, Callable[[Any, Any, Machine], dict[str, Any]]] = {
     "format_share": _format_share,
     "agreement": _agreement,
@@ -376,4 +384,5 @@ _COMPUTE: dict[str, Callable[[Any, Any, Machine], dict[str, Any]]] = {
     "audit_run": _audit_run,
     "analytics": _analytics,
     "estimates": _estimates,
+    "judge_card": _judge_card,
 }

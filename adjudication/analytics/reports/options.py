@@ -525,6 +525,17 @@ class EstimatesOptions(ReportOptions):
                 raise ReportError(f"target: {exc.message}", field="target") from None
 
 
+@dataclass(frozen=True)
+class JudgeCardOptions(ReportOptions):
+    """`judge_card`: each producer's judge-bias card (docs/analytics.md, "The judge-bias card").
+    `preferred` is the analytics page's scope: the labelled controls when there are any, else every
+    reviewed item."""
+
+    kind: ClassVar[str] = "judge_card"
+    scope: str = option("preferred", "choice", choices=("preferred", "reviewed", "controls", "disputed"))
+    seed: int = option(0, "int", **_SEED)
+
+
 OPTIONS: dict[str, type[ReportOptions]] = {
     cls.kind: cls
     for cls in (
@@ -535,6 +546,7 @@ OPTIONS: dict[str, type[ReportOptions]] = {
         AuditRunOptions,
         AnalyticsOptions,
         EstimatesOptions,
+        JudgeCardOptions,
     )
 }
 KINDS = tuple(OPTIONS)

@@ -270,10 +270,12 @@ def _card_test_text(rate: str, t: dict[str, Any]) -> str:
     return text
 
 
-def judge_cards_text(block: dict[str, Any], *, dimensions: tuple[str, ...] = ()) -> str:
+def judge_cards_text(block: dict[str, Any]) -> str:
     """The judge-bias cards (analytics.bias_card) as `manage.py judge_card` prints them: per card
-    the overall rates, where the bias lives, the self-preference flag, then each breakdown (those in
-    `dimensions`, all when empty) with its strata and its two heterogeneity tests."""
+    the overall rates, where the bias lives, the self-preference flag, then each breakdown (those
+    the command's --by put in `print_breakdowns`, all when none) with its strata and its two
+    heterogeneity tests."""
+    dimensions = tuple(block.get("print_breakdowns") or ())
     lines = [
         (
             f"Judge-bias cards on the labelled {block['scope']!r} items ({block['n_responses']} responses). "
@@ -534,6 +536,7 @@ TEXT = {
     "consensus": consensus_text,
     "audit": audit_text,
     "audit_run": audit_text,
+    "judge_card": judge_cards_text,
     "analytics": analytics_text,
     "estimates": estimates_text,
 }

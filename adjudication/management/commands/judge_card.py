@@ -1,5 +1,6 @@
 """`manage.py judge_card --dataset NAME`: each producer's judge-bias card (docs/analytics.md, "The
-judge-bias card"): the numbers the analytics page's cards show, computed on the same snapshot rules."""
+judge-bias card"): the `judge_card` report kind's command (the analytics page's cards, without the
+prediction-powered figures its estimates add)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
 
-from adjudication.management.arguments import dataset_named
+from adjudication.management.arguments import report_for_command
 from adjudication.management.base import ApplicationCommand
 
 
@@ -38,40 +39,23 @@ class Command(ApplicationCommand):
         parser.add_argument("--seed", type=int, default=0, help="bootstrap and Monte Carlo seed")
         parser.add_argument("--json", action="store_true", help="print JSON only")
 
-    def handle(
-        self,
-        *args: Any,
-        dataset: str,
-        judge: list[str] | None,
-        by: str,
-        scope: str,
-        seed: int,
-        json: bool,
-        **options: Any,
-    ) -> None:
-        from adjudication.analytics.agreement import selection_note
-        from adjudication.analytics.bias_card import BREAKDOWNS
-        from adjudication.analytics.report import judge_cards_block
-        from adjudication.analytics.reports.render import judge_cards_text, report_json
-        from adjudication.analytics.selectors import agreement_inputs, read_snapshot, reading_summary
+    def handle(self, *args: Any, dataset: str, judge: list[str] | None, by: str, json: bool, **options: Any) -> None:
+        from adjudication.analytics.reports import report_json, report_text
 
+        block = report_for_command(
+            "judge_card", file=None, dataset=dataset, arguments={"scope": options["scope"], "seed": options["seed"]}
+        ).result
         dimensions = tuple(d.strip() for d in by.split(",") if d.strip())
-        unknown = [d for d in dimensions if d not in BREAKDOWNS]
+        unknown = [d for d in dimensions if d not in block["breakdowns"]]
         if unknown:
-            raise CommandError(f"--by: {', '.join(unknown)} not among {', '.join(BREAKDOWNS)}")
-        ds = dataset_named(dataset)
-        with read_snapshot():
-            summary = reading_summary(dataset=ds)
-            inputs = agreement_inputs(dataset=ds, summary=summary)
-            chosen = (
-                selection_note(inputs["human"], routed_controls=inputs["routed_controls"])["preferred_scope"]
-                if scope == "preferred"
-                else scope
-            )
-            block = judge_cards_block(dataset=ds, inputs=inputs, labels=summary.labels, scope=chosen, seed=seed)
+            raise CommandError(f"--by: {', '.join(unknown)} not among {', '.join(block['breakdowns'])}")
         if judge:
             missing = sorted(set(judge) - {c["producer"] for c in block["cards"]})
             if missing:
-                raise CommandError(f"--judge: no labelled readings of {', '.join(missing)} on scope {chosen!r}")
+                raise CommandError(f"--judge: no labelled readings of {', '.join(missing)} on scope {block['scope']!r}")
             block["cards"] = [c for c in block["cards"] if c["producer"] in judge]
-        self.stdout.write(report_json(block) if json else judge_cards_text(block, dimensions=dimensions))
+        if json:
+            self.stdout.write(report_json(block))
+        else:
+            block["print_breakdowns"] = list(dimensions)
+            self.stdout.write(report_text("judge_card", block))
