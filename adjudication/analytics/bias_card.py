@@ -92,50 +92,124 @@ class ResponseTraits:
 
 
 @dataclass
-class ProducerItems:
-    """One producer's labelled items of one scope, as columns."""
+class Labelled:
+    """The labelled responses of one scope, one row each: the human verdict and the stratum of
+    every breakdown as an integer code into that breakdown's names (in display order), plus each
+    row's answering model (for the self-preference family). Built once per report; every producer's
+    card indexes into it."""
+
+    human_correct: np.ndarray
+    codes: dict[str, np.ndarray]
+    names: dict[str, list[str]]
+    models: np.ndarray
+    edges: list[int]
+
+    @classmethod
+    def of(
+        cls,
+        *,
+        human_correct: Sequence[bool],
+        lengths: Sequence[int],
+        formats: Sequence[str],
+        gold_types: Sequence[str],
+        models: Sequence[str],
+        checkpoints: Sequence[str],
+        benchmarks: Sequence[str],
+        edges: Sequence[int] | None = None,
+    ) -> Labelled:
+        """From one column per trait; `edges`: the length bins' inner edges (default: the quartiles
+        of these lengths, length_edges)."""
+        length = np.asarray(lengths, dtype=float)
+        bins = list(edges) if edges is not None else length_edges(length)
+        codes: dict[str, np.ndarray] = {"length": np.searchsorted(np.asarray(bins, dtype=float), length, side="right")}
+        names: dict[str, list[str]] = {"length": [_length_label(i, bins) for i in range(len(bins) + 1)]}
+        for dimension, values in (
+            ("format", formats),
+            ("checkpoint", checkpoints),
+            ("model", models),
+            ("benchmark", benchmarks),
+            ("gold_type", gold_types),
+        ):
+            codes[dimension], names[dimension] = _coded(dimension, values)
+        n_checkpoints = len(names["checkpoint"])
+        codes["format_checkpoint"] = codes["format"] * n_checkpoints + codes["checkpoint"]
+        names["format_checkpoint"] = [f"{f} · {c}" for f in names["format"] for c in names["checkpoint"]]
+        return cls(
+            human_correct=np.asarray(human_correct, dtype=bool),
+            codes=codes,
+            names=names,
+            models=np.asarray(models, dtype=object),
+            edges=bins,
+        )
+
+
+def _coded(dimension: str, values: Sequence[str]) -> tuple[np.ndarray, list[str]]:
+    """Each value's position among the distinct values in display order."""
+    if not len(values):
+        return np.zeros(0, dtype=np.int64), []
+    unique, inverse = np.unique(np.asarray(values, dtype=str), return_inverse=True)
+    order = _stratum_order(dimension, [str(u) for u in unique])
+    position = np.array([order.index(str(u)) for u in unique], dtype=np.int64)
+    return position[inverse], order
+
+
+@dataclass
+class ProducerReadings:
+    """One producer's readings of the labelled responses: the row of each (into Labelled) and its verdict."""
 
     producer: str
     kind: str = ""
+    rows: list[int] = field(default_factory=list)
     verdicts: list[str] = field(default_factory=list)
-    humans: list[str] = field(default_factory=list)
-    lengths: list[int] = field(default_factory=list)
-    formats: list[str] = field(default_factory=list)
-    gold_types: list[str] = field(default_factory=list)
-    models: list[str] = field(default_factory=list)
-    checkpoints: list[str] = field(default_factory=list)
-    benchmarks: list[str] = field(default_factory=list)
 
 
-def producer_items(
+def labelled_readings(
     obs: Iterable[ReaderObs],
     human: Mapping[str, HumanObs],
     traits: Mapping[str, ResponseTraits],
     *,
     scope: str = "reviewed",
-) -> dict[str, ProducerItems]:
-    """Each producer's readings of the labelled responses of `scope` ("reviewed", "controls",
-    "disputed") whose human verdict is correct/incorrect and whose traits were read."""
-    out: dict[str, ProducerItems] = {}
+) -> tuple[Labelled, dict[str, ProducerReadings]]:
+    """The labelled responses of `scope` ("reviewed", "controls", "disputed") that a producer read,
+    whose human verdict is correct/incorrect and whose traits were read, and each producer's
+    readings of them. One pass over the readings: a dictionary look-up and two appends each."""
+    row_of: dict[str, int] = {}
+    skipped: set[str] = set()
+    columns: dict[str, list[Any]] = {
+        k: [] for k in ("human_correct", "lengths", "formats", "gold_types", "models", "checkpoints", "benchmarks")
+    }
+    producers: dict[str, ProducerReadings] = {}
     for o in obs:
-        h = human.get(o.response)
-        if h is None or h.verdict not in BINARY or (scope != "reviewed" and (scope == "controls") != h.is_control):
-            continue
-        t = traits.get(o.response)
-        if t is None:
-            continue
-        items = out.get(o.reader)
-        if items is None:
-            items = out[o.reader] = ProducerItems(producer=o.reader, kind=o.kind)
-        items.verdicts.append(o.verdict)
-        items.humans.append(h.verdict)
-        items.lengths.append(t.length)
-        items.formats.append(t.format)
-        items.gold_types.append(t.gold_type)
-        items.models.append(o.model or "-")
-        items.checkpoints.append(o.checkpoint or "-")
-        items.benchmarks.append(o.benchmark or "-")
-    return out
+        row = row_of.get(o.response)
+        if row is None:
+            if o.response in skipped:
+                continue
+            h, t = human.get(o.response), traits.get(o.response)
+            if (
+                h is None
+                or t is None
+                or h.verdict not in BINARY
+                or (scope != "reviewed" and (scope == "controls") != h.is_control)
+            ):
+                skipped.add(o.response)
+                continue
+            row = row_of[o.response] = len(row_of)
+            for key, value in (
+                ("human_correct", h.verdict == "correct"),
+                ("lengths", t.length),
+                ("formats", t.format),
+                ("gold_types", t.gold_type),
+                ("models", o.model or "-"),
+                ("checkpoints", o.checkpoint or "-"),
+                ("benchmarks", o.benchmark or "-"),
+            ):
+                columns[key].append(value)
+        readings = producers.get(o.reader)
+        if readings is None:
+            readings = producers[o.reader] = ProducerReadings(producer=o.reader, kind=o.kind)
+        readings.rows.append(row)
+        readings.verdicts.append(o.verdict)
+    return Labelled.of(**columns), producers
 
 
 def length_edges(lengths: Sequence[int] | np.ndarray, bins: int = LENGTH_BINS) -> list[int]:
@@ -146,13 +220,6 @@ def length_edges(lengths: Sequence[int] | np.ndarray, bins: int = LENGTH_BINS) -
         return []
     inner = np.ceil(np.quantile(values, np.arange(1, bins) / bins))
     return [int(e) for e in np.unique(inner) if values.min() < e <= values.max()]
-
-
-def length_labels(lengths: np.ndarray, edges: Sequence[int]) -> np.ndarray:
-    """Each length's bin as "Q<i>: lo–hi chars" (quantile bin i of len(edges) + 1; the bounds are
-    the bin's edges, the first bin from 0, the last one open)."""
-    index = np.searchsorted(np.asarray(edges, dtype=float), lengths, side="right")
-    return np.array([_length_label(int(i), edges) for i in index], dtype=object)
 
 
 def _length_label(i: int, edges: Sequence[int]) -> str:
@@ -274,75 +341,59 @@ def _stratum_stats(cells: np.ndarray, *, seed: int, n_boot: int) -> dict[str, An
 
 
 def judge_card(
-    items: ProducerItems,
+    readings: ProducerReadings,
+    labelled: Labelled,
     *,
-    edges: Sequence[int],
     judge_model: str = "",
     template_hash: str = "",
     no_answer: str = "incorrect",
     seed: int = 0,
     n_boot: int = BOOTSTRAP,
 ) -> dict[str, Any]:
-    """One producer's card (module docstring). `edges`: the length bins' inner edges
-    (length_edges over every labelled response of the scope, so that all cards share them);
+    """One producer's card (module docstring) over its readings of the labelled responses;
     `judge_model`: the judge's endpoint model (empty for a reader), for the self-preference flag."""
-    verdicts = np.asarray(items.verdicts, dtype=object)
-    humans = np.asarray(items.humans, dtype=object)
-    binary = np.array([producer_binary(v, no_answer) for v in items.verdicts], dtype=object)
-    usable = binary != None  # noqa: E711 - elementwise over an object array
-    excluded = Counter(f"producer_{v or 'missing'}" for v in verdicts[~usable])
-    judge_correct = binary[usable] == "correct"
-    human_correct = humans[usable] == "correct"
+    binary = {v: producer_binary(v, no_answer) for v in set(readings.verdicts)}
+    said = np.array([_SAID[binary[v]] for v in readings.verdicts], dtype=np.int8)
+    usable = said >= 0
+    excluded = Counter(f"producer_{v or 'missing'}" for v in readings.verdicts if binary[v] is None)
+    rows = np.asarray(readings.rows, dtype=np.int64)[usable]
+    judge_correct = said[usable] == 1
+    human_correct = labelled.human_correct[rows]
     # The 2×2 cell of each item, in bias_of_cells's order: TP, FP, FN, TN.
     cell = np.where(judge_correct, np.where(human_correct, 0, 1), np.where(human_correct, 2, 3))
-
-    def column(values: list[Any]) -> np.ndarray:
-        return np.asarray(values, dtype=object)[usable]
-
-    formats, checkpoints = column(items.formats), column(items.checkpoints)
-    models = column(items.models)
-    dimensions: dict[str, np.ndarray] = {
-        "length": length_labels(np.asarray(items.lengths, dtype=float)[usable], edges),
-        "format": formats,
-        "checkpoint": checkpoints,
-        "model": models,
-        "benchmark": column(items.benchmarks),
-        "gold_type": column(items.gold_types),
-        "format_checkpoint": np.array([f"{f} · {c}" for f, c in zip(formats, checkpoints, strict=True)], dtype=object),
-    }
+    codes = {dimension: c[rows] for dimension, c in labelled.codes.items()}
+    names = dict(labelled.names)
     family = model_family(judge_model) if judge_model else ""
     own = np.zeros(len(cell), dtype=bool)
     if family:
-        families = {m: model_family(m) for m in set(models.tolist())}
-        own = np.array([families[m] == family for m in models], dtype=bool)
-        dimensions["self_family"] = np.where(own, f"own family ({family})", "other families").astype(object)
+        families = {m: model_family(m) for m in set(labelled.models.tolist())}
+        own_row = np.array([families[m] == family for m in labelled.models], dtype=bool)
+        own = own_row[rows] if len(own_row) else own
+        codes["self_family"] = np.where(own, 0, 1)
+        names["self_family"] = [f"own family ({family})", "other families"]
 
-    overall_cells = np.bincount(cell, minlength=4)
-    overall = bias_of_cells(overall_cells.reshape(2, 2), excluded=excluded, seed=seed, n_boot=n_boot)
+    overall = bias_of_cells(np.bincount(cell, minlength=4).reshape(2, 2), excluded=excluded, seed=seed, n_boot=n_boot)
     rng = np.random.default_rng(seed)
     breakdowns: dict[str, Any] = {}
     tests: list[dict[str, Any]] = []
-    for dimension, labels in dimensions.items():
-        names: list[str] = []
-        inverse = np.zeros(0, dtype=np.int64)
-        if len(labels):
-            unique, inverse = np.unique(labels.astype(str), return_inverse=True)
-            names = [str(name) for name in unique]
-        counts = np.bincount(inverse.astype(np.int64) * 4 + cell, minlength=len(names) * 4).reshape(-1, 4)
-        by_name = {name: counts[i] for i, name in enumerate(names)}
-        order = _stratum_order(dimension, list(by_name))
+    for dimension in BREAKDOWNS:
+        if dimension not in codes:
+            continue
+        counts = np.bincount(codes[dimension] * 4 + cell, minlength=len(names[dimension]) * 4).reshape(-1, 4)
+        present = [i for i in range(len(names[dimension])) if counts[i].sum()]
+        order = [names[dimension][i] for i in present]
+        ordered = counts[present].reshape(-1, 4)
         strata = [
             {
                 "stratum": name,
                 "label": RESPONSE_FORMAT_LABELS.get(name, name),
-                **_stratum_stats(by_name[name], seed=seed, n_boot=n_boot),
+                **_stratum_stats(ordered[j], seed=seed, n_boot=n_boot),
             }
-            for name in order
+            for j, name in enumerate(order)
         ]
-        ordered = np.array([by_name[name] for name in order], dtype=np.int64).reshape(-1, 4)
         block: dict[str, Any] = {"title": BREAKDOWNS[dimension], "strata": strata, "tests": {}}
         if dimension == "length":
-            block["edges"] = list(edges)
+            block["edges"] = list(labelled.edges)
         for rate, (k_col, other_col) in (("false_accept", (1, 3)), ("false_reject", (2, 0))):
             k = ordered[:, k_col]
             test = heterogeneity(order, k, k + ordered[:, other_col], rng=rng)
@@ -356,20 +407,23 @@ def judge_card(
         {k: t[k] for k in ("dimension", "rate", "p_value", "p_holm", "df")}
         for t in sorted(found, key=lambda t: (t["p_holm"], t["p_value"], t["dimension"], t["rate"]))
     ]
-    card: dict[str, Any] = {
-        "producer": items.producer,
-        "kind": items.kind,
+    return {
+        "producer": readings.producer,
+        "kind": readings.kind,
         "template_hash": template_hash,
         "n": overall["n"],
         "overall": {**{k: overall[k] for k in STRATUM_KEYS}, "excluded": overall["excluded"]},
         "parse_failures": int(excluded.get("producer_unparsed", 0)),
-        "judged": len(verdicts),
+        "judged": len(readings.verdicts),
         "breakdowns": breakdowns,
         "where": where,
         "tests_run": sum(t["p_value"] is not None for t in tests),
         "self_preference": _self_preference(family, judge_model, own, cell, seed=seed, n_boot=n_boot),
     }
-    return card
+
+
+# A producer's verdict as correct (1), incorrect (0) or left out (-1), from producer_binary.
+_SAID = {"correct": 1, "incorrect": 0, None: -1}
 
 
 def _self_preference(
@@ -405,36 +459,28 @@ def judge_cards(
     n_boot: int = BOOTSTRAP,
 ) -> dict[str, Any]:
     """Every producer's card on the labelled responses of `scope`: {"scope", "length_edges",
-    "cards": [judges first, then readers, by name]}. The length bins are shared: quantiles over
-    every labelled response of the scope that has traits."""
-    in_scope = [
-        t
-        for rid, t in traits.items()
-        if (h := human.get(rid)) is not None
-        and h.verdict in BINARY
-        and (scope == "reviewed" or (scope == "controls") == h.is_control)
-    ]
-    edges = length_edges([t.length for t in in_scope])
-    per_producer = producer_items(obs, human, traits, scope=scope)
+    "cards": [judges first, then readers, by name], ...}. The length bins are shared: quartiles over
+    the labelled responses of the scope that a producer read."""
+    labelled, producers = labelled_readings(obs, human, traits, scope=scope)
     judge_models = judge_models or {}
     templates = templates or {}
     cards = [
         judge_card(
-            items,
-            edges=edges,
+            readings,
+            labelled,
             judge_model=judge_models.get(name, ""),
             template_hash=templates.get(name, ""),
             no_answer=no_answer,
             seed=seed,
             n_boot=n_boot,
         )
-        for name, items in per_producer.items()
+        for name, readings in producers.items()
     ]
     cards.sort(key=lambda c: (c["kind"] != "judge", c["producer"]))
     return {
         "scope": scope,
-        "n_responses": len(in_scope),
-        "length_edges": edges,
+        "n_responses": len(labelled.human_correct),
+        "length_edges": labelled.edges,
         "alpha": ALPHA,
         "min_stratum": MIN_STRATUM,
         "min_expected": MIN_EXPECTED,

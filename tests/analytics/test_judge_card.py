@@ -16,7 +16,7 @@ The bounds, and why:
   the rejections pooled over the 16 tests (4,800) must stay under 6.5 %: 3 standard errors above 5 %
   were they independent (they are not quite: format and format × checkpoint share items). Measured:
   11 to 23 rejections per test, 5.3 % pooled, and Holm's "where the bias lives" names a breakdown
-  in 17 of 300 cards (bound 28).
+  in 18 of 300 cards (bound 28).
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ from scipy.stats import binom
 from adjudication.analytics.bias_card import (
     MIN_STRATUM,
     OTHER,
-    ProducerItems,
+    Labelled,
+    ProducerReadings,
     _holm,
     heterogeneity,
     judge_card,
@@ -48,7 +49,7 @@ JUDGE_MODEL = "Qwen2.5-72B-Instruct"  # the family of one answering model: qwen
 Plant = Callable[[dict[str, np.ndarray]], np.ndarray]
 
 
-def simulate(seed: int, n: int, lenient: Plant | None) -> tuple[ProducerItems, list[int], dict[str, np.ndarray]]:
+def simulate(seed: int, n: int, lenient: Plant | None) -> tuple[ProducerReadings, Labelled, dict[str, np.ndarray]]:
     """n labelled items, strata independent but for the format, which depends on the checkpoint;
     the judge accepts a human-rejected item with probability LENIENT_FA where `lenient` says so,
     BASE_FA elsewhere, and rejects a human-accepted one with probability FR everywhere."""
@@ -64,16 +65,9 @@ def simulate(seed: int, n: int, lenient: Plant | None) -> tuple[ProducerItems, l
         "benchmark": rng.choice(["math", "mmlu"], n),
         "gold_type": rng.choice(GOLD_TYPES, n),
     }
-    edges = length_edges(x["length"])
-    x["long"] = x["length"] >= edges[-1]  # the card's top quartile, as it bins
     human = rng.random(n) < HUMAN_CORRECT
-    fa = np.where(lenient(x), LENIENT_FA, BASE_FA) if lenient else np.full(n, BASE_FA)
-    said_correct = np.where(human, rng.random(n) >= FR, rng.random(n) < fa)
-    items = ProducerItems(
-        producer="judge-sim",
-        kind="judge",
-        verdicts=["correct" if s else "incorrect" for s in said_correct],
-        humans=["correct" if h else "incorrect" for h in human],
+    labelled = Labelled.of(
+        human_correct=human.tolist(),
         lengths=x["length"].tolist(),
         formats=x["format"].tolist(),
         gold_types=x["gold_type"].tolist(),
@@ -81,7 +75,16 @@ def simulate(seed: int, n: int, lenient: Plant | None) -> tuple[ProducerItems, l
         checkpoints=x["checkpoint"].tolist(),
         benchmarks=x["benchmark"].tolist(),
     )
-    return items, edges, x
+    x["long"] = x["length"] >= labelled.edges[-1]  # the card's top quartile, as it bins
+    fa = np.where(lenient(x), LENIENT_FA, BASE_FA) if lenient else np.full(n, BASE_FA)
+    said_correct = np.where(human, rng.random(n) >= FR, rng.random(n) < fa)
+    readings = ProducerReadings(
+        producer="judge-sim",
+        kind="judge",
+        rows=list(range(n)),
+        verdicts=["correct" if s else "incorrect" for s in said_correct],
+    )
+    return readings, labelled, x
 
 
 def long_responses(x: dict[str, np.ndarray]) -> np.ndarray:
@@ -118,8 +121,8 @@ def test_the_card_recovers_each_planted_rate_within_its_interval(plant: str) -> 
     covered: dict[str, int] = {}
     seeds = range(100)
     for seed in seeds:
-        items, edges, _ = simulate(seed, 400, lenient)
-        card = judge_card(items, edges=edges, judge_model=JUDGE_MODEL, seed=seed, n_boot=200)
+        items, labelled, _ = simulate(seed, 400, lenient)
+        card = judge_card(items, labelled, judge_model=JUDGE_MODEL, seed=seed, n_boot=200)
         for s in card["breakdowns"][dimension]["strata"]:
             fa = LENIENT_FA if s["stratum"].startswith(planted) else BASE_FA
             # The bias the plant implies: (1 − h)·FA − h·FR, h the human-correct rate.
@@ -133,8 +136,8 @@ def test_the_card_recovers_each_planted_rate_within_its_interval(plant: str) -> 
 
 
 def _stratum_names(dimension: str, lenient: Plant) -> list[str]:
-    items, edges, _ = simulate(0, 400, lenient)
-    card = judge_card(items, edges=edges, judge_model=JUDGE_MODEL, n_boot=0)
+    items, labelled, _ = simulate(0, 400, lenient)
+    card = judge_card(items, labelled, judge_model=JUDGE_MODEL, n_boot=0)
     return [s["stratum"] for s in card["breakdowns"][dimension]["strata"]]
 
 
@@ -143,8 +146,8 @@ def test_the_heterogeneity_test_rejects_the_planted_breakdown_with_200_labels_an
     lenient, dimension, _ = PLANTS[plant]
     rejected = named = 0
     for seed in range(100):
-        items, edges, _ = simulate(seed, 200, lenient)
-        card = judge_card(items, edges=edges, judge_model=JUDGE_MODEL, seed=seed, n_boot=0)
+        items, labelled, _ = simulate(seed, 200, lenient)
+        card = judge_card(items, labelled, judge_model=JUDGE_MODEL, seed=seed, n_boot=0)
         test = card["breakdowns"][dimension]["tests"]["false_accept"]
         assert test["df"] == len(test["strata"]) - 1
         rejected += test["p_value"] < 0.05
@@ -161,8 +164,8 @@ def test_with_a_uniform_bias_no_breakdown_rejects_in_more_than_5_percent_of_seed
     rejections: dict[tuple[str, str], int] = {}
     cards_naming_a_breakdown = 0
     for seed in range(SEEDS):
-        items, edges, _ = simulate(1000 + seed, 400, None)
-        card = judge_card(items, edges=edges, judge_model=JUDGE_MODEL, seed=seed, n_boot=0)
+        items, labelled, _ = simulate(1000 + seed, 400, None)
+        card = judge_card(items, labelled, judge_model=JUDGE_MODEL, seed=seed, n_boot=0)
         for dimension, block in card["breakdowns"].items():
             for rate, test in block["tests"].items():
                 assert test["p_value"] is not None, (dimension, rate, test["reason"])
@@ -233,23 +236,23 @@ def test_holm_is_statsmodels_holm() -> None:
 
 
 def test_self_preference_is_flagged_with_the_count_of_own_family_items() -> None:
-    items, edges, x = simulate(3, 300, None)
-    card = judge_card(items, edges=edges, judge_model=JUDGE_MODEL, n_boot=0)
+    items, labelled, x = simulate(3, 300, None)
+    card = judge_card(items, labelled, judge_model=JUDGE_MODEL, n_boot=0)
     own = int((x["model"] == "qwen2.5-7b").sum())
     sp = card["self_preference"]
     assert sp["flagged"] and sp["family"] == "qwen" and sp["n_own"] == own
     assert sp["own"]["n"] == own and sp["other"]["n"] == 300 - own
-    other_judge = judge_card(items, edges=edges, judge_model="gpt-4o", n_boot=0)["self_preference"]
+    other_judge = judge_card(items, labelled, judge_model="gpt-4o", n_boot=0)["self_preference"]
     assert not other_judge["flagged"] and other_judge["n_own"] == 0
-    assert judge_card(items, edges=edges, n_boot=0)["self_preference"] is None  # a reader has no model
-    assert "self_family" not in judge_card(items, edges=edges, n_boot=0)["breakdowns"]
+    assert judge_card(items, labelled, n_boot=0)["self_preference"] is None  # a reader has no model
+    assert "self_family" not in judge_card(items, labelled, n_boot=0)["breakdowns"]
 
 
 def test_unparsed_and_failed_verdicts_are_counted_apart_and_left_out_of_every_rate() -> None:
-    items, edges, _ = simulate(4, 100, None)
-    full = judge_card(items, edges=edges, n_boot=0)
+    items, labelled, _ = simulate(4, 100, None)
+    full = judge_card(items, labelled, n_boot=0)
     items.verdicts[:7] = ["unparsed"] * 4 + ["timeout"] * 3
-    card = judge_card(items, edges=edges, n_boot=0)
+    card = judge_card(items, labelled, n_boot=0)
     assert card["parse_failures"] == 4 and card["judged"] == 100
     assert card["overall"]["excluded"] == {"producer_unparsed": 4, "producer_timeout": 3}
     assert card["n"] == full["n"] - 7
@@ -260,9 +263,18 @@ def test_length_bins_are_quartiles_with_their_edges_shown() -> None:
     lengths = np.arange(1, 401)
     edges = length_edges(lengths)
     assert edges == [101, 201, 301]
-    items, _, _ = simulate(6, 400, None)
-    items.lengths = lengths.tolist()
-    block = judge_card(items, edges=edges, n_boot=0)["breakdowns"]["length"]
+    items, _, x = simulate(6, 400, None)
+    labelled = Labelled.of(
+        human_correct=[True, False] * 200,
+        lengths=lengths.tolist(),
+        formats=x["format"].tolist(),
+        gold_types=x["gold_type"].tolist(),
+        models=x["model"].tolist(),
+        checkpoints=x["checkpoint"].tolist(),
+        benchmarks=x["benchmark"].tolist(),
+    )
+    assert labelled.edges == edges
+    block = judge_card(items, labelled, n_boot=0)["breakdowns"]["length"]
     assert block["edges"] == edges
     assert [s["stratum"] for s in block["strata"]] == [
         "Q1: 0–100 chars",
@@ -271,3 +283,14 @@ def test_length_bins_are_quartiles_with_their_edges_shown() -> None:
         "Q4: 301–∞ chars",
     ]
     assert [s["n"] for s in block["strata"]] == [100, 100, 100, 100]
+
+
+def test_a_stratum_the_producer_never_read_is_not_listed() -> None:
+    items, labelled, x = simulate(7, 200, None)
+    base_only = [i for i in items.rows if x["checkpoint"][i] == "base"]
+    items.rows = base_only
+    items.verdicts = [items.verdicts[i] for i in base_only]
+    card = judge_card(items, labelled, n_boot=0)
+    assert [s["stratum"] for s in card["breakdowns"]["checkpoint"]["strata"]] == ["base"]
+    assert all(s["stratum"].endswith("· base") for s in card["breakdowns"]["format_checkpoint"]["strata"])
+    assert card["breakdowns"]["checkpoint"]["tests"]["false_accept"]["p_value"] is None
