@@ -31,7 +31,7 @@ the card lists both.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -169,10 +169,14 @@ def labelled_readings(
     traits: Mapping[str, ResponseTraits],
     *,
     scope: str = "reviewed",
+    unparsed: Collection[tuple[str, str]] = (),
 ) -> tuple[Labelled, dict[str, ProducerReadings]]:
     """The labelled responses of `scope` ("reviewed", "controls", "disputed") that a producer read,
     whose human verdict is correct/incorrect and whose traits were read, and each producer's
-    readings of them. One pass over the readings: a dictionary look-up and two appends each."""
+    readings of them. One pass over the readings: a dictionary look-up and two appends each.
+    `unparsed`: (response, producer) pairs whose `error` is a reply no parser understood: their
+    verdict is `unparsed` here (the card counts parse failures apart from failed calls)."""
+    unparsed = set(unparsed)
     row_of: dict[str, int] = {}
     skipped: set[str] = set()
     columns: dict[str, list[Any]] = {
@@ -208,7 +212,9 @@ def labelled_readings(
         if readings is None:
             readings = producers[o.reader] = ProducerReadings(producer=o.reader, kind=o.kind)
         readings.rows.append(row)
-        readings.verdicts.append(o.verdict)
+        readings.verdicts.append(
+            "unparsed" if o.verdict == "error" and unparsed and (o.response, o.reader) in unparsed else o.verdict
+        )
     return Labelled.of(**columns), producers
 
 
@@ -454,6 +460,7 @@ def judge_cards(
     scope: str,
     judge_models: Mapping[str, str] | None = None,
     templates: Mapping[str, str] | None = None,
+    unparsed: Collection[tuple[str, str]] = (),
     no_answer: str = "incorrect",
     seed: int = 0,
     n_boot: int = BOOTSTRAP,
@@ -461,7 +468,7 @@ def judge_cards(
     """Every producer's card on the labelled responses of `scope`: {"scope", "length_edges",
     "cards": [judges first, then readers, by name], ...}. The length bins are shared: quartiles over
     the labelled responses of the scope that a producer read."""
-    labelled, producers = labelled_readings(obs, human, traits, scope=scope)
+    labelled, producers = labelled_readings(obs, human, traits, scope=scope, unparsed=unparsed)
     judge_models = judge_models or {}
     templates = templates or {}
     cards = [

@@ -51,6 +51,7 @@ from adjudication.analytics.selectors import (
     ranking_tables,
     read_snapshot,
     reading_summary,
+    unparsed_judgements,
 )
 from adjudication.analytics.stats import jsonable
 from adjudication.errors import ApplicationError
@@ -729,6 +730,7 @@ def judge_cards_block(
         scope=scope,
         judge_models=judge_endpoint_models(dataset=dataset, labels=labels),
         templates=inputs.get("templates", {}),
+        unparsed=unparsed_judgements(dataset=dataset, labels=labels),
         seed=seed,
     )
     estimated: dict[str, dict[str, Any]] = {}

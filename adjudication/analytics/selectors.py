@@ -397,6 +397,20 @@ def judge_endpoint_models(*, dataset: Dataset, labels: dict[int, str] | None = N
     return {labels[sid]: str((config or {}).get("endpoint_model") or "") for sid, config in specs}
 
 
+def unparsed_judgements(*, dataset: Dataset, labels: dict[int, str]) -> set[tuple[str, str]]:
+    """(response id, display name) of the judges' readings of labelled responses whose reply no
+    parser understood: stored as verdict `error` with `detail.parse_status` "unparsed" (judges'
+    judging service), so that the judge-bias card counts them as parse failures, apart from calls
+    that failed. Few rows: one per unparsed reply of a labelled response."""
+    rows = Reading.objects.filter(
+        response__dataset=dataset,
+        response_id__in=_labelled_responses(dataset),
+        verdict=Verdict.ERROR,
+        detail__parse_status="unparsed",
+    ).values_list("response_id", "reader_spec_id")
+    return {(str(rid), labels[sid]) for rid, sid in rows if sid in labels}
+
+
 def labelled_response_traits(*, dataset: Dataset) -> dict[str, ResponseTraits]:
     """{response id: its length, answer format and gold type} for the responses with a final label
     only (the judge-bias card's strata; readers.strata classifies). At most the labelled responses'

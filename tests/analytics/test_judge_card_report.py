@@ -13,7 +13,7 @@ from django.test import Client
 
 from adjudication.analytics.agreement import HumanObs
 from adjudication.analytics.selectors import human_observations
-from adjudication.models import ReaderSpec, Response
+from adjudication.models import ReaderSpec, Reading, Response
 from readers.strata import response_format
 
 from ..conftest import run_command
@@ -44,6 +44,14 @@ def test_the_stored_report_holds_each_producers_card_and_the_page_shows_it(label
     spec = ReaderSpec.objects.get(name="judge-x")
     spec.config = {**spec.config, "endpoint_model": "Orca-2-13B"}
     spec.save()
+    # One reply no parser understood (the judging service stores it as an error so marked), on a
+    # labelled response: a parse failure on the card, not a failed call and not a verdict.
+    labels = human_observations(dataset=ds)
+    # A control when there are any: the page's scope is then the controls.
+    target = min(labels, key=lambda rid: (not labels[rid].is_control, labels[rid].verdict is None, rid))
+    Reading.objects.filter(reader_spec=spec, response_id=int(target)).update(
+        verdict="error", detail={"parse_status": "unparsed"}
+    )
     report = computed(ds)
     block = report.body["judge_cards"]
     scope = block["scope"]
@@ -61,10 +69,16 @@ def test_the_stored_report_holds_each_producers_card_and_the_page_shows_it(label
     # The format strata are readers.strata's reading of the labelled responses' texts.
     human = human_observations(dataset=ds)
     texts = dict(Response.objects.filter(dataset=ds).values_list("id", "text"))
-    expected = Counter(response_format(texts[int(rid)]) for rid, h in human.items() if _in_scope(h, scope))
+    expected = Counter(
+        response_format(texts[int(rid)]) for rid, h in human.items() if _in_scope(h, scope) and rid != target
+    )
     assert {s["stratum"]: s["n"] for s in judge["breakdowns"]["format"]["strata"]} == dict(expected)
     assert sum(s["n"] for s in judge["breakdowns"]["length"]["strata"]) == judge["n"]
     assert judge["breakdowns"]["length"]["edges"] == block["length_edges"]
+
+    assert _in_scope(human[target], scope)
+    assert judge["parse_failures"] == 1
+    assert judge["overall"]["excluded"] == {"producer_unparsed": 1}
 
     # Every labelled response is orca's: each one the judge graded is its own family's.
     sp = judge["self_preference"]
@@ -78,6 +92,7 @@ def test_the_stored_report_holds_each_producers_card_and_the_page_shows_it(label
     assert 'data-producer="judge-x" open' in html
     assert f"self-preference: judges {sp['n_own']} labelled item(s) of its own family (orca)" in html
     assert "Where the bias lives:" in html
+    assert f"Unparsed replies: 1 of {judge['judged']} labelled items judged" in html
     for dimension, b in judge["breakdowns"].items():
         assert f'data-dimension="{dimension}"' in html
         for s in b["strata"]:
