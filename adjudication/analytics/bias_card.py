@@ -493,6 +493,8 @@ def judge_cards(
         "min_expected": MIN_EXPECTED,
         "monte_carlo": MONTE_CARLO,
         "breakdowns": dict(BREAKDOWNS),
+        # jsonb keeps no key order: the display order of every card's breakdowns.
+        "breakdown_order": list(BREAKDOWNS),
         "rates": dict(RATES),
         "cards": cards,
     }

@@ -131,10 +131,12 @@ def _judge_cards_display(block: dict[str, Any] | None) -> list[dict[str, Any]]:
     if not block:
         return []
     cards = []
+    order = block.get("breakdown_order") or []
     for card in block.get("cards") or []:
         sp = card.get("self_preference") or {}
         breakdowns = []
-        for dimension, b in card["breakdowns"].items():
+        for dimension in sorted(card["breakdowns"], key=lambda d: order.index(d) if d in order else len(order)):
+            b = card["breakdowns"][dimension]
             tests = b.get("tests") or {}
             breakdowns.append(
                 {

@@ -5,6 +5,7 @@ judge_card` with the same numbers."""
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from html import escape
 
@@ -93,6 +94,12 @@ def test_the_stored_report_holds_each_producers_card_and_the_page_shows_it(label
     assert f"self-preference: judges {sp['n_own']} labelled item(s) of its own family (orca)" in html
     assert "Where the bias lives:" in html
     assert f"Unparsed replies: 1 of {judge['judged']} labelled items judged" in html
+    start = html.index('data-producer="judge-x"')
+    card_html = html[start : html.index("</details>", start)]
+    # In the card's order (the stored jsonb keeps no key order; the block says it).
+    shown = re.findall(r'data-dimension="([a-z_]+)"', card_html)
+    assert shown == [d for d in block["breakdown_order"] if d in judge["breakdowns"]]
+    assert shown[:2] == ["length", "format"] and shown[-1] == "self_family"
     for dimension, b in judge["breakdowns"].items():
         assert f'data-dimension="{dimension}"' in html
         for s in b["strata"]:

@@ -320,7 +320,9 @@ def judge_cards_text(block: dict[str, Any]) -> str:
                 else f"no labelled item from its own family {sp['family'] or '(none)'!r}"
             )
             lines.append(f"self-preference (judge model {sp['judge_model']!r}): {flag}")
-        for dimension, b in card["breakdowns"].items():
+        order = block.get("breakdown_order") or []
+        for dimension in sorted(card["breakdowns"], key=lambda d: order.index(d) if d in order else len(order)):
+            b = card["breakdowns"][dimension]
             if dimensions and dimension not in dimensions:
                 continue
             lines.append(f"-- by {b['title']}" + (f"; edges {b['edges']}" if b.get("edges") else ""))
