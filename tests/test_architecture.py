@@ -404,6 +404,7 @@ PURE_MODULES = (
     "adjudication.review.rendering",
     "adjudication.analytics.stats",
     "adjudication.analytics.bias",
+    "adjudication.analytics.bias_card",
     "adjudication.analytics.agreement",
     "adjudication.analytics.format_share",
     "adjudication.analytics.ranking",
