@@ -39,6 +39,7 @@ import numpy as np
 
 from adjudication.analytics.agreement import HumanObs, ReaderObs
 from adjudication.analytics.bias import BINARY, BOOTSTRAP, bias_of_cells, producer_binary
+from adjudication.analytics.stats import proportion
 from readers.strata import GOLD_TYPES, RESPONSE_FORMAT_LABELS, RESPONSE_FORMATS, model_family
 
 ALPHA = 0.05
@@ -420,6 +421,8 @@ def judge_card(
         "n": overall["n"],
         "overall": {**{k: overall[k] for k in STRATUM_KEYS}, "excluded": overall["excluded"]},
         "parse_failures": int(excluded.get("producer_unparsed", 0)),
+        # Of the labelled items it was asked about (its readings of them), the replies no parser read.
+        "parse_failure_rate": proportion(int(excluded.get("producer_unparsed", 0)), len(readings.verdicts)),
         "judged": len(readings.verdicts),
         "breakdowns": breakdowns,
         "where": where,

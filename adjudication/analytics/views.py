@@ -134,6 +134,7 @@ def _judge_cards_display(block: dict[str, Any] | None) -> list[dict[str, Any]]:
     order = block.get("breakdown_order") or []
     for card in block.get("cards") or []:
         sp = card.get("self_preference") or {}
+        parse = card.get("parse_failure_rate") or {}
         breakdowns = []
         for dimension in sorted(card["breakdowns"], key=lambda d: order.index(d) if d in order else len(order)):
             b = card["breakdowns"][dimension]
@@ -160,6 +161,7 @@ def _judge_cards_display(block: dict[str, Any] | None) -> list[dict[str, Any]]:
             {
                 **card,
                 "overall_row": _card_stratum({"stratum": "all", "label": "all", **card["overall"]}),
+                "parse_rate": _ci(parse.get("rate"), parse.get("ci")),
                 "self_own": _card_stratum({"stratum": "own", **own}) if (own := sp.get("own")) else None,
                 "self_other": _card_stratum({"stratum": "other", **other}) if (other := sp.get("other")) else None,
                 "breakdown_rows": breakdowns,

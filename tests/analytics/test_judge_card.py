@@ -254,6 +254,8 @@ def test_unparsed_and_failed_verdicts_are_counted_apart_and_left_out_of_every_ra
     items.verdicts[:7] = ["unparsed"] * 4 + ["timeout"] * 3
     card = judge_card(items, labelled, n_boot=0)
     assert card["parse_failures"] == 4 and card["judged"] == 100
+    rate = card["parse_failure_rate"]
+    assert (rate["k"], rate["n"], rate["rate"]) == (4, 100, 0.04) and rate["ci"][0] < 0.04 < rate["ci"][1]
     assert card["overall"]["excluded"] == {"producer_unparsed": 4, "producer_timeout": 3}
     assert card["n"] == full["n"] - 7
     assert sum(s["n"] for s in card["breakdowns"]["format"]["strata"]) == card["n"]

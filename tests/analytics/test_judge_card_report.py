@@ -93,7 +93,13 @@ def test_the_stored_report_holds_each_producers_card_and_the_page_shows_it(label
     assert 'data-producer="judge-x" open' in html
     assert f"self-preference: judges {sp['n_own']} labelled item(s) of its own family (orca)" in html
     assert "Where the bias lives:" in html
-    assert f"Unparsed replies: 1 of {judge['judged']} labelled items judged" in html
+    rate = judge["parse_failure_rate"]
+    assert (rate["k"], rate["n"]) == (1, judge["judged"]) and rate["ci"][0] < 1 / judge["judged"] < rate["ci"][1]
+    lo, hi = rate["ci"]
+    assert (
+        f"Unparsed replies: 1 of {judge['judged']} labelled items judged, {rate['rate']:.3f} [{lo:.3f}, {hi:.3f}]"
+        in html
+    )
     start = html.index('data-producer="judge-x"')
     card_html = html[start : html.index("</details>", start)]
     # In the card's order (the stored jsonb keeps no key order; the block says it).
@@ -122,4 +128,5 @@ def test_the_stored_report_holds_each_producers_card_and_the_page_shows_it(label
     text = run_command("judge_card", dataset=ds.name, judge=["judge-x"], by="format")
     assert "== judge-x (judge" in text and "-- by answer format" in text and "-- by checkpoint" not in text
     assert "self-preference (judge model 'Orca-2-13B'): FLAGGED" in text
+    assert f"unparsed replies: 1 of {judge['judged']}, {rate['rate']:.3f} [{lo:.3f}, {hi:.3f}]" in text
     assert "== boxed" not in text

@@ -296,8 +296,13 @@ def judge_cards_text(block: dict[str, Any]) -> str:
             + f"): n = {card['n']}",
             _card_rates(o),
         ]
-        if card.get("parse_failures"):
-            lines.append(f"unparsed replies: {card['parse_failures']} of {card['judged']} (left out of every rate)")
+        if card.get("parse_failures") or card["kind"] == "judge":
+            rate = card.get("parse_failure_rate") or {}
+            lines.append(
+                f"unparsed replies: {card['parse_failures']} of {card['judged']}"
+                + ("" if rate.get("rate") is None else f", {_r(rate['rate'])}{_ci(rate.get('ci'))}")
+                + " (left out of every rate)"
+            )
         lines += [f"warning: {w}" for w in o.get("warnings") or []]
         where = card.get("where") or []
         lines.append(
