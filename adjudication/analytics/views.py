@@ -136,8 +136,11 @@ def _judge_cards_display(block: dict[str, Any] | None) -> list[dict[str, Any]]:
         sp = card.get("self_preference") or {}
         parse = card.get("parse_failure_rate") or {}
         breakdowns = []
-        for dimension in sorted(card["breakdowns"], key=lambda d: order.index(d) if d in order else len(order)):
-            b = card["breakdowns"][dimension]
+        # A judge's breakdowns in full; a reader's in the download and the command only: a dataset read
+        # by 18 rule readers would otherwise put some 700 table rows on the page.
+        shown = card["breakdowns"] if card.get("kind") == "judge" else {}
+        for dimension in sorted(shown, key=lambda d: order.index(d) if d in order else len(order)):
+            b = shown[dimension]
             tests = b.get("tests") or {}
             breakdowns.append(
                 {

@@ -114,6 +114,12 @@ def test_the_stored_report_holds_each_producers_card_and_the_page_shows_it(label
             if s["false_reject_rate"] is not None:
                 assert escape(_rate_text(s, "false_reject_rate", "fn", ("fn", "tp"))) in html, (dimension, s)
 
+    # A reader's card is on the page in brief (its overall rates and where the bias lives): its
+    # breakdowns are in the download.
+    start = html.index('data-producer="boxed"')
+    boxed_html = html[start : html.index("</details>", start)]
+    assert "data-dimension" not in boxed_html and "Where the bias lives:" in boxed_html
+    assert f"judge_card --dataset {ds.name} --judge boxed" in boxed_html
     exported = json.loads(manager.get(f"/analytics/{ds.pk}/judge-card.json").content)
     assert exported["rows"] == report.body["tables"]["judge-card"]["rows"]
     assert {r["dimension"] for r in exported["rows"] if r["reader"] == "judge-x"} == {"overall", *judge["breakdowns"]}
