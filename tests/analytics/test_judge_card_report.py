@@ -39,7 +39,9 @@ def _rate_text(s: dict, name: str, k: str, den: tuple[str, str]) -> str:
     return f"{s[name]:.3f} [{lo:.3f}, {hi:.3f}] ({s[k]}/{s[den[0]] + s[den[1]]})"
 
 
-def test_the_stored_report_holds_each_producers_card_and_the_page_shows_it(labelled, computed, manager):
+def test_the_stored_report_holds_each_producers_card_and_the_page_shows_it(
+    labelled, computed, manager, django_capture_on_commit_callbacks
+):
     ds, _ = labelled
     # The judge runs on a model of the answering model's family (orca-7b): a self-preference to flag.
     spec = ReaderSpec.objects.get(name="judge-x")
@@ -136,3 +138,11 @@ def test_the_stored_report_holds_each_producers_card_and_the_page_shows_it(label
     assert "self-preference (judge model 'Orca-2-13B'): FLAGGED" in text
     assert f"unparsed replies: 1 of {judge['judged']}, {rate['rate']:.3f} [{lo:.3f}, {hi:.3f}]" in text
     assert "== boxed" not in text
+
+    # The report kind's own page shows the command's text (computed by the task, then served).
+    url = f"/analytics/{ds.pk}/reports/judge_card/"
+    with django_capture_on_commit_callbacks(execute=True):
+        manager.get(url)
+    kind_page = manager.get(url).content.decode()
+    assert 'id="report-text"' in kind_page and "== judge-x (judge" in kind_page
+    assert escape("self-preference (judge model 'Orca-2-13B'): FLAGGED") in kind_page
