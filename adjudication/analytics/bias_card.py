@@ -3,8 +3,10 @@ false-reject rate and bias against the final human labels, overall and broken do
 a test of whether each rate differs across the strata of each breakdown, and a flag where a judge
 grades outputs of its own model family (docs/analytics.md, "The judge-bias card").
 
-Pure functions over arrays (numpy, scipy, statsmodels): analytics.selectors reads the labelled
-responses' traits, analytics.report calls `judge_cards` once per report.
+Pure functions over arrays (numpy, scipy; the rates and their intervals are analytics.bias's):
+analytics.selectors reads the labelled responses' traits, analytics.report calls `judge_cards` once
+per report. The labelled responses are coded once per breakdown (`Labelled`), and each producer's
+card is a few bincounts over its rows into them.
 
 Breakdowns (`BREAKDOWNS`): response length (quantile bins of the character length over the
 labelled responses of the scope, the edges shown), answer format (readers.strata.response_format:
@@ -24,8 +26,9 @@ the strata × verdict table, computed here in closed form by scipy (`chi2_contin
 approximation is unreliable, and p is the Monte Carlo conditional p-value of the same statistic
 (MONTE_CARLO tables drawn with the table's margins fixed: scipy's `random_table`). A stratum with
 fewer than MIN_STRATUM items in the rate's denominator does not enter on its own: such strata are
-merged into one "other" stratum when together they reach MIN_STRATUM, and are left out otherwise;
-the card lists both.
+merged into one "other" stratum when there are two or more and together they reach MIN_STRATUM,
+and are left out otherwise; the card lists both. "Where the bias lives" names the tests below ALPHA
+after Holm's adjustment over the card's tests.
 """
 
 from __future__ import annotations
