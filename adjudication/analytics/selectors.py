@@ -389,6 +389,8 @@ def judge_parsing_counts(*, dataset: Dataset, labels: dict[int, str] | None = No
         ParsingCount(labels[sid], status or "", upstream or "", recorded.get(str(disagrees).lower()), n)
         for sid, status, upstream, disagrees, n in rows
     ]
+
+
 def judge_endpoint_models(*, dataset: Dataset, labels: dict[int, str] | None = None) -> dict[str, str]:
     """{display name: endpoint model} of the LLM judges that read this dataset (the model its
     reader spec's config names), for the judge-bias card's self-preference flag."""
