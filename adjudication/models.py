@@ -1,7 +1,7 @@
 """Every model of the adjudication app, as Django loads them (it imports `adjudication.models`).
 Each is defined by the capability that owns it; import them from here or from there alike."""
 
-from adjudication.analytics.models import AnalyticsChoice, AnalyticsReport
+from adjudication.analytics.models import AnalyticsChoice, AnalyticsReport, JudgeSplit
 from adjudication.audit.models import AuditRun
 from adjudication.ingest.models import Dataset, Question, Response, Run
 from adjudication.pipeline.models import ReaderSpec, Reading, TaskBatch, Verdict
@@ -27,6 +27,7 @@ __all__ = [
     "FinalLabel",
     "Guidelines",
     "Invalidatable",
+    "JudgeSplit",
     "Label",
     "Lease",
     "Question",

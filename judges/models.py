@@ -136,6 +136,30 @@ class Judge(models.Model):
         help_text="ask the server for the reply's log-probabilities (top 20 a position) and store the "
         "verdict's confidence, for calibration; off by default: some servers refuse the parameter",
     )
+    # Versions (docs/judges.md, "Judge versions"): a family is its first judge and the judges made
+    # from it; version k+1 is the template plus few-shot examples of version k's disagreements with
+    # the human labels of the family's split pool, so a judge's examples are part of its identity.
+    family = models.ForeignKey(
+        "self",
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="versions",
+        help_text="the family's first judge; empty for a first judge itself",
+    )
+    family_version = models.PositiveIntegerField(default=1)
+    few_shot_examples = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="[{response_id, external_id, human, reply}]: the labelled responses shown as examples",
+    )
+    few_shot_text = models.TextField(
+        blank=True, default="", help_text="the examples as sent, before the filled template (a snapshot)"
+    )
+    split_dataset = models.ForeignKey(
+        "adjudication.Dataset", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    split_seed = models.IntegerField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

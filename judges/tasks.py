@@ -26,7 +26,7 @@ def judge_batch(
     batch_id: int | None = None,
 ) -> int:
     with llm_batch_tracked(batch_id):
-        judges = list(Judge.objects.filter(pk__in=judge_ids).select_related("endpoint").order_by("name"))
+        judges = list(Judge.objects.filter(pk__in=judge_ids).select_related("endpoint", "family").order_by("name"))
         return judgements_create(judges=judges, response_ids=response_ids, retry_errors=retry_errors, tag=tag)
 
 

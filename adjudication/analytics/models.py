@@ -59,3 +59,27 @@ class AnalyticsChoice(models.Model):
 
     def __str__(self) -> str:
         return f"analytics of dataset {self.dataset_id}: {self.reported} vs {self.fixed} over {self.base}"
+
+
+class JudgeSplit(models.Model):
+    """A dataset's human-labelled responses split once, for one judge family and seed, into a pool
+    whose labels may feed a new version's few-shot examples and a held-out set whose labels may only
+    measure (docs/judges.md, "Judge versions"). A response's side is a function of the seed and its
+    external id alone (analytics.versions.held_out_side), so a later refresh adds newly labelled
+    responses without moving any earlier one, and the same ids split the same way in any database."""
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="judge_splits")
+    family = models.CharField(max_length=100, help_text="the name of the family's first judge")
+    seed = models.IntegerField()
+    held_out_fraction = models.FloatField()
+    # {response id: the human verdict, correct / incorrect}: what a new version's examples are drawn from.
+    pool = models.JSONField(default=dict, blank=True)
+    held_out = models.JSONField(default=list, blank=True, help_text="response ids that may only measure")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [UniqueConstraint(fields=["dataset", "family", "seed"], name="judge_split_once")]
+
+    def __str__(self) -> str:
+        return f"split of {self.family} on dataset {self.dataset_id} (seed {self.seed})"

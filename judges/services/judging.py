@@ -39,7 +39,7 @@ def upstream_of(judge: Judge) -> str | None:
 def judge_config(judge: Judge) -> dict[str, Any]:
     """The identity of a judge's verdicts: edit the model, template, parser or sampling and its
     readings belong to a new spec (the old ones stay, under the old config hash)."""
-    return {
+    config: dict[str, Any] = {
         "endpoint_model": judge.endpoint.model,
         "template": judge.template,
         "template_hash": prompts.template_hash(template_text(judge))[:16],
@@ -47,6 +47,24 @@ def judge_config(judge: Judge) -> dict[str, Any]:
         "temperature": judge.temperature,
         "max_tokens": judge.max_tokens,
     }
+    if judge.family is not None:
+        # Only later versions carry these keys, so a first judge keeps the config hash (and the
+        # readings) it had before versions existed. The example ids are part of the identity: the
+        # analytics read them from here to keep every example out of what measures the version.
+        config.update(
+            family=judge.family.name,
+            family_version=judge.family_version,
+            few_shot=sorted(int(e["response_id"]) for e in judge.few_shot_examples),
+            few_shot_hash=prompts.template_hash(judge.few_shot_text)[:16],
+            split={"dataset": judge.split_dataset_id, "seed": judge.split_seed},
+        )
+    return config
+
+
+def prompt_template_hash(judge: Judge) -> str:
+    """What Judgement.template_hash records: the template's sha256, or for a version with examples
+    that of the examples and the template as they are sent together."""
+    return prompts.template_hash(judge.few_shot_text + template_text(judge))
 
 
 def judge_spec_for(judge: Judge) -> ReaderSpec:
@@ -88,8 +106,10 @@ def messages_hash(messages: list[dict]) -> str:
     return text_hash(messages_json(messages))
 
 
-def _with_response(render: Callable[..., str], text: str) -> str:
-    return render(response=text)
+def _with_response(render: Callable[..., str], text: str, prefix: str = "") -> str:
+    # The examples go before the filled template, never through it: their texts must not be read
+    # as placeholders.
+    return prefix + render(response=text)
 
 
 def _judge(
@@ -233,9 +253,10 @@ def judgements_create(
         cfg = EndpointConfig.from_model(judge.endpoint)
         secrets = cfg.secrets()
         template = template_text(judge)
-        t_hash = prompts.template_hash(template)
+        t_hash = prompt_template_hash(judge)
         parser_name = parsers.resolve(judge.parser, judge.template)
         upstream = upstream_of(judge)
+        prefix = judge.few_shot_text
         for rid, replace_id in todo.items():
             response = responses.get(rid)
             if response is None:  # deleted meanwhile
@@ -250,7 +271,7 @@ def judgements_create(
                 gold_letter=gold_letter(q.gold, q.choices) if q.choices else None,
                 upstream=upstream,
             )
-            prompt_hash = messages_hash([{"role": "user", "content": render(response=response.text)}])
+            prompt_hash = messages_hash([{"role": "user", "content": _with_response(render, response.text, prefix)}])
             base = {"judge_id": judge.pk, "prompt_hash": prompt_hash, "template_hash": t_hash, "parser": parser_name}
             jobs.append(
                 Job(
@@ -258,7 +279,7 @@ def judgements_create(
                     endpoint=cfg,
                     run=partial(
                         _judge,
-                        render=partial(_with_response, render),
+                        render=partial(_with_response, render, prefix=prefix),
                         response_text=response.text,
                         temperature=judge.temperature,
                         max_tokens=judge.max_tokens,
