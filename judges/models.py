@@ -156,8 +156,10 @@ class Judge(models.Model):
     few_shot_text = models.TextField(
         blank=True, default="", help_text="the examples as sent, before the filled template (a snapshot)"
     )
-    split_dataset = models.ForeignKey(
-        "adjudication.Dataset", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    # By name, not a key: a version made from one dataset's labels may judge (and be bundled with)
+    # another dataset.
+    split_dataset = models.CharField(
+        max_length=200, blank=True, default="", help_text="the dataset whose split pool the examples came from"
     )
     split_seed = models.IntegerField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

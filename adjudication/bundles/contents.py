@@ -31,6 +31,7 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxLengthValidator, MaxValueValidator, MinValueValidator
 from django.db import models
+from django.db.models import Q
 
 from adjudication.fields import VerbatimTextField, is_plain_text
 from adjudication.models import (
@@ -116,9 +117,23 @@ TABLES: tuple[Table, ...] = (
     Table("adjudication.Reading", lambda d: Reading.objects.filter(response__dataset=d)),
     Table(
         "judges.Endpoint",
-        lambda d: _model("judges.Endpoint")._default_manager.filter(judges__name__in=_judge_names(d)).distinct(),
+        lambda d: (
+            _model("judges.Endpoint")
+            ._default_manager.filter(
+                Q(judges__name__in=_judge_names(d)) | Q(judges__versions__name__in=_judge_names(d))
+            )
+            .distinct()
+        ),
     ),
-    Table("judges.Judge", lambda d: _model("judges.Judge")._default_manager.filter(name__in=_judge_names(d))),
+    # A later version's family is its first judge, which a bundle needs even without readings here.
+    Table(
+        "judges.Judge",
+        lambda d: (
+            _model("judges.Judge")
+            ._default_manager.filter(Q(name__in=_judge_names(d)) | Q(versions__name__in=_judge_names(d)))
+            .distinct()
+        ),
+    ),
     Table(
         "judges.Judgement",
         lambda d: _model("judges.Judgement")._default_manager.filter(reading__response__dataset=d),

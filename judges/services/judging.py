@@ -56,7 +56,7 @@ def judge_config(judge: Judge) -> dict[str, Any]:
             family_version=judge.family_version,
             few_shot=sorted(int(e["response_id"]) for e in judge.few_shot_examples),
             few_shot_hash=prompts.template_hash(judge.few_shot_text)[:16],
-            split={"dataset": judge.split_dataset_id, "seed": judge.split_seed},
+            split={"dataset": judge.split_dataset, "seed": judge.split_seed},
         )
     return config
 

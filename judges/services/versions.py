@@ -106,7 +106,7 @@ def judge_version_create(
             f"no split of {root.name}'s labels on dataset {dataset.name} with seed {seed}: make it with "
             f"`manage.py judge_versions --dataset {dataset.name} --judge {root.name} --seed {seed}`"
         )
-    family_versions = Judge.objects.filter(family=root, split_dataset=dataset)
+    family_versions = Judge.objects.filter(family=root, split_dataset=dataset.name)
     other_seeds = list(family_versions.exclude(split_seed=seed).values_list("split_seed", flat=True))
     if other_seeds:
         # Another seed's pool holds labels this seed holds out: examples drawn from both would leak.
@@ -147,7 +147,7 @@ def judge_version_create(
             for r, reply in examples
         ],
         few_shot_text=few_shot_block(examples),
-        split_dataset=dataset,
+        split_dataset=dataset.name,
         split_seed=seed,
     )
     if Judge.objects.filter(name=judge.name).exists():

@@ -299,3 +299,26 @@ def test_the_page_is_for_managers_and_escapes_what_it_shows(family, client: Clie
     assert "<script>alert(1)</script>" not in hostile and "&lt;script&gt;alert(1)&lt;/script&gt;" in hostile
     assert "judge-versions" in manager.get(f"/analytics/{ds.pk}/").content.decode()
     assert ReaderSpec.objects.filter(name="sq").exists()
+
+
+def test_a_bundle_of_a_dataset_only_a_later_version_judged_carries_its_family(family, loopback, make_dataset, tmp_path):
+    from adjudication.bundles import contents
+    from adjudication.bundles.services import bundle_replay, bundle_write
+    from judges.models import Endpoint, LLMAttempt
+
+    run_command("add_judge", "sq-v2", from_judge="sq", dataset="d", few_shot=2, seed=7)
+    other = make_dataset([mc_row(i) for i in range(3)], name="e")
+    loopback.reply = replying({"v2": lambda i: "A"})
+    judge(other, Judge.objects.get(name="sq-v2"))
+    before = sorted(Judge.objects.values_list("name", "family__name", "family_version", "split_dataset"))
+    out = tmp_path / "e.zip"
+    bundle_write(dataset=other, out=out, report_specs=[])
+    LLMAttempt.objects.all().delete()
+    JudgeSplit.objects.all().delete()
+    Judge.objects.filter(family__isnull=False).delete()  # versions first: a family is protected
+    for table in reversed(contents.TABLES):
+        if not table.model._meta.auto_created:
+            table.model._base_manager.all().delete()
+    assert not Endpoint.objects.exists()
+    bundle_replay(path=out)
+    assert sorted(Judge.objects.values_list("name", "family__name", "family_version", "split_dataset")) == before

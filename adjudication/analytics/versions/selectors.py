@@ -34,7 +34,7 @@ def judge_split_of(*, dataset: Dataset, family: str, seed: int | None = None) ->
         return splits.filter(seed=seed).first()
     for spec in reversed(judge_family_specs(family=family)):
         split = (spec.config or {}).get("split") or {}
-        if split.get("dataset") == dataset.id and isinstance(split.get("seed"), int):
+        if split.get("dataset") == dataset.name and isinstance(split.get("seed"), int):
             return splits.filter(seed=split["seed"]).first()
     return splits.order_by("id").first()
 
