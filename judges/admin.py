@@ -28,13 +28,28 @@ class EndpointAdmin(ManagerAdmin):
     )
 
 
+VERSION_FIELDS = ("family", "family_version", "split_dataset", "split_seed", "few_shot_examples", "few_shot_text")
+
+
 @admin.register(Judge)
 class JudgeAdmin(ManagerAdmin):
-    list_display = ("name", "endpoint", "template", "parser", "temperature", "max_tokens")
+    list_display = ("name", "family", "family_version", "endpoint", "template", "parser", "temperature", "max_tokens")
     list_filter = ("template", "parser")
     search_fields = ("name",)
-    fields = ("name", "endpoint", "template", "custom_template", "upstream_text", "parser", "temperature", "max_tokens")
-    readonly_fields = ("upstream_text",)
+    fields = (
+        "name",
+        "endpoint",
+        "template",
+        "custom_template",
+        "upstream_text",
+        "parser",
+        "temperature",
+        "max_tokens",
+        *VERSION_FIELDS,
+    )
+    # A version's examples are drawn from its split's pool by `add_judge --from`; edited by hand they
+    # could be held-out labels (docs/judges.md, "Judge versions").
+    readonly_fields = ("upstream_text", *VERSION_FIELDS)
 
     @admin.display(description="upstream text")
     def upstream_text(self, judge: Judge) -> str:

@@ -40,6 +40,7 @@ from adjudication.analytics.estimates import (
 )
 from adjudication.analytics.format_share import MULTIPLE_CHOICE, Observation, item_task_type
 from adjudication.analytics.parsing import ParsingCount
+from adjudication.analytics.versions.compare import prompt_hash_label
 from adjudication.fields import SENTINEL, VerbatimTextField, decode_verbatim
 from adjudication.models import (
     AnalyticsChoice,
@@ -362,7 +363,7 @@ def judge_template_hashes(*, dataset: Dataset, labels: dict[int, str] | None = N
     property of its prompt as much as of its model, so every bias figure shows which prompt."""
     labels = reader_labels(dataset=dataset) if labels is None else labels
     specs = ReaderSpec.objects.filter(id__in=labels, kind="judge").values_list("id", "config")
-    return {labels[sid]: str((config or {}).get("template_hash") or "") for sid, config in specs}
+    return {labels[sid]: prompt_hash_label(config or {}) for sid, config in specs}
 
 
 def judge_parsing_counts(*, dataset: Dataset, labels: dict[int, str] | None = None) -> list[ParsingCount]:

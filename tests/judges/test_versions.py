@@ -12,6 +12,7 @@ import pytest
 from django.test import Client
 
 from adjudication.analytics.bias import judge_bias
+from adjudication.analytics.selectors import judge_template_hashes
 from adjudication.analytics.versions.compare import (
     VersionReadings,
     compare_versions,
@@ -203,6 +204,10 @@ def test_a_version_sends_its_examples_and_records_itself_as_a_reader_of_its_own(
     assert readings.count() == N
     assert {r.judgement.template_hash for r in readings} == {prompt_template_hash(v2)}
     assert prompt_template_hash(v2) != prompt_template_hash(v1)
+    # Every bias figure names the prompt: the version's says it carries examples.
+    shown = judge_template_hashes(dataset=ds)
+    assert shown["sq-v2"] == f"{v1_spec.config['template_hash']}+{spec.config['few_shot_hash']}"
+    assert "+" not in shown["sq"]
     # Another example set is another reader: its config hash differs.
     other = Judge(**{f.attname: getattr(v2, f.attname) for f in Judge._meta.concrete_fields if f.attname != "id"})
     other.few_shot_examples = v2.few_shot_examples[:2]

@@ -48,6 +48,13 @@ def split_sides(
     return pool, held
 
 
+def prompt_hash_label(config: Mapping[str, Any]) -> str:
+    """A judge spec's prompt as its figures name it: the template's hash, and after a `+` that of
+    the few-shot examples sent before it, for a version that has some."""
+    few = config.get("few_shot_hash")
+    return str(config.get("template_hash") or "") + (f"+{few}" if few else "")
+
+
 @dataclass(frozen=True)
 class VersionReadings:
     """One version of a judge (one reader spec) and its verdicts: {response key: verdict}."""

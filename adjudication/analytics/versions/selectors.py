@@ -7,7 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 from adjudication.analytics.selectors import human_observations
-from adjudication.analytics.versions.compare import VersionReadings, compare_versions, held_out_side
+from adjudication.analytics.versions.compare import (
+    VersionReadings,
+    compare_versions,
+    held_out_side,
+    prompt_hash_label,
+)
 from adjudication.models import Dataset, JudgeSplit, ReaderSpec, Reading, Response
 
 
@@ -80,7 +85,7 @@ def judge_versions_report(*, dataset: Dataset, family: str, seed: int | None = N
             label=_label(spec, family),
             spec_id=spec.id,
             family_version=int((spec.config or {}).get("family_version", 1)),
-            template_hash=_template_hash(spec.config or {}),
+            template_hash=prompt_hash_label(spec.config or {}),
             few_shot=frozenset(str(r) for r in (spec.config or {}).get("few_shot", [])),
             verdicts=verdicts[spec.id],
         )
@@ -100,9 +105,3 @@ def judge_versions_report(*, dataset: Dataset, family: str, seed: int | None = N
 def _label(spec: ReaderSpec, family: str) -> str:
     """A version's name, with its config hash where the first judge has had several configs."""
     return f"{spec.name} ({spec.config_hash[:8]})" if spec.name == family else spec.name
-
-
-def _template_hash(config: dict[str, Any]) -> str:
-    """The template's hash, and the examples' after a `+` for a version that has some."""
-    few = config.get("few_shot_hash")
-    return str(config.get("template_hash", "")) + (f"+{few}" if few else "")
