@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('judges', '0004_name_validators'),
+        ('judges', '0006_judgement_messages_sent'),
     ]
 
     operations = [
