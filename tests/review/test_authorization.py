@@ -75,6 +75,7 @@ MATRIX: dict[str, tuple[str, str, dict[str, str]]] = {
     "api/leases/<int:lease_id>/label/": ("post", "/api/leases/{lease}/label/", {"annotator": "client_error"}),
     "api/labels/<int:label_id>/revise/": ("post", "/api/labels/{label}/revise/", {"annotator": "client_error"}),
     "analytics/<int:dataset_id>/": ("get", "/analytics/{dataset}/", {"manager": OK}),
+    "analytics/<int:dataset_id>/judge-versions/": ("get", "/analytics/{dataset}/judge-versions/", {"manager": OK}),
     "analytics/<int:dataset_id>/<slug:table>.<slug:fmt>": (
         "get",
         "/analytics/{dataset}/agreement.csv",
