@@ -440,7 +440,9 @@ def simulate_budget(
     true_value: float | None = None
     round_no = 0
     while True:
-        current = ConsensusInputs(votes=inputs.votes, human=labels, strata=inputs.strata)
+        current = ConsensusInputs(
+            votes=inputs.votes, human=labels, strata=inputs.strata, votes_unique=inputs.votes_unique
+        )
         result = consensus(current, by=by, model=model, n_boot=0, seed=seed)
         if round_no == 0:
             check_target(target, inputs, result)

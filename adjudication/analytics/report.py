@@ -419,7 +419,7 @@ def _consensus(rep: Report) -> None:
     most = settings.ANALYTICS_CONSENSUS_BOOTSTRAP_MAX
     n_boot = settings.ANALYTICS_CONSENSUS_BOOTSTRAP if n_items <= most else 0
     try:
-        result = consensus(inputs, by=None, n_boot=n_boot, seed=rep.params.seed)
+        result = consensus(inputs, by=None, n_boot=n_boot, seed=rep.params.seed, with_items=False)
     except (ValueError, LookupError) as exc:
         rep.consensus_error = str(exc.args[0]) if exc.args else type(exc).__name__
         return

@@ -4,6 +4,7 @@ Equality is exact (==), not approximate: the stored report must not change by a 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import random
@@ -633,3 +634,23 @@ def test_stacked_resampled_sums_are_each_arrays_own(n, n_boot, widths, seed, bin
     for a, summed in zip(arrays, stacked, strict=True):
         assert summed.dtype == np.float64
         assert np.array_equal(summed, resampled_sums(drawn, a))
+
+
+@pytest.mark.django_db
+def test_the_report_consensus_without_its_pair_check_and_item_posteriors_is_the_full_fits(labelled):
+    """issue 36 item 15: votes read from the database are unique per (response, producer) by the
+    readings' constraint, so the report's fit skips that check and leaves out the per-item
+    posteriors it never shows; every other number is the full fit's. A duplicate vote handed in
+    without the guarantee is still refused, naming it."""
+    from adjudication.analytics.selectors import consensus_inputs
+
+    inputs = consensus_inputs(dataset=labelled[0])
+    assert inputs.votes_unique
+    checked = consensus.ConsensusInputs(votes=inputs.votes, human=inputs.human, strata=inputs.strata)
+    full = consensus.consensus(checked, by=None, n_boot=20, seed=3)
+    fast = consensus.consensus(inputs, by=None, n_boot=20, seed=3, with_items=False)
+    assert full.items and fast.items == []
+    assert fast == dataclasses.replace(full, items=[])
+    twice = consensus.ConsensusInputs(votes=[*inputs.votes, inputs.votes[0]], human=inputs.human)
+    with pytest.raises(ValueError, match="two verdicts"):
+        consensus.consensus(twice, n_boot=0)
