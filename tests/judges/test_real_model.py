@@ -144,6 +144,45 @@ def test_a_judge_asking_for_logprobs_stores_each_parsed_verdicts_confidence(make
 
 @pytest.mark.worker
 @pytest.mark.django_db(transaction=True)
+def test_an_audit_judges_a_20_response_sample_through_the_worker_and_the_item_page_shows_its_traces(
+    make_dataset, celery_worker
+):
+    """Issue 37's audit on the real model, the way docs/judges.md tells it: a judge with
+    log-probabilities, `run_judges --sample 20 --seed S` through the worker (the other responses
+    are not judged), each verdict parsed or unparsed with its reply kept, a confidence for each
+    parsed one, and every judged response's trace on the managers' item page."""
+    from adjudication.pipeline.selectors import subset_response_ids
+    from adjudication.pipeline.subsets import ResponseSubset
+
+    ds = make_dataset([mc_row(i) for i in range(30)], n_mc=0, n_math=0)
+    add_endpoint("smol")
+    run_command("add_judge", "audit-xv", endpoint="smol", template="xverify", max_tokens=16, logprobs=True)
+    out = run_command("run_judges", dataset=ds.name, judges=["audit-xv"], sample=20, seed=7, timeout=1800)
+    assert "20 enqueued" in out, out
+    sample = set(subset_response_ids(dataset=ds, subset=ResponseSubset(kind="sample", size=20, seed=7)))
+    readings = list(
+        Reading.objects.filter(reader_spec__name="audit-xv").select_related("judgement", "response", "reader_spec")
+    )
+    assert {r.response_id for r in readings} == sample and len(readings) == 20
+    client = Client()
+    client.force_login(make_user("auditor", "manager"))
+    for r in readings:
+        j = r.judgement
+        assert j.parse_status in {Judgement.ParseStatus.PARSED, Judgement.ParseStatus.UNPARSED}, r.detail
+        if j.parse_status == Judgement.ParseStatus.PARSED:
+            assert j.confidence is not None and 0.0 < j.confidence <= 1.0, (j.raw_reply, j.verdict_alternatives)
+        else:
+            assert j.confidence is None and r.verdict == "error"
+        body = client.get(f"/items/{r.response_id}/").content.decode()
+        trace = body[body.index(f'id="trace-{r.pk}"') :].split('class="llm-trace ', 1)[0]
+        assert "as sent (sha256 matches the prompt hash)" in trace
+        assert escape(displayable(j.raw_reply)) in trace
+        assert trace.count('<tr class="attempt attempt-') == len(attempts_of(r))
+        assert "xverify_exact_label" in trace  # every upstream parser's reading beside ours
+
+
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
 def test_run_readers_regeneration_scores_options_by_logprobs_and_records_the_method(make_dataset, celery_worker):
     ds = make_dataset(rows(), n_mc=0)
     add_endpoint("smol")
