@@ -654,3 +654,37 @@ def test_the_report_consensus_without_its_pair_check_and_item_posteriors_is_the_
     twice = consensus.ConsensusInputs(votes=[*inputs.votes, inputs.votes[0]], human=inputs.human)
     with pytest.raises(ValueError, match="two verdicts"):
         consensus.consensus(twice, n_boot=0)
+
+
+@pytest.mark.django_db
+def test_the_final_labels_are_read_once_per_snapshot_and_each_caller_gets_its_own_dict(labelled):
+    """issue 36 item 15: the report's sections each ask for the final labels; inside one
+    read_snapshot they are read once, and equal what a fresh read gives; outside a snapshot, or
+    in a read-write one, every call reads."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from adjudication.analytics.selectors import human_observations, read_snapshot
+
+    dataset = labelled[0]
+    fresh = human_observations(dataset=dataset)
+    assert fresh
+
+    def label_reads(queries) -> int:
+        return sum('FROM "adjudication_finallabel"' in q["sql"] for q in queries.captured_queries)
+
+    with CaptureQueriesContext(connection) as queries, read_snapshot():
+        first = human_observations(dataset=dataset)
+        first.clear()  # a caller's own dict
+        second = human_observations(dataset=dataset)
+    assert label_reads(queries) == 1
+    assert second == fresh and list(second) == list(fresh)
+    for snapshot in (read_snapshot(read_only=False),):
+        with CaptureQueriesContext(connection) as queries, snapshot:
+            human_observations(dataset=dataset)
+            human_observations(dataset=dataset)
+        assert label_reads(queries) == 2
+    with CaptureQueriesContext(connection) as queries:
+        human_observations(dataset=dataset)
+        human_observations(dataset=dataset)
+    assert label_reads(queries) == 2
