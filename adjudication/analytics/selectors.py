@@ -224,9 +224,10 @@ def _chunks(alias: str, sql: str, params: Sequence[Any], *, chunk_size: int) -> 
         if db.queries_logged:  # under DEBUG or CaptureQueriesContext, as Django's cursor logs a statement
             db.queries_log.append({"sql": db.ops.compose_sql(sql, params), "time": "0.000"})  # type: ignore[attr-defined]
         raw = db.connection.cursor()
+        rows = raw.stream(sql, params, size=chunk_size)
         try:
             chunk: list[Any] = []
-            for row in raw.stream(sql, params, size=chunk_size):
+            for row in rows:
                 chunk.append(row)
                 if len(chunk) == chunk_size:
                     yield chunk
@@ -234,6 +235,11 @@ def _chunks(alias: str, sql: str, params: Sequence[Any], *, chunk_size: int) -> 
             if chunk:
                 yield chunk
         finally:
+            # Left early (the caller stopped or raised): psycopg would cancel the statement, and a
+            # cancelled statement aborts the transaction around it, so the rest is read and dropped
+            # instead; a server-side cursor closed early left the transaction usable, and so must this.
+            for _ in rows:
+                pass
             raw.close()
         return
     with db.chunked_cursor() as cursor:

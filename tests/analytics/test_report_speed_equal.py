@@ -688,3 +688,29 @@ def test_the_final_labels_are_read_once_per_snapshot_and_each_caller_gets_its_ow
         human_observations(dataset=dataset)
         human_observations(dataset=dataset)
     assert label_reads(queries) == 2
+
+
+@pytest.mark.django_db
+def test_a_streamed_read_left_early_leaves_its_transaction_usable(labelled):
+    """issue 36 item 15: the report's readings are streamed on PostgreSQL; a caller that stops
+    early (or raises) must not abort the transaction it reads in, as a cancelled statement would,
+    and the rows come in chunks of the size asked for, all of them, in the statement's order."""
+    from django.db import connection, transaction
+
+    from adjudication.analytics.selectors import _chunks
+    from adjudication.models import Reading
+
+    sql = 'SELECT "id" FROM "adjudication_reading" ORDER BY "id"'
+    expected = list(Reading.objects.order_by("id").values_list("id", flat=True))
+    assert len(expected) > 7
+    chunks = list(_chunks(connection.alias, sql, [], chunk_size=7))
+    assert [row[0] for chunk in chunks for row in chunk] == expected
+    assert all(len(chunk) == 7 for chunk in chunks[:-1]) and 0 < len(chunks[-1]) <= 7
+    # Far more rows than one network read brings, so that the statement is still running when the
+    # caller stops.
+    many = "SELECT g FROM generate_series(1, 2000000) AS g"
+    with transaction.atomic():
+        left = _chunks(connection.alias, many, [], chunk_size=1000)
+        assert [row[0] for row in next(left)] == list(range(1, 1001))
+        left.close()
+        assert Reading.objects.count() == len(expected)
