@@ -420,9 +420,14 @@ def policy_strata(*, dataset: Dataset) -> list[dict[str, Any]]:
 def judge_template_hashes(*, dataset: Dataset, labels: dict[int, str] | None = None) -> dict[str, str]:
     """{display name: template hash} of the LLM judges that read this dataset: a judge's bias is a
     property of its prompt as much as of its model, so every bias figure shows which prompt."""
+    return {name: prompt_hash_label(config) for name, config in _judge_configs(dataset, labels).items()}
+
+
+def _judge_configs(dataset: Dataset, labels: dict[int, str] | None) -> dict[str, dict[str, Any]]:
+    """{display name: reader-spec config} of the LLM judges that read this dataset."""
     labels = reader_labels(dataset=dataset) if labels is None else labels
     specs = ReaderSpec.objects.filter(id__in=labels, kind="judge").values_list("id", "config")
-    return {labels[sid]: prompt_hash_label(config or {}) for sid, config in specs}
+    return {labels[sid]: config or {} for sid, config in specs}
 
 
 def judge_parsing_counts(*, dataset: Dataset, labels: dict[int, str] | None = None) -> list[ParsingCount]:
@@ -454,9 +459,7 @@ def judge_parsing_counts(*, dataset: Dataset, labels: dict[int, str] | None = No
 def judge_endpoint_models(*, dataset: Dataset, labels: dict[int, str] | None = None) -> dict[str, str]:
     """{display name: endpoint model} of the LLM judges that read this dataset (the model its
     reader spec's config names), for the judge-bias card's self-preference flag."""
-    labels = reader_labels(dataset=dataset) if labels is None else labels
-    specs = ReaderSpec.objects.filter(id__in=labels, kind="judge").values_list("id", "config")
-    return {labels[sid]: str((config or {}).get("endpoint_model") or "") for sid, config in specs}
+    return {name: str(config.get("endpoint_model") or "") for name, config in _judge_configs(dataset, labels).items()}
 
 
 def unparsed_judgements(*, dataset: Dataset, labels: dict[int, str]) -> set[tuple[str, str]]:
